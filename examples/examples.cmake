@@ -1,0 +1,8 @@
+add_executable(m40-quickstart examples/quickstart.c)
+target_link_libraries(m40-quickstart PRIVATE m40_static)
+add_executable(m40-demo examples/demo.c)
+target_link_libraries(m40-demo PRIVATE m40_static m)
+foreach(t m40-quickstart m40-demo)
+  target_compile_options(${t} PRIVATE -Wall -Wextra $<$<BOOL:${M40_WERROR}>:-Werror>)
+endforeach()
+install(TARGETS m40-demo RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

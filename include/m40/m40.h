@@ -1,0 +1,351 @@
+/*
+** libm40 — an embeddable inference library for NVIDIA Maxwell (sm_52) GPUs.
+**
+** This header is the specification of the core API. It is plain C11 and
+** includes no CUDA header, so any C or C++ program can include it.
+**
+** Conventions
+**   - Every fallible call returns an m40_status and writes results through
+**     out-params. M40_OK is 0.
+**   - A context (m40_ctx) keeps the message of its last error: m40_errmsg().
+**   - The library never prints, aborts or exits. Log lines go to the
+**     callback given in m40_ctx_desc, if any.
+**   - Shapes are outermost first, as in PyTorch ([N,C,H,W], [B,T,C]).
+**     Strides are in elements. At most M40_MAX_DIMS dimensions.
+**   - F16 on sm_52 means "stored as F16, computed in F32".
+**   - destroy/free functions accept NULL and do nothing.
+*/
+#ifndef M40_M40_H
+#define M40_M40_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(M40_SHARED_BUILD)
+#define M40_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define M40_API __attribute__((visibility("default")))
+#else
+#define M40_API
+#endif
+
+#define M40_VERSION_MAJOR 0
+#define M40_VERSION_MINOR 1
+#define M40_VERSION_PATCH 0
+#define M40_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------ */
+/* Status codes. One table generates the enum and m40_status_str().    */
+
+#define M40_STATUS_TABLE(X)                                                   \
+    X(M40_OK, "ok")                                                           \
+    X(M40_ERR_INVALID_ARG, "invalid argument")                               \
+    X(M40_ERR_SHAPE, "shape mismatch")                                        \
+    X(M40_ERR_DTYPE, "dtype mismatch or unsupported dtype")                   \
+    X(M40_ERR_NO_DEVICE, "no usable CUDA device")                             \
+    X(M40_ERR_CUDA, "CUDA runtime or library error")                          \
+    X(M40_ERR_DEVICE_LOST, "device context unusable after a sticky error")   \
+    X(M40_ERR_OOM_HOST, "out of host memory")                                 \
+    X(M40_ERR_OOM_DEVICE, "out of device memory")                             \
+    X(M40_ERR_UNSUPPORTED, "unsupported operation or configuration")          \
+    X(M40_ERR_IO, "I/O error")                                                \
+    X(M40_ERR_FORMAT, "malformed or truncated data")                          \
+    X(M40_ERR_LOCATION, "tensor is on the wrong side (host vs device)")      \
+    X(M40_ERR_STATE, "object is in the wrong state for this call")
+
+typedef enum m40_status {
+#define M40__ENUM(name, text) name,
+    M40_STATUS_TABLE(M40__ENUM)
+#undef M40__ENUM
+    M40_STATUS_COUNT
+} m40_status;
+
+/* Returns a static, human-readable description of `s`; never NULL.
+** Unknown values give "unknown status". */
+M40_API const char *m40_status_str(m40_status s);
+
+/* Returns the library version as "MAJOR.MINOR.PATCH"; never NULL. */
+M40_API const char *m40_version(void);
+
+/* Returns a static, space-separated description of how this binary was
+** built: "cuda=11.8 archs=52 cublas=yes cudnn=no" or "cuda=no". */
+M40_API const char *m40_build_info(void);
+
+/* ------------------------------------------------------------------ */
+/* Context                                                             */
+
+typedef struct m40_ctx m40_ctx;
+
+typedef enum m40_log_level {
+    M40_LOG_DEBUG = 0,
+    M40_LOG_INFO = 1,
+    M40_LOG_WARN = 2,
+    M40_LOG_ERROR = 3
+} m40_log_level;
+
+typedef void (*m40_log_fn)(void *user, m40_log_level level, const char *msg);
+
+/* Use this for m40_ctx_desc.device to get a CPU-only context that runs the
+** plain C reference implementation of every op. */
+#define M40_DEVICE_CPU (-1)
+
+typedef struct m40_ctx_desc {
+    size_t struct_size;   /* sizeof(m40_ctx_desc): lets the struct grow */
+    int device;           /* CUDA device ordinal, or M40_DEVICE_CPU */
+    m40_log_fn log;       /* optional; NULL = silent */
+    void *log_user;       /* passed to log */
+    m40_log_level log_level; /* lowest level passed to log */
+} m40_ctx_desc;
+
+/* Fills `desc` with defaults: device 0, no log callback, level INFO. */
+M40_API void m40_ctx_desc_init(m40_ctx_desc *desc);
+
+/* Creates a context. A GPU context owns one CUDA stream on `device` and,
+** created on first use, a cuBLAS handle.
+**
+** Like sqlite3_open(), on most failures *out still receives a context that
+** holds the error message (read it with m40_errmsg(), then destroy it); it
+** cannot run ops. *out is NULL only for M40_ERR_INVALID_ARG with out == NULL
+** and for M40_ERR_OOM_HOST.
+**
+** Returns
+**   M40_OK
+**   M40_ERR_INVALID_ARG  out or desc NULL, or desc->struct_size too small
+**   M40_ERR_NO_DEVICE    built without CUDA, no driver or GPU, or the
+**                        ordinal is out of range
+**   M40_ERR_CUDA         the runtime failed to set up the device or stream
+**   M40_ERR_OOM_HOST */
+M40_API m40_status m40_ctx_create(const m40_ctx_desc *desc, m40_ctx **out);
+
+/* Waits for outstanding work, then frees the context. NULL is a no-op.
+** Tensors created on the context must be freed before it. */
+M40_API void m40_ctx_destroy(m40_ctx *ctx);
+
+/* The message of the last error on `ctx` ("" if none; "no context" if ctx
+** is NULL). Valid until the next call on ctx. */
+M40_API const char *m40_errmsg(const m40_ctx *ctx);
+
+/* The status of the last failed call on ctx (M40_OK if none). */
+M40_API m40_status m40_errcode(const m40_ctx *ctx);
+
+typedef struct m40_device_info {
+    int is_gpu;              /* 0 for a CPU context */
+    int device;              /* ordinal, or M40_DEVICE_CPU */
+    char name[256];          /* "Tesla M40 24GB", or "CPU reference" */
+    int cc_major, cc_minor;  /* compute capability (0.0 on CPU) */
+    int sm_count;
+    size_t total_bytes;      /* device memory (0 on CPU) */
+    size_t free_bytes;       /* free device memory at the time of the call */
+} m40_device_info;
+
+/* Returns
+**   M40_OK
+**   M40_ERR_INVALID_ARG   ctx or info NULL
+**   M40_ERR_DEVICE_LOST   an earlier sticky CUDA error broke the context
+**   M40_ERR_CUDA */
+M40_API m40_status m40_ctx_info(m40_ctx *ctx, m40_device_info *info);
+
+/* Waits until all work queued on the context's stream is done.
+** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_CUDA, M40_ERR_DEVICE_LOST. */
+M40_API m40_status m40_ctx_sync(m40_ctx *ctx);
+
+/* The context's cudaStream_t as void* (NULL on a CPU context), so callers
+** can order their own CUDA work with the library's. */
+M40_API void *m40_ctx_stream(m40_ctx *ctx);
+
+/* ------------------------------------------------------------------ */
+/* Tensors                                                             */
+
+#define M40_MAX_DIMS 4
+
+typedef enum m40_dtype {
+    M40_DTYPE_F32 = 0,
+    M40_DTYPE_F16 = 1,
+    M40_DTYPE_I8 = 2,
+    M40_DTYPE_I32 = 3,
+    /* Quantized weight formats are added after these (see issue 6);
+    ** values below 64 are reserved for plain element types. */
+    M40_DTYPE_COUNT
+} m40_dtype;
+
+/* Bytes per element of a plain dtype; 0 for an invalid one. */
+M40_API size_t m40_dtype_size(m40_dtype dt);
+/* "f32", "f16", "i8", "i32" or "?" */
+M40_API const char *m40_dtype_name(m40_dtype dt);
+
+typedef struct m40_tensor_desc {
+    m40_dtype dtype;
+    int ndim;                        /* 1..M40_MAX_DIMS (0 = scalar) */
+    int64_t shape[M40_MAX_DIMS];     /* outermost first */
+    int64_t stride[M40_MAX_DIMS];    /* in elements */
+} m40_tensor_desc;
+
+/* Fills `d` as a contiguous (row-major) tensor.
+** Returns M40_OK, M40_ERR_INVALID_ARG (NULL d, ndim outside 0..4, negative
+** extent or shape NULL with ndim > 0), M40_ERR_DTYPE. */
+M40_API m40_status m40_tensor_desc_make(m40_tensor_desc *d, m40_dtype dtype,
+                                        int ndim, const int64_t *shape);
+
+/* Number of elements (product of the shape; 1 for a scalar). */
+M40_API int64_t m40_tensor_desc_numel(const m40_tensor_desc *d);
+/* 1 if the strides are row-major contiguous for the shape. */
+M40_API int m40_tensor_desc_is_contiguous(const m40_tensor_desc *d);
+
+typedef enum m40_location {
+    M40_LOC_HOST = 0,    /* malloc'd host memory */
+    M40_LOC_DEVICE = 1   /* device memory of the context's GPU */
+} m40_location;
+
+typedef struct m40_tensor m40_tensor;
+
+/* Creates a contiguous tensor of `desc`'s dtype and shape (desc's strides
+** are ignored) at `loc`. Contents are undefined.
+** Returns
+**   M40_OK
+**   M40_ERR_INVALID_ARG   NULL ctx/desc/out, bad ndim or negative extent
+**   M40_ERR_DTYPE         invalid dtype
+**   M40_ERR_NO_DEVICE     loc is DEVICE on a CPU context
+**   M40_ERR_OOM_HOST, M40_ERR_OOM_DEVICE, M40_ERR_CUDA, M40_ERR_DEVICE_LOST */
+M40_API m40_status m40_tensor_create(m40_ctx *ctx, const m40_tensor_desc *desc,
+                                     m40_location loc, m40_tensor **out);
+
+/* Shorthand for a contiguous tensor of up to 4 dims, on the context's
+** natural side (DEVICE on a GPU context, HOST on a CPU context). */
+M40_API m40_status m40_tensor_new(m40_ctx *ctx, m40_dtype dtype, int ndim,
+                                  const int64_t *shape, m40_tensor **out);
+
+/* Frees a tensor. A view never frees the storage of its base; the base
+** must outlive its views. NULL is a no-op. */
+M40_API void m40_tensor_free(m40_tensor *t);
+
+/* Wraps memory the caller owns (host pointer for HOST, device pointer for
+** DEVICE) without copying; freeing the tensor does not free `data`.
+** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_DTYPE, M40_ERR_NO_DEVICE,
+** M40_ERR_OOM_HOST. */
+M40_API m40_status m40_tensor_wrap(m40_ctx *ctx, const m40_tensor_desc *desc,
+                                   m40_location loc, void *data,
+                                   m40_tensor **out);
+
+/* A view of `base`: same storage, desc's dtype/shape/strides, starting
+** `offset` elements (of desc's dtype) after base's first element. The view
+** must lie inside base's storage.
+** Returns M40_OK, M40_ERR_INVALID_ARG (NULL, bad desc, out of bounds),
+** M40_ERR_DTYPE (element size differs from base), M40_ERR_OOM_HOST. */
+M40_API m40_status m40_tensor_view(m40_ctx *ctx, const m40_tensor *base,
+                                   const m40_tensor_desc *desc, int64_t offset,
+                                   m40_tensor **out);
+
+M40_API const m40_tensor_desc *m40_tensor_get_desc(const m40_tensor *t);
+M40_API m40_location m40_tensor_location(const m40_tensor *t);
+/* Host or device address of the first element. */
+M40_API void *m40_tensor_data(const m40_tensor *t);
+/* Bytes covered by the tensor (contiguous size). */
+M40_API size_t m40_tensor_nbytes(const m40_tensor *t);
+
+/* Copies `nbytes` from host memory into a contiguous tensor. nbytes must
+** equal m40_tensor_nbytes(t). Synchronous with respect to `src`.
+** Returns M40_OK, M40_ERR_INVALID_ARG (NULL, size mismatch),
+** M40_ERR_UNSUPPORTED (non-contiguous tensor), M40_ERR_CUDA,
+** M40_ERR_DEVICE_LOST. */
+M40_API m40_status m40_tensor_upload(m40_ctx *ctx, m40_tensor *t,
+                                     const void *src, size_t nbytes);
+
+/* Copies a contiguous tensor into host memory (waits for queued work).
+** Same statuses as m40_tensor_upload. */
+M40_API m40_status m40_tensor_download(m40_ctx *ctx, const m40_tensor *t,
+                                       void *dst, size_t nbytes);
+
+/* dst = src for same dtype and shape; either side may be host or device;
+** strided tensors are allowed.
+** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_SHAPE, M40_ERR_DTYPE,
+** M40_ERR_CUDA, M40_ERR_DEVICE_LOST, M40_ERR_OOM_HOST. */
+M40_API m40_status m40_tensor_copy(m40_ctx *ctx, m40_tensor *dst,
+                                   const m40_tensor *src);
+
+/* CRC-32 (zlib's) of the tensor's contiguous bytes, read back to the host
+** when needed. Meant for determinism checks. Statuses as download. */
+M40_API m40_status m40_tensor_crc32(m40_ctx *ctx, const m40_tensor *t,
+                                    uint32_t *crc);
+
+/* ------------------------------------------------------------------ */
+/* Eager ops                                                           */
+/*
+** Each op runs on the context's side: device tensors on a GPU context,
+** host tensors on a CPU context (M40_ERR_LOCATION otherwise). GPU ops are
+** queued on the context's stream and return before they finish; errors
+** from the kernel itself show up at the next synchronizing call.
+**
+** Unless an op says otherwise, every op returns
+**   M40_OK
+**   M40_ERR_INVALID_ARG   a NULL ctx or tensor
+**   M40_ERR_SHAPE         shapes that do not match the op's rule
+**   M40_ERR_DTYPE         a dtype the op does not take
+**   M40_ERR_LOCATION      a tensor on the wrong side for the context
+**   M40_ERR_UNSUPPORTED   a layout the op does not take (said in the msg)
+**   M40_ERR_CUDA, M40_ERR_DEVICE_LOST (GPU contexts)
+** Outputs may alias inputs exactly (in place) for elementwise ops.
+*/
+
+typedef enum m40_random_dist {
+    M40_RANDOM_UNIFORM = 0, /* uniform in [a, b) */
+    M40_RANDOM_NORMAL = 1   /* mean a, standard deviation b */
+} m40_random_dist;
+
+/* Fills an F32 tensor with a counter-based random sequence: element i (in
+** row-major order of the shape) depends only on (seed, i), so CPU and GPU
+** give the same values (bit-identical for UNIFORM; NORMAL within a few ulp,
+** as the GPU's log/cos differ from libm). F16 tensors get the F32 value
+** rounded to nearest even. */
+M40_API m40_status m40_fill_random(m40_ctx *ctx, m40_tensor *t, uint64_t seed,
+                                   m40_random_dist dist, float a, float b);
+
+/* Elementwise binary ops on F32. `a`, `b` and `out` have the same shape,
+** except that `b` may also have fewer dims, matching a's trailing dims
+** (broadcast, e.g. a bias of shape [C] added to [N,C]). Any strides. */
+M40_API m40_status m40_add(m40_ctx *ctx, const m40_tensor *a,
+                           const m40_tensor *b, m40_tensor *out);
+M40_API m40_status m40_mul(m40_ctx *ctx, const m40_tensor *a,
+                           const m40_tensor *b, m40_tensor *out);
+
+/* out = alpha * x, F32, same shape, any strides. */
+M40_API m40_status m40_scale(m40_ctx *ctx, const m40_tensor *x, float alpha,
+                             m40_tensor *out);
+
+typedef enum m40_act {
+    M40_ACT_RELU = 0, /* max(x, 0) */
+    M40_ACT_SILU = 1, /* x * sigmoid(x) */
+    M40_ACT_GELU = 2  /* x * Phi(x), the exact (erf) form, as torch's default */
+} m40_act;
+
+/* out = act(x), F32, same shape, any strides. */
+M40_API m40_status m40_activation(m40_ctx *ctx, m40_act act,
+                                  const m40_tensor *x, m40_tensor *out);
+
+/* Softmax over the last dim, F32, contiguous rows (last-dim stride 1; the
+** other dims may be strided). Numerically stable (subtracts the row max). */
+M40_API m40_status m40_softmax(m40_ctx *ctx, const m40_tensor *x,
+                               m40_tensor *out);
+
+/* Converts F32 -> F16 (round to nearest even; overflow -> inf, NaN kept) or
+** F16 -> F32 (exact). Same shape, any strides. Same dtype = copy. */
+M40_API m40_status m40_convert(m40_ctx *ctx, const m40_tensor *src,
+                               m40_tensor *dst);
+
+/* PyTorch Linear: y = x · Wᵀ + bias.
+**   x    [..., K]  F32, contiguous  (leading dims flattened to M rows)
+**   w    [N, K]    F32, contiguous
+**   bias [N]       F32, or NULL
+**   y    [..., N]  F32, contiguous, same leading dims as x
+** GPU: cuBLAS SGEMM in pedantic FP32 math for now. */
+M40_API m40_status m40_matmul(m40_ctx *ctx, const m40_tensor *x,
+                              const m40_tensor *w, const m40_tensor *bias,
+                              m40_tensor *y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* M40_M40_H */

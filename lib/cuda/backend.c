@@ -1,0 +1,214 @@
+/* The CUDA side of the context: device setup, memory, copies, error
+** mapping and cuBLAS. Plain C against the CUDA runtime API; compiled only
+** with M40_HAVE_CUDA. */
+#include "../internal.h"
+#include "../../kernels/launch.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Errors after which the CUDA context cannot be used again (the runtime
+** returns them from every later call in the process). */
+static bool is_sticky(cudaError_t e) {
+    switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+        return true;
+    default:
+        return false;
+    }
+}
+
+m40_status m40__cuda_check(m40_ctx *ctx, int err, const char *what) {
+    cudaError_t e = (cudaError_t)err;
+    if (e == cudaSuccess) return M40_OK;
+    if (is_sticky(e)) {
+        ctx->lost = true;
+        return m40__err(ctx, M40_ERR_DEVICE_LOST,
+                        "%s: %s (%s); the CUDA context is now unusable: destroy this "
+                        "context and restart the process",
+                        what, cudaGetErrorString(e), cudaGetErrorName(e));
+    }
+    if (e == cudaErrorMemoryAllocation)
+        return m40__err(ctx, M40_ERR_OOM_DEVICE, "%s: out of device memory", what);
+    if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction)
+        return m40__err(ctx, M40_ERR_CUDA,
+                        "%s: %s; this libm40 (%s) has no code for the device (cc "
+                        "%d.%d): rebuild with CMAKE_CUDA_ARCHITECTURES including it",
+                        what, cudaGetErrorString(e), m40_build_info(), ctx->cc_major,
+                        ctx->cc_minor);
+    return m40__err(ctx, M40_ERR_CUDA, "%s: %s (%s)", what, cudaGetErrorString(e),
+                    cudaGetErrorName(e));
+}
+
+#define CK(call, what)                                                           \
+    do {                                                                         \
+        cudaError_t e_ = (call);                                                 \
+        if (e_ != cudaSuccess) return m40__cuda_check(ctx, (int)e_, what);       \
+    } while (0)
+
+m40_status m40__cuda_ctx_init(m40_ctx *ctx) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        /* Clear the non-sticky error so later calls in the process start clean. */
+        (void)cudaGetLastError();
+        return m40__err(ctx, M40_ERR_NO_DEVICE,
+                        "no CUDA device: %s (%s)",
+                        e == cudaSuccess ? "the driver reports 0 devices"
+                                         : cudaGetErrorString(e),
+                        e == cudaSuccess ? "0 devices" : cudaGetErrorName(e));
+    }
+    int dev = ctx->desc.device;
+    if (dev >= n)
+        return m40__err(ctx, M40_ERR_NO_DEVICE,
+                        "device ordinal %d is out of range: %d CUDA device%s present",
+                        dev, n, n == 1 ? "" : "s");
+    CK(cudaSetDevice(dev), "cudaSetDevice");
+    struct cudaDeviceProp p;
+    CK(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
+    snprintf(ctx->device_name, sizeof ctx->device_name, "%s", p.name);
+    ctx->cc_major = p.major;
+    ctx->cc_minor = p.minor;
+    ctx->sm_count = p.multiProcessorCount;
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    ctx->stream = s;
+    return M40_OK;
+}
+
+void m40__cuda_ctx_fini(m40_ctx *ctx) {
+    if (ctx->stream) {
+        cudaSetDevice(ctx->desc.device);
+        cudaStreamSynchronize((cudaStream_t)ctx->stream);
+        cudaStreamDestroy((cudaStream_t)ctx->stream);
+    }
+    if (ctx->cublas) cublasDestroy((cublasHandle_t)ctx->cublas);
+    ctx->stream = NULL;
+    ctx->cublas = NULL;
+}
+
+m40_status m40__cuda_info(m40_ctx *ctx, m40_device_info *info) {
+    info->is_gpu = 1;
+    info->cc_major = ctx->cc_major;
+    info->cc_minor = ctx->cc_minor;
+    info->sm_count = ctx->sm_count;
+    CK(cudaSetDevice(ctx->desc.device), "cudaSetDevice");
+    size_t fr = 0, tot = 0;
+    CK(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo");
+    info->free_bytes = fr;
+    info->total_bytes = tot;
+    return M40_OK;
+}
+
+m40_status m40__cuda_sync(m40_ctx *ctx) {
+    CK(cudaStreamSynchronize((cudaStream_t)ctx->stream), "cudaStreamSynchronize");
+    return M40_OK;
+}
+
+m40_status m40__cuda_malloc(m40_ctx *ctx, size_t bytes, void **p) {
+    CK(cudaSetDevice(ctx->desc.device), "cudaSetDevice");
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError(); /* not sticky: clear it */
+        size_t fr = 0, tot = 0;
+        cudaMemGetInfo(&fr, &tot);
+        return m40__err(ctx, M40_ERR_OOM_DEVICE,
+                        "out of device memory: asked for %zu bytes, %zu of %zu free",
+                        bytes, fr, tot);
+    }
+    CK(e, "cudaMalloc");
+    return M40_OK;
+}
+
+void m40__cuda_free(void *p) { cudaFree(p); }
+
+m40_status m40__cuda_memcpy(m40_ctx *ctx, void *dst, const void *src, size_t bytes,
+                            int kind) {
+    static const enum cudaMemcpyKind kinds[] = {
+        cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice};
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    CK(cudaMemcpyAsync(dst, src, bytes, kinds[kind], s), "cudaMemcpyAsync");
+    /* Host memory is pageable and the caller may reuse it at once. */
+    if (kind != 2) CK(cudaStreamSynchronize(s), "cudaStreamSynchronize after copy");
+    return M40_OK;
+}
+
+m40_status m40__cuda_copy_strided(m40_ctx *ctx, m40_tensor *dst, const m40_tensor *src) {
+    int e = m40k_copy_strided(ctx->stream, dst->desc, dst->data, src->desc, src->data);
+    return e ? m40__cuda_check(ctx, e, "m40_tensor_copy (strided kernel)") : M40_OK;
+}
+
+static const char *cublas_name(cublasStatus_t s) {
+    switch (s) {
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "cuBLAS error";
+    }
+}
+
+m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle) {
+    if (!ctx->cublas) {
+        cublasHandle_t h;
+        cublasStatus_t s = cublasCreate(&h);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            return m40__err(ctx, s == CUBLAS_STATUS_ALLOC_FAILED ? M40_ERR_OOM_DEVICE
+                                                                  : M40_ERR_CUDA,
+                            "cublasCreate: %s", cublas_name(s));
+        cublasSetStream(h, (cudaStream_t)ctx->stream);
+        /* The FP32 baseline must be real FP32: no TF32 on newer GPUs. */
+        cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);
+        ctx->cublas = h;
+        m40__log(ctx, M40_LOG_DEBUG, "created cuBLAS handle (pedantic FP32 math)");
+    }
+    *handle = ctx->cublas;
+    return M40_OK;
+}
+
+m40_status m40__cuda_linear(m40_ctx *ctx, int M, int N, int K, const float *x,
+                            const float *w, const float *bias,
+                            const m40_tensor_desc *dbias, float *y) {
+    if ((long long)M * N == 0) return M40_OK;
+    void *hv = NULL;
+    m40_status st = m40__cuda_cublas(ctx, &hv);
+    if (st != M40_OK) return st;
+    cublasHandle_t h = (cublasHandle_t)hv;
+    const float one = 1.0f, zero = 0.0f;
+    /* Row-major y[M,N] = x[M,K]·w[N,K]ᵀ is column-major yᵀ[N,M] =
+    ** (w as col-major [K,N])ᵀ · (x as col-major [K,M]). */
+    if (K == 0) {
+        CK(cudaMemsetAsync(y, 0, (size_t)M * N * sizeof(float), (cudaStream_t)ctx->stream),
+           "cudaMemsetAsync");
+    } else {
+        cublasStatus_t s = cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, w, K,
+                                       x, K, &zero, y, N);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            cudaError_t e = cudaGetLastError();
+            if (e != cudaSuccess) return m40__cuda_check(ctx, (int)e, "cublasSgemm");
+            return m40__err(ctx, M40_ERR_CUDA, "cublasSgemm: %s", cublas_name(s));
+        }
+    }
+    if (bias) {
+        /* y += bias, broadcast over rows (a second pass; the SGEMM issue fuses it) */
+        m40_tensor_desc d2 = {.dtype = M40_DTYPE_F32, .ndim = 2, .shape = {M, N}, .stride = {N, 1}};
+        m40_tensor_desc db = {.dtype = M40_DTYPE_F32, .ndim = 2, .shape = {M, N},
+                              .stride = {0, dbias->stride[0]}};
+        int e = m40k_binary(ctx->stream, M40K_ADD, d2, y, db, bias, d2, y);
+        if (e) return m40__cuda_check(ctx, e, "m40_matmul bias");
+    }
+    return M40_OK;
+}

@@ -1,0 +1,82 @@
+/* Private definitions shared by the library's C files. Not installed. */
+#ifndef M40_INTERNAL_H
+#define M40_INTERNAL_H
+
+#include "m40/m40.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#define M40__ERRMSG_MAX 512
+
+struct m40_ctx {
+    m40_ctx_desc desc;
+    bool is_gpu;
+    bool usable;        /* false if creation failed: only errmsg/destroy work */
+    bool lost;          /* a sticky CUDA error happened: every op now fails */
+    m40_status last_status;
+    char errmsg[M40__ERRMSG_MAX];
+    void *stream;       /* cudaStream_t */
+    void *cublas;       /* cublasHandle_t, created lazily */
+    int cc_major, cc_minor, sm_count;
+    char device_name[256];
+};
+
+struct m40_tensor {
+    m40_tensor_desc desc;
+    m40_location loc;
+    m40_ctx *ctx;
+    void *base;         /* start of the storage (what free() releases) */
+    void *data;         /* first element */
+    size_t storage_bytes; /* bytes of storage from `base` */
+    bool owns;          /* base was allocated by the library */
+};
+
+/* Records status and a printf-style message on ctx; returns status so a
+** call site reads `return m40__err(ctx, M40_ERR_SHAPE, "...")`. */
+m40_status m40__err(m40_ctx *ctx, m40_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void m40__log(m40_ctx *ctx, m40_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Common checks at the top of each public call on a context. */
+m40_status m40__ctx_check(m40_ctx *ctx);
+/* Checks that t is non-NULL and lives on the context's side. `what` names
+** the argument in the message. */
+m40_status m40__check_tensor(m40_ctx *ctx, const m40_tensor *t, const char *what);
+m40_status m40__check_desc(m40_ctx *ctx, const m40_tensor_desc *d);
+bool m40__same_shape(const m40_tensor_desc *a, const m40_tensor_desc *b);
+/* Writes "[2,3,4]" into buf. */
+const char *m40__shape_str(const m40_tensor_desc *d, char *buf, size_t n);
+/* Element offset of the i-th element in row-major order of the shape. */
+int64_t m40__elem_offset(const m40_tensor_desc *d, int64_t i);
+
+/* ---- CUDA backend (lib/cuda/backend.c), only with M40_HAVE_CUDA ---------- */
+#ifdef M40_HAVE_CUDA
+m40_status m40__cuda_ctx_init(m40_ctx *ctx);
+void m40__cuda_ctx_fini(m40_ctx *ctx);
+m40_status m40__cuda_info(m40_ctx *ctx, m40_device_info *info);
+m40_status m40__cuda_sync(m40_ctx *ctx);
+m40_status m40__cuda_malloc(m40_ctx *ctx, size_t bytes, void **p);
+void m40__cuda_free(void *p);
+/* kind: 0 = H2D, 1 = D2H, 2 = D2D. Synchronous for H2D/D2H. */
+m40_status m40__cuda_memcpy(m40_ctx *ctx, void *dst, const void *src,
+                            size_t bytes, int kind);
+/* Turns a cudaError_t (as int) from `what` into a status + message;
+** marks the context lost on a sticky error. */
+m40_status m40__cuda_check(m40_ctx *ctx, int err, const char *what);
+m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle);
+m40_status m40__cuda_copy_strided(m40_ctx *ctx, m40_tensor *dst, const m40_tensor *src);
+/* y[M,N] = x[M,K]·w[N,K]ᵀ (+ bias[N]) through cuBLAS, pedantic FP32. */
+m40_status m40__cuda_linear(m40_ctx *ctx, int M, int N, int K, const float *x,
+                            const float *w, const float *bias,
+                            const m40_tensor_desc *dbias, float *y);
+#endif
+
+#endif /* M40_INTERNAL_H */

@@ -1,0 +1,27 @@
+/* The CPU reference: plain C, one file per op family, double accumulators
+** where a sum is involved, no intrinsics. It is the test oracle, a readable
+** statement of what each op computes, and the CPU execution path.
+** Shapes and strides arrive already checked by lib/ops.c. */
+#ifndef M40_REF_H
+#define M40_REF_H
+
+#include "m40/m40.h"
+
+void m40_ref_fill_random(const m40_tensor_desc *d, void *data, uint64_t seed,
+                         m40_random_dist dist, float a, float b);
+/* op: M40K_SCALE / RELU / SILU / GELU (kernels/launch.h) */
+void m40_ref_unary(int op, float alpha, const m40_tensor_desc *dx, const float *x,
+                   const m40_tensor_desc *dout, float *out);
+/* op: M40K_ADD / MUL; db may have zero strides (broadcast). */
+void m40_ref_binary(int op, const m40_tensor_desc *da, const float *a,
+                    const m40_tensor_desc *db, const float *b,
+                    const m40_tensor_desc *dout, float *out);
+void m40_ref_convert(const m40_tensor_desc *ds, const void *src,
+                     const m40_tensor_desc *dd, void *dst);
+void m40_ref_softmax(const m40_tensor_desc *dx, const float *x,
+                     const m40_tensor_desc *dy, float *y);
+/* y[M,N] = x[M,K] · w[N,K]ᵀ + bias[N] (bias may be NULL); row-major. */
+void m40_ref_linear(int64_t M, int64_t N, int64_t K, const float *x,
+                    const float *w, const float *bias, float *y);
+
+#endif

@@ -1,0 +1,72 @@
+#include "check.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+int m40t_failures = 0, m40t_checks = 0;
+
+int m40t_compare(const char *name, const float *got, const float *ref, int64_t n,
+                 m40t_tol tol) {
+    double max_abs = 0, max_rel = 0, se = 0, sr = 0;
+    int64_t bad = 0, shown = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double g = got[i], r = ref[i], d = fabs(g - r);
+        bool ok;
+        if (!isfinite(r)) ok = (isnan(r) && isnan(g)) || g == r;
+        else ok = isfinite(g) && d <= tol.atol + tol.rtol * fabs(r);
+        if (isfinite(g) && isfinite(r)) {
+            se += d * d;
+            sr += r * r;
+            if (d > max_abs) max_abs = d;
+            if (r != 0 && d / fabs(r) > max_rel) max_rel = d / fabs(r);
+        }
+        if (!ok) {
+            if (shown++ < 5)
+                fprintf(stderr, "  %s[%lld]: got %.9g, ref %.9g, |diff| %.3g\n", name,
+                        (long long)i, g, r, d);
+            bad++;
+        }
+    }
+    double nmse = sr > 0 ? se / sr : se;
+    int pass = bad == 0 && nmse <= tol.nmse;
+    m40t_checks++;
+    if (!pass) m40t_failures++;
+    printf("%-4s %-44s n=%-9lld max_abs=%.3g max_rel=%.3g nmse=%.3g%s\n",
+           pass ? "ok" : "FAIL", name, (long long)n, max_abs, max_rel, nmse,
+           bad ? " (element mismatches)" : nmse > tol.nmse ? " (nmse over bound)" : "");
+    return pass;
+}
+
+int m40t_finish(const char *prog) {
+    printf("%s: %d checks, %d failed\n", prog, m40t_checks, m40t_failures);
+    if (m40t_checks == 0) {
+        printf("%s: no checks ran: failing\n", prog);
+        return 1;
+    }
+    return m40t_failures ? 1 : 0;
+}
+
+m40_ctx *m40t_gpu_ctx_or_skip(const char *prog) {
+    m40_ctx_desc d;
+    m40_ctx_desc_init(&d);
+    d.device = 0;
+    m40_ctx *ctx = NULL;
+    m40_status st = m40_ctx_create(&d, &ctx);
+    if (st != M40_OK) {
+        printf("%s: SKIPPED (no usable GPU): %s: %s\n", prog, m40_status_str(st),
+               m40_errmsg(ctx));
+        m40_ctx_destroy(ctx);
+        return NULL;
+    }
+    m40_device_info info;
+    if (m40_ctx_info(ctx, &info) == M40_OK)
+        printf("%s: GPU %s (cc %d.%d, %d SMs), libm40 %s\n", prog, info.name,
+               info.cc_major, info.cc_minor, info.sm_count, m40_build_info());
+    return ctx;
+}
+
+void m40t_poison(float *p, int64_t n) {
+    uint32_t nan_bits = 0x7FC0DEADu;
+    for (int64_t i = 0; i < n; i++) memcpy(&p[i], &nan_bits, 4);
+}

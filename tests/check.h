@@ -1,0 +1,58 @@
+/* Test helpers: the one comparison used by every GPU-vs-reference check,
+** plus small utilities. */
+#ifndef M40_TESTS_CHECK_H
+#define M40_TESTS_CHECK_H
+
+#include "m40/m40.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define M40T_SKIP 77
+
+typedef struct m40t_tol {
+    double atol, rtol; /* per element: |got - ref| <= atol + rtol*|ref| */
+    double nmse;       /* sum (got-ref)^2 / sum ref^2 must be <= nmse */
+} m40t_tol;
+
+/* Compares n floats. Prints "ok"/"FAIL" with max abs and rel error and NMSE,
+** and the first few mismatches. NaN or Inf in `got` where ref is finite
+** fails. Returns 1 on pass, 0 on failure. */
+int m40t_compare(const char *name, const float *got, const float *ref, int64_t n,
+                 m40t_tol tol);
+
+/* Running totals for a test program. */
+extern int m40t_failures, m40t_checks;
+
+/* CHECK(cond): records a failure with file:line, keeps going. */
+#define CHECK(cond)                                                              \
+    do {                                                                         \
+        m40t_checks++;                                                           \
+        if (!(cond)) {                                                           \
+            m40t_failures++;                                                     \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                        \
+    } while (0)
+
+/* CHECK_ST(call, want): the call returns `want` status. */
+#define CHECK_ST(call, want)                                                     \
+    do {                                                                         \
+        m40_status got_ = (call);                                                \
+        m40t_checks++;                                                           \
+        if (got_ != (want)) {                                                    \
+            m40t_failures++;                                                     \
+            fprintf(stderr, "%s:%d: %s returned %s, expected %s\n", __FILE__,      \
+                    __LINE__, #call, m40_status_str(got_), m40_status_str(want));  \
+        }                                                                        \
+    } while (0)
+
+/* Prints the summary line and returns the exit code (0 or 1). */
+int m40t_finish(const char *prog);
+
+/* A GPU context on device 0, or NULL after printing why (then exit 77). */
+m40_ctx *m40t_gpu_ctx_or_skip(const char *prog);
+
+/* Fills with a NaN bit pattern so unwritten outputs are caught. */
+void m40t_poison(float *p, int64_t n);
+
+#endif

@@ -94,7 +94,9 @@ __device__ __forceinline__ float apply_unary(int op, float alpha, float x) {
     case M40K_SCALE: return alpha * x;
     case M40K_RELU: return x > 0.0f ? x : 0.0f;
     case M40K_SILU: return x / (1.0f + expf(-x));
-    default: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+    /* GELU = x·Phi(x) with Phi(x) = erfc(-x/sqrt 2)/2: erfc keeps full
+    ** relative accuracy for negative x, where 1 + erf(x) cancels. */
+    default: return 0.5f * x * erfcf(-x * 0.70710678118654752440f);
     }
 }
 

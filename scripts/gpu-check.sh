@@ -37,6 +37,7 @@ if command -v compute-sanitizer >/dev/null; then
     step "compute-sanitizer memcheck test_gpu_ops" compute-sanitizer --error-exitcode 1 "$BUILD/test_gpu_ops"
 fi
 step "m40-demo" "$BUILD/m40-demo"
+"$BUILD/test_gpu_errors" 2>&1 | tee -a "$LOG" | tail -6
 grep -E "^(ok|FAIL) |checks,|GPU |matmul|softmax \[|check:" "$LOG" | grep -v "^ok " | tail -30
 grep -cE "^ok " "$LOG" | sed 's/^/comparisons ok: /'
 grep -E "^FAIL " "$LOG" | head -20

@@ -11,7 +11,7 @@ static double unary(int op, double alpha, double x) {
     case M40K_SCALE: return alpha * x;
     case M40K_RELU: return x > 0.0 ? x : 0.0;
     case M40K_SILU: return x / (1.0 + exp(-x));
-    default: return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); /* GELU, erf form */
+    default: return 0.5 * x * erfc(-x / sqrt(2.0)); /* GELU: x·Phi(x), no cancellation */
     }
 }
 

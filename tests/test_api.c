@@ -174,8 +174,10 @@ static void test_tensors(void) {
     m40_tensor *w;
     CHECK_ST(m40_tensor_wrap(C, &d, M40_LOC_HOST, src, &w), M40_OK);
     CHECK(m40_tensor_data(w) == src);
-    EXPECT(m40_tensor_wrap(C, &d, M40_LOC_HOST, NULL, &w), M40_ERR_INVALID_ARG);
-    EXPECT(m40_tensor_wrap(C, &d, M40_LOC_DEVICE, src, &w), M40_ERR_NO_DEVICE);
+    m40_tensor *w2 = NULL;
+    EXPECT(m40_tensor_wrap(C, &d, M40_LOC_HOST, NULL, &w2), M40_ERR_INVALID_ARG);
+    EXPECT(m40_tensor_wrap(C, &d, M40_LOC_DEVICE, src, &w2), M40_ERR_NO_DEVICE);
+    CHECK(w2 == NULL);
 
     /* crc: same seed same crc, another seed another */
     uint32_t c1, c2, c3;

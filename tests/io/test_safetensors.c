@@ -1,0 +1,188 @@
+/* The safetensors reader on a fixture written by the reference library,
+** then on corrupted copies of it: each corruption gives a clear status and
+** message, never a crash. */
+#define _GNU_SOURCE /* memmem */
+#include "check.h"
+#include "half.h"
+#include "m40/safetensors.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *FIXTURE = "tests/fixtures/safetensors/small.safetensors";
+
+static unsigned char *slurp(const char *path, size_t *n) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    *n = (size_t)ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    unsigned char *b = malloc(*n + 1);
+    if (fread(b, 1, *n, fp) != *n) { free(b); b = NULL; }
+    fclose(fp);
+    return b;
+}
+
+static char tmp_path[64];
+
+/* Writes bytes to a temp file and opens it; returns the status. */
+static m40_status open_bytes(const unsigned char *b, size_t n, const char *what, const char *want_msg) {
+    FILE *fp = fopen(tmp_path, "wb");
+    fwrite(b, 1, n, fp);
+    fclose(fp);
+    m40_st_file *f = NULL;
+    m40_status s = m40_st_open(tmp_path, &f);
+    const char *msg = m40_st_errmsg(f);
+    printf("%-40s -> %s: %s\n", what, m40_status_str(s), msg);
+    if (s != M40_OK) CHECK(msg[0] != '\0');
+    if (want_msg && s != M40_OK && !strstr(msg, want_msg)) {
+        m40t_failures++;
+        fprintf(stderr, "  message lacks '%s'\n", want_msg);
+    }
+    m40_st_close(f);
+    return s;
+}
+
+static void test_good(void) {
+    m40_st_file *f = NULL;
+    CHECK_ST(m40_st_open(FIXTURE, &f), M40_OK);
+    if (!f || m40_st_count(f) == 0) { m40t_failures++; m40_st_close(f); return; }
+    CHECK(m40_st_count(f) == 9);
+    CHECK(m40_st_metadata(f, "format") && strcmp(m40_st_metadata(f, "format"), "pt") == 0);
+    CHECK(m40_st_metadata(f, "nope") == NULL);
+    /* file order is by offset */
+    for (size_t i = 1; i < m40_st_count(f); i++)
+        CHECK(m40_st_get(f, i - 1)->offset <= m40_st_get(f, i)->offset);
+    CHECK(m40_st_get(f, 99) == NULL);
+
+    const m40_st_tensor *t;
+    int64_t s4[4] = {4, 3, 3, 3};
+    CHECK_ST(m40_st_expect(f, "layer1.0.conv1.weight", M40_DTYPE_F32, 4, s4, &t), M40_OK);
+    if (t) {
+        const unsigned char *p = m40_st_data(f, t);
+        int bad = 0;
+        for (int i = 0; i < 108; i++) {
+            float v;
+            memcpy(&v, p + 4 * i, 4);
+            bad += v != (float)(i * 0.5 - 1 + 100);
+        }
+        CHECK(bad == 0);
+    }
+    int64_t s1[1] = {4};
+    CHECK_ST(m40_st_expect(f, "b.half", M40_DTYPE_F16, 1, s1, &t), M40_OK);
+    if (t) {
+        const unsigned char *p = m40_st_data(f, t);
+        for (int i = 0; i < 4; i++) {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            CHECK(m40__f16_to_f32(h) == (float)(i * 0.5 - 1 + 10));
+        }
+    }
+    t = m40_st_find(f, "bn.num_batches_tracked");
+    CHECK(t && t->dtype == M40_DTYPE_COUNT && strcmp(t->dtype_name, "I64") == 0 && t->nbytes == 16);
+    t = m40_st_find(f, "scalar");
+    CHECK(t && t->ndim == 0 && t->nbytes == 4);
+    t = m40_st_find(f, "empty");
+    CHECK(t && t->ndim == 2 && t->shape[0] == 0 && t->nbytes == 0);
+    CHECK(m40_st_find(f, "nametest\xe4\xbd\xa0\xe5\xa5\xbd/\"quoted\"") != NULL);
+    t = m40_st_find(f, "q");
+    CHECK(t && t->dtype == M40_DTYPE_I8 && ((const signed char *)m40_st_data(f, t))[0] == -8);
+
+    /* expectation failures name the tensor and both shapes */
+    int64_t wrong[4] = {4, 3, 3, 1};
+    CHECK_ST(m40_st_expect(f, "layer1.0.conv1.weight", M40_DTYPE_F32, 4, wrong, &t), M40_ERR_SHAPE);
+    CHECK(t == NULL && strstr(m40_st_errmsg(f), "[4,3,3,3]") && strstr(m40_st_errmsg(f), "[4,3,3,1]"));
+    CHECK_ST(m40_st_expect(f, "layer1.0.conv1.weight", M40_DTYPE_F16, 4, s4, &t), M40_ERR_DTYPE);
+    CHECK_ST(m40_st_expect(f, "fc.weight", M40_DTYPE_F32, 4, s4, &t), M40_ERR_FORMAT);
+    CHECK(strstr(m40_st_errmsg(f), "missing") != NULL);
+    CHECK_ST(m40_st_expect(NULL, "a", M40_DTYPE_F32, 0, NULL, &t), M40_ERR_INVALID_ARG);
+    m40_st_close(f);
+}
+
+static void test_bad(void) {
+    size_t n;
+    unsigned char *good = slurp(FIXTURE, &n);
+    CHECK(good != NULL);
+    if (!good) return;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | good[i];
+    unsigned char *b = malloc(n + 64);
+
+    m40_st_file *f = NULL;
+    CHECK_ST(m40_st_open("tests/fixtures/safetensors/does-not-exist", &f), M40_ERR_IO);
+    CHECK(strstr(m40_st_errmsg(f), "does-not-exist") != NULL);
+    m40_st_close(f);
+    CHECK_ST(m40_st_open(NULL, &f), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_st_open(FIXTURE, NULL), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_st_open("tests", &f), M40_ERR_IO); /* a directory */
+    m40_st_close(f);
+
+    CHECK_ST(open_bytes(good, 0, "empty file", "too short"), M40_ERR_FORMAT);
+    CHECK_ST(open_bytes(good, 5, "5 bytes", "too short"), M40_ERR_FORMAT);
+    CHECK_ST(open_bytes(good, 8 + hlen / 2, "truncated in the header", "header length"), M40_ERR_FORMAT);
+    CHECK_ST(open_bytes(good, n - 3, "truncated in the data", "truncated"), M40_ERR_FORMAT);
+    memcpy(b, good, n);
+    b[6] = 0x7f; /* absurd header length */
+    CHECK_ST(open_bytes(b, n, "header length 2^55", "header length"), M40_ERR_FORMAT);
+    memcpy(b, good, n);
+    b[8] = '['; /* not an object */
+    CHECK_ST(open_bytes(b, n, "JSON array at top", "JSON"), M40_ERR_FORMAT);
+    /* edits inside the JSON, same length so offsets stay valid */
+    struct { const char *from, *to, *what, *msg; } edits[] = {
+        {"\"F32\"", "\"X32\"", "unknown dtype", "unknown dtype"},
+        {"[2,3]", "[2,4]", "shape disagrees with offsets", "needs"},
+        {"[480,520]", "[470,510]", "overlapping offsets", "overlap"},
+        {"\"shape\"", "\"shope\"", "missing shape", "lacks"},
+        {"[2,3]", "[2 3]", "malformed array", "JSON"},
+        {"[2,3]", "[2,-3", "negative dim", "negative"},
+        {"\"a\":", "\"b\":", "another name (still valid)", NULL},
+        {"\"ids\"", "\"a\"\x20\x20", "duplicate name", "twice"},
+        {"[2,3]", "[2.,3", "fraction in shape", "JSON"},
+        {"\"dtype\":\"I64\"", "\"dtype\":\"I64\"", "unchanged", NULL},
+    };
+    for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
+        memcpy(b, good, n);
+        char *hdr = (char *)b + 8;
+        char *at = memmem(hdr, hlen, edits[e].from, strlen(edits[e].from));
+        CHECK(at != NULL);
+        if (!at || strlen(edits[e].to) != strlen(edits[e].from)) continue;
+        memcpy(at, edits[e].to, strlen(edits[e].to));
+        m40_status want = edits[e].msg ? M40_ERR_FORMAT : M40_OK;
+        CHECK_ST(open_bytes(b, n, edits[e].what, edits[e].msg), want);
+    }
+    /* every single-byte truncation and random byte flips: no crash, and a
+    ** status that is OK or FORMAT */
+    size_t flips = 0, fails = 0;
+    uint64_t s = 7;
+    for (int i = 0; i < 400; i++) {
+        memcpy(b, good, n);
+        size_t len = n;
+        if (i < 200) len = (size_t)i * n / 200;
+        else for (int k = 0; k < 4; k++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            b[(s >> 33) % (8 + hlen)] ^= (unsigned char)(1u << ((s >> 20) & 7));
+        }
+        FILE *fp = fopen(tmp_path, "wb");
+        fwrite(b, 1, len, fp);
+        fclose(fp);
+        m40_st_file *g = NULL;
+        m40_status st = m40_st_open(tmp_path, &g);
+        flips++;
+        if (st != M40_OK && st != M40_ERR_FORMAT) fails++;
+        if (st != M40_OK && m40_st_errmsg(g)[0] == '\0') fails++;
+        m40_st_close(g);
+    }
+    CHECK(fails == 0);
+    printf("corruptions: %zu files, %zu with a wrong status or no message\n", flips, fails);
+    free(b);
+    free(good);
+}
+
+int main(void) {
+    snprintf(tmp_path, sizeof tmp_path, "/tmp/m40_st_test_%d.safetensors", (int)getpid());
+    test_good();
+    test_bad();
+    remove(tmp_path);
+    return m40t_finish("test_safetensors");
+}

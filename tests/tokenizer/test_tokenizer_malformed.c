@@ -1,0 +1,259 @@
+/* Malformed and hostile model files must be rejected with a status, never a
+** crash (run under ASan/UBSan in CI), and a loaded model must encode and decode
+** any bytes. usage: test_tokenizer_malformed MODEL... */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "m40/tokenizer.h"
+
+static int fails;
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            if (fails++ < 20) {                                                                    \
+                fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
+                fprintf(stderr, __VA_ARGS__);                                                      \
+                fprintf(stderr, "\n");                                                             \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd(void) { /* xorshift64*: fixed seed, reproducible */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+/* Loads, and if that works, exercises encode/decode; returns the status. */
+static m40_status try_load(const void *data, size_t n) {
+    m40_tokenizer *tok = NULL;
+    m40_status st = m40_tokenizer_load_memory(data, n, &tok);
+    CHECK(tok != NULL, "load_memory returned no handle");
+    CHECK(st == M40_OK || m40_tokenizer_errmsg(tok)[0] != 0, "error without a message");
+    if (st == M40_OK) {
+        char text[64];
+        for (size_t i = 0; i < sizeof text; i++) text[i] = (char)rnd();
+        int32_t ids[256];
+        size_t n_ids = 0, len = 0;
+        CHECK(m40_tokenizer_encode(tok, text, sizeof text, ids, 256, &n_ids) == M40_OK, "encode failed");
+        for (size_t i = 0; i < n_ids && i < 256; i++)
+            CHECK(ids[i] >= 0 && ids[i] < m40_tokenizer_vocab_size(tok), "id %d out of range", (int)ids[i]);
+        char out[4096];
+        CHECK(m40_tokenizer_decode(tok, ids, n_ids < 256 ? n_ids : 256, out, sizeof out, &len) == M40_OK,
+              "decode failed");
+    }
+    m40_tokenizer_free(tok);
+    return st;
+}
+
+static unsigned char *read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)sz + 1);
+    *n = fread(buf, 1, (size_t)sz, f);
+    fclose(f);
+    return buf;
+}
+
+/* Ends of top-level fields: cutting a file there leaves valid protobuf. */
+static int is_boundary(const unsigned char *d, size_t n, size_t cut) {
+    size_t pos = 0;
+    while (pos < n) {
+        if (pos == cut) return 1;
+        uint64_t tag = 0, len = 0;
+        int sh = 0;
+        while (d[pos] & 0x80) tag |= (uint64_t)(d[pos++] & 0x7F) << sh, sh += 7;
+        tag |= (uint64_t)d[pos++] << sh;
+        if ((tag & 7) != 2) return 0; /* the fixtures only have embedded messages at top level */
+        sh = 0;
+        while (d[pos] & 0x80) len |= (uint64_t)(d[pos++] & 0x7F) << sh, sh += 7;
+        len |= (uint64_t)d[pos++] << sh;
+        pos += len;
+    }
+    return pos == cut;
+}
+
+/* Minimal protobuf writer for hand-made models. */
+typedef struct { unsigned char b[4096]; size_t n; } buf;
+static void varint(buf *o, uint64_t v) {
+    while (v >= 0x80) o->b[o->n++] = (unsigned char)(v | 0x80), v >>= 7;
+    o->b[o->n++] = (unsigned char)v;
+}
+static void field_bytes(buf *o, int f, const void *p, size_t n) {
+    varint(o, (uint64_t)f << 3 | 2);
+    varint(o, n);
+    memcpy(o->b + o->n, p, n);
+    o->n += n;
+}
+static void piece(buf *o, const char *text, size_t len, float score, int type) {
+    buf p = {{0}, 0};
+    field_bytes(&p, 1, text, len);
+    varint(&p, 2 << 3 | 5);
+    memcpy(p.b + p.n, &score, 4);
+    p.n += 4;
+    varint(&p, 3 << 3 | 0);
+    varint(&p, (uint64_t)type);
+    field_bytes(o, 1, p.b, p.n);
+}
+static void trainer(buf *o, int model_type, int byte_fallback) {
+    buf t = {{0}, 0};
+    varint(&t, 3 << 3);
+    varint(&t, (uint64_t)model_type);
+    varint(&t, 35 << 3);
+    varint(&t, (uint64_t)byte_fallback);
+    field_bytes(o, 2, t.b, t.n);
+}
+
+static void handmade(void) {
+    buf o;
+    /* A valid tiny BPE model, to show the writer is right. */
+    o.n = 0;
+    piece(&o, "<unk>", 5, 0, 2);
+    piece(&o, "a", 1, -1, 1);
+    piece(&o, "b", 1, -2, 1);
+    piece(&o, "ab", 2, -0.5f, 1);
+    trainer(&o, 2, 0);
+    CHECK(try_load(o.b, o.n) == M40_OK, "valid handmade BPE rejected");
+    {
+        m40_tokenizer *tok = NULL;
+        m40_tokenizer_load_memory(o.b, o.n, &tok);
+        int32_t ids[8];
+        size_t n = 0;
+        m40_tokenizer_encode(tok, "ab", 2, ids, 8, &n);
+        /* add_dummy_prefix gives "\u2581ab": "\u2581" is unknown, then "ab" merges. */
+        CHECK(n == 2 && ids[0] == 0 && ids[1] == 3, "handmade encode gave %zu ids", n);
+        m40_tokenizer_free(tok);
+    }
+    o.n = 0; /* duplicate piece */
+    piece(&o, "<unk>", 5, 0, 2);
+    piece(&o, "a", 1, -1, 1);
+    piece(&o, "a", 1, -2, 1);
+    trainer(&o, 2, 0);
+    CHECK(try_load(o.b, o.n) == M40_ERR_FORMAT, "duplicate piece accepted");
+    o.n = 0; /* empty piece */
+    piece(&o, "<unk>", 5, 0, 2);
+    piece(&o, "", 0, -1, 1);
+    trainer(&o, 1, 0);
+    CHECK(try_load(o.b, o.n) == M40_ERR_FORMAT, "empty piece accepted");
+    o.n = 0; /* no <unk>, no byte fallback */
+    piece(&o, "a", 1, -1, 1);
+    trainer(&o, 1, 0);
+    CHECK(try_load(o.b, o.n) == M40_ERR_FORMAT, "model without unk accepted");
+    o.n = 0; /* byte piece without byte_fallback */
+    piece(&o, "<unk>", 5, 0, 2);
+    piece(&o, "<0x41>", 6, 0, 6);
+    trainer(&o, 2, 0);
+    CHECK(try_load(o.b, o.n) == M40_ERR_FORMAT, "byte piece without byte_fallback accepted");
+    o.n = 0; /* byte_fallback with 1 of 256 byte pieces */
+    piece(&o, "<unk>", 5, 0, 2);
+    piece(&o, "<0x41>", 6, 0, 6);
+    trainer(&o, 2, 1);
+    CHECK(try_load(o.b, o.n) == M40_ERR_FORMAT, "incomplete byte pieces accepted");
+    o.n = 0; /* WORD model */
+    piece(&o, "<unk>", 5, 0, 2);
+    trainer(&o, 3, 0);
+    CHECK(try_load(o.b, o.n) == M40_ERR_UNSUPPORTED, "WORD model not reported unsupported");
+    o.n = 0; /* piece containing NUL */
+    piece(&o, "<unk>", 5, 0, 2);
+    piece(&o, "a\0b", 3, -1, 1);
+    trainer(&o, 2, 0);
+    CHECK(try_load(o.b, o.n) == M40_ERR_FORMAT, "NUL in piece accepted");
+
+    static const unsigned char bad[][16] = {
+        {0x0A, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01}, /* 11-byte varint */
+        {0x0A, 0x80},                                                             /* truncated varint */
+        {0x0A, 0x05, 0x0A, 0x01},                                                 /* length past end */
+        {0x00, 0x00},                                                             /* field 0 */
+        {0x0F, 0x00},                                                             /* wire type 7 */
+        {0x0C},                                                                   /* stray end-group */
+        {0x0B, 0x08, 0x01},                                                       /* unterminated group */
+        {0x0D, 0x01, 0x02},                                                       /* truncated fixed32 */
+    };
+    static const size_t bad_len[] = {12, 2, 4, 2, 2, 1, 3, 3};
+    for (size_t i = 0; i < sizeof bad_len / sizeof *bad_len; i++)
+        CHECK(try_load(bad[i], bad_len[i]) == M40_ERR_FORMAT, "bad protobuf #%zu accepted", i);
+}
+
+static void api_misuse(const unsigned char *model, size_t n) {
+    m40_tokenizer *tok = NULL;
+    CHECK(m40_tokenizer_load_memory(model, n, NULL) == M40_ERR_INVALID_ARG, "NULL out");
+    CHECK(m40_tokenizer_load_memory(NULL, 5, &tok) == M40_ERR_INVALID_ARG && !tok, "NULL data");
+    CHECK(m40_tokenizer_load_file("/nonexistent/x.model", &tok) == M40_ERR_IO, "missing file");
+    CHECK(tok && strstr(m40_tokenizer_errmsg(tok), "/nonexistent/x.model"), "IO errmsg lacks path");
+    m40_tokenizer_free(tok);
+    m40_tokenizer_free(NULL);
+    CHECK(m40_tokenizer_load_memory(model, n, &tok) == M40_OK, "fixture load");
+    size_t cnt = 0, len = 0;
+    int32_t ids[4];
+    CHECK(m40_tokenizer_encode(tok, NULL, 3, ids, 4, &cnt) == M40_ERR_INVALID_ARG, "NULL text");
+    CHECK(m40_tokenizer_encode(tok, "hello world", 11, NULL, 0, &cnt) == M40_OK && cnt > 0, "measure");
+    size_t full = cnt;
+    CHECK(m40_tokenizer_encode(tok, "hello world", 11, ids, 1, &cnt) == M40_OK && cnt == full, "short buffer");
+    int32_t oob = m40_tokenizer_vocab_size(tok);
+    char out[8] = "xxxxxxx";
+    CHECK(m40_tokenizer_decode(tok, &oob, 1, out, sizeof out, &len) == M40_ERR_INVALID_ARG, "oob id");
+    CHECK(strstr(m40_tokenizer_errmsg(tok), "out of range") != NULL, "oob errmsg");
+    int32_t neg = -1;
+    CHECK(m40_tokenizer_decode(tok, &neg, 1, out, sizeof out, &len) == M40_ERR_INVALID_ARG, "negative id");
+    CHECK(m40_tokenizer_piece(tok, oob, NULL, NULL, NULL, NULL) == M40_ERR_INVALID_ARG, "piece oob");
+    m40_tokenizer_stream *s = NULL;
+    const char *t;
+    CHECK(m40_tokenizer_stream_create(tok, &s) == M40_OK, "stream");
+    CHECK(m40_tokenizer_stream_push(s, oob, &t, &len) == M40_ERR_INVALID_ARG, "stream oob");
+    m40_tokenizer_stream_free(s);
+    m40_tokenizer_stream_free(NULL);
+    CHECK(m40_tokenizer_errmsg(NULL)[0] == 0, "errmsg(NULL)");
+    m40_tokenizer_free(tok);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s MODEL...\n", argv[0]);
+        return 2;
+    }
+    int loads = 0;
+    for (int a = 1; a < argc; a++) {
+        size_t n = 0;
+        unsigned char *d = read_file(argv[a], &n);
+        if (!d) {
+            fprintf(stderr, "FAIL cannot read %s\n", argv[a]);
+            return 1;
+        }
+        CHECK(try_load(d, n) == M40_OK, "%s: fixture itself rejected", argv[a]);
+        if (a == 1) api_misuse(d, n);
+        /* Truncations: every cut inside a field must be FORMAT. */
+        size_t step = n / 3000 + 1;
+        for (size_t cut = 0; cut < n; cut += step + (rnd() % step)) {
+            m40_status st = try_load(d, cut);
+            loads++;
+            if (!is_boundary(d, n, cut)) CHECK(st == M40_ERR_FORMAT, "%s cut at %zu: %s", argv[a], cut, m40_status_str(st));
+        }
+        /* Random corruption: any status is fine, crashing is not. */
+        unsigned char *c = malloc(n);
+        for (int k = 0; k < 300; k++) {
+            memcpy(c, d, n);
+            int flips = 1 + (int)(rnd() % 8);
+            for (int j = 0; j < flips; j++) c[rnd() % n] = (unsigned char)rnd();
+            try_load(c, n);
+            loads++;
+        }
+        free(c);
+        free(d);
+    }
+    for (int k = 0; k < 2000; k++) { /* pure random bytes */
+        unsigned char r[256];
+        size_t n = rnd() % sizeof r;
+        for (size_t i = 0; i < n; i++) r[i] = (unsigned char)rnd();
+        try_load(r, n);
+        loads++;
+    }
+    handmade();
+    printf("malformed: %d loads, %d failures\n", loads, fails);
+    return fails ? 1 : 0;
+}

@@ -169,7 +169,12 @@ typedef enum m40_dtype {
     M40_DTYPE_I32 = 3,
     /* Quantized weight formats are added after these (see issue 6);
     ** values below 64 are reserved for plain element types. */
-    M40_DTYPE_COUNT
+    M40_DTYPE_COUNT,
+    /* Weight-only quantized formats (issue 6; layouts in m40/quant.h). Not
+    ** plain element types: m40_dtype_size() gives 0 for them, and the packed
+    ** values live in I8 tensors beside an F16/F32 scale tensor. */
+    M40_DTYPE_Q8 = 64, /* int8, symmetric, scale per row or per K-group */
+    M40_DTYPE_Q4 = 65  /* int4, two per byte (high nibble = even column) */
 } m40_dtype;
 
 /* Bytes per element of a plain dtype; 0 for an invalid one. */
@@ -344,6 +349,47 @@ M40_API m40_status m40_convert(m40_ctx *ctx, const m40_tensor *src,
 M40_API m40_status m40_matmul(m40_ctx *ctx, const m40_tensor *x,
                               const m40_tensor *w, const m40_tensor *bias,
                               m40_tensor *y);
+
+/* ---- Convolution and pooling (NCHW, F32) ----------------------------- */
+
+typedef struct m40_conv2d_desc {
+    int stride_h, stride_w;     /* >= 1 */
+    int pad_h, pad_w;           /* >= 0, zero padding */
+    int dilation_h, dilation_w; /* >= 1 */
+    int relu;                   /* apply ReLU last */
+} m40_conv2d_desc;
+
+/* Fills a descriptor: stride 1, pad 0, dilation 1, no ReLU. */
+M40_API void m40_conv2d_desc_init(m40_conv2d_desc *d);
+
+/* 2-D convolution (cross-correlation, as PyTorch) with a fused epilogue:
+**   y[n,k,p,q] = act( scale[k] · Σ_{c,r,s} x[n,c,p·sh−ph+r·dh, q·sw−pw+s·dw] · w[k,c,r,s]
+**                     + bias[k] + residual[n,k,p,q] )
+**   x [N,C,H,W], w [K,C,R,S], y [N,K,P,Q] with P = (H + 2ph − dh(R−1) − 1)/sh + 1
+**   (likewise Q); scale [K], bias [K], residual [N,K,P,Q] are each optional
+**   (NULL). This is one conv + folded BatchNorm + residual add + ReLU.
+** All tensors contiguous F32. Statuses as the other ops, plus
+** M40_ERR_INVALID_ARG for a bad descriptor (the message says which field). */
+M40_API m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *desc,
+                              const m40_tensor *x, const m40_tensor *w,
+                              const m40_tensor *scale, const m40_tensor *bias,
+                              const m40_tensor *residual, m40_tensor *y);
+
+typedef enum m40_pool {
+    M40_POOL_MAX = 0, /* padding never wins (as -inf) */
+    M40_POOL_AVG = 1, /* divides by the window's in-bounds count */
+    M40_POOL_GLOBAL_AVG = 2 /* mean over H and W, [N,C,H,W] -> [N,C]:
+                            ** m40_global_avgpool (graphs use the enum) */
+} m40_pool;
+
+/* Pooling over [N,C,H,W] -> [N,C,P,Q], window kh×kw, stride, zero padding,
+** P = (H + 2ph − kh)/sh + 1. Contiguous F32. */
+M40_API m40_status m40_pool2d(m40_ctx *ctx, m40_pool kind, int kh, int kw, int sh,
+                              int sw, int ph, int pw, const m40_tensor *x,
+                              m40_tensor *y);
+
+/* Mean over H and W: x [N,C,H,W] -> y [N,C]. Contiguous F32. */
+M40_API m40_status m40_global_avgpool(m40_ctx *ctx, const m40_tensor *x, m40_tensor *y);
 
 #ifdef __cplusplus
 }

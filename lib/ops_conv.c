@@ -1,0 +1,158 @@
+/* Entry points of convolution and pooling: check, then run the CPU
+** reference (lib/ref/conv.c) or the CUDA kernels (kernels/conv.cu). */
+#include "internal.h"
+#include "ref/ref.h"
+#include "../kernels/launch_conv.h"
+
+#include <limits.h>
+#include <stdio.h>
+
+/* t is on the right side, F32, contiguous, with `ndim` dims. */
+static m40_status need_f32(m40_ctx *ctx, const char *fn, const char *name,
+                           const m40_tensor *t, int ndim) {
+    char what[96];
+    snprintf(what, sizeof what, "%s: %s", fn, name);
+    m40_status st = m40__check_tensor(ctx, t, what);
+    if (st != M40_OK) return st;
+    if (t->desc.dtype != M40_DTYPE_F32)
+        return m40__err(ctx, M40_ERR_DTYPE, "%s: %s is %s, expected f32", fn, name,
+                        m40_dtype_name(t->desc.dtype));
+    if (t->desc.ndim != ndim) {
+        char b[96];
+        return m40__err(ctx, M40_ERR_SHAPE, "%s: %s is %s, expected %d dims", fn, name,
+                        m40__shape_str(&t->desc, b, sizeof b), ndim);
+    }
+    if (!m40_tensor_desc_is_contiguous(&t->desc))
+        return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: %s must be contiguous", fn, name);
+    for (int i = 0; i < ndim; i++)
+        if (t->desc.shape[i] > INT_MAX)
+            return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: %s dim %d over 2^31", fn, name, i);
+    return M40_OK;
+}
+
+static m40_status need_shape(m40_ctx *ctx, const char *fn, const char *name,
+                             const m40_tensor *t, int ndim, const int64_t *want) {
+    for (int i = 0; i < ndim; i++)
+        if (t->desc.shape[i] != want[i]) {
+            char b[96], e[96];
+            m40_tensor_desc wd;
+            m40_tensor_desc_make(&wd, M40_DTYPE_F32, ndim, want);
+            return m40__err(ctx, M40_ERR_SHAPE, "%s: %s is %s, expected %s", fn, name,
+                            m40__shape_str(&t->desc, b, sizeof b),
+                            m40__shape_str(&wd, e, sizeof e));
+        }
+    return M40_OK;
+}
+
+void m40_conv2d_desc_init(m40_conv2d_desc *d) {
+    if (!d) return;
+    *d = (m40_conv2d_desc){.stride_h = 1, .stride_w = 1, .dilation_h = 1, .dilation_w = 1};
+}
+
+m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor *x,
+                      const m40_tensor *w, const m40_tensor *scale, const m40_tensor *bias,
+                      const m40_tensor *residual, m40_tensor *y) {
+    static const char fn[] = "m40_conv2d";
+    m40_status st = m40__ctx_check(ctx);
+    if (st != M40_OK) return st;
+    if (!d) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: desc is NULL", fn);
+    if (d->stride_h < 1 || d->stride_w < 1 || d->dilation_h < 1 || d->dilation_w < 1 ||
+        d->pad_h < 0 || d->pad_w < 0)
+        return m40__err(ctx, M40_ERR_INVALID_ARG,
+                        "%s: stride %dx%d, dilation %dx%d, pad %dx%d: strides and dilations "
+                        "must be >= 1, pads >= 0", fn, d->stride_h, d->stride_w,
+                        d->dilation_h, d->dilation_w, d->pad_h, d->pad_w);
+    if ((st = need_f32(ctx, fn, "x", x, 4)) || (st = need_f32(ctx, fn, "w", w, 4)) ||
+        (st = need_f32(ctx, fn, "y", y, 4)))
+        return st;
+    const int64_t *xs = x->desc.shape, *ws = w->desc.shape;
+    int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = ws[0], R = ws[2], S = ws[3];
+    if (ws[1] != C) {
+        char a[96], b[96];
+        return m40__err(ctx, M40_ERR_SHAPE, "%s: x %s has %lld channels but w %s expects %lld",
+                        fn, m40__shape_str(&x->desc, a, sizeof a), (long long)C,
+                        m40__shape_str(&w->desc, b, sizeof b), (long long)ws[1]);
+    }
+    int64_t eh = (int64_t)d->dilation_h * (R - 1) + 1, ew = (int64_t)d->dilation_w * (S - 1) + 1;
+    if (H + 2 * d->pad_h < eh || W + 2 * d->pad_w < ew)
+        return m40__err(ctx, M40_ERR_SHAPE, "%s: the %lldx%lld window (dilated) does not fit "
+                        "the padded %lldx%lld input", fn, (long long)eh, (long long)ew,
+                        (long long)(H + 2 * d->pad_h), (long long)(W + 2 * d->pad_w));
+    int64_t P = (H + 2 * d->pad_h - eh) / d->stride_h + 1;
+    int64_t Q = (W + 2 * d->pad_w - ew) / d->stride_w + 1;
+    int64_t ys[4] = {N, K, P, Q}, ks[1] = {K};
+    if ((st = need_shape(ctx, fn, "y", y, 4, ys))) return st;
+    if (scale && ((st = need_f32(ctx, fn, "scale", scale, 1)) || (st = need_shape(ctx, fn, "scale", scale, 1, ks))))
+        return st;
+    if (bias && ((st = need_f32(ctx, fn, "bias", bias, 1)) || (st = need_shape(ctx, fn, "bias", bias, 1, ks))))
+        return st;
+    if (residual && ((st = need_f32(ctx, fn, "residual", residual, 4)) ||
+                     (st = need_shape(ctx, fn, "residual", residual, 4, ys))))
+        return st;
+    const float *sp = scale ? scale->data : NULL, *bp = bias ? bias->data : NULL;
+    const float *rp = residual ? residual->data : NULL;
+#ifdef M40_HAVE_CUDA
+    if (ctx->is_gpu) {
+        m40k_conv_shape s = {(int)N, (int)C, (int)H, (int)W, (int)K, (int)R, (int)S, (int)P,
+                             (int)Q, d->stride_h, d->stride_w, d->pad_h, d->pad_w,
+                             d->dilation_h, d->dilation_w, d->relu != 0};
+        int e = m40k_conv2d_direct(ctx->stream, &s, x->data, w->data, sp, bp, rp, y->data);
+        return e ? m40__cuda_check(ctx, e, fn) : M40_OK;
+    }
+#endif
+    m40_ref_conv2d(d, N, C, H, W, K, R, S, P, Q, x->data, w->data, sp, bp, rp, y->data);
+    return M40_OK;
+}
+
+m40_status m40_pool2d(m40_ctx *ctx, m40_pool kind, int kh, int kw, int sh, int sw, int ph,
+                      int pw, const m40_tensor *x, m40_tensor *y) {
+    static const char fn[] = "m40_pool2d";
+    m40_status st = m40__ctx_check(ctx);
+    if (st != M40_OK) return st;
+    if (kind != M40_POOL_MAX && kind != M40_POOL_AVG)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: pool kind %d is not MAX or AVG%s", fn,
+                        (int)kind, kind == M40_POOL_GLOBAL_AVG ? " (use m40_global_avgpool)" : "");
+    if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || ph < 0 || pw < 0 || 2 * ph > kh || 2 * pw > kw)
+        return m40__err(ctx, M40_ERR_INVALID_ARG,
+                        "%s: window %dx%d, stride %dx%d, pad %dx%d: need window and stride "
+                        ">= 1 and 0 <= pad <= window/2", fn, kh, kw, sh, sw, ph, pw);
+    if ((st = need_f32(ctx, fn, "x", x, 4)) || (st = need_f32(ctx, fn, "y", y, 4))) return st;
+    const int64_t *xs = x->desc.shape;
+    if (xs[2] + 2 * ph < kh || xs[3] + 2 * pw < kw)
+        return m40__err(ctx, M40_ERR_SHAPE, "%s: window %dx%d larger than the padded input", fn, kh, kw);
+    int64_t P = (xs[2] + 2 * ph - kh) / sh + 1, Q = (xs[3] + 2 * pw - kw) / sw + 1;
+    int64_t ys[4] = {xs[0], xs[1], P, Q};
+    if ((st = need_shape(ctx, fn, "y", y, 4, ys))) return st;
+#ifdef M40_HAVE_CUDA
+    if (ctx->is_gpu) {
+        if (xs[0] * xs[1] > INT_MAX)
+            return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: N·C over 2^31", fn);
+        int e = m40k_pool2d(ctx->stream, (int)kind, kh, kw, sh, sw, ph, pw, (int)(xs[0] * xs[1]),
+                            (int)xs[2], (int)xs[3], (int)P, (int)Q, x->data, y->data);
+        return e ? m40__cuda_check(ctx, e, fn) : M40_OK;
+    }
+#endif
+    m40_ref_pool2d(kind, kh, kw, sh, sw, ph, pw, xs[0] * xs[1], xs[2], xs[3], P, Q, x->data, y->data);
+    return M40_OK;
+}
+
+m40_status m40_global_avgpool(m40_ctx *ctx, const m40_tensor *x, m40_tensor *y) {
+    static const char fn[] = "m40_global_avgpool";
+    m40_status st = m40__ctx_check(ctx);
+    if (st != M40_OK) return st;
+    if ((st = need_f32(ctx, fn, "x", x, 4)) || (st = need_f32(ctx, fn, "y", y, 2))) return st;
+    const int64_t *xs = x->desc.shape;
+    int64_t ys[2] = {xs[0], xs[1]};
+    if ((st = need_shape(ctx, fn, "y", y, 2, ys))) return st;
+#ifdef M40_HAVE_CUDA
+    if (ctx->is_gpu) {
+        if (xs[0] * xs[1] > INT_MAX || xs[2] * xs[3] > INT_MAX)
+            return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: sizes over 2^31", fn);
+        int e = m40k_global_avgpool(ctx->stream, (int)(xs[0] * xs[1]), (int)(xs[2] * xs[3]),
+                                    x->data, y->data);
+        return e ? m40__cuda_check(ctx, e, fn) : M40_OK;
+    }
+#endif
+    m40_ref_global_avgpool(xs[0] * xs[1], xs[2] * xs[3], x->data, y->data);
+    return M40_OK;
+}

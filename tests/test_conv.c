@@ -1,0 +1,202 @@
+/* Convolution and pooling: the CPU reference against independent facts
+** (a 1x1 conv is a matmul; a hand-computed case; pooling by definition),
+** the bad-input cases, and — with a GPU — the CUDA kernels against the
+** reference on ResNet-like and odd shapes with every epilogue and poisoned
+** outputs (test_gpu_conv). */
+#include "check.h"
+#include "ref/ref.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static m40_ctx *C, *G;
+
+static m40_tensor *tnew(m40_ctx *ctx, int nd, int64_t a, int64_t b, int64_t c, int64_t d) {
+    int64_t s[4] = {a, b, c, d};
+    m40_tensor *t = NULL;
+    if (m40_tensor_new(ctx, M40_DTYPE_F32, nd, s, &t) != M40_OK) {
+        fprintf(stderr, "tensor_new: %s\n", m40_errmsg(ctx));
+        exit(1);
+    }
+    return t;
+}
+
+static void test_ref_facts(void) {
+    /* 1x1 conv == linear over channels at each pixel */
+    enum { N = 2, Cc = 5, H = 3, W = 4, K = 6 };
+    float x[N * Cc * H * W], w[K * Cc], y[N * K * H * W], xt[N * H * W * Cc], yl[N * H * W * K];
+    for (int i = 0; i < N * Cc * H * W; i++) x[i] = sinf((float)i);
+    for (int i = 0; i < K * Cc; i++) w[i] = cosf((float)i * 0.7f);
+    m40_conv2d_desc d;
+    m40_conv2d_desc_init(&d);
+    m40_ref_conv2d(&d, N, Cc, H, W, K, 1, 1, H, W, x, w, NULL, NULL, NULL, y);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < Cc; c++)
+            for (int p = 0; p < H * W; p++) xt[(n * H * W + p) * Cc + c] = x[(n * Cc + c) * H * W + p];
+    m40_ref_linear(N * H * W, K, Cc, xt, w, NULL, yl);
+    int bad = 0;
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++)
+            for (int p = 0; p < H * W; p++)
+                bad += fabsf(y[(n * K + k) * H * W + p] - yl[(n * H * W + p) * K + k]) > 1e-6f;
+    CHECK(bad == 0);
+    /* 3x3, pad 1, stride 2 on a 3x3 ramp, by hand: output [1,1,2,2] */
+    float xr[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, ones[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, yr[4];
+    float sc = 2.0f, bi = -1.0f, res[4] = {0, 10, 20, 30};
+    d.stride_h = d.stride_w = 2;
+    d.pad_h = d.pad_w = 1;
+    m40_ref_conv2d(&d, 1, 1, 3, 3, 1, 3, 3, 2, 2, xr, ones, &sc, &bi, res, yr);
+    /* windows: {1,2,4,5}=12, {2,3,5,6}=16, {4,5,7,8}=24, {5,6,8,9}=28 */
+    CHECK(yr[0] == 23 && yr[1] == 41 && yr[2] == 67 && yr[3] == 85);
+    /* max / avg pool 2x2 stride 2 and global average */
+    float xp[16], yp[4];
+    for (int i = 0; i < 16; i++) xp[i] = (float)((i * 7) % 16);
+    m40_ref_pool2d(M40_POOL_MAX, 2, 2, 2, 2, 0, 0, 1, 4, 4, 2, 2, xp, yp);
+    CHECK(yp[0] == fmaxf(fmaxf(xp[0], xp[1]), fmaxf(xp[4], xp[5])));
+    m40_ref_pool2d(M40_POOL_AVG, 3, 3, 2, 2, 1, 1, 1, 4, 4, 2, 2, xp, yp);
+    CHECK(fabsf(yp[0] - (xp[0] + xp[1] + xp[4] + xp[5]) / 4) < 1e-6f); /* corner: 4 in bounds */
+    float g;
+    m40_ref_global_avgpool(1, 16, xp, &g);
+    CHECK(g == 7.5f); /* 0..15 permuted */
+}
+
+static void test_errors(void) {
+    m40_tensor *x = tnew(C, 4, 1, 3, 8, 8), *w = tnew(C, 4, 4, 3, 3, 3), *y = tnew(C, 4, 1, 4, 8, 8);
+    m40_tensor *wbad = tnew(C, 4, 4, 2, 3, 3), *b = tnew(C, 1, 5, 0, 0, 0), *y2 = tnew(C, 2, 1, 3, 0, 0);
+    m40_conv2d_desc d;
+    m40_conv2d_desc_init(&d);
+    d.pad_h = d.pad_w = 1;
+    CHECK_ST(m40_conv2d(C, &d, x, w, NULL, NULL, NULL, y), M40_OK);
+    CHECK_ST(m40_conv2d(C, NULL, x, w, NULL, NULL, NULL, y), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_conv2d(C, &d, x, wbad, NULL, NULL, NULL, y), M40_ERR_SHAPE);
+    CHECK(strstr(m40_errmsg(C), "channels") != NULL);
+    CHECK_ST(m40_conv2d(C, &d, x, w, NULL, b, NULL, y), M40_ERR_SHAPE);   /* bias [5] for K=4 */
+    CHECK_ST(m40_conv2d(C, &d, x, w, NULL, NULL, x, y), M40_ERR_SHAPE);   /* residual shape */
+    CHECK_ST(m40_conv2d(C, &d, x, w, NULL, NULL, NULL, x), M40_ERR_SHAPE);
+    CHECK_ST(m40_conv2d(C, &d, x, NULL, NULL, NULL, NULL, y), M40_ERR_INVALID_ARG);
+    d.stride_h = 0;
+    CHECK_ST(m40_conv2d(C, &d, x, w, NULL, NULL, NULL, y), M40_ERR_INVALID_ARG);
+    CHECK(strstr(m40_errmsg(C), "stride") != NULL);
+    CHECK_ST(m40_pool2d(C, M40_POOL_MAX, 3, 3, 2, 2, 2, 2, x, y), M40_ERR_INVALID_ARG); /* pad > k/2 */
+    CHECK_ST(m40_pool2d(C, M40_POOL_GLOBAL_AVG, 3, 3, 2, 2, 1, 1, x, y), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_pool2d(C, M40_POOL_MAX, 3, 3, 2, 2, 1, 1, x, y), M40_ERR_SHAPE);
+    CHECK_ST(m40_global_avgpool(C, x, y), M40_ERR_SHAPE);
+    CHECK_ST(m40_global_avgpool(C, x, y2), M40_OK);
+    m40_tensor *ts[] = {x, w, y, wbad, b, y2};
+    for (int i = 0; i < 6; i++) m40_tensor_free(ts[i]);
+}
+
+/* GPU vs CPU reference for one conv configuration. */
+static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, int pad, int dil,
+                     int epi) {
+    m40_conv2d_desc d;
+    m40_conv2d_desc_init(&d);
+    d.stride_h = d.stride_w = st;
+    d.pad_h = d.pad_w = pad;
+    d.dilation_h = d.dilation_w = dil;
+    d.relu = epi & 8;
+    int P = (H + 2 * pad - dil * (R - 1) - 1) / st + 1, Q = (W + 2 * pad - dil * (S - 1) - 1) / st + 1;
+    m40_ctx *cs[2] = {G, C};
+    m40_tensor *t[2][6];
+    uint64_t seed = (uint64_t)(N * 131 + Cc * 17 + H * 7 + K + R * 3 + st + epi);
+    for (int i = 0; i < 2; i++) {
+        m40_ctx *c = cs[i];
+        t[i][0] = tnew(c, 4, N, Cc, H, W);
+        t[i][1] = tnew(c, 4, K, Cc, R, S);
+        t[i][2] = tnew(c, 1, K, 0, 0, 0);
+        t[i][3] = tnew(c, 1, K, 0, 0, 0);
+        t[i][4] = tnew(c, 4, N, K, P, Q);
+        t[i][5] = tnew(c, 4, N, K, P, Q);
+        for (int j = 0; j < 5; j++)
+            CHECK_ST(m40_fill_random(c, t[i][j], seed + (uint64_t)j, M40_RANDOM_UNIFORM, -1, 1), M40_OK);
+    }
+    size_t nb = m40_tensor_nbytes(t[0][5]);
+    float *poison = malloc(nb + 4), *got = malloc(nb + 4), *ref = malloc(nb + 4);
+    m40t_poison(poison, (int64_t)(nb / 4));
+    CHECK_ST(m40_tensor_upload(G, t[0][5], poison, nb), M40_OK);
+    for (int i = 0; i < 2; i++)
+        CHECK_ST(m40_conv2d(cs[i], &d, t[i][0], t[i][1], epi & 1 ? t[i][2] : NULL,
+                            epi & 2 ? t[i][3] : NULL, epi & 4 ? t[i][4] : NULL, t[i][5]), M40_OK);
+    CHECK_ST(m40_tensor_download(G, t[0][5], got, nb), M40_OK);
+    CHECK_ST(m40_tensor_download(C, t[1][5], ref, nb), M40_OK);
+    char name[96];
+    snprintf(name, sizeof name, "conv N%d C%d %dx%d K%d %dx%d s%d p%d d%d epi%d", N, Cc, H, W, K,
+             R, S, st, pad, dil, epi);
+    /* FP32 sums of C·R·S products of magnitude <= 1 vs double: error grows
+    ** like sqrt(CRS)·eps; bound it by CRS·2^-22 absolute */
+    double crs = (double)Cc * R * S;
+    m40t_compare(name, got, ref, (int64_t)(nb / 4), (m40t_tol){crs * 2.4e-7, 1e-5, 1e-10});
+    free(poison); free(got); free(ref);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 6; j++) m40_tensor_free(t[i][j]);
+}
+
+static void gpu_pool(int kind, int N, int Cc, int H, int W, int k, int st, int pad) {
+    int P = (H + 2 * pad - k) / st + 1, Q = (W + 2 * pad - k) / st + 1;
+    m40_tensor *xg = tnew(G, 4, N, Cc, H, W), *yg = tnew(G, 4, N, Cc, P, Q);
+    m40_tensor *xc = tnew(C, 4, N, Cc, H, W), *yc = tnew(C, 4, N, Cc, P, Q);
+    m40_tensor *gg = tnew(G, 2, N, Cc, 0, 0), *gc = tnew(C, 2, N, Cc, 0, 0);
+    CHECK_ST(m40_fill_random(G, xg, 99, M40_RANDOM_NORMAL, 0, 1), M40_OK);
+    CHECK_ST(m40_fill_random(C, xc, 99, M40_RANDOM_NORMAL, 0, 1), M40_OK);
+    size_t nb = m40_tensor_nbytes(yg);
+    float *got = malloc(nb + 4), *ref = malloc(nb + 4);
+    m40t_poison(got, (int64_t)(nb / 4));
+    CHECK_ST(m40_tensor_upload(G, yg, got, nb), M40_OK);
+    CHECK_ST(m40_pool2d(G, (m40_pool)kind, k, k, st, st, pad, pad, xg, yg), M40_OK);
+    CHECK_ST(m40_pool2d(C, (m40_pool)kind, k, k, st, st, pad, pad, xc, yc), M40_OK);
+    CHECK_ST(m40_tensor_download(G, yg, got, nb), M40_OK);
+    CHECK_ST(m40_tensor_download(C, yc, ref, nb), M40_OK);
+    char name[96];
+    snprintf(name, sizeof name, "%s pool N%d C%d %dx%d k%d s%d p%d", kind ? "avg" : "max", N, Cc, H, W, k, st, pad);
+    m40t_compare(name, got, ref, (int64_t)(nb / 4), (m40t_tol){1e-6, 1e-6, 1e-12});
+    size_t gb = m40_tensor_nbytes(gg);
+    float *g1 = malloc(gb), *g2 = malloc(gb);
+    m40t_poison(g1, (int64_t)(gb / 4));
+    CHECK_ST(m40_tensor_upload(G, gg, g1, gb), M40_OK);
+    CHECK_ST(m40_global_avgpool(G, xg, gg), M40_OK);
+    CHECK_ST(m40_global_avgpool(C, xc, gc), M40_OK);
+    CHECK_ST(m40_tensor_download(G, gg, g1, gb), M40_OK);
+    CHECK_ST(m40_tensor_download(C, gc, g2, gb), M40_OK);
+    snprintf(name, sizeof name, "global avgpool N%d C%d %dx%d", N, Cc, H, W);
+    m40t_compare(name, g1, g2, (int64_t)(gb / 4), (m40t_tol){1e-6, 1e-5, 1e-12});
+    free(got); free(ref); free(g1); free(g2);
+    m40_tensor *ts[] = {xg, yg, xc, yc, gg, gc};
+    for (int i = 0; i < 6; i++) m40_tensor_free(ts[i]);
+}
+
+/* Without arguments: the CPU part. With --gpu: the GPU part (exit 77 without
+** a GPU), registered as its own `gpu` test. */
+int main(int argc, char **argv) {
+    m40_ctx_desc d;
+    m40_ctx_desc_init(&d);
+    d.device = M40_DEVICE_CPU;
+    if (m40_ctx_create(&d, &C) != M40_OK) return 1;
+    if (argc < 2 || strcmp(argv[1], "--gpu") != 0) {
+        test_ref_facts();
+        test_errors();
+        m40_ctx_destroy(C);
+        return m40t_finish("test_conv");
+    }
+    G = m40t_gpu_ctx_or_skip("test_gpu_conv");
+    if (!G) {
+        m40_ctx_destroy(C);
+        return M40T_SKIP;
+    }
+    /* ResNet-50 layer shapes (scaled down in N/H/W), odd shapes, each epilogue */
+    gpu_conv(2, 3, 29, 31, 16, 7, 7, 2, 3, 1, 2 | 8);       /* stem: 7x7/2 + bias + ReLU */
+    gpu_conv(1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1 | 2 | 8);  /* 3x3 + BN + ReLU */
+    gpu_conv(2, 32, 15, 15, 48, 3, 3, 2, 1, 1, 2);          /* strided 3x3 (v1.5) */
+    gpu_conv(2, 64, 7, 7, 256, 1, 1, 1, 0, 1, 2 | 4 | 8);   /* 1x1 + residual + ReLU */
+    gpu_conv(1, 128, 8, 8, 33, 1, 1, 2, 0, 1, 1 | 2);       /* downsample 1x1/2 */
+    gpu_conv(1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0);              /* smallest */
+    gpu_conv(3, 7, 9, 5, 5, 3, 3, 1, 2, 2, 1 | 2 | 4 | 8);  /* dilation 2 */
+    gpu_conv(1, 129, 6, 6, 127, 3, 1, 1, 1, 1, 4);          /* non-square kernel */
+    gpu_pool(M40_POOL_MAX, 2, 16, 56, 56, 3, 2, 1);          /* ResNet maxpool */
+    gpu_pool(M40_POOL_AVG, 1, 7, 13, 11, 3, 2, 1);
+    gpu_pool(M40_POOL_MAX, 1, 1, 1, 1, 1, 1, 0);
+    CHECK_ST(m40_ctx_sync(G), M40_OK);
+    m40_ctx_destroy(G);
+    m40_ctx_destroy(C);
+    return m40t_finish("test_gpu_conv");
+}

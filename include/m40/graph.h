@@ -1,0 +1,327 @@
+/*
+** libm40 static graphs, the device-memory planner and the graph executor.
+**
+** A model is a static graph: op nodes over tensor descriptors. The planner
+** sizes all of its device memory before anything is allocated, in four
+** regions, each one allocation:
+**
+**   weights      every WEIGHT tensor, persistent, read-only
+**   kv           every STATE tensor (the KV cache), persistent, read-write
+**   workspace    scratch of the op that needs most (ops run one at a time)
+**   activations  one arena for INPUT and ACTIVATION tensors; offsets by
+**                liveness over the execution order, best fit, in-place
+**                reuse where the op allows it, 256-byte aligned
+**
+** The sum must fit a budget: a card preset (m40-12g, m40-24g: board memory
+** less ECC, driver and CUDA-context reserve; see docs/planner.md), the free
+** memory of a live device, or an explicit byte count. Over budget,
+** m40_graph_plan fails with M40_ERR_OOM_DEVICE before anything is
+** allocated, naming the region, the shortfall and what would fit.
+**
+** Life of a graph:
+**   m40_graph_create -> m40_graph_tensor / m40_graph_node ... (build)
+**   -> m40_graph_plan (validate, order, plan; no allocation)
+**   -> m40_graph_alloc (one allocation per region, weights uploaded)
+**   -> m40_graph_run ... (no allocation, no synchronization)
+**   -> m40_graph_destroy
+** Sizes are planned for the CUDA executor whatever the context, so a CPU
+** context can plan for a card it does not have (m40-plan does this).
+**
+** Errors are recorded on the graph's context: read m40_errmsg(ctx).
+*/
+#ifndef M40_GRAPH_H
+#define M40_GRAPH_H
+
+#include "m40/m40.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct m40_graph m40_graph;
+
+/* Every region offset and size is a multiple of this. */
+#define M40_GRAPH_ALIGN 256
+#define M40_NODE_MAX_INPUTS 6
+/* m40_node_desc.output: let the node create its output tensor with the
+** inferred descriptor. */
+#define M40_TENSOR_NEW (-1)
+/* m40_node_desc.inputs[i]: an optional input that is absent (a bias). */
+#define M40_NO_TENSOR (-1)
+
+typedef enum m40_tensor_role {
+    M40_ROLE_WEIGHT = 0,     /* persistent, read-only; weights region */
+    M40_ROLE_INPUT = 1,      /* written by the caller; kept across runs */
+    M40_ROLE_ACTIVATION = 2, /* produced by exactly one node */
+    M40_ROLE_STATE = 3       /* persistent, read-write by its op (KV cache) */
+} m40_tensor_role;
+
+/* Op kinds. The table gives the name and whether the output may share
+** storage with input 0 (in place). Kinds marked "plan" are sized by the
+** planner (shapes, workspace) but have no kernel yet: m40_graph_alloc
+** refuses a graph that holds one with M40_ERR_UNSUPPORTED.
+**
+**   op              inputs                               output
+**   ADD, MUL        a, b (b = a's shape or its trailing dims)  a's shape
+**   SCALE           x (alpha)                            x's shape
+**   ACTIVATION      x (act)                              x's shape
+**   SOFTMAX         x (over the last dim)                x's shape
+**   CONVERT         x (out_dtype)                        x's shape
+**   LINEAR          x [...,K], w [N,K], bias [N]?        [...,N]
+**   LINEAR_Q  plan  x [...,K], wq i8 [N,K] (bits 8) or [N,K/2] (bits 4,
+**                   two per byte), scale f16 [N], bias [N]?   [...,N]
+**   CONV2D    plan  x [N,C,H,W], w [K,C/groups,R,S], bias [K]?  [N,K,P,Q]
+**   POOL2D    plan  x [N,C,H,W] (pool, kernel, stride, pad) [N,C,P,Q];
+**                   GLOBAL_AVG gives [N,C]
+**   RMSNORM   plan  x [...,C], w [C] (eps)               x's shape
+**   LAYERNORM plan  x [...,C], w [C], b [C] (eps)        x's shape
+**   EMBEDDING plan  ids i32 [...], table [V,C]           [...,C] f32
+**   SWIGLU    plan  x [...,2F]: silu(x[:F]) * x[F:]      [...,F]
+**   ATTENTION plan  qkv [B,T,(H+2G)·D], k_cache [B,L,G,D], v_cache
+**                   [B,L,G,D] (STATE), pos i32 [1]; RoPE on rope_dims,
+**                   appends K,V at pos, causal softmax   [B,T,H·D]
+**   TAKE_LAST plan  x [B,T,C]: the last position         [B,1,C]
+*/
+#define M40_OP_TABLE(X)                    \
+    X(M40_OP_ADD, "add", 1, 1)             \
+    X(M40_OP_MUL, "mul", 1, 1)             \
+    X(M40_OP_SCALE, "scale", 1, 1)         \
+    X(M40_OP_ACTIVATION, "activation", 1, 1) \
+    X(M40_OP_SOFTMAX, "softmax", 1, 1)     \
+    X(M40_OP_CONVERT, "convert", 0, 1)     \
+    X(M40_OP_LINEAR, "linear", 0, 1)       \
+    X(M40_OP_LINEAR_Q, "linear_q", 0, 0)   \
+    X(M40_OP_CONV2D, "conv2d", 0, 0)       \
+    X(M40_OP_POOL2D, "pool2d", 0, 0)       \
+    X(M40_OP_RMSNORM, "rmsnorm", 1, 0)     \
+    X(M40_OP_LAYERNORM, "layernorm", 1, 0) \
+    X(M40_OP_EMBEDDING, "embedding", 0, 0) \
+    X(M40_OP_SWIGLU, "swiglu", 0, 0)       \
+    X(M40_OP_ATTENTION, "attention", 0, 0) \
+    X(M40_OP_TAKE_LAST, "take_last", 0, 0)
+/* columns: enum, name, in place capable, has a kernel (runs today) */
+
+typedef enum m40_op {
+#define M40__OP_ENUM(e, name, inplace, runs) e,
+    M40_OP_TABLE(M40__OP_ENUM)
+#undef M40__OP_ENUM
+    M40_OP_COUNT
+} m40_op;
+
+/* "add", "conv2d", ...; "?" for an unknown value. */
+M40_API const char *m40_op_name(m40_op op);
+/* 1 if the op's output may reuse input 0's storage. */
+M40_API int m40_op_inplace(m40_op op);
+/* 1 if the executor can run the op today. */
+M40_API int m40_op_runs(m40_op op);
+
+/* m40_pool (MAX, AVG, GLOBAL_AVG) is defined in m40/m40.h with the eager
+** pooling ops (m40_pool2d, m40_global_avgpool); m40_conv2d is there too. */
+
+typedef struct m40_node_desc {
+    m40_op op;
+    const char *name;                  /* optional, copied; for messages */
+    int ninputs;
+    int inputs[M40_NODE_MAX_INPUTS];   /* tensor ids, or M40_NO_TENSOR */
+    int output;                        /* tensor id, or M40_TENSOR_NEW */
+    /* Parameters; each op reads only its own. */
+    m40_dtype out_dtype;   /* CONVERT */
+    float alpha;           /* SCALE */
+    m40_act act;           /* ACTIVATION */
+    float eps;             /* RMSNORM, LAYERNORM */
+    int kernel[2], stride[2], pad[2], groups; /* CONV2D (kernel from w), POOL2D */
+    m40_pool pool;         /* POOL2D */
+    int heads, kv_heads, head_dim, rope_dims; /* ATTENTION */
+    int bits;              /* LINEAR_Q: 8 or 4 */
+} m40_node_desc;
+
+/* Zeroes nd, then sets op, output = M40_TENSOR_NEW, every input
+** M40_NO_TENSOR, out_dtype F32, alpha 1, groups 1, strides 1, eps 1e-5. */
+M40_API void m40_node_desc_init(m40_node_desc *nd, m40_op op);
+
+/* Creates an empty graph whose ops will run on ctx (CPU or GPU).
+** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_STATE (unusable ctx),
+** M40_ERR_OOM_HOST. */
+M40_API m40_status m40_graph_create(m40_ctx *ctx, m40_graph **out);
+
+/* Frees the graph, its regions and its CUDA graph. NULL is a no-op.
+** Bound tensors stay the caller's. */
+M40_API void m40_graph_destroy(m40_graph *g);
+
+/* Declares a tensor; its desc's strides are ignored (graph tensors are
+** contiguous). *id receives its id (0, 1, 2 ... in declaration order).
+** Returns M40_OK, M40_ERR_INVALID_ARG (NULL, bad role or desc),
+** M40_ERR_DTYPE, M40_ERR_STATE (graph already allocated), M40_ERR_OOM_HOST. */
+M40_API m40_status m40_graph_tensor(m40_graph *g, m40_tensor_role role,
+                                    const char *name, const m40_tensor_desc *desc,
+                                    int *id);
+
+/* Gives a WEIGHT (or STATE) tensor its initial contents: m40_graph_alloc
+** copies `nbytes` (= the tensor's bytes) from `host` into its region. The
+** pointer must stay valid until m40_graph_alloc returns. Without data a
+** weight is left uninitialized (planning needs none).
+** Returns M40_OK, M40_ERR_INVALID_ARG (bad id, size, role), M40_ERR_STATE. */
+M40_API m40_status m40_graph_set_data(m40_graph *g, int id, const void *host,
+                                      size_t nbytes);
+
+/* Binds caller-owned storage to a tensor (any role): the graph reads or
+** writes `t` instead of planning room for it; its bytes are reported as
+** external. t must match the tensor's dtype and shape, be contiguous, sit
+** on the context's side and outlive the graph.
+** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_SHAPE, M40_ERR_DTYPE,
+** M40_ERR_LOCATION, M40_ERR_UNSUPPORTED (strided), M40_ERR_STATE. */
+M40_API m40_status m40_graph_bind(m40_graph *g, int id, m40_tensor *t);
+
+/* Marks an ACTIVATION as a graph output: it stays live to the end of the
+** run, so the caller can read it after m40_graph_run.
+** Returns M40_OK, M40_ERR_INVALID_ARG (bad id or not an ACTIVATION),
+** M40_ERR_STATE. */
+M40_API m40_status m40_graph_mark_output(m40_graph *g, int id);
+
+/* Adds a node. Inputs may be any declared tensors, including ones produced
+** by nodes added later (execution order is a topological sort, ties broken
+** by insertion order). The output's desc is inferred from the inputs; with
+** output = M40_TENSOR_NEW an ACTIVATION of that desc is declared (named
+** after the node) and its id stored in *out (out may be NULL), else the
+** declared output must be an ACTIVATION with exactly the inferred desc.
+** Returns
+**   M40_OK
+**   M40_ERR_INVALID_ARG  NULL, unknown op, bad tensor id, wrong number of
+**                        inputs, bad parameter, output not an ACTIVATION
+**   M40_ERR_SHAPE        inputs that do not fit the op's shape rule, or a
+**                        declared output of another shape
+**   M40_ERR_DTYPE        a dtype the op does not take
+**   M40_ERR_STATE        the graph is already allocated
+**   M40_ERR_OOM_HOST */
+M40_API m40_status m40_graph_node(m40_graph *g, const m40_node_desc *nd, int *out);
+
+/* Looks a tensor up by name (the first one declared with it).
+** Returns M40_OK or M40_ERR_INVALID_ARG (none, or NULL arguments). */
+M40_API m40_status m40_graph_find(const m40_graph *g, const char *name, int *id);
+
+M40_API int m40_graph_tensor_count(const m40_graph *g);
+M40_API int m40_graph_node_count(const m40_graph *g);
+
+/* ------------------------------------------------------------------ */
+/* Budgets                                                             */
+
+typedef struct m40_budget {
+    char name[32];           /* "m40-12g", "m40-24g", "device 0", "explicit" */
+    uint64_t board_bytes;    /* memory on the board (0 if not known) */
+    uint64_t reserved_bytes; /* ECC, driver, CUDA context and library handles */
+    uint64_t usable_bytes;   /* what the planned regions may take */
+} m40_budget;
+
+/* Fills b for "m40-12g" or "m40-24g" (docs/planner.md derives them).
+** Returns M40_OK or M40_ERR_INVALID_ARG (NULL or unknown name). */
+M40_API m40_status m40_budget_preset(const char *name, m40_budget *b);
+/* An explicit usable byte count. b NULL does nothing. */
+M40_API void m40_budget_bytes(uint64_t usable_bytes, m40_budget *b);
+/* The current free memory of ctx's device less a 64 MiB margin (the
+** context and its handles already exist, so they are already subtracted).
+** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_NO_DEVICE (CPU context),
+** M40_ERR_CUDA, M40_ERR_DEVICE_LOST. */
+M40_API m40_status m40_budget_device(m40_ctx *ctx, m40_budget *b);
+
+/* ------------------------------------------------------------------ */
+/* Planning                                                            */
+
+typedef enum m40_region {
+    M40_REGION_WEIGHTS = 0,
+    M40_REGION_KV = 1,
+    M40_REGION_WORKSPACE = 2,
+    M40_REGION_ACTIVATIONS = 3,
+    M40_REGION_COUNT
+} m40_region;
+
+/* "weights", "kv_cache", "workspace", "activations"; "?" otherwise. */
+M40_API const char *m40_region_name(m40_region r);
+
+typedef struct m40_plan_info {
+    uint64_t region_bytes[M40_REGION_COUNT];
+    uint64_t total_bytes;       /* sum of the regions */
+    uint64_t external_bytes;    /* bound tensors: the caller's, not counted */
+    uint64_t arena_lower_bound; /* max over steps of live activation bytes */
+    int peak_step;              /* a step where that maximum is reached */
+    uint64_t usable_bytes;      /* the budget's (UINT64_MAX without one) */
+    int64_t headroom_bytes;     /* usable - total; negative when over */
+    int fits;                   /* total <= usable */
+    int nodes, tensors, inplace; /* counts; inplace = outputs sharing input 0 */
+} m40_plan_info;
+
+/* Validates the graph (no cycle; every ACTIVATION produced exactly once;
+** every tensor used or an output), orders it, computes liveness and all
+** offsets, and checks the total against `budget` (NULL = no limit). Fills
+** *info (may be NULL) even when over budget. Allocates no device memory.
+** Planning twice gives the same result (deterministic).
+** Returns
+**   M40_OK
+**   M40_ERR_INVALID_ARG   NULL graph, an empty graph, a dangling tensor
+**                         (used but never produced, or produced but never
+**                         used and not an output), a cycle (named)
+**   M40_ERR_OOM_DEVICE    over budget: the message names the region that
+**                         does not fit, the shortfall and what would fit
+**   M40_ERR_STATE         already allocated
+**   M40_ERR_OOM_HOST */
+M40_API m40_status m40_graph_plan(m40_graph *g, const m40_budget *budget,
+                                  m40_plan_info *info);
+
+typedef struct m40_graph_tensor_info {
+    const char *name;       /* owned by the graph */
+    m40_tensor_role role;
+    m40_tensor_desc desc;
+    uint64_t bytes;         /* contiguous bytes */
+    int bound;              /* 1 if caller storage was bound */
+    int is_output;
+    int region;             /* m40_region, or -1 (bound) */
+    uint64_t offset;        /* in the region */
+    uint64_t size;          /* planned bytes (aligned) */
+    int first_step, last_step; /* live interval, ACTIVATION/INPUT only */
+    int shares_with;        /* id of the tensor whose storage it reuses, or -1 */
+} m40_graph_tensor_info;
+
+/* Details of tensor `id` after m40_graph_plan.
+** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_STATE (not planned). */
+M40_API m40_status m40_graph_tensor_info_get(const m40_graph *g, int id,
+                                             m40_graph_tensor_info *ti);
+
+/* The node index run at `step` (0 .. nodes-1) after m40_graph_plan, or -1. */
+M40_API int m40_graph_step_node(const m40_graph *g, int step);
+
+/* ------------------------------------------------------------------ */
+/* Execution                                                           */
+
+/* Plans (without a budget) if needed, then allocates each region once on
+** the context's side and uploads weight data. Afterwards the graph cannot
+** change. On a GPU context it also creates the cuBLAS handle, so runs
+** allocate nothing.
+** Returns M40_OK, M40_ERR_UNSUPPORTED (an op without a kernel yet, or an
+** op/dtype the executor does not take; named), the statuses of
+** m40_graph_plan, M40_ERR_OOM_DEVICE, M40_ERR_OOM_HOST, M40_ERR_CUDA,
+** M40_ERR_DEVICE_LOST. */
+M40_API m40_status m40_graph_alloc(m40_graph *g);
+
+/* The tensor behind graph tensor `id` (an arena view or the bound one),
+** for m40_tensor_upload / download. Owned by the graph.
+** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_STATE (not allocated). */
+M40_API m40_status m40_graph_get_tensor(m40_graph *g, int id, m40_tensor **t);
+
+/* Runs every node in order (or replays the captured CUDA graph). On a GPU
+** the work is queued on the context's stream and the call returns before
+** it finishes; nothing is allocated and nothing synchronizes.
+** Returns M40_OK, M40_ERR_STATE (not allocated), the first failing op's
+** status (its message names the node), M40_ERR_CUDA, M40_ERR_DEVICE_LOST. */
+M40_API m40_status m40_graph_run(m40_graph *g);
+
+/* enable = 1: records one whole run into a CUDA graph, which later
+** m40_graph_run calls replay with one launch (the capture itself does not
+** execute; run once before capturing so lazily loaded kernels are ready).
+** enable = 0 drops the CUDA graph. Capturing allocates; replays do not.
+** Returns M40_OK, M40_ERR_STATE (not allocated), M40_ERR_NO_DEVICE (CPU
+** context or built without CUDA), M40_ERR_CUDA, the op statuses. */
+M40_API m40_status m40_graph_capture(m40_graph *g, int enable);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* M40_GRAPH_H */

@@ -1,0 +1,104 @@
+/*
+** libm40 built-in model descriptions and model-level memory plans: the
+** graphs of ResNet-50 and ChatGLM2-6B (../shared/docs/models.md) built for
+** planning, and the questions m40-plan answers: does it fit this card, how
+** much room is left, what would fit instead (batch, context, weight format),
+** and the longest context that fits.
+**
+** The graphs use op kinds the planner sizes before their kernels exist
+** (conv2d, attention, ...), so they can be planned but not yet run.
+*/
+#ifndef M40_PLAN_H
+#define M40_PLAN_H
+
+#include "m40/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum m40_model_kind {
+    M40_MODEL_RESNET50 = 0,    /* torchvision v1.5, BN folded into conv biases */
+    M40_MODEL_CHATGLM2_6B = 1
+} m40_model_kind;
+
+/* How the weights are stored. int8/int4: per-row scales, weight-only, only
+** the four linear layers of each block (embedding and output layer stay
+** fp16), as the official ChatGLM2 quantization. */
+typedef enum m40_wformat {
+    M40_WFMT_FP32 = 0,
+    M40_WFMT_FP16 = 1,
+    M40_WFMT_INT8 = 2,
+    M40_WFMT_INT4 = 3,
+    M40_WFMT_COUNT
+} m40_wformat;
+
+typedef enum m40_model_phase {
+    M40_PHASE_PREFILL = 0, /* a prefill chunk; a CNN's only phase (forward) */
+    M40_PHASE_DECODE = 1   /* one token per sequence */
+} m40_model_phase;
+
+/* "resnet50", "chatglm2-6b" / "fp32", "fp16", "int8", "int4"; "?" else. */
+M40_API const char *m40_model_name(m40_model_kind m);
+M40_API const char *m40_wformat_name(m40_wformat f);
+
+typedef struct m40_model_desc {
+    m40_model_kind model;
+    m40_wformat weights;  /* ResNet-50: fp32 only */
+    int batch;            /* images, or sequences */
+    int64_t ctx;          /* ChatGLM2: context length the KV cache holds */
+    int chunk;            /* ChatGLM2: tokens per prefill step */
+} m40_model_desc;
+
+/* Defaults: ResNet-50 fp32 batch 1; ChatGLM2-6B fp16, batch 1, ctx 8192,
+** prefill chunk 512. */
+M40_API void m40_model_desc_init(m40_model_desc *d, m40_model_kind model);
+
+/* Builds the graph of one phase (planning only: weights carry no data).
+** Returns M40_OK, M40_ERR_INVALID_ARG (bad desc: batch < 1, ctx < 1 or over
+** 2^22, chunk < 1, a format the model does not take), M40_ERR_OOM_HOST. */
+M40_API m40_status m40_model_graph(m40_ctx *ctx, const m40_model_desc *d,
+                                   m40_model_phase phase, m40_graph **out);
+
+typedef struct m40_model_plan {
+    m40_plan_info plan;       /* the model: persistent regions once, the
+                              ** activation arena and workspace as the larger
+                              ** of the phases (they share one of each) */
+    uint64_t params;          /* parameters (a quantized weight counts once) */
+    int phases;               /* 1 (CNN) or 2 (prefill chunk + decode) */
+    uint64_t arena[2], lower_bound[2]; /* activations per phase */
+    uint64_t workspace[2];
+    uint64_t kv_bytes_per_token; /* whole batch; 0 for a CNN */
+    int64_t model_max_ctx;    /* the model's own limit (32768), 0 for a CNN */
+    int64_t max_ctx;          /* longest context that fits, capped at the
+                              ** model's; 0 if none fits; -1 for a CNN */
+    int64_t max_ctx_memory;   /* what memory alone allows (searched to 2^22) */
+    int max_batch;            /* largest batch that fits (searched to 4096) */
+    int fits_format[M40_WFMT_COUNT]; /* same batch/ctx at each format: 1/0,
+                              ** -1 where the model does not take it */
+    int64_t max_ctx_format[M40_WFMT_COUNT]; /* longest context (capped) that
+                              ** fits at each format; -1 where n/a */
+} m40_model_plan;
+
+/* Plans `d` against `budget` and answers the what-would-fit questions.
+** *out is filled whether or not the model fits.
+** Returns
+**   M40_OK
+**   M40_ERR_OOM_DEVICE  does not fit: m40_errmsg(ctx) names the region, the
+**                       shortfall, and what would fit (batch, context,
+**                       int8/int4)
+**   M40_ERR_INVALID_ARG, M40_ERR_OOM_HOST */
+M40_API m40_status m40_model_plan_build(m40_ctx *ctx, const m40_model_desc *d,
+                                        const m40_budget *budget, m40_model_plan *out);
+
+/* The longest context in 1..limit at which `d` (its batch and format) fits
+** `budget`; 0 if none does. ChatGLM2 only.
+** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_OOM_HOST. */
+M40_API m40_status m40_model_max_ctx(m40_ctx *ctx, const m40_model_desc *d,
+                                     const m40_budget *budget, int64_t limit,
+                                     int64_t *max_ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* M40_PLAN_H */

@@ -1,0 +1,173 @@
+/* The executor: one allocation per region, then runs that call the eager
+** op entry points (lib/ops.c) on prebuilt tensor views, so a run allocates
+** nothing and, on a GPU, only queues work on the context's stream. */
+#include "graph_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The executor takes what the eager ops take; everything else is refused at
+** alloc time rather than half-way through a run. */
+static m40_status exec_check(m40_graph *g, const m40__gnode *n) {
+    if (!m40_op_runs(n->d.op))
+        return m40__err(g->ctx, M40_ERR_UNSUPPORTED,
+                        "m40_graph_alloc: node '%s' is a %s, which the planner sizes but "
+                        "no kernel runs yet", n->name, m40_op_name(n->d.op));
+    if (n->d.op == M40_OP_LINEAR)
+        for (int i = 1; i < n->d.ninputs; i++) {
+            int t = n->d.inputs[i];
+            if (t != M40_NO_TENSOR && g->tensors[t].desc.dtype != M40_DTYPE_F32)
+                return m40__err(g->ctx, M40_ERR_UNSUPPORTED,
+                                "m40_graph_alloc: node '%s' (linear) has %s %s; the "
+                                "executor runs f32 linear layers only for now", n->name,
+                                m40_dtype_name(g->tensors[t].desc.dtype),
+                                i == 1 ? "weights" : "bias");
+        }
+    return M40_OK;
+}
+
+static void free_exec(m40_graph *g) {
+    for (int i = 0; i < g->ntensors; i++) {
+        if (g->tensors[i].t && g->tensors[i].t != g->tensors[i].bound)
+            m40_tensor_free(g->tensors[i].t);
+        g->tensors[i].t = NULL;
+    }
+    for (int r = 0; r < M40_REGION_COUNT; r++) {
+        m40_tensor_free(g->region[r]);
+        g->region[r] = NULL;
+    }
+}
+
+m40_status m40_graph_alloc(m40_graph *g) {
+    if (!g) return M40_ERR_INVALID_ARG;
+    m40_ctx *ctx = g->ctx;
+    m40_status st = m40__ctx_check(ctx);
+    if (st != M40_OK) return st;
+    if (g->state == M40__G_ALLOCATED)
+        return m40__err(ctx, M40_ERR_STATE, "m40_graph_alloc: already allocated");
+    if (g->state == M40__G_BUILD && (st = m40_graph_plan(g, NULL, NULL)) != M40_OK) return st;
+    for (int n = 0; n < g->nnodes; n++)
+        if ((st = exec_check(g, &g->nodes[n])) != M40_OK) return st;
+    m40_location loc = ctx->is_gpu ? M40_LOC_DEVICE : M40_LOC_HOST;
+    for (int r = 0; r < M40_REGION_COUNT; r++) {
+        uint64_t bytes = g->info.region_bytes[r];
+        if (!bytes) continue;
+        m40_tensor_desc d;
+        int64_t shape[1] = {(int64_t)bytes};
+        m40_tensor_desc_make(&d, M40_DTYPE_I8, 1, shape);
+        if ((st = m40_tensor_create(ctx, &d, loc, &g->region[r])) != M40_OK) {
+            char msg[M40__ERRMSG_MAX];
+            snprintf(msg, sizeof msg, "%s", m40_errmsg(ctx));
+            free_exec(g);
+            return m40__err(ctx, st, "m40_graph_alloc: region %s: %s",
+                            m40_region_name((m40_region)r), msg);
+        }
+    }
+    for (int i = 0; i < g->ntensors && st == M40_OK; i++) {
+        m40__gtensor *t = &g->tensors[i];
+        if (t->bound) {
+            t->t = t->bound;
+        } else {
+            m40_tensor *reg = t->region >= 0 ? g->region[t->region] : NULL;
+            void *p = reg ? (char *)m40_tensor_data(reg) + t->offset : NULL;
+            st = m40_tensor_wrap(ctx, &t->desc, loc, p, &t->t);
+        }
+        if (st == M40_OK && t->init) st = m40_tensor_upload(ctx, t->t, t->init, t->bytes);
+    }
+#ifdef M40_HAVE_CUDA
+    /* created here so that no run (or capture) creates it */
+    for (int n = 0; n < g->nnodes && st == M40_OK && ctx->is_gpu; n++)
+        if (g->nodes[n].d.op == M40_OP_LINEAR) {
+            void *h = NULL;
+            st = m40__cuda_cublas(ctx, &h);
+            break;
+        }
+#endif
+    if (st != M40_OK) {
+        free_exec(g);
+        return st;
+    }
+    for (int i = 0; i < g->ntensors; i++) g->tensors[i].init = NULL;
+    g->state = M40__G_ALLOCATED;
+    return M40_OK;
+}
+
+m40_status m40_graph_get_tensor(m40_graph *g, int id, m40_tensor **t) {
+    if (!g) return M40_ERR_INVALID_ARG;
+    if (!t || id < 0 || id >= g->ntensors)
+        return m40__err(g->ctx, M40_ERR_INVALID_ARG, "m40_graph_get_tensor: bad id %d or NULL", id);
+    if (g->state != M40__G_ALLOCATED)
+        return m40__err(g->ctx, M40_ERR_STATE, "m40_graph_get_tensor: call m40_graph_alloc first");
+    *t = g->tensors[id].t;
+    return M40_OK;
+}
+
+static m40_status exec_node(m40_graph *g, const m40__gnode *n) {
+    m40_ctx *ctx = g->ctx;
+    m40_tensor *in[M40_NODE_MAX_INPUTS] = {0};
+    for (int i = 0; i < n->d.ninputs; i++)
+        if (n->d.inputs[i] != M40_NO_TENSOR) in[i] = g->tensors[n->d.inputs[i]].t;
+    m40_tensor *y = g->tensors[n->d.output].t;
+    switch (n->d.op) {
+    case M40_OP_ADD: return m40_add(ctx, in[0], in[1], y);
+    case M40_OP_MUL: return m40_mul(ctx, in[0], in[1], y);
+    case M40_OP_SCALE: return m40_scale(ctx, in[0], n->d.alpha, y);
+    case M40_OP_ACTIVATION: return m40_activation(ctx, n->d.act, in[0], y);
+    case M40_OP_SOFTMAX: return m40_softmax(ctx, in[0], y);
+    case M40_OP_CONVERT: return m40_convert(ctx, in[0], y);
+    case M40_OP_LINEAR: return m40_matmul(ctx, in[0], in[1], in[2], y);
+    default:
+        return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s has no kernel yet", m40_op_name(n->d.op));
+    }
+}
+
+m40_status m40__graph_run_nodes(m40_graph *g) {
+    for (int s = 0; s < g->nnodes; s++) {
+        const m40__gnode *n = &g->nodes[g->order[s]];
+        m40_status st = exec_node(g, n);
+        if (st != M40_OK) {
+            char msg[M40__ERRMSG_MAX];
+            snprintf(msg, sizeof msg, "%s", m40_errmsg(g->ctx));
+            return m40__err(g->ctx, st, "m40_graph_run: node '%s' (%s, step %d): %s", n->name,
+                            m40_op_name(n->d.op), s, msg);
+        }
+    }
+    return M40_OK;
+}
+
+m40_status m40_graph_run(m40_graph *g) {
+    if (!g) return M40_ERR_INVALID_ARG;
+    m40_status st = m40__ctx_check(g->ctx);
+    if (st != M40_OK) return st;
+    if (g->state != M40__G_ALLOCATED)
+        return m40__err(g->ctx, M40_ERR_STATE, "m40_graph_run: call m40_graph_alloc first");
+#ifdef M40_HAVE_CUDA
+    if (g->cuda_exec) return m40__graph_cuda_replay(g);
+#endif
+    return m40__graph_run_nodes(g);
+}
+
+m40_status m40_graph_capture(m40_graph *g, int enable) {
+    if (!g) return M40_ERR_INVALID_ARG;
+    m40_status st = m40__ctx_check(g->ctx);
+    if (st != M40_OK) return st;
+    if (g->state != M40__G_ALLOCATED)
+        return m40__err(g->ctx, M40_ERR_STATE, "m40_graph_capture: call m40_graph_alloc first");
+#ifdef M40_HAVE_CUDA
+    if (!enable) {
+        m40__graph_cuda_drop(g);
+        return M40_OK;
+    }
+    if (g->ctx->is_gpu) return m40__graph_cuda_capture(g);
+#else
+    if (!enable) return M40_OK;
+#endif
+    return m40__err(g->ctx, M40_ERR_NO_DEVICE,
+                    "m40_graph_capture: CUDA graphs need a GPU context%s",
+#ifdef M40_HAVE_CUDA
+                    ""
+#else
+                    " (this libm40 was built without CUDA)"
+#endif
+    );
+}

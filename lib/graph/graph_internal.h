@@ -1,0 +1,71 @@
+/* Private definitions of the graph, planner and executor (lib/graph/). */
+#ifndef M40_GRAPH_INTERNAL_H
+#define M40_GRAPH_INTERNAL_H
+
+#include "../internal.h"
+#include "m40/graph.h"
+
+typedef struct m40__gtensor {
+    char *name;
+    m40_tensor_role role;
+    m40_tensor_desc desc;     /* contiguous */
+    uint64_t bytes;
+    const void *init;         /* host data copied in at alloc (weights, state) */
+    m40_tensor *bound;        /* caller's storage, or NULL */
+    bool is_output;
+    int producer;             /* node index, or -1 */
+    /* planner results */
+    int region;               /* m40_region, or -1 when bound */
+    uint64_t offset, size;
+    int first, last;          /* live steps (arena tensors) */
+    int storage;              /* arena storage slot, or -1 */
+    int shares_with;          /* tensor whose storage it reuses, or -1 */
+    /* executor */
+    m40_tensor *t;            /* view into a region, or == bound */
+} m40__gtensor;
+
+typedef struct m40__gnode {
+    m40_node_desc d;          /* d.name points at `name` */
+    char *name;
+    uint64_t workspace;       /* bytes of scratch the op needs on the GPU */
+} m40__gnode;
+
+enum m40__gstate { M40__G_BUILD = 0, M40__G_PLANNED = 1, M40__G_ALLOCATED = 2 };
+
+struct m40_graph {
+    m40_ctx *ctx;
+    m40__gtensor *tensors;
+    int ntensors, cap_tensors;
+    m40__gnode *nodes;
+    int nnodes, cap_nodes;
+    int state;
+    int *order;               /* step -> node, after planning */
+    m40_plan_info info;
+    m40_tensor *region[M40_REGION_COUNT]; /* allocated regions */
+    void *cuda_graph, *cuda_exec; /* cudaGraph_t, cudaGraphExec_t */
+};
+
+/* Shape rule of one node: checks inputs (dtype, shape, params) and writes
+** the output desc and the op's workspace bytes. Records errors on ctx. */
+m40_status m40__graph_infer(m40_graph *g, const m40_node_desc *nd,
+                            m40_tensor_desc *out, uint64_t *workspace);
+/* Runs every node in order through the eager op entry points (exec.c). */
+m40_status m40__graph_run_nodes(m40_graph *g);
+
+/* m40_model_graph that also counts parameters (models.c). */
+struct m40_model_desc;
+m40_status m40__model_graph(m40_ctx *ctx, const struct m40_model_desc *d, int phase,
+                            m40_graph **out, uint64_t *params);
+
+uint64_t m40__align_up(uint64_t x, uint64_t a);
+/* "1.23 GiB" / "512.0 MiB" / "12 KiB" / "100 B" into buf. */
+const char *m40__fmt_bytes(uint64_t b, char *buf, size_t n);
+
+#ifdef M40_HAVE_CUDA
+/* lib/graph/capture_cuda.c */
+m40_status m40__graph_cuda_capture(m40_graph *g);
+m40_status m40__graph_cuda_replay(m40_graph *g);
+void m40__graph_cuda_drop(m40_graph *g);
+#endif
+
+#endif

@@ -1,0 +1,189 @@
+/* Bad graphs and budgets give clear errors: cycles, dangling tensors, shape
+** and dtype mismatches, over budget (before any allocation), wrong states,
+** ops without kernels. CPU only. */
+#include "check.h"
+#include "m40/graph.h"
+
+#include <string.h>
+
+static m40_ctx *C;
+
+static int has(const char *needle) {
+    if (strstr(m40_errmsg(C), needle)) return 1;
+    fprintf(stderr, "message lacks '%s': %s\n", needle, m40_errmsg(C));
+    return 0;
+}
+
+static int tensor(m40_graph *g, m40_tensor_role role, const char *name, m40_dtype dt, int64_t a,
+                  int64_t b) {
+    int64_t shape[2] = {a, b};
+    m40_tensor_desc d;
+    m40_tensor_desc_make(&d, dt, 2, shape);
+    int id = -1;
+    CHECK_ST(m40_graph_tensor(g, role, name, &d, &id), M40_OK);
+    return id;
+}
+
+static m40_status node(m40_graph *g, m40_op op, const char *name, int a, int b, int out, int *res) {
+    m40_node_desc nd;
+    m40_node_desc_init(&nd, op);
+    nd.name = name;
+    nd.inputs[0] = a;
+    nd.inputs[1] = b;
+    nd.ninputs = b == M40_NO_TENSOR ? 1 : 2;
+    nd.output = out;
+    return m40_graph_node(g, &nd, res);
+}
+
+static void test_cycle(void) {
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    int x = tensor(g, M40_ROLE_INPUT, "x", M40_DTYPE_F32, 2, 8);
+    int a = tensor(g, M40_ROLE_ACTIVATION, "a", M40_DTYPE_F32, 2, 8);
+    int b = tensor(g, M40_ROLE_ACTIVATION, "b", M40_DTYPE_F32, 2, 8);
+    int c = tensor(g, M40_ROLE_ACTIVATION, "c", M40_DTYPE_F32, 2, 8);
+    CHECK_ST(node(g, M40_OP_ADD, "make_a", x, c, a, NULL), M40_OK); /* a = x + c */
+    CHECK_ST(node(g, (m40_op)999, "", x, M40_NO_TENSOR, M40_TENSOR_NEW, NULL), M40_ERR_INVALID_ARG);
+    CHECK_ST(node(g, M40_OP_SCALE, "make_b", a, M40_NO_TENSOR, b, NULL), M40_OK);
+    CHECK_ST(node(g, M40_OP_SCALE, "make_c", b, M40_NO_TENSOR, c, NULL), M40_OK);
+    int out = -1;
+    CHECK_ST(node(g, M40_OP_SCALE, "out", c, M40_NO_TENSOR, M40_TENSOR_NEW, &out), M40_OK);
+    CHECK_ST(m40_graph_mark_output(g, out), M40_OK);
+    CHECK_ST(m40_graph_plan(g, NULL, NULL), M40_ERR_INVALID_ARG);
+    CHECK(has("cycle") && has("make_a") && has("make_b") && has("make_c"));
+    printf("cycle: %s\n", m40_errmsg(C));
+    CHECK_ST(m40_graph_alloc(g), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_graph_run(g), M40_ERR_STATE);
+    m40_graph_destroy(g);
+}
+
+static void test_dangling(void) {
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    int x = tensor(g, M40_ROLE_INPUT, "x", M40_DTYPE_F32, 2, 8);
+    int ghost = tensor(g, M40_ROLE_ACTIVATION, "ghost", M40_DTYPE_F32, 2, 8);
+    int y = -1;
+    CHECK_ST(node(g, M40_OP_ADD, "reads_ghost", x, ghost, M40_TENSOR_NEW, &y), M40_OK);
+    CHECK_ST(m40_graph_mark_output(g, y), M40_OK);
+    CHECK_ST(m40_graph_plan(g, NULL, NULL), M40_ERR_INVALID_ARG);
+    CHECK(has("dangling tensor 'ghost'") && has("reads_ghost"));
+    printf("dangling: %s\n", m40_errmsg(C));
+    m40_graph_destroy(g);
+
+    /* produced, never read, not an output */
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    x = tensor(g, M40_ROLE_INPUT, "x", M40_DTYPE_F32, 2, 8);
+    CHECK_ST(node(g, M40_OP_SCALE, "unused", x, M40_NO_TENSOR, M40_TENSOR_NEW, &y), M40_OK);
+    CHECK_ST(m40_graph_plan(g, NULL, NULL), M40_ERR_INVALID_ARG);
+    CHECK(has("never read"));
+    /* an empty graph, bad ids, outputs that are not activations */
+    m40_graph *e = NULL;
+    CHECK_ST(m40_graph_create(C, &e), M40_OK);
+    CHECK_ST(m40_graph_plan(e, NULL, NULL), M40_ERR_INVALID_ARG);
+    CHECK(has("no nodes"));
+    m40_graph_destroy(e);
+    CHECK_ST(node(g, M40_OP_SCALE, "bad_id", 99, M40_NO_TENSOR, M40_TENSOR_NEW, NULL),
+             M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_graph_mark_output(g, x), M40_ERR_INVALID_ARG);
+    CHECK_ST(node(g, M40_OP_SCALE, "writes_input", y, M40_NO_TENSOR, x, NULL), M40_ERR_INVALID_ARG);
+    CHECK_ST(node(g, M40_OP_SCALE, "writes_twice", x, M40_NO_TENSOR, y, NULL), M40_ERR_INVALID_ARG);
+    CHECK(has("already produced"));
+    m40_graph_destroy(g);
+}
+
+static void test_shapes(void) {
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    int x = tensor(g, M40_ROLE_INPUT, "x", M40_DTYPE_F32, 4, 8);
+    int w = tensor(g, M40_ROLE_WEIGHT, "w", M40_DTYPE_F32, 16, 9);
+    int z = tensor(g, M40_ROLE_INPUT, "z", M40_DTYPE_F32, 4, 7);
+    int h = tensor(g, M40_ROLE_INPUT, "h", M40_DTYPE_F16, 4, 8);
+    CHECK_ST(node(g, M40_OP_LINEAR, "fc", x, w, M40_TENSOR_NEW, NULL), M40_ERR_SHAPE);
+    CHECK(has("fc") && has("[4,8]") && has("[16,9]"));
+    printf("shape: %s\n", m40_errmsg(C));
+    CHECK_ST(node(g, M40_OP_ADD, "sum", x, z, M40_TENSOR_NEW, NULL), M40_ERR_SHAPE);
+    CHECK_ST(node(g, M40_OP_ADD, "half", x, h, M40_TENSOR_NEW, NULL), M40_ERR_DTYPE);
+    CHECK(has("f16"));
+    /* a declared output of the wrong shape */
+    int o = tensor(g, M40_ROLE_ACTIVATION, "o", M40_DTYPE_F32, 4, 9);
+    CHECK_ST(node(g, M40_OP_SCALE, "mis", x, M40_NO_TENSOR, o, NULL), M40_ERR_SHAPE);
+    CHECK(has("declared") && has("[4,9]"));
+    m40_node_desc nd;
+    m40_node_desc_init(&nd, M40_OP_CONV2D);
+    nd.ninputs = 2;
+    nd.inputs[0] = x;
+    nd.inputs[1] = w;
+    CHECK_ST(m40_graph_node(g, &nd, NULL), M40_ERR_SHAPE); /* 2-D input to a conv */
+    m40_graph_destroy(g);
+}
+
+static void test_budget_and_states(void) {
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    int x = tensor(g, M40_ROLE_INPUT, "x", M40_DTYPE_F32, 64, 1024);
+    int w = tensor(g, M40_ROLE_WEIGHT, "w", M40_DTYPE_F32, 1024, 1024); /* 4 MiB */
+    int y = -1;
+    CHECK_ST(node(g, M40_OP_LINEAR, "fc", x, w, M40_TENSOR_NEW, &y), M40_OK);
+    CHECK_ST(m40_graph_mark_output(g, y), M40_OK);
+    m40_budget b;
+    m40_budget_bytes(3u << 20, &b); /* weights alone are 4 MiB */
+    m40_plan_info pi;
+    CHECK_ST(m40_graph_plan(g, &b, &pi), M40_ERR_OOM_DEVICE);
+    CHECK(has("region weights") && has("short by") && has("int8"));
+    printf("over budget: %s\n", m40_errmsg(C));
+    CHECK(!pi.fits && pi.headroom_bytes < 0 && pi.region_bytes[M40_REGION_WEIGHTS] == 4u << 20);
+    m40_budget_bytes((4u << 20) + (256u << 10), &b); /* weights fit, activations (512 KiB) do not */
+    CHECK_ST(m40_graph_plan(g, &b, &pi), M40_ERR_OOM_DEVICE);
+    CHECK(has("region activations") && has("batch"));
+    m40_budget_bytes(64u << 20, &b);
+    CHECK_ST(m40_graph_plan(g, &b, &pi), M40_OK);
+    CHECK(pi.fits && pi.headroom_bytes > 0);
+    CHECK_ST(m40_graph_alloc(g), M40_OK);
+    CHECK_ST(m40_graph_alloc(g), M40_ERR_STATE);
+    m40_tensor_desc late;
+    m40_tensor_desc_make(&late, M40_DTYPE_F32, 0, NULL);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "late", &late, NULL), M40_ERR_STATE);
+    CHECK_ST(m40_graph_capture(g, 1), M40_ERR_NO_DEVICE);
+    CHECK_ST(m40_graph_capture(g, 0), M40_OK);
+    m40_budget dev;
+    CHECK_ST(m40_budget_device(C, &dev), M40_ERR_NO_DEVICE);
+    m40_graph_destroy(g);
+
+    /* ops the planner sizes but nothing runs yet */
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    int64_t s4[4] = {1, 3, 8, 8}, sw[4] = {4, 3, 3, 3};
+    m40_tensor_desc d4, dw;
+    m40_tensor_desc_make(&d4, M40_DTYPE_F32, 4, s4);
+    m40_tensor_desc_make(&dw, M40_DTYPE_F32, 4, sw);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "img", &d4, &x), M40_OK);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "k", &dw, &w), M40_OK);
+    m40_node_desc nd;
+    m40_node_desc_init(&nd, M40_OP_CONV2D);
+    nd.name = "conv";
+    nd.ninputs = 2;
+    nd.inputs[0] = x;
+    nd.inputs[1] = w;
+    nd.pad[0] = nd.pad[1] = 1;
+    CHECK_ST(m40_graph_node(g, &nd, &y), M40_OK);
+    CHECK_ST(m40_graph_mark_output(g, y), M40_OK);
+    CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_OK);
+    /* im2col of one image: C*R*S * P*Q floats = 3*3*3 * 8*8 * 4 bytes */
+    CHECK(pi.region_bytes[M40_REGION_WORKSPACE] == 6912);
+    CHECK_ST(m40_graph_alloc(g), M40_ERR_UNSUPPORTED);
+    CHECK(has("conv") && has("no kernel"));
+    m40_graph_destroy(g);
+    m40_graph_destroy(NULL);
+}
+
+int main(void) {
+    m40_ctx_desc cd;
+    m40_ctx_desc_init(&cd);
+    cd.device = M40_DEVICE_CPU;
+    if (m40_ctx_create(&cd, &C) != M40_OK) return 1;
+    test_cycle();
+    test_dangling();
+    test_shapes();
+    test_budget_and_states();
+    m40_ctx_destroy(C);
+    return m40t_finish("test_graph_errors");
+}

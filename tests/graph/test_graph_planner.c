@@ -1,0 +1,209 @@
+/* The planner: random-DAG fuzz (no two live tensors overlap, alignment,
+** determinism, results equal to eager ops), the arena against the liveness
+** lower bound on ResNet-50, ChatGLM2-6B and a transformer layer, and the
+** model facts m40-plan must get right. CPU only. */
+#include "check.h"
+#include "fixtures.h"
+#include "m40/plan.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+static m40_ctx *C;
+
+typedef struct snap { uint64_t off, size; int region; } snap;
+
+/* Checks one planned graph; returns arena/lower bound. */
+static double check_plan(m40_graph *g, const char *what) {
+    m40_plan_info pi;
+    CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_OK);
+    int nt = m40_graph_tensor_count(g), bad = 0;
+    m40_graph_tensor_info *ti = calloc((size_t)nt, sizeof *ti);
+    for (int i = 0; i < nt; i++) {
+        CHECK_ST(m40_graph_tensor_info_get(g, i, &ti[i]), M40_OK);
+        if (ti[i].region >= 0 && ti[i].offset % M40_GRAPH_ALIGN) bad++;
+        if (ti[i].region >= 0 && ti[i].offset + ti[i].size > pi.region_bytes[ti[i].region]) bad++;
+    }
+    CHECK(bad == 0);
+    /* no two arena tensors live at the same step share a byte, unless the
+    ** second is the in-place successor of the first */
+    int overlaps = 0;
+    for (int i = 0; i < nt; i++)
+        for (int j = i + 1; j < nt; j++) {
+            const m40_graph_tensor_info *a = &ti[i], *b = &ti[j];
+            if (a->region != M40_REGION_ACTIVATIONS || b->region != M40_REGION_ACTIVATIONS) continue;
+            if (!a->size || !b->size) continue;
+            bool time = a->first_step <= b->last_step && b->first_step <= a->last_step;
+            bool space = a->offset < b->offset + b->size && b->offset < a->offset + a->size;
+            if (!time || !space) continue;
+            bool inplace = a->offset == b->offset && a->size == b->size &&
+                           (a->last_step == b->first_step || b->last_step == a->first_step);
+            if (!inplace) {
+                if (overlaps++ < 3)
+                    fprintf(stderr, "%s: '%s' [%d,%d]@%llu+%llu overlaps '%s' [%d,%d]@%llu+%llu\n",
+                            what, a->name, a->first_step, a->last_step,
+                            (unsigned long long)a->offset, (unsigned long long)a->size, b->name,
+                            b->first_step, b->last_step, (unsigned long long)b->offset,
+                            (unsigned long long)b->size);
+            }
+        }
+    CHECK(overlaps == 0);
+    CHECK(pi.region_bytes[M40_REGION_ACTIVATIONS] >= pi.arena_lower_bound);
+    /* planning again gives the same plan */
+    m40_plan_info p2;
+    CHECK_ST(m40_graph_plan(g, NULL, &p2), M40_OK);
+    CHECK(memcmp(&pi, &p2, sizeof pi) == 0);
+    for (int i = 0; i < nt; i++) {
+        m40_graph_tensor_info t2;
+        m40_graph_tensor_info_get(g, i, &t2);
+        CHECK(t2.offset == ti[i].offset && t2.region == ti[i].region);
+    }
+    free(ti);
+    return pi.arena_lower_bound ? (double)pi.region_bytes[M40_REGION_ACTIVATIONS] /
+                                      (double)pi.arena_lower_bound
+                                : 1.0;
+}
+
+static void test_fuzz(void) {
+    const int N = 400;
+    double sum = 0, worst = 0;
+    int over110 = 0, exec_bad = 0;
+    for (int k = 0; k < N; k++) {
+        int nodes = 3 + k % 60, width = k % 3 == 0 ? 700 : 64;
+        fx_dag *d = fx_dag_new(0x5eed0000ull + (uint64_t)k, nodes, width, k % 2);
+        m40_graph *g = NULL, *g2 = NULL;
+        CHECK(d != NULL);
+        CHECK_ST(m40_graph_create(C, &g), M40_OK);
+        CHECK_ST(fx_dag_build(d, g), M40_OK);
+        char what[32];
+        snprintf(what, sizeof what, "dag %d", k);
+        double r = check_plan(g, what);
+        sum += r;
+        if (r > worst) worst = r;
+        if (r > 1.10) over110++;
+        /* an identical graph built again plans identically */
+        CHECK_ST(m40_graph_create(C, &g2), M40_OK);
+        CHECK_ST(fx_dag_build(d, g2), M40_OK);
+        m40_plan_info a, b;
+        CHECK_ST(m40_graph_plan(g, NULL, &a), M40_OK);
+        CHECK_ST(m40_graph_plan(g2, NULL, &b), M40_OK);
+        CHECK(memcmp(&a, &b, sizeof a) == 0);
+        /* and runs to the same bits as the eager ops */
+        if (k % 4 == 0) {
+            CHECK_ST(m40_graph_alloc(g), M40_OK);
+            exec_bad += fx_dag_check_outputs(d, C, g);
+        }
+        m40_graph_destroy(g);
+        m40_graph_destroy(g2);
+        fx_dag_free(d);
+    }
+    CHECK(exec_bad == 0);
+    printf("random DAGs: %d graphs, arena / lower bound mean %.4f, worst %.4f, %d over 1.10; "
+           "%d executed, %d mismatches\n", N, sum / N, worst, over110, N / 4, exec_bad);
+}
+
+static double model_ratio(const m40_model_desc *d, m40_model_phase ph, const char *what) {
+    m40_graph *g = NULL;
+    CHECK_ST(m40_model_graph(C, d, ph, &g), M40_OK);
+    if (!g) return 99;
+    double r = check_plan(g, what);
+    m40_plan_info pi;
+    m40_graph_plan(g, NULL, &pi);
+    printf("%-34s nodes %4d  arena %10.1f MiB  lower bound %10.1f MiB  ratio %.4f  in place %d\n",
+           what, pi.nodes, (double)pi.region_bytes[M40_REGION_ACTIVATIONS] / 1048576.0,
+           (double)pi.arena_lower_bound / 1048576.0, r, pi.inplace);
+    m40_graph_destroy(g);
+    return r;
+}
+
+static void test_ratios(void) {
+    m40_model_desc d;
+    m40_model_desc_init(&d, M40_MODEL_RESNET50);
+    int batches[] = {1, 8, 64};
+    for (int i = 0; i < 3; i++) {
+        char what[48];
+        d.batch = batches[i];
+        snprintf(what, sizeof what, "resnet50 batch %d", d.batch);
+        CHECK(model_ratio(&d, M40_PHASE_PREFILL, what) <= 1.10);
+    }
+    m40_model_desc_init(&d, M40_MODEL_CHATGLM2_6B);
+    d.weights = M40_WFMT_INT4;
+    CHECK(model_ratio(&d, M40_PHASE_PREFILL, "chatglm2-6b prefill 512 (28 layers)") <= 1.10);
+    CHECK(model_ratio(&d, M40_PHASE_DECODE, "chatglm2-6b decode") <= 1.10);
+    /* the runnable transformer layer */
+    fx_layer l;
+    CHECK(fx_layer_init(&l, 128, 256, 64, 1024, 7));
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    CHECK_ST(fx_layer_build(g, &l, NULL, NULL, NULL), M40_OK);
+    double r = check_plan(g, "layer");
+    printf("%-34s ratio %.4f\n", "transformer layer T128 C256 F1024", r);
+    CHECK(r <= 1.10);
+    m40_graph_destroy(g);
+    fx_layer_free(&l);
+}
+
+static void test_model_facts(void) {
+    m40_budget b12, b24;
+    CHECK_ST(m40_budget_preset("m40-12g", &b12), M40_OK);
+    CHECK_ST(m40_budget_preset("m40-24g", &b24), M40_OK);
+    CHECK(b12.usable_bytes == 11008ull << 20 && b24.usable_bytes == 22528ull << 20);
+    m40_budget bx;
+    CHECK_ST(m40_budget_preset("m40-16g", &bx), M40_ERR_INVALID_ARG);
+    m40_model_desc d;
+    m40_model_plan mp;
+    m40_model_desc_init(&d, M40_MODEL_CHATGLM2_6B);
+    /* fp16 does not fit 12 GB: the weights alone are over */
+    CHECK_ST(m40_model_plan_build(C, &d, &b12, &mp), M40_ERR_OOM_DEVICE);
+    CHECK(mp.params == 6243584000ull);
+    CHECK(!mp.plan.fits && mp.max_ctx == 0);
+    CHECK(strstr(m40_errmsg(C), "region weights") && strstr(m40_errmsg(C), "short by") &&
+          strstr(m40_errmsg(C), "int8 with ctx <= 32768") && strstr(m40_errmsg(C), "int4"));
+    printf("fp16 on m40-12g: %s\n", m40_errmsg(C));
+    CHECK(mp.fits_format[M40_WFMT_INT8] == 1 && mp.fits_format[M40_WFMT_INT4] == 1);
+    /* fp16 fits 24 GB; int8 and int4 fit 12 GB with the full 32K context */
+    CHECK_ST(m40_model_plan_build(C, &d, &b24, &mp), M40_OK);
+    CHECK(mp.kv_bytes_per_token == 28672);
+    CHECK(mp.plan.region_bytes[M40_REGION_KV] == 8192ull * 28672);
+    d.ctx = 32768;
+    for (int f = M40_WFMT_INT8; f <= M40_WFMT_INT4; f++) {
+        d.weights = (m40_wformat)f;
+        CHECK_ST(m40_model_plan_build(C, &d, &b12, &mp), M40_OK);
+        CHECK(mp.params == 6243584000ull && mp.max_ctx == 32768);
+        double gb = (double)mp.plan.region_bytes[M40_REGION_WEIGHTS] / 1e9;
+        printf("chatglm2-6b %s: weights %.2f GB, total at 32K %.2f GB, memory allows %lld tokens\n",
+               m40_wformat_name(d.weights), gb, (double)mp.plan.total_bytes / 1e9,
+               (long long)mp.max_ctx_memory);
+        CHECK(f == M40_WFMT_INT8 ? (gb > 6.7 && gb < 6.9) : (gb > 3.8 && gb < 4.0));
+    }
+    int64_t best = 0;
+    d.weights = M40_WFMT_FP16;
+    CHECK_ST(m40_model_max_ctx(C, &d, &b24, 32768, &best), M40_OK);
+    CHECK(best == 32768);
+    m40_budget tight;
+    m40_budget_bytes((12ull << 30) + (256ull << 20), &tight); /* fp16 weights 11.63 GiB */
+    CHECK_ST(m40_model_max_ctx(C, &d, &tight, 32768, &best), M40_OK);
+    CHECK(best > 1000 && best < 32768);
+    printf("fp16 longest context in 12.25 GiB: %lld\n", (long long)best);
+    /* ResNet-50: 25.5 M parameters, batch 64 fits a 24 GB card */
+    m40_model_desc_init(&d, M40_MODEL_RESNET50);
+    d.batch = 64;
+    CHECK_ST(m40_model_plan_build(C, &d, &b24, &mp), M40_OK);
+    CHECK(mp.params == 25530472ull);
+    CHECK(mp.max_batch > 64);
+    d.weights = M40_WFMT_FP16;
+    CHECK_ST(m40_model_plan_build(C, &d, &b24, &mp), M40_ERR_INVALID_ARG);
+}
+
+int main(void) {
+    m40_ctx_desc cd;
+    m40_ctx_desc_init(&cd);
+    cd.device = M40_DEVICE_CPU;
+    if (m40_ctx_create(&cd, &C) != M40_OK) return 1;
+    test_model_facts();
+    test_ratios();
+    test_fuzz();
+    m40_ctx_destroy(C);
+    return m40t_finish("test_graph_planner");
+}

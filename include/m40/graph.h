@@ -70,8 +70,9 @@ typedef enum m40_tensor_role {
 **   LINEAR          x [...,K], w [N,K], bias [N]?        [...,N]
 **   LINEAR_Q  plan  x [...,K], wq i8 [N,K] (bits 8) or [N,K/2] (bits 4,
 **                   two per byte), scale f16 [N], bias [N]?   [...,N]
-**   CONV2D    plan  x [N,C,H,W], w [K,C/groups,R,S], bias [K]?  [N,K,P,Q]
-**   POOL2D    plan  x [N,C,H,W] (pool, kernel, stride, pad) [N,C,P,Q];
+**   CONV2D          x [N,C,H,W], w [K,C/groups,R,S], bias [K]?  [N,K,P,Q]
+**                   (runs with groups 1 and f32 weights: m40_conv2d)
+**   POOL2D          x [N,C,H,W] (pool, kernel, stride, pad) [N,C,P,Q];
 **                   GLOBAL_AVG gives [N,C]
 **   RMSNORM   plan  x [...,C], w [C] (eps)               x's shape
 **   LAYERNORM plan  x [...,C], w [C], b [C] (eps)        x's shape
@@ -91,8 +92,8 @@ typedef enum m40_tensor_role {
     X(M40_OP_CONVERT, "convert", 0, 1)     \
     X(M40_OP_LINEAR, "linear", 0, 1)       \
     X(M40_OP_LINEAR_Q, "linear_q", 0, 0)   \
-    X(M40_OP_CONV2D, "conv2d", 0, 0)       \
-    X(M40_OP_POOL2D, "pool2d", 0, 0)       \
+    X(M40_OP_CONV2D, "conv2d", 0, 1)       \
+    X(M40_OP_POOL2D, "pool2d", 0, 1)       \
     X(M40_OP_RMSNORM, "rmsnorm", 1, 0)     \
     X(M40_OP_LAYERNORM, "layernorm", 1, 0) \
     X(M40_OP_EMBEDDING, "embedding", 0, 0) \

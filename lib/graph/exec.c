@@ -13,14 +13,18 @@ static m40_status exec_check(m40_graph *g, const m40__gnode *n) {
         return m40__err(g->ctx, M40_ERR_UNSUPPORTED,
                         "m40_graph_alloc: node '%s' is a %s, which the planner sizes but "
                         "no kernel runs yet", n->name, m40_op_name(n->d.op));
-    if (n->d.op == M40_OP_LINEAR)
+    if (n->d.op == M40_OP_CONV2D && n->d.groups != 1)
+        return m40__err(g->ctx, M40_ERR_UNSUPPORTED,
+                        "m40_graph_alloc: node '%s' (conv2d) has groups = %d; the "
+                        "executor runs groups = 1 only for now", n->name, n->d.groups);
+    if (n->d.op == M40_OP_LINEAR || n->d.op == M40_OP_CONV2D)
         for (int i = 1; i < n->d.ninputs; i++) {
             int t = n->d.inputs[i];
             if (t != M40_NO_TENSOR && g->tensors[t].desc.dtype != M40_DTYPE_F32)
                 return m40__err(g->ctx, M40_ERR_UNSUPPORTED,
-                                "m40_graph_alloc: node '%s' (linear) has %s %s; the "
-                                "executor runs f32 linear layers only for now", n->name,
-                                m40_dtype_name(g->tensors[t].desc.dtype),
+                                "m40_graph_alloc: node '%s' (%s) has %s %s; the "
+                                "executor runs f32 weights only for now", n->name,
+                                m40_op_name(n->d.op), m40_dtype_name(g->tensors[t].desc.dtype),
                                 i == 1 ? "weights" : "bias");
         }
     return M40_OK;
@@ -116,6 +120,19 @@ static m40_status exec_node(m40_graph *g, const m40__gnode *n) {
     case M40_OP_SOFTMAX: return m40_softmax(ctx, in[0], y);
     case M40_OP_CONVERT: return m40_convert(ctx, in[0], y);
     case M40_OP_LINEAR: return m40_matmul(ctx, in[0], in[1], in[2], y);
+    case M40_OP_CONV2D: {
+        m40_conv2d_desc cd;
+        m40_conv2d_desc_init(&cd);
+        cd.stride_h = n->d.stride[0];
+        cd.stride_w = n->d.stride[1];
+        cd.pad_h = n->d.pad[0];
+        cd.pad_w = n->d.pad[1];
+        return m40_conv2d(ctx, &cd, in[0], in[1], NULL, in[2], NULL, y);
+    }
+    case M40_OP_POOL2D:
+        if (n->d.pool == M40_POOL_GLOBAL_AVG) return m40_global_avgpool(ctx, in[0], y);
+        return m40_pool2d(ctx, n->d.pool, n->d.kernel[0], n->d.kernel[1], n->d.stride[0],
+                          n->d.stride[1], n->d.pad[0], n->d.pad[1], in[0], y);
     default:
         return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s has no kernel yet", m40_op_name(n->d.op));
     }

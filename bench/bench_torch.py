@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""The PyTorch side of m40-bench: the same workloads, shapes, timing method
+(CUDA events around each repeat; median, min/max, IQR) and JSON schema
+("m40-bench/1"), so bench/compare.py can put both in one table.
+
+    python3 bench/bench_torch.py copy,gemm [--warmup 3] [--repeats 20]
+        [--sizes-copy 1,8,64,256,1024] [--sizes-gemm 1x4096x4096,...,4096]
+        [--json FILE] [--device 0]
+
+FP32 is real FP32: TF32 is switched off for matmul and cuDNN (both default
+on for some paths), cudnn.benchmark is on. Telemetry comes from NVML through
+ctypes when libnvidia-ml.so.1 is there (same fields as m40-bench).
+"""
+import argparse
+import ctypes
+import datetime
+import json
+import sys
+import threading
+import time
+
+import numpy as np
+
+M40_GFLOPS = 6840.0  # FP32 at the 1114 MHz boost clock (shared/docs/m40-facts.md)
+M40_GBS = 288.4      # GB/s, 384-bit GDDR5
+
+DEFAULT_SIZES = {
+    "copy": "1,8,64,256,1024",
+    "gemm": "1x4096x4096,8x4096x4096,32x4096x4096,128x4096x4096,512x4096x4096,"
+            "2048x4096x4096,4096",
+}
+
+# clocks-event reason bits, as lib/doctor/nvml.h
+REASONS = [(0x1, "gpu_idle"), (0x2, "app_clocks"), (0x4, "sw_power_cap"), (0x8, "hw_slowdown"),
+           (0x10, "sync_boost"), (0x20, "sw_thermal"), (0x40, "hw_thermal"),
+           (0x80, "hw_power_brake"), (0x100, "display_clocks")]
+THERMAL = 0x20 | 0x40 | 0x8
+POWER = 0x4 | 0x80
+
+
+def parse_sizes(text):
+    out = []
+    for tok in text.split(","):
+        parts = [int(p) for p in tok.split("x")]
+        if len(parts) == 1:
+            parts = parts * 3
+        if len(parts) != 3 or min(parts) < 1:
+            raise SystemExit(f"bad size '{tok}': use A or MxNxK")
+        out.append(parts)
+    return out
+
+
+def stats(ts):
+    a = np.asarray(ts, dtype=np.float64)
+    q1, med, q3 = np.percentile(a, [25, 50, 75])  # linear, as lib/bench/stats.c
+    return {"n": int(a.size), "median": float(med), "min": float(a.min()), "max": float(a.max()),
+            "q1": float(q1), "q3": float(q3), "iqr": float(q3 - q1), "mean": float(a.mean())}
+
+
+class Sampler:
+    """NVML telemetry in a thread (ctypes; optional)."""
+
+    def __init__(self, index, period=0.01):
+        self.samples, self.driver, self.ok = [], "", False
+        try:
+            self.nv = ctypes.CDLL("libnvidia-ml.so.1")
+            if self.nv.nvmlInit_v2() != 0:
+                return
+            self.dev = ctypes.c_void_p()
+            if self.nv.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.dev)) != 0:
+                return
+            buf = ctypes.create_string_buffer(96)
+            if self.nv.nvmlSystemGetDriverVersion(buf, 96) == 0:
+                self.driver = buf.value.decode()
+            fn = getattr(self.nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+            self.reason_fn = fn or self.nv.nvmlDeviceGetCurrentClocksThrottleReasons
+        except (OSError, AttributeError):
+            return
+        self.ok, self.period, self.stop_flag = True, period, False
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def read(self):
+        u, r = ctypes.c_uint(), ctypes.c_ulonglong()
+        s = {"sm": 0, "mem": 0, "temp": 0, "power": -1.0, "reasons": 0}
+        if self.nv.nvmlDeviceGetClockInfo(self.dev, 1, ctypes.byref(u)) == 0:
+            s["sm"] = u.value
+        if self.nv.nvmlDeviceGetClockInfo(self.dev, 2, ctypes.byref(u)) == 0:
+            s["mem"] = u.value
+        if self.nv.nvmlDeviceGetTemperature(self.dev, 0, ctypes.byref(u)) == 0:
+            s["temp"] = u.value
+        if self.nv.nvmlDeviceGetPowerUsage(self.dev, ctypes.byref(u)) == 0:
+            s["power"] = u.value / 1000.0
+        if self.reason_fn(self.dev, ctypes.byref(r)) == 0:
+            s["reasons"] = r.value
+        return s
+
+    def _loop(self):
+        while not self.stop_flag:
+            s = self.read()
+            with self.lock:
+                self.samples.append(s)
+            time.sleep(self.period)
+
+    def mark(self):
+        if not self.ok:
+            return 0
+        with self.lock:
+            return len(self.samples)
+
+    def window(self, mark):
+        if not self.ok:
+            return None
+        s = self.read()
+        with self.lock:
+            self.samples.append(s)
+            w = self.samples[mark:]
+        sm = [x["sm"] for x in w if x["sm"]]
+        mem = [x["mem"] for x in w if x["mem"]]
+        pw = [x["power"] for x in w if x["power"] >= 0]
+        reasons = 0
+        for x in w:
+            reasons |= x["reasons"]
+        return {"samples": len(w), "sm_mhz_min": min(sm, default=0), "sm_mhz_max": max(sm, default=0),
+                "sm_mhz_mean": float(np.mean(sm)) if sm else 0.0,
+                "mem_mhz_min": min(mem, default=0), "mem_mhz_max": max(mem, default=0),
+                "temp_c_max": max((x["temp"] for x in w), default=0),
+                "power_w_max": max(pw) if pw else None,
+                "power_w_mean": float(np.mean(pw)) if pw else None,
+                "throttle_reasons": [n for b, n in REASONS if reasons & b],
+                "thermal": bool(reasons & THERMAL), "power": bool(reasons & POWER),
+                "throttled": bool(reasons & (THERMAL | POWER))}
+
+    def stop(self):
+        if self.ok:
+            self.stop_flag = True
+            self.thread.join()
+            self.nv.nvmlShutdown()
+
+
+def measure(torch, op, warmup, repeats, sampler):
+    for _ in range(warmup):
+        op()
+    torch.cuda.synchronize()
+    mark = sampler.mark()
+    ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ts = []
+    for _ in range(repeats):
+        ev0.record()
+        op()
+        ev1.record()
+        ev1.synchronize()
+        ts.append(ev0.elapsed_time(ev1))
+    return stats(ts), sampler.window(mark)
+
+
+def result(workload, impl, label, batch, shape, unit, work, t, tele, is_m40):
+    value = work / (t["median"] * 1e-3) / 1e9 if t["median"] > 0 else 0.0
+    limit = M40_GFLOPS if unit == "GFLOP/s" else M40_GBS
+    floor_ms = work / (limit * 1e9) * 1e3
+    if unit == "GFLOP/s":
+        formula = f"2*M*N*K / {limit:.0f} GFLOP/s = {floor_ms:.4g} ms"
+    else:
+        formula = f"{work / 1e9:.4g} GB (read+write) / {limit:.1f} GB/s = {floor_ms:.4g} ms"
+    return {"workload": workload, "impl": impl, "label": label, "batch": batch, "shape": shape,
+            "unit": unit, "work": work, "time_ms": t, "value": value, "baseline": None,
+            "m40": {"limit": limit, "pct_of_limit": 100.0 * value / limit,
+                    "measured_on_m40": is_m40, "floor_ms": floor_ms, "formula": formula},
+            "max_rel_err": None, "telemetry": tele}
+
+
+def run_copy(torch, args, dev, sampler, is_m40):
+    out = []
+    for mib, _, _ in parse_sizes(args.sizes_copy):
+        n = mib * 262144
+        src = torch.empty(n, device=dev, dtype=torch.float32).uniform_(-1, 1)
+        dst = torch.empty_like(src)
+        t, tele = measure(torch, lambda: dst.copy_(src), args.warmup, args.repeats, sampler)
+        assert torch.equal(dst, src)
+        out.append(result("copy", "torch.copy_", f"{mib}MiB", mib, {}, "GB/s", 2.0 * n * 4, t,
+                          tele, is_m40))
+        print_line(out[-1])
+        del src, dst
+    return out
+
+
+def run_gemm(torch, args, dev, sampler, is_m40):
+    out = []
+    for M, N, K in parse_sizes(args.sizes_gemm):
+        x = torch.empty(M, K, device=dev).uniform_(-1, 1)
+        w = torch.empty(N, K, device=dev).uniform_(-1, 1)
+        y = torch.empty(M, N, device=dev)
+        wt = w.t()  # y = x·wᵀ, as torch.nn.functional.linear and m40_matmul
+        t, tele = measure(torch, lambda: torch.mm(x, wt, out=y), args.warmup, args.repeats, sampler)
+        r = result("gemm", "torch.mm", f"{M}x{N}x{K}", M, {"M": M, "N": N, "K": K}, "GFLOP/s",
+                   2.0 * M * N * K, t, tele, is_m40)
+        # one check against float64 on a slice of rows (TF32 would show ~1e-3)
+        rows = min(M, 64)
+        ref = x[:rows].double() @ w.double().t()
+        r["max_rel_err"] = float((y[:rows].double() - ref).abs().max() / ref.abs().max())
+        out.append(r)
+        print_line(r)
+        del x, w, y, wt
+    return out
+
+
+def print_line(r):
+    t = r["time_ms"]
+    line = (f"{r['workload']:5s} {r['label']:16s} {r['impl']:14s} {r['value']:10.1f} {r['unit']:7s} "
+            f"median {t['median']:.4f} ms (min {t['min']:.4f} max {t['max']:.4f} IQR {t['iqr']:.4f}, "
+            f"n={t['n']})")
+    tele = r["telemetry"]
+    if tele:
+        line += (f"  SM {tele['sm_mhz_min']}-{tele['sm_mhz_max']} MHz, {tele['temp_c_max']} C, "
+                 f"reasons {','.join(tele['throttle_reasons']) or 'none'}")
+        if tele["throttled"]:
+            line += "  ** THROTTLED **"
+    print(line, flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("workloads", help="comma-separated: copy,gemm")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--sizes-copy", default=DEFAULT_SIZES["copy"])
+    ap.add_argument("--sizes-gemm", default=DEFAULT_SIZES["gemm"])
+    ap.add_argument("--device", type=int, default=0)
+    ap.add_argument("--json", help="write results here")
+    args = ap.parse_args()
+
+    import torch
+    if not torch.cuda.is_available():
+        print("bench_torch.py: no CUDA device visible to PyTorch; nothing measured", file=sys.stderr)
+        return 77
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False  # its default is True
+    torch.backends.cudnn.benchmark = True
+    torch.set_float32_matmul_precision("highest")
+    dev = torch.device("cuda", args.device)
+    torch.cuda.set_device(dev)
+    props = torch.cuda.get_device_properties(dev)
+    is_m40 = "M40" in props.name and (props.major, props.minor) == (5, 2)
+    sampler = Sampler(args.device)
+    print(f"bench_torch.py on {props.name} (cc {props.major}.{props.minor}), torch "
+          f"{torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}; "
+          f"TF32 off; telemetry {'NVML, driver ' + sampler.driver if sampler.ok else 'off'}")
+    torch.manual_seed(0)
+    runners = {"copy": run_copy, "gemm": run_gemm}
+    results = []
+    for w in args.workloads.split(","):
+        if w not in runners:
+            print(f"bench_torch.py: '{w}' not implemented yet (have: {', '.join(runners)})",
+                  file=sys.stderr)
+            return 2
+        results += runners[w](torch, args, dev, sampler, is_m40)
+    sampler.stop()
+    doc = {"schema": "m40-bench/1", "tool": "pytorch", "command": args.workloads,
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "device": {"name": props.name, "cc": f"{props.major}.{props.minor}",
+                      "sm_count": props.multi_processor_count,
+                      "mem_gib": props.total_memory / 2**30, "is_m40": is_m40,
+                      "driver": sampler.driver},
+           "software": {"torch": torch.__version__, "cuda": torch.version.cuda,
+                        "cudnn": torch.backends.cudnn.version(), "tf32": False,
+                        "cudnn_benchmark": True},
+           "options": {"warmup": args.warmup, "repeats": args.repeats,
+                       "sizes": {"copy": args.sizes_copy, "gemm": args.sizes_gemm},
+                       "timing": "cuda events per repeat"},
+           "results": results}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

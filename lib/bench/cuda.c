@@ -1,0 +1,76 @@
+/* The CUDA side of the bench helpers: events and the baselines that call
+** CUDA libraries directly (cuBLAS SGEMM, cudaMemcpy). CUDA builds only. */
+#include "bench.h"
+#include "../internal.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+m40_status m40__bench_event_create(m40_ctx *ctx, void **ev) {
+    cudaEvent_t e;
+    int err = cudaSetDevice(ctx->desc.device);
+    if (!err) err = cudaEventCreate(&e);
+    if (err) return m40__cuda_check(ctx, err, "cudaEventCreate");
+    *ev = e;
+    return M40_OK;
+}
+
+m40_status m40__bench_event_record(m40_ctx *ctx, void *ev) {
+    int err = cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)ctx->stream);
+    return err ? m40__cuda_check(ctx, err, "cudaEventRecord") : M40_OK;
+}
+
+m40_status m40__bench_event_ms(m40_ctx *ctx, void *ev0, void *ev1, double *ms) {
+    float f = 0;
+    int err = cudaEventSynchronize((cudaEvent_t)ev1);
+    if (!err) err = cudaEventElapsedTime(&f, (cudaEvent_t)ev0, (cudaEvent_t)ev1);
+    if (err) return m40__cuda_check(ctx, err, "cudaEventElapsedTime");
+    *ms = f;
+    return M40_OK;
+}
+
+void m40__bench_event_destroy(void *ev) {
+    if (ev) cudaEventDestroy((cudaEvent_t)ev);
+}
+
+m40_status m40__bench_cublas_linear(m40_ctx *ctx, const m40_tensor *x, const m40_tensor *w,
+                                    m40_tensor *y) {
+    m40_status st = m40__ctx_check(ctx);
+    if (st != M40_OK) return st;
+    if (!ctx->is_gpu)
+        return m40__err(ctx, M40_ERR_UNSUPPORTED, "cuBLAS baseline needs a GPU context");
+    if (!x || !w || !y || x->loc != M40_LOC_DEVICE || w->loc != M40_LOC_DEVICE ||
+        y->loc != M40_LOC_DEVICE || x->desc.ndim != 2 || w->desc.ndim != 2 || y->desc.ndim != 2)
+        return m40__err(ctx, M40_ERR_INVALID_ARG,
+                        "cuBLAS baseline: x [M,K], w [N,K], y [M,N], 2-D device tensors");
+    int M = (int)x->desc.shape[0], K = (int)x->desc.shape[1], N = (int)w->desc.shape[0];
+    if (w->desc.shape[1] != K || y->desc.shape[0] != M || y->desc.shape[1] != N)
+        return m40__err(ctx, M40_ERR_SHAPE, "cuBLAS baseline: shapes do not fit y = x·wᵀ");
+    void *hv = NULL;
+    if ((st = m40__cuda_cublas(ctx, &hv)) != M40_OK) return st;
+    const float one = 1.0f, zero = 0.0f;
+    /* row-major y[M,N] = x[M,K]·w[N,K]ᵀ as column-major yᵀ = wᵀ(op T)·xᵀ */
+    cublasStatus_t s = cublasSgemm((cublasHandle_t)hv, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one,
+                                   (const float *)w->data, K, (const float *)x->data, K, &zero,
+                                   (float *)y->data, N);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return m40__err(ctx, M40_ERR_CUDA, "cublasSgemm (baseline) failed: status %d", (int)s);
+    return M40_OK;
+}
+
+m40_status m40__bench_memcpy_d2d(m40_ctx *ctx, void *dst, const void *src, size_t nbytes) {
+    int err = cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice,
+                              (cudaStream_t)ctx->stream);
+    return err ? m40__cuda_check(ctx, err, "cudaMemcpyAsync (baseline)") : M40_OK;
+}
+
+m40_status m40__bench_device_uuid(m40_ctx *ctx, unsigned char uuid[16]) {
+    m40_status st = m40__ctx_check(ctx);
+    if (st != M40_OK) return st;
+    if (!ctx->is_gpu) return m40__err(ctx, M40_ERR_UNSUPPORTED, "CPU context has no UUID");
+    struct cudaDeviceProp p;
+    int err = cudaGetDeviceProperties(&p, ctx->desc.device);
+    if (err) return m40__cuda_check(ctx, err, "cudaGetDeviceProperties");
+    for (int i = 0; i < 16; i++) uuid[i] = (unsigned char)p.uuid.bytes[i];
+    return M40_OK;
+}

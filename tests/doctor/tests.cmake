@@ -1,0 +1,23 @@
+# m40-doctor and m40-bench (issue 8).
+m40_add_test(NAME test_doctor SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_doctor.c LABELS cpu)
+m40_add_test(NAME test_bench SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bench.c LABELS cpu)
+if(M40_BUILD_EXAMPLES)
+  # The tools themselves. The doctor must run and print its JSON anywhere
+  # (its exit status says FAIL on a machine without a GPU, so match output).
+  add_test(NAME m40_doctor_json COMMAND m40-doctor --json --quick)
+  set_tests_properties(m40_doctor_json PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "^\\{\"tool\":\"m40-doctor\".*\"items\":\\[")
+  add_test(NAME m40_bench_harness_cpu
+    COMMAND m40-bench gemm --cpu --sizes 17x33x9,8 --warmup 1 --repeats 3 --json)
+  set_tests_properties(m40_bench_harness_cpu PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "\"schema\":\"m40-bench/1\".*\"label\":\"8x8x8\"")
+  add_test(NAME m40_bench_not_implemented COMMAND m40-bench conv)
+  set_tests_properties(m40_bench_not_implemented PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "not implemented yet \\(issue 5\\)")
+  # On a GPU: measures (exit 0); without one: 77 = skipped.
+  add_test(NAME m40_bench_gpu
+    COMMAND m40-bench copy --sizes 1,16 --warmup 1 --repeats 5)
+  add_test(NAME m40_bench_gpu_gemm
+    COMMAND m40-bench gemm --sizes 1x256x256,256 --warmup 1 --repeats 5)
+  set_tests_properties(m40_bench_gpu m40_bench_gpu_gemm PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
+endif()

@@ -1,0 +1,10 @@
+# m40-bench (issue 8): timed workloads with baselines, spread and telemetry.
+# Helpers: lib/bench (statistics, JSON, timers; in the library) and
+# tools/bench/sampler.c (the NVML sampler thread).
+find_package(Threads REQUIRED)
+add_executable(m40-bench ${CMAKE_CURRENT_LIST_DIR}/m40-bench.c
+               ${CMAKE_CURRENT_LIST_DIR}/bench/sampler.c)
+target_include_directories(m40-bench PRIVATE ${PROJECT_SOURCE_DIR}/lib ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(m40-bench PRIVATE m40_static Threads::Threads m)
+target_compile_options(m40-bench PRIVATE -Wall -Wextra $<$<BOOL:${M40_WERROR}>:-Werror>)
+install(TARGETS m40-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -1,0 +1,205 @@
+/* resnet50: ImageNet classification on the libm40 public API.
+**
+**   resnet50 --weights resnet50.safetensors cat.jpg dog.png   top-5 per image
+**   resnet50 --random-weights [--seed N] --batch 64 --bench 20 timing
+**
+** Weights: a safetensors file with torchvision's state_dict names (see
+** export_torchvision.py). Class names come from its "categories" metadata
+** when present. Images are decoded by content (PNG, JPEG, PPM/PGM),
+** preprocessed as torchvision's eval transform and run as one batch. */
+#define _POSIX_C_SOURCE 200809L
+#include "image.h"
+#include "resnet.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: resnet50 (--weights FILE | --random-weights [--seed N]) [options] [IMAGE...]\n"
+            "  --weights FILE       torchvision-layout ResNet weights (.safetensors)\n"
+            "  --random-weights     seeded random weights (benchmarking; no class names)\n"
+            "  --seed N             seed for --random-weights (default 0)\n"
+            "  --device N | --cpu   CUDA device (default 0) or the CPU reference\n"
+            "  --batch N            batch size when no images are given (default 1)\n"
+            "  --bench R            time R runs after warm-up (CUDA graph replay on a GPU)\n"
+            "  --card m40-12g|m40-24g  plan against a card's memory (default: this device)\n");
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Splits the newline-separated "categories" metadata into names. */
+static char **categories(m40_st_file *w, int n) {
+    const char *s = w ? m40_st_metadata(w, "categories") : NULL;
+    if (!s) return NULL;
+    char **names = calloc((size_t)n, sizeof *names);
+    for (int i = 0; i < n && *s; i++) {
+        const char *e = strchr(s, '\n');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        names[i] = strndup(s, len);
+        s += len + (e != NULL);
+    }
+    return names;
+}
+
+int main(int argc, char **argv) {
+    const char *wpath = NULL, *card = NULL;
+    int random = 0, device = 0, batch = 1, bench = 0;
+    uint64_t seed = 0;
+    const char **images = calloc((size_t)argc, sizeof *images);
+    int nimg = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--weights") && v) wpath = argv[++i];
+        else if (!strcmp(a, "--random-weights")) random = 1;
+        else if (!strcmp(a, "--seed") && v) seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--device") && v) device = atoi(argv[++i]);
+        else if (!strcmp(a, "--cpu")) device = M40_DEVICE_CPU;
+        else if (!strcmp(a, "--batch") && v) batch = atoi(argv[++i]);
+        else if (!strcmp(a, "--bench") && v) bench = atoi(argv[++i]);
+        else if (!strcmp(a, "--card") && v) card = argv[++i];
+        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        else if (a[0] == '-') { fprintf(stderr, "resnet50: unknown option '%s'\n", a); usage(stderr); return 2; }
+        else images[nimg++] = a;
+    }
+    if (!wpath == !random) {
+        fprintf(stderr, "resnet50: give --weights FILE (export one with export_torchvision.py) "
+                        "or --random-weights\n");
+        usage(stderr);
+        return 2;
+    }
+    if (batch < 1 || bench < 0) { fprintf(stderr, "resnet50: bad --batch or --bench\n"); return 2; }
+    if (nimg) batch = nimg;
+
+    m40_st_file *w = NULL;
+    rn_config cfg = rn_resnet50();
+    char err[1024];
+    if (wpath) {
+        if (m40_st_open(wpath, &w) != M40_OK) {
+            fprintf(stderr, "resnet50: %s\n", m40_st_errmsg(w));
+            m40_st_close(w);
+            return 1;
+        }
+        if (rn_config_from_weights(w, &cfg, err, sizeof err) != M40_OK) {
+            fprintf(stderr, "resnet50: %s: %s\n", wpath, err);
+            m40_st_close(w);
+            return 1;
+        }
+    }
+
+    /* images first: a bad one is reported before the GPU is touched */
+    float *input = malloc((size_t)batch * 3 * 224 * 224 * sizeof(float));
+    for (int i = 0; i < nimg; i++) {
+        rn_image img;
+        if (rn_image_load(images[i], &img, err, sizeof err) != 0) {
+            fprintf(stderr, "resnet50: %s: %s\n", images[i], err);
+            return 1;
+        }
+        rn_preprocess(&img, 256, 224, input + (size_t)i * 3 * 224 * 224);
+        rn_image_free(&img);
+    }
+
+    m40_ctx_desc d;
+    m40_ctx_desc_init(&d);
+    d.device = device;
+    m40_ctx *ctx;
+    if (m40_ctx_create(&d, &ctx) != M40_OK) {
+        fprintf(stderr, "resnet50: %s\n", m40_errmsg(ctx));
+        if (device != M40_DEVICE_CPU) fprintf(stderr, "resnet50: use --cpu for the CPU reference\n");
+        return 1;
+    }
+    m40_device_info info;
+    m40_ctx_info(ctx, &info);
+    m40_budget budget, *bp = NULL;
+    if (card) {
+        if (m40_budget_preset(card, &budget) != M40_OK) {
+            fprintf(stderr, "resnet50: unknown card '%s' (m40-12g, m40-24g)\n", card);
+            return 2;
+        }
+        bp = &budget;
+    } else if (info.is_gpu && m40_budget_device(ctx, &budget) == M40_OK) {
+        bp = &budget;
+    }
+    rn_model m;
+    m40_status st = rn_build(ctx, &cfg, w, seed, batch, 224, 224, bp, &m, err, sizeof err);
+    if (st != M40_OK) {
+        fprintf(stderr, "resnet50: %s: %s\n", m40_status_str(st), err);
+        return 1;
+    }
+    fprintf(stderr, "resnet50: %s, batch %d, planned %.1f MiB (weights %.1f, activations %.1f)\n",
+            info.name, batch, m.plan.total_bytes / 1048576.0,
+            m.plan.region_bytes[M40_REGION_WEIGHTS] / 1048576.0,
+            m.plan.region_bytes[M40_REGION_ACTIVATIONS] / 1048576.0);
+
+    m40_tensor *tin, *tout;
+    m40_graph_get_tensor(m.g, m.input_id, &tin);
+    m40_graph_get_tensor(m.g, m.logits_id, &tout);
+    if (nimg) st = m40_tensor_upload(ctx, tin, input, m40_tensor_nbytes(tin));
+    else st = m40_fill_random(ctx, tin, seed + 7, M40_RANDOM_NORMAL, 0, 1);
+    if (st == M40_OK) st = m40_graph_run(m.g);
+    size_t nlog = (size_t)batch * cfg.classes;
+    float *logits = malloc(nlog * sizeof(float));
+    if (st == M40_OK) st = m40_tensor_download(ctx, tout, logits, nlog * sizeof(float));
+    if (st != M40_OK) {
+        fprintf(stderr, "resnet50: %s\n", m40_errmsg(ctx));
+        return 1;
+    }
+    char **names = categories(w, cfg.classes);
+    for (int i = 0; i < nimg; i++) {
+        const float *l = logits + (size_t)i * cfg.classes;
+        double mx = l[0], z = 0;
+        for (int c = 1; c < cfg.classes; c++) mx = l[c] > mx ? l[c] : mx;
+        for (int c = 0; c < cfg.classes; c++) z += exp(l[c] - mx);
+        int top[5] = {-1, -1, -1, -1, -1};
+        for (int k = 0; k < 5 && k < cfg.classes; k++)
+            for (int c = 0; c < cfg.classes; c++) {
+                int taken = 0;
+                for (int j = 0; j < k; j++) taken |= top[j] == c;
+                if (!taken && (top[k] < 0 || l[c] > l[top[k]])) top[k] = c;
+            }
+        printf("%s:\n", images[i]);
+        for (int k = 0; k < 5 && top[k] >= 0; k++)
+            printf("  %6.2f%%  %4d  %s\n", 100.0 * exp(l[top[k]] - mx) / z, top[k],
+                   names && names[top[k]] ? names[top[k]] : "(no class names in the weights file)");
+    }
+    if (bench) {
+        int graph = info.is_gpu && m40_graph_capture(m.g, 1) == M40_OK;
+        double *t = malloc((size_t)bench * sizeof(double));
+        for (int r = -3; r < bench; r++) {
+            double t0 = now_s();
+            st = m40_graph_run(m.g);
+            if (st == M40_OK) st = m40_ctx_sync(ctx);
+            if (st != M40_OK) { fprintf(stderr, "resnet50: %s\n", m40_errmsg(ctx)); return 1; }
+            if (r >= 0) t[r] = now_s() - t0;
+        }
+        qsort(t, (size_t)bench, sizeof *t, cmp_d);
+        double med = t[bench / 2];
+        printf("bench: batch %d, %s%s: median %.3f ms over %d runs, %.1f images/s, %.1f GFLOP/s "
+               "(8.18 GFLOP/image at 224x224)\n", batch, info.name,
+               graph ? " (CUDA graph replay)" : "", med * 1e3, bench, batch / med,
+               batch * 8.18 / med);
+        free(t);
+    }
+    if (names) for (int c = 0; c < cfg.classes; c++) free(names[c]);
+    free(names);
+    free(logits);
+    free(input);
+    free(images);
+    rn_free(&m);
+    m40_ctx_destroy(ctx);
+    m40_st_close(w);
+    return 0;
+}

@@ -43,6 +43,67 @@ int m40k_copy_strided(void *stream, m40_tensor_desc ddst, void *dst,
 ** error state (see tests/test_gpu_errors.c). */
 int m40k_debug_trap(void *stream);
 
+
+/* ---- SGEMM (kernels/sgemm.cu) ----------------------------------------------
+** C[M,N] = act(A[M,K]·op(B) + bias[N] + R[M,N]), FP32 accumulation, row-major.
+** op(B) = B[K,N] (b_nk = 0) or B[N,K]ᵀ (b_nk = 1, PyTorch Linear). B is F32 or
+** F16 (b_f16). bias and res may be NULL; res may equal c (with ldr == ldc).
+** Any M, N, K >= 0 and any alignment (unaligned inputs take slower loads). */
+enum m40k_sgemm_act { M40K_SGEMM_ACT_NONE = 0, M40K_SGEMM_ACT_RELU = 1, M40K_SGEMM_ACT_SILU = 2 };
+enum m40k_sgemm_variant {
+    M40K_SGEMM_TILE128 = 0, /* 128x128x8 block tile, 8x8 per thread: the main kernel */
+    M40K_SGEMM_TILE64 = 1,  /* 64x64x8, 4x4 per thread: shapes with few tiles */
+    M40K_SGEMM_SKINNY = 2   /* b_nk and M <= 8: a warp per 2 columns (GEMV-like) */
+};
+typedef struct m40k_sgemm_args {
+    int M, N, K;
+    const float *a; int64_t lda;   /* A [M,K], row stride lda (elements) */
+    const void *b; int64_t ldb;    /* B [K,N] or [N,K], row stride ldb */
+    int b_nk, b_f16;
+    float *c; int64_t ldc;         /* C [M,N] */
+    const float *bias;             /* [N] or NULL */
+    const float *res; int64_t ldr; /* R [M,N] or NULL */
+    int act;                       /* enum m40k_sgemm_act */
+} m40k_sgemm_args;
+/* The variant and split-K factor the launcher would use on a GPU with
+** sm_count SMs and ws_bytes of workspace (splits == 1 needs none). */
+void m40k_sgemm_plan(const m40k_sgemm_args *a, int sm_count, size_t ws_bytes,
+                     int *variant, int *splits);
+/* Workspace bytes for the preferred plan (0 when it does not split K). */
+size_t m40k_sgemm_workspace_size(const m40k_sgemm_args *a, int sm_count);
+/* Plans and runs. ws (16-byte aligned) may be NULL: then K is not split. */
+int m40k_sgemm(void *stream, const m40k_sgemm_args *a, int sm_count, void *ws,
+               size_t ws_bytes);
+/* Runs a given variant and split count (tests, bench). SKINNY falls back to
+** TILE64 where it does not apply; splits fall back to 1 without workspace. */
+int m40k_sgemm_run(void *stream, const m40k_sgemm_args *a, int variant, int splits,
+                   void *ws, size_t ws_bytes);
+
+/* ---- Weight-only quantized linear (kernels/quant_gemv.cu, quant_gemm.cu) ----
+** y[M,N] = x[M,K]·Wᵀ + bias[N], W [N,K] in a format of include/m40/quant.h
+** (Q8 / Q4 with F16 or F32 scales per row or per K-group, or F16 weights).
+** FP32 accumulation. Any M, N, K >= 0. */
+typedef struct m40k_qlinear_args {
+    int M, N, K;
+    const float *x;      /* [M, K] row-major */
+    int wtype;           /* M40_DTYPE_Q8, M40_DTYPE_Q4 or M40_DTYPE_F16 */
+    const void *w;       /* rows of K (Q8), (K+1)/2 (Q4) bytes, or K halves (F16) */
+    const void *scale;   /* [N] (group 0) or [N, ceil(K/group)]; NULL for F16 */
+    int scale_f16;       /* scales are F16 (1) or F32 (0) */
+    int group;           /* 0 = per row; 32, 64 or 128 */
+    const float *bias;   /* [N] or NULL */
+    float *y;            /* [M, N] row-major */
+} m40k_qlinear_args;
+/* Picks GEMV (M <= 8) or GEMM (M > 8) and runs it. */
+int m40k_quant_linear(void *stream, const m40k_qlinear_args *a, int sm_count);
+/* GEMV for M <= 8. rows_per_warp 1, 2 or 4 (0 = pick for sm_count);
+** generic = 1 forces the slow path used for unaligned shapes (tests). */
+int m40k_quant_gemv_run(void *stream, const m40k_qlinear_args *a, int sm_count,
+                        int rows_per_warp, int generic);
+/* Tiled GEMM (128x128x16 tiles, weights dequantized into shared memory);
+** any M; generic = 1 forces the element-wise tile loader (tests). */
+int m40k_quant_gemm_run(void *stream, const m40k_qlinear_args *a, int generic);
+
 #ifdef __cplusplus
 }
 #endif

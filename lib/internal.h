@@ -18,6 +18,8 @@ struct m40_ctx {
     char errmsg[M40__ERRMSG_MAX];
     void *stream;       /* cudaStream_t */
     void *cublas;       /* cublasHandle_t, created lazily */
+    void *ws;           /* device scratch (split-K partial sums), grown on need */
+    size_t ws_bytes;
     int cc_major, cc_minor, sm_count;
     char device_name[256];
 };
@@ -72,6 +74,11 @@ m40_status m40__cuda_memcpy(m40_ctx *ctx, void *dst, const void *src,
 ** marks the context lost on a sticky error. */
 m40_status m40__cuda_check(m40_ctx *ctx, int err, const char *what);
 m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle);
+/* The context's device scratch, grown to at least `bytes` (synchronizes the
+** stream when it must grow). */
+m40_status m40__cuda_workspace(m40_ctx *ctx, size_t bytes, void **p);
+/* Scratch bytes m40__cuda_linear needs for this shape on this device. */
+size_t m40__cuda_linear_workspace(m40_ctx *ctx, int M, int N, int K);
 m40_status m40__cuda_copy_strided(m40_ctx *ctx, m40_tensor *dst, const m40_tensor *src);
 /* y[M,N] = x[M,K]·w[N,K]ᵀ (+ bias[N]) through cuBLAS, pedantic FP32. */
 m40_status m40__cuda_linear(m40_ctx *ctx, int M, int N, int K, const float *x,

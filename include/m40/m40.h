@@ -345,7 +345,9 @@ M40_API m40_status m40_convert(m40_ctx *ctx, const m40_tensor *src,
 **   w    [N, K]    F32, contiguous
 **   bias [N]       F32, or NULL
 **   y    [..., N]  F32, contiguous, same leading dims as x
-** GPU: cuBLAS SGEMM in pedantic FP32 math for now. */
+** GPU: libm40's sm_52 SGEMM (kernels/sgemm.cu: 128x128 tiles, a skinny
+** kernel for M <= 8, split-K for few tiles, bias fused); set the environment
+** variable M40_MATMUL=cublas for the cuBLAS baseline (pedantic FP32). */
 M40_API m40_status m40_matmul(m40_ctx *ctx, const m40_tensor *x,
                               const m40_tensor *w, const m40_tensor *bias,
                               m40_tensor *y);

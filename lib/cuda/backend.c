@@ -7,6 +7,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Errors after which the CUDA context cannot be used again (the runtime
@@ -94,8 +95,11 @@ void m40__cuda_ctx_fini(m40_ctx *ctx) {
         cudaStreamDestroy((cudaStream_t)ctx->stream);
     }
     if (ctx->cublas) cublasDestroy((cublasHandle_t)ctx->cublas);
+    if (ctx->ws) cudaFree(ctx->ws);
     ctx->stream = NULL;
     ctx->cublas = NULL;
+    ctx->ws = NULL;
+    ctx->ws_bytes = 0;
 }
 
 m40_status m40__cuda_info(m40_ctx *ctx, m40_device_info *info) {
@@ -179,10 +183,10 @@ m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle) {
     return M40_OK;
 }
 
-m40_status m40__cuda_linear(m40_ctx *ctx, int M, int N, int K, const float *x,
-                            const float *w, const float *bias,
-                            const m40_tensor_desc *dbias, float *y) {
-    if ((long long)M * N == 0) return M40_OK;
+/* The cuBLAS path: the baseline, and what M40_MATMUL=cublas selects. */
+static m40_status linear_cublas(m40_ctx *ctx, int M, int N, int K, const float *x,
+                                const float *w, const float *bias,
+                                const m40_tensor_desc *dbias, float *y) {
     void *hv = NULL;
     m40_status st = m40__cuda_cublas(ctx, &hv);
     if (st != M40_OK) return st;
@@ -203,7 +207,7 @@ m40_status m40__cuda_linear(m40_ctx *ctx, int M, int N, int K, const float *x,
         }
     }
     if (bias) {
-        /* y += bias, broadcast over rows (a second pass; the SGEMM issue fuses it) */
+        /* y += bias, broadcast over rows (a second pass) */
         m40_tensor_desc d2 = {.dtype = M40_DTYPE_F32, .ndim = 2, .shape = {M, N}, .stride = {N, 1}};
         m40_tensor_desc db = {.dtype = M40_DTYPE_F32, .ndim = 2, .shape = {M, N},
                               .stride = {0, dbias->stride[0]}};
@@ -211,4 +215,65 @@ m40_status m40__cuda_linear(m40_ctx *ctx, int M, int N, int K, const float *x,
         if (e) return m40__cuda_check(ctx, e, "m40_matmul bias");
     }
     return M40_OK;
+}
+
+m40_status m40__cuda_workspace(m40_ctx *ctx, size_t bytes, void **p) {
+    if (bytes > ctx->ws_bytes) {
+        if (ctx->ws) {
+            /* queued kernels may still read the old buffer */
+            CK(cudaStreamSynchronize((cudaStream_t)ctx->stream), "workspace: synchronize");
+            cudaFree(ctx->ws);
+            ctx->ws = NULL;
+            ctx->ws_bytes = 0;
+        }
+        cudaError_t e = cudaMalloc(&ctx->ws, bytes);
+        if (e == cudaErrorMemoryAllocation) {
+            (void)cudaGetLastError(); /* not sticky */
+            ctx->ws = NULL;
+            return m40__err(ctx, M40_ERR_OOM_DEVICE, "workspace: out of device memory for %zu bytes",
+                            bytes);
+        }
+        CK(e, "workspace: cudaMalloc");
+        ctx->ws_bytes = bytes;
+        m40__log(ctx, M40_LOG_DEBUG, "workspace grown to %zu bytes", bytes);
+    }
+    *p = ctx->ws;
+    return M40_OK;
+}
+
+static m40k_sgemm_args linear_args(int M, int N, int K, const float *x, const float *w,
+                                   const float *bias, float *y) {
+    m40k_sgemm_args a = {.M = M, .N = N, .K = K, .a = x, .lda = K, .b = w, .ldb = K,
+                         .b_nk = 1, .b_f16 = 0, .c = y, .ldc = N, .bias = bias,
+                         .res = NULL, .ldr = 0, .act = M40K_SGEMM_ACT_NONE};
+    return a;
+}
+
+size_t m40__cuda_linear_workspace(m40_ctx *ctx, int M, int N, int K) {
+    m40k_sgemm_args a = linear_args(M, N, K, NULL, NULL, NULL, NULL);
+    return M > 0 && N > 0 ? m40k_sgemm_workspace_size(&a, ctx->sm_count) : 0;
+}
+
+/* y[M,N] = x[M,K]·w[N,K]ᵀ + bias through kernels/sgemm.cu (bias fused).
+** Split-K partial sums go to the context's workspace, which grows on first
+** need (graphs reserve it at m40_graph_alloc, so their runs never allocate);
+** if it cannot grow, K is not split. M40_MATMUL=cublas in the environment
+** selects the cuBLAS baseline. */
+m40_status m40__cuda_linear(m40_ctx *ctx, int M, int N, int K, const float *x,
+                            const float *w, const float *bias,
+                            const m40_tensor_desc *dbias, float *y) {
+    if ((long long)M * N == 0) return M40_OK;
+    const char *env = getenv("M40_MATMUL");
+    if (env && strcmp(env, "cublas") == 0)
+        return linear_cublas(ctx, M, N, K, x, w, bias, dbias, y);
+    m40k_sgemm_args a = linear_args(M, N, K, x, w, bias, y);
+    size_t ws_bytes = m40k_sgemm_workspace_size(&a, ctx->sm_count);
+    void *ws = NULL;
+    if (ws_bytes && m40__cuda_workspace(ctx, ws_bytes, &ws) != M40_OK) {
+        if (ctx->lost) return M40_ERR_DEVICE_LOST;
+        ws = NULL; /* out of memory for the scratch: run without split-K */
+        ws_bytes = 0;
+    }
+    int e = m40k_sgemm(ctx->stream, &a, ctx->sm_count, ws, ws_bytes);
+    return e ? m40__cuda_check(ctx, e, "m40_matmul (sgemm)") : M40_OK;
 }

@@ -79,13 +79,21 @@ m40_status m40_graph_alloc(m40_graph *g) {
         if (st == M40_OK && t->init) st = m40_tensor_upload(ctx, t->t, t->init, t->bytes);
     }
 #ifdef M40_HAVE_CUDA
-    /* created here so that no run (or capture) creates it */
+    /* The cuBLAS handle (the M40_MATMUL=cublas baseline) and the SGEMM
+    ** split-K scratch are made here, so that no run (or capture) allocates. */
+    size_t ws = 0;
     for (int n = 0; n < g->nnodes && st == M40_OK && ctx->is_gpu; n++)
         if (g->nodes[n].d.op == M40_OP_LINEAR) {
             void *h = NULL;
-            st = m40__cuda_cublas(ctx, &h);
-            break;
+            if (!ctx->cublas) st = m40__cuda_cublas(ctx, &h);
+            const m40_tensor_desc *x = &g->tensors[g->nodes[n].d.inputs[0]].desc;
+            const m40_tensor_desc *w = &g->tensors[g->nodes[n].d.inputs[1]].desc;
+            int64_t K = x->shape[x->ndim - 1], M = K ? m40_tensor_desc_numel(x) / K : 0;
+            size_t need = m40__cuda_linear_workspace(ctx, (int)M, (int)w->shape[0], (int)K);
+            if (need > ws) ws = need;
         }
+    void *wsp;
+    if (st == M40_OK && ws) st = m40__cuda_workspace(ctx, ws, &wsp);
 #endif
     if (st != M40_OK) {
         free_exec(g);

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Instructions per weight in the inner loop of the quantized GEMV kernels,
+from the sm_52 SASS (cuobjdump -sass, CUDA 11.8).
+
+    scripts/sass_quant_ipw.py OBJ_OR_SASS... [--check] [--batch 1] [--cuobjdump PATH]
+
+OBJ_OR_SASS: kernels/quant_gemv.cu's object file (cuobjdump runs on it) or
+a saved `cuobjdump -sass` listing. For each gemv_kernel<WT, B, R, GROUPED>
+the script finds the loop over K-chunks (the backward branch whose body
+holds the most PRMT / F2F: the dequantization), counts the static
+instructions of that body, including the x-staging code inside it, and
+divides by the weights each thread handles per iteration (R rows x 32
+columns for int4, 16 for int8, 8 for fp16, times the unroll factor, read
+off the number of PRMT/F2F: one per weight). --check fails (exit 1) if a
+batch-1 kernel exceeds the budget: 7 per int4 weight, 12 per int8 weight.
+"""
+import argparse
+import collections
+import re
+import subprocess
+import sys
+
+WT_NAME = {1: "f16", 64: "int8", 65: "int4"}
+VEC_COLS = {1: 8, 64: 16, 65: 32}
+BUDGET = {65: 7.0, 64: 12.0}
+
+INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s*\{?\s*(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;}]*)[;}]")
+FUNC = re.compile(r"Function : (\S+)")
+KERNEL = re.compile(r"gemv_kernelILi(\d+)ELi(\d+)ELi(\d+)ELb([01])E")
+
+
+def sass_text(path, cuobjdump="cuobjdump"):
+    if path.endswith((".o", ".obj", ".a", ".so", ".cubin")) or "." not in path.rsplit("/", 1)[-1]:
+        out = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"cuobjdump failed: {out.stderr.strip()}")
+        return out.stdout
+    return open(path).read()
+
+
+def functions(text):
+    cur, body, arch = None, [], None
+    for line in text.splitlines():
+        m = re.search(r"arch = (sm_\d+)", line)
+        if m:
+            arch = m.group(1)
+        m = FUNC.search(line)
+        if m:
+            if cur:
+                yield cur, arch, body
+            cur, body = m.group(1), []
+            continue
+        m = INSN.search(line)
+        if m and cur:
+            body.append((int(m.group(1), 16), m.group(3), m.group(4)))
+    if cur:
+        yield cur, arch, body
+
+
+def inner_loop(body, marker):
+    """(start, end) of the backward-branch loop with the most marker insns."""
+    best, best_n = None, -1
+    for addr, op, args in body:
+        if op.startswith("BRA"):
+            m = re.search(r"0x([0-9a-f]+)", args)
+            if not m:
+                continue
+            tgt = int(m.group(1), 16)
+            if tgt >= addr:
+                continue
+            n = sum(1 for a, o, _ in body if tgt <= a <= addr and o.startswith(marker))
+            if n > best_n:
+                best, best_n = (tgt, addr), n
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("paths", nargs="+", help="object files or SASS listings; with several, "
+                    "those named *quant_gemv* are read")
+    ap.add_argument("--cuobjdump", default="cuobjdump")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--batch", type=int, default=0, help="only this batch size (0 = all)")
+    args = ap.parse_args()
+    paths = [p for arg in args.paths for p in arg.split(";") if p]  # CMake lists arrive joined
+    paths = paths if len(paths) == 1 else [p for p in paths if "quant_gemv" in p]
+    text = "\n".join(sass_text(p, args.cuobjdump) for p in paths)
+    rows, failures = [], 0
+    for name, arch, body in functions(text):
+        m = KERNEL.search(name)
+        if not m or (arch and arch != "sm_52"):
+            continue
+        wt, b, r, grouped = (int(g) for g in m.groups())
+        if args.batch and b != args.batch:
+            continue
+        marker = "F2F" if wt == 1 else "PRMT"
+        loop = inner_loop(body, marker)
+        if not loop:
+            continue
+        ins = [(a, o) for a, o, _ in body if loop[0] <= a <= loop[1]]
+        # one PRMT (int8/int4) or F2F (fp16) per weight: their count tells
+        # how many chunks the compiler unrolled into one loop body
+        nmark = sum(1 for _, o in ins if o.startswith(marker))
+        unroll = max(1, round(nmark / (r * VEC_COLS[wt])))
+        weights = r * VEC_COLS[wt] * unroll
+        ipw = len(ins) / weights
+        ops = collections.Counter(o.split(".")[0] for _, o in ins)
+        top = " ".join(f"{k}:{v}" for k, v in ops.most_common(7))
+        budget = BUDGET.get(wt) if b == 1 else None
+        ok = budget is None or ipw <= budget
+        failures += not ok
+        rows.append((wt, b, r, grouped, len(ins), weights, ipw, budget, ok, top))
+    if not rows:
+        sys.exit("no gemv_kernel found (sm_52 SASS expected)")
+    rows.sort()
+    print(f"{'format':6s} {'B':>2s} {'R':>2s} {'scale':5s} {'insns':>6s} {'w/thr':>6s} {'ipw':>6s} "
+          f"{'budget':>6s}  top opcodes")
+    for wt, b, r, g, n, w, ipw, budget, ok, top in rows:
+        bud = f"{budget:.0f}" if budget else "-"
+        print(f"{WT_NAME[wt]:6s} {b:2d} {r:2d} {'group' if g else 'row':5s} {n:6d} {w:6d} {ipw:6.2f} "
+              f"{bud:>6s}{'' if ok else ' OVER'}  {top}")
+    print(f"per-weight FFMA floor is B (batch rows); {failures} batch-1 kernels over budget")
+    return 1 if (args.check and failures) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

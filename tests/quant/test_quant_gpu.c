@@ -1,0 +1,257 @@
+/* m40_quant_linear on the GPU against the CPU reference (dequantize, then a
+** double-precision matmul): every format (int4/int8 per row and per group of
+** 32/64/128 with f16/f32 scales, fp16 weights), the ChatGLM2 shapes
+** (4608x4096, 4096x4096, 27392x4096, 4096x13696) at batch 1..8 (GEMV) and
+** M > 8 (GEMM), odd shapes (1, 7, 127, 129 rows; K = 4097, 1000, ...), the
+** forced generic paths and every rows-per-warp variant, unaligned x, with
+** poisoned outputs. For the large shapes the CPU reference covers a slice of
+** rows at each end; the whole output is checked for unwritten (NaN) values.
+** Exits 77 without a GPU. */
+#include "check.h"
+#include "m40/quant.h"
+#include "../../kernels/launch.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static m40_ctx *G, *C;
+
+static m40_tensor *tnew(m40_ctx *ctx, m40_dtype dt, int ndim, const int64_t *shape) {
+    m40_tensor *t = NULL;
+    if (m40_tensor_new(ctx, dt, ndim, shape, &t) != M40_OK) {
+        fprintf(stderr, "tensor_new: %s\n", m40_errmsg(ctx));
+        exit(1);
+    }
+    return t;
+}
+
+static void upload_copy(m40_tensor *dev, const m40_tensor *hst) {
+    CHECK_ST(m40_tensor_upload(G, dev, m40_tensor_data(hst), m40_tensor_nbytes(hst)), M40_OK);
+}
+
+/* A quantized weight on both sides. */
+typedef struct qpair {
+    m40_quant_format fmt;
+    int64_t n, k;
+    m40_tensor *hd, *hs, *gd, *gs; /* host data/scale, device data/scale */
+} qpair;
+
+/* W ~ N(0, 0.02) made on the GPU (fast for big shapes), quantized on the host. */
+static qpair make_weight(m40_quant_format fmt, int64_t N, int64_t K, uint64_t seed) {
+    qpair q = {.fmt = fmt, .n = N, .k = K};
+    int64_t ws[2] = {N, K};
+    m40_tensor *wg = tnew(G, M40_DTYPE_F32, 2, ws), *wh = tnew(C, M40_DTYPE_F32, 2, ws);
+    CHECK_ST(m40_fill_random(G, wg, seed, M40_RANDOM_NORMAL, 0.0f, 0.02f), M40_OK);
+    CHECK_ST(m40_tensor_download(G, wg, m40_tensor_data(wh), m40_tensor_nbytes(wh)), M40_OK);
+    m40_tensor_free(wg);
+    m40_tensor_desc dd, sd;
+    CHECK_ST(m40_quant_descs(&fmt, N, K, &dd, &sd), M40_OK);
+    q.hd = tnew(C, dd.dtype, dd.ndim, dd.shape);
+    q.gd = tnew(G, dd.dtype, dd.ndim, dd.shape);
+    if (fmt.wtype != M40_DTYPE_F16) {
+        q.hs = tnew(C, sd.dtype, sd.ndim, sd.shape);
+        q.gs = tnew(G, sd.dtype, sd.ndim, sd.shape);
+    }
+    CHECK_ST(m40_quantize(C, &fmt, wh, q.hd, q.hs), M40_OK);
+    m40_tensor_free(wh);
+    upload_copy(q.gd, q.hd);
+    if (q.hs) upload_copy(q.gs, q.hs);
+    return q;
+}
+
+static void qpair_free(qpair q) {
+    m40_tensor_free(q.hd); m40_tensor_free(q.hs); m40_tensor_free(q.gd); m40_tensor_free(q.gs);
+}
+
+/* The host weight restricted to rows [r0, r0 + nr): views of data and scale. */
+static m40_qweight host_rows(const qpair *q, int64_t r0, int64_t nr, m40_tensor **vd, m40_tensor **vs) {
+    const m40_tensor_desc *dd = m40_tensor_get_desc(q->hd);
+    m40_tensor_desc d = *dd;
+    d.shape[0] = nr;
+    CHECK_ST(m40_tensor_view(C, q->hd, &d, r0 * dd->shape[1], vd), M40_OK);
+    *vs = NULL;
+    if (q->hs) {
+        const m40_tensor_desc *sd = m40_tensor_get_desc(q->hs);
+        m40_tensor_desc s = *sd;
+        s.shape[0] = nr;
+        CHECK_ST(m40_tensor_view(C, q->hs, &s, r0 * (sd->ndim == 2 ? sd->shape[1] : 1), vs), M40_OK);
+    }
+    m40_qweight w = {q->fmt, nr, q->k, *vd, *vs};
+    return w;
+}
+
+/* Tolerance for a K-long FP32 dot product of x ~ U(-1,1) and w ~ N(0, .02):
+** terms ~ 0.008 on average, so the sum of |terms| is ~ 0.008 K; FP32
+** accumulation errs by a few ulp of that. */
+static m40t_tol tol_for(int64_t K) {
+    double s = 0.008 * (double)(K > 0 ? K : 1);
+    return (m40t_tol){4e-7 * s + 1e-6, 1e-4, 1e-9};
+}
+
+/* 0 = m40_quant_linear; else a launcher variant: 1..4 gemv rows-per-warp
+** (3 = generic gemv), 5 = gemm, 6 = generic gemm. */
+static int run_variant(int variant, const m40_tensor *x, const qpair *q, const m40_tensor *bias,
+                       m40_tensor *y, int64_t M) {
+    if (variant == 0) {
+        m40_qweight w = {q->fmt, q->n, q->k, q->gd, q->gs};
+        m40_status st = m40_quant_linear(G, x, &w, bias, y);
+        if (st != M40_OK) fprintf(stderr, "m40_quant_linear: %s\n", m40_errmsg(G));
+        return st == M40_OK;
+    }
+    m40k_qlinear_args a = {
+        .M = (int)M, .N = (int)q->n, .K = (int)q->k, .x = m40_tensor_data(x),
+        .wtype = (int)q->fmt.wtype, .w = m40_tensor_data(q->gd),
+        .scale = q->gs ? m40_tensor_data(q->gs) : NULL,
+        .scale_f16 = q->fmt.scale_dtype == M40_DTYPE_F16,
+        .group = q->fmt.wtype == M40_DTYPE_F16 ? 0 : q->fmt.group,
+        .bias = bias ? m40_tensor_data(bias) : NULL, .y = m40_tensor_data(y)};
+    int e;
+    if (variant <= 4) e = m40k_quant_gemv_run(m40_ctx_stream(G), &a, 24, variant == 3 ? 1 : variant,
+                                              variant == 3);
+    else e = m40k_quant_gemm_run(m40_ctx_stream(G), &a, variant == 6);
+    if (e) fprintf(stderr, "launcher variant %d: CUDA error %d\n", variant, e);
+    return e == 0;
+}
+
+static const char *variant_name(int v) {
+    static const char *n[] = {"op", "gemv R1", "gemv R2", "gemv generic", "gemv R4", "gemm", "gemm generic"};
+    return n[v];
+}
+
+/* One case: y = x·Wᵀ (+ bias) on the GPU vs the CPU reference on rows
+** [0, nr0) and [N - nr1, N) of W (all rows when nr0 + nr1 >= N). */
+static void run_case(const qpair *q, int64_t M, int with_bias, int variant, int64_t nr0,
+                     int64_t nr1, int unaligned_x, uint64_t seed) {
+    const int64_t N = q->n, K = q->k;
+    int64_t xs[2] = {M, K}, ys[2] = {M, N}, bs[1] = {N};
+    /* x lives one element into a bigger buffer when unaligned_x */
+    int64_t xbs[1] = {M * K + 4};
+    m40_tensor *xbase_g = tnew(G, M40_DTYPE_F32, 1, xbs);
+    m40_tensor *xh = tnew(C, M40_DTYPE_F32, 2, xs);
+    CHECK_ST(m40_fill_random(C, xh, seed, M40_RANDOM_UNIFORM, -1.0f, 1.0f), M40_OK);
+    m40_tensor_desc xd = *m40_tensor_get_desc(xh);
+    m40_tensor *xg = NULL;
+    CHECK_ST(m40_tensor_view(G, xbase_g, &xd, unaligned_x ? 1 : 0, &xg), M40_OK);
+    upload_copy(xg, xh);
+    m40_tensor *bh = NULL, *bg = NULL;
+    if (with_bias) {
+        bh = tnew(C, M40_DTYPE_F32, 1, bs);
+        bg = tnew(G, M40_DTYPE_F32, 1, bs);
+        CHECK_ST(m40_fill_random(C, bh, seed + 1, M40_RANDOM_UNIFORM, -1.0f, 1.0f), M40_OK);
+        upload_copy(bg, bh);
+    }
+    m40_tensor *yg = tnew(G, M40_DTYPE_F32, 2, ys);
+    float *yout = malloc((size_t)(M * N) * 4 + 4);
+    m40t_poison(yout, M * N);
+    CHECK_ST(m40_tensor_upload(G, yg, yout, (size_t)(M * N) * 4), M40_OK);
+    int ok = run_variant(variant, xg, q, bg, yg, M);
+    CHECK(ok);
+    CHECK_ST(m40_ctx_sync(G), M40_OK);
+    CHECK_ST(m40_tensor_download(G, yg, yout, (size_t)(M * N) * 4), M40_OK);
+    int64_t unwritten = 0;
+    for (int64_t i = 0; i < M * N; i++) unwritten += !isfinite(yout[i]);
+    CHECK(unwritten == 0);
+
+    char name[160];
+    snprintf(name, sizeof name, "%s %s [%lld,%lld] M=%lld%s%s", variant_name(variant),
+             m40_quant_format_name(&q->fmt), (long long)N, (long long)K, (long long)M,
+             with_bias ? " +b" : "", unaligned_x ? " x+1" : "");
+    if (unwritten) printf("FAIL %s: %lld outputs not finite (unwritten?)\n", name, (long long)unwritten);
+    int64_t r0s[2] = {0, N - nr1}, nrs[2] = {nr0, nr1};
+    if (nr0 + nr1 >= N) { nrs[0] = N; nrs[1] = 0; }
+    for (int part = 0; part < 2; part++) {
+        int64_t r0 = r0s[part], nr = nrs[part];
+        if (nr <= 0) continue;
+        m40_tensor *vd, *vs, *bv = NULL;
+        m40_qweight w = host_rows(q, r0, nr, &vd, &vs);
+        if (bh) {
+            m40_tensor_desc bd = *m40_tensor_get_desc(bh);
+            bd.shape[0] = nr;
+            CHECK_ST(m40_tensor_view(C, bh, &bd, r0, &bv), M40_OK);
+        }
+        int64_t rs[2] = {M, nr};
+        m40_tensor *yr = tnew(C, M40_DTYPE_F32, 2, rs);
+        CHECK_ST(m40_quant_linear(C, xh, &w, bv, yr), M40_OK);
+        float *got = malloc((size_t)(M * nr) * 4 + 4);
+        for (int64_t m = 0; m < M; m++) memcpy(got + m * nr, yout + m * N + r0, (size_t)nr * 4);
+        char nm[400];
+        snprintf(nm, sizeof nm, "%s rows %lld+%lld", name, (long long)r0, (long long)nr);
+        m40t_compare(nm, got, m40_tensor_data(yr), M * nr, tol_for(K));
+        free(got);
+        m40_tensor_free(yr); m40_tensor_free(vd); m40_tensor_free(vs); m40_tensor_free(bv);
+    }
+    free(yout);
+    m40_tensor_free(xg); m40_tensor_free(xbase_g); m40_tensor_free(xh);
+    m40_tensor_free(bh); m40_tensor_free(bg); m40_tensor_free(yg);
+}
+
+static const m40_quant_format F_Q4ROW = {M40_DTYPE_Q4, 0, M40_DTYPE_F16};
+static const m40_quant_format F_Q8ROW = {M40_DTYPE_Q8, 0, M40_DTYPE_F16};
+static const m40_quant_format F_F16 = {M40_DTYPE_F16, 0, M40_DTYPE_F16};
+
+/* The ChatGLM2 shapes: official layouts (q4/q8 per row, f16 scales) and f16
+** weights; batch 1..8 and two prefill sizes; a 192-row slice at each end. */
+static void test_chatglm_shapes(void) {
+    static const int64_t shapes[][2] = {{4608, 4096}, {4096, 4096}, {27392, 4096}, {4096, 13696}};
+    const m40_quant_format fmts[] = {F_Q4ROW, F_Q8ROW, F_F16, {M40_DTYPE_Q4, 64, M40_DTYPE_F32}};
+    for (int s = 0; s < 4; s++)
+        for (int f = 0; f < 4; f++) {
+            if (f == 3 && s != 2) continue; /* a grouped format on one big shape */
+            qpair q = make_weight(fmts[f], shapes[s][0], shapes[s][1], 100 + (uint64_t)(s * 4 + f));
+            for (int64_t M = 1; M <= 8; M++)
+                if (f < 2 || M == 1 || M == 5 || M == 8)
+                    run_case(&q, M, M % 2, 0, 96, 96, 0, 1000 + (uint64_t)M);
+            run_case(&q, 130, 1, 0, 64, 64, 0, 2000);
+            if (s == 0) run_case(&q, 512, 0, 0, 32, 32, 0, 2001);
+            qpair_free(q);
+        }
+}
+
+/* Every format on odd shapes, full comparison, all variants. */
+static void test_odd_shapes(void) {
+    static const int64_t shapes[][2] = {{1, 32}, {7, 64}, {127, 4097}, {129, 1000},
+                                        {33, 4128}, {300, 96}, {9, 1}};
+    m40_quant_format fmts[18];
+    int nf = 0;
+    const int groups[] = {0, 32, 64, 128};
+    for (int wt = 0; wt < 2; wt++)
+        for (int g = 0; g < 4; g++)
+            for (int sd = 0; sd < 2; sd++)
+                fmts[nf++] = (m40_quant_format){wt ? M40_DTYPE_Q8 : M40_DTYPE_Q4, groups[g],
+                                                sd ? M40_DTYPE_F32 : M40_DTYPE_F16};
+    fmts[nf++] = F_F16;
+    static const int64_t Ms[] = {1, 2, 3, 4, 7, 8, 9, 17, 130};
+    for (int s = 0; s < 7; s++)
+        for (int f = 0; f < nf; f++) {
+            qpair q = make_weight(fmts[f], shapes[s][0], shapes[s][1], 300 + (uint64_t)(s * 32 + f));
+            for (int mi = 0; mi < 9; mi++) {
+                int64_t M = Ms[mi];
+                if (f % 3 != 0 && mi % 2) continue; /* thin the grid a little */
+                run_case(&q, M, (mi + f) % 2, 0, q.n, 0, 0, 3000 + (uint64_t)mi);
+                if (M <= 8) {
+                    for (int v = 1; v <= 4; v++)
+                        if (mi % 3 == 0 || v == 3) run_case(&q, M, 1, v, q.n, 0, 0, 4000 + (uint64_t)v);
+                } else {
+                    run_case(&q, M, 1, 6, q.n, 0, 0, 5000);
+                }
+            }
+            run_case(&q, 3, 1, 0, q.n, 0, 1, 6000);  /* unaligned x: generic gemv */
+            run_case(&q, 20, 0, 0, q.n, 0, 1, 6001); /* unaligned x: generic gemm */
+            qpair_free(q);
+        }
+}
+
+int main(void) {
+    G = m40t_gpu_ctx_or_skip("test_quant_gpu");
+    if (!G) return M40T_SKIP;
+    m40_ctx_desc d;
+    m40_ctx_desc_init(&d);
+    d.device = M40_DEVICE_CPU;
+    if (m40_ctx_create(&d, &C) != M40_OK) return 1;
+    test_odd_shapes();
+    test_chatglm_shapes();
+    m40_ctx_destroy(C);
+    m40_ctx_destroy(G);
+    return m40t_finish("test_quant_gpu");
+}

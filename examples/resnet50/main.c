@@ -26,7 +26,10 @@ static void usage(FILE *f) {
             "  --device N | --cpu   CUDA device (default 0) or the CPU reference\n"
             "  --batch N            batch size when no images are given (default 1)\n"
             "  --bench R            time R runs after warm-up (CUDA graph replay on a GPU)\n"
-            "  --card m40-12g|m40-24g  plan against a card's memory (default: this device)\n");
+            "  --card m40-12g|m40-24g  plan against a card's memory (default: this device)\n"
+            "  --input-tensor FILE  take the batch from tensor \"input\" [N,3,224,224] of a\n"
+            "                       .safetensors file instead of images (for comparisons)\n"
+            "  --save-logits FILE   write the logits as raw little-endian float32\n");
 }
 
 static double now_s(void) {
@@ -55,7 +58,7 @@ static char **categories(m40_st_file *w, int n) {
 }
 
 int main(int argc, char **argv) {
-    const char *wpath = NULL, *card = NULL;
+    const char *wpath = NULL, *card = NULL, *in_path = NULL, *logits_path = NULL;
     int random = 0, device = 0, batch = 1, bench = 0;
     uint64_t seed = 0;
     const char **images = calloc((size_t)argc, sizeof *images);
@@ -71,6 +74,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--batch") && v) batch = atoi(argv[++i]);
         else if (!strcmp(a, "--bench") && v) bench = atoi(argv[++i]);
         else if (!strcmp(a, "--card") && v) card = argv[++i];
+        else if (!strcmp(a, "--input-tensor") && v) in_path = argv[++i];
+        else if (!strcmp(a, "--save-logits") && v) logits_path = argv[++i];
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         else if (a[0] == '-') { fprintf(stderr, "resnet50: unknown option '%s'\n", a); usage(stderr); return 2; }
         else images[nimg++] = a;
@@ -82,7 +87,23 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (batch < 1 || bench < 0) { fprintf(stderr, "resnet50: bad --batch or --bench\n"); return 2; }
+    if (nimg && in_path) { fprintf(stderr, "resnet50: images or --input-tensor, not both\n"); return 2; }
     if (nimg) batch = nimg;
+    m40_st_file *inf = NULL;
+    const m40_st_tensor *int_t = NULL;
+    if (in_path) {
+        if (m40_st_open(in_path, &inf) != M40_OK) {
+            fprintf(stderr, "resnet50: %s\n", m40_st_errmsg(inf));
+            return 1;
+        }
+        int_t = m40_st_find(inf, "input");
+        if (!int_t || int_t->dtype != M40_DTYPE_F32 || int_t->ndim != 4 || int_t->shape[1] != 3 ||
+            int_t->shape[2] != 224 || int_t->shape[3] != 224) {
+            fprintf(stderr, "resnet50: %s: need an f32 tensor \"input\" [N,3,224,224]\n", in_path);
+            return 1;
+        }
+        batch = (int)int_t->shape[0];
+    }
 
     m40_st_file *w = NULL;
     rn_config cfg = rn_resnet50();
@@ -147,7 +168,8 @@ int main(int argc, char **argv) {
     m40_tensor *tin, *tout;
     m40_graph_get_tensor(m.g, m.input_id, &tin);
     m40_graph_get_tensor(m.g, m.logits_id, &tout);
-    if (nimg) st = m40_tensor_upload(ctx, tin, input, m40_tensor_nbytes(tin));
+    if (int_t) st = m40_tensor_upload(ctx, tin, m40_st_data(inf, int_t), int_t->nbytes);
+    else if (nimg) st = m40_tensor_upload(ctx, tin, input, m40_tensor_nbytes(tin));
     else st = m40_fill_random(ctx, tin, seed + 7, M40_RANDOM_NORMAL, 0, 1);
     if (st == M40_OK) st = m40_graph_run(m.g);
     size_t nlog = (size_t)batch * cfg.classes;
@@ -156,6 +178,14 @@ int main(int argc, char **argv) {
     if (st != M40_OK) {
         fprintf(stderr, "resnet50: %s\n", m40_errmsg(ctx));
         return 1;
+    }
+    if (logits_path) {
+        FILE *lf = fopen(logits_path, "wb");
+        if (!lf || fwrite(logits, sizeof(float), nlog, lf) != nlog) {
+            fprintf(stderr, "resnet50: cannot write %s\n", logits_path);
+            return 1;
+        }
+        fclose(lf);
     }
     char **names = categories(w, cfg.classes);
     for (int i = 0; i < nimg; i++) {
@@ -201,5 +231,6 @@ int main(int argc, char **argv) {
     rn_free(&m);
     m40_ctx_destroy(ctx);
     m40_st_close(w);
+    m40_st_close(inf);
     return 0;
 }

@@ -1,6 +1,6 @@
 # SGEMM bench (issue 4): ours vs cuBLAS (pedantic FP32) + the teaching trail.
 #   sgemm_bench [--trail N|--no-trail] [--shapes squares|resnet|chatglm|all]
-if(M40_HAVE_CUDA)
+if(M40_HAVE_CUDA AND M40_CUBLAS)  # the baselines are cuBLAS
   add_executable(sgemm_bench bench/sgemm/sgemm_bench.cu)
   target_include_directories(sgemm_bench PRIVATE ${PROJECT_SOURCE_DIR}/kernels
                              ${PROJECT_SOURCE_DIR}/bench/sgemm)

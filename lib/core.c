@@ -24,7 +24,11 @@ const char *m40_version(void) { return M40_VERSION_STRING; }
 const char *m40_build_info(void) {
 #ifdef M40_HAVE_CUDA
     return "cuda=" M40_CUDA_VERSION_STRING " archs=" M40_CUDA_ARCHS_STRING
+#ifdef M40_HAVE_CUBLAS
            " cublas=yes"
+#else
+           " cublas=no"
+#endif
 #ifdef M40_HAVE_CUDNN
            " cudnn=yes";
 #else

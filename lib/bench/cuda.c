@@ -3,7 +3,9 @@
 #include "bench.h"
 #include "../internal.h"
 
+#ifdef M40_HAVE_CUBLAS
 #include <cublas_v2.h>
+#endif
 #include <cuda_runtime_api.h>
 
 m40_status m40__bench_event_create(m40_ctx *ctx, void **ev) {
@@ -48,6 +50,7 @@ m40_status m40__bench_cublas_linear(m40_ctx *ctx, const m40_tensor *x, const m40
         return m40__err(ctx, M40_ERR_SHAPE, "cuBLAS baseline: shapes do not fit y = x·wᵀ");
     void *hv = NULL;
     if ((st = m40__cuda_cublas(ctx, &hv)) != M40_OK) return st;
+#ifdef M40_HAVE_CUBLAS
     const float one = 1.0f, zero = 0.0f;
     /* row-major y[M,N] = x[M,K]·w[N,K]ᵀ as column-major yᵀ = wᵀ(op T)·xᵀ */
     cublasStatus_t s = cublasSgemm((cublasHandle_t)hv, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one,
@@ -55,6 +58,7 @@ m40_status m40__bench_cublas_linear(m40_ctx *ctx, const m40_tensor *x, const m40
                                    (float *)y->data, N);
     if (s != CUBLAS_STATUS_SUCCESS)
         return m40__err(ctx, M40_ERR_CUDA, "cublasSgemm (baseline) failed: status %d", (int)s);
+#endif
     return M40_OK;
 }
 

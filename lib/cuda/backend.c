@@ -4,7 +4,9 @@
 #include "../internal.h"
 #include "../../kernels/launch.h"
 
+#ifdef M40_HAVE_CUBLAS
 #include <cublas_v2.h>
+#endif
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,7 +96,9 @@ void m40__cuda_ctx_fini(m40_ctx *ctx) {
         cudaStreamSynchronize((cudaStream_t)ctx->stream);
         cudaStreamDestroy((cudaStream_t)ctx->stream);
     }
+#ifdef M40_HAVE_CUBLAS
     if (ctx->cublas) cublasDestroy((cublasHandle_t)ctx->cublas);
+#endif
     if (ctx->ws) cudaFree(ctx->ws);
     ctx->stream = NULL;
     ctx->cublas = NULL;
@@ -153,6 +157,7 @@ m40_status m40__cuda_copy_strided(m40_ctx *ctx, m40_tensor *dst, const m40_tenso
     return e ? m40__cuda_check(ctx, e, "m40_tensor_copy (strided kernel)") : M40_OK;
 }
 
+#ifdef M40_HAVE_CUBLAS
 static const char *cublas_name(cublasStatus_t s) {
     switch (s) {
     case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
@@ -216,6 +221,21 @@ static m40_status linear_cublas(m40_ctx *ctx, int M, int N, int K, const float *
     }
     return M40_OK;
 }
+#else
+m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle) {
+    *handle = NULL;
+    return m40__err(ctx, M40_ERR_UNSUPPORTED,
+                    "this libm40 was built without cuBLAS (M40_CUBLAS=OFF): no cuBLAS baseline");
+}
+
+static m40_status linear_cublas(m40_ctx *ctx, int M, int N, int K, const float *x,
+                                const float *w, const float *bias,
+                                const m40_tensor_desc *dbias, float *y) {
+    (void)M; (void)N; (void)K; (void)x; (void)w; (void)bias; (void)dbias; (void)y;
+    void *h;
+    return m40__cuda_cublas(ctx, &h);
+}
+#endif
 
 m40_status m40__cuda_workspace(m40_ctx *ctx, size_t bytes, void **p) {
     if (bytes > ctx->ws_bytes) {

@@ -84,8 +84,10 @@ m40_status m40_graph_alloc(m40_graph *g) {
     size_t ws = 0;
     for (int n = 0; n < g->nnodes && st == M40_OK && ctx->is_gpu; n++)
         if (g->nodes[n].d.op == M40_OP_LINEAR) {
+#ifdef M40_HAVE_CUBLAS
             void *h = NULL;
             if (!ctx->cublas) st = m40__cuda_cublas(ctx, &h);
+#endif
             const m40_tensor_desc *x = &g->tensors[g->nodes[n].d.inputs[0]].desc;
             const m40_tensor_desc *w = &g->tensors[g->nodes[n].d.inputs[1]].desc;
             int64_t K = x->shape[x->ndim - 1], M = K ? m40_tensor_desc_numel(x) / K : 0;

@@ -16,8 +16,13 @@
 #define _POSIX_C_SOURCE 200809L
 #include <m40/m40.h>
 
+#include <m40/quant.h>
+
 #include "bench/bench.h"
 #include "bench/sampler.h"
+#ifdef M40B_HAVE_RESNET
+#include "resnet.h"
+#endif
 
 #include <math.h>
 #include <stdio.h>
@@ -47,6 +52,10 @@ typedef struct bench_env {
     bool text; /* print result lines to stdout */
     int failed;
 } bench_env;
+
+static m40_location side_of(const bench_env *e) {
+    return e->info.is_gpu ? M40_LOC_DEVICE : M40_LOC_HOST;
+}
 
 /* ---- measuring ------------------------------------------------------------- */
 
@@ -347,6 +356,263 @@ static int run_gemm(bench_env *e) {
     return 0;
 }
 
+/* ---- gemv: weight-only quantized y = x·Wᵀ, effective bandwidth --------------- */
+
+typedef struct gemv_arg {
+    m40_tensor *x, *y, *data, *scale, *copy_dst;
+    m40_qweight w;
+    int copy;
+} gemv_arg;
+
+static m40_status gemv_op(bench_env *e, void *arg) {
+    gemv_arg *a = arg;
+    if (a->copy) /* the baseline: stream the same bytes through a device copy */
+        return m40__bench_memcpy_d2d(e->ctx, m40_tensor_data(a->copy_dst),
+                                     m40_tensor_data(a->data), m40_tensor_nbytes(a->data));
+    return m40_quant_linear(e->ctx, a->x, &a->w, NULL, a->y);
+}
+
+/* Random bytes into a device tensor (quantized codes need no quantizer to be timed). */
+static m40_status upload_random(bench_env *e, m40_tensor *t, uint64_t seed) {
+    size_t n = m40_tensor_nbytes(t);
+    unsigned char *b = malloc(n ? n : 1);
+    if (!b) return M40_ERR_OOM_HOST;
+    for (size_t i = 0; i < n; i++) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        b[i] = (unsigned char)seed;
+    }
+    m40_status st = m40_tensor_upload(e->ctx, t, b, n);
+    free(b);
+    return st;
+}
+
+static int run_gemv(bench_env *e) {
+    int64_t sz[M40B_MAX_SIZES][3];
+    int ns = parse_sizes(e->o->sizes, sz, M40B_MAX_SIZES);
+    if (ns <= 0) {
+        fprintf(stderr, "m40-bench gemv: --sizes takes MxNxK (M rows of x, W [N,K]), e.g. 1x4096x4096\n");
+        return 2;
+    }
+    static const m40_quant_format fmts[3] = {{M40_DTYPE_Q8, 0, M40_DTYPE_F16},
+                                             {M40_DTYPE_Q4, 0, M40_DTYPE_F16},
+                                             {M40_DTYPE_F16, 0, M40_DTYPE_F16}};
+    for (int i = 0; i < ns; i++)
+        for (int f = 0; f < 3; f++) {
+            int64_t M = sz[i][0], N = sz[i][1], K = sz[i][2], xs[2] = {M, K}, ys[2] = {M, N};
+            gemv_arg a = {0};
+            m40_tensor_desc dd, sd;
+            char label[64];
+            snprintf(label, sizeof label, "%lldx%lldx%lld %s", (long long)M, (long long)N,
+                     (long long)K, m40_quant_format_name(&fmts[f]));
+            a.w.fmt = fmts[f];
+            a.w.n = N;
+            a.w.k = K;
+            bool ok = m40_quant_descs(&fmts[f], N, K, &dd, &sd) == M40_OK &&
+                      m40_tensor_create(e->ctx, &dd, side_of(e), &a.data) == M40_OK &&
+                      m40_tensor_create(e->ctx, &dd, side_of(e), &a.copy_dst) == M40_OK &&
+                      upload_random(e, a.data, 0x9E3779B97F4A7C15ull + (uint64_t)f) == M40_OK &&
+                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, xs, &a.x) == M40_OK &&
+                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, ys, &a.y) == M40_OK &&
+                      m40_fill_random(e->ctx, a.x, 3, M40_RANDOM_UNIFORM, -1, 1) == M40_OK;
+            if (ok && fmts[f].wtype != M40_DTYPE_F16)
+                ok = m40_tensor_create(e->ctx, &sd, side_of(e), &a.scale) == M40_OK &&
+                     m40_fill_random(e->ctx, a.scale, 4, M40_RANDOM_UNIFORM, 1e-3f, 1e-2f) == M40_OK;
+            if (ok && fmts[f].wtype == M40_DTYPE_F16) /* f16 codes must be finite numbers */
+                ok = m40_fill_random(e->ctx, a.data, 5, M40_RANDOM_UNIFORM, -1, 1) == M40_OK;
+            a.w.data = a.data;
+            a.w.scale = a.scale;
+            double bytes = (double)m40_quant_nbytes(&fmts[f], N, K);
+            if (!ok) {
+                fprintf(stderr, "m40-bench gemv %s: %s\n", label, m40_errmsg(e->ctx));
+                e->failed = 1;
+                goto next;
+            }
+            m40__bench_result *base = NULL;
+            double base_value = 0;
+            if (e->info.is_gpu) {
+                a.copy = 1;
+                base = new_result(e, "gemv", "device copy", label, "GB/s");
+                if (base) {
+                    base->batch = (double)M;
+                    base->m = M, base->n = N, base->k = K;
+                    base->work = 2.0 * (double)m40_tensor_nbytes(a.data); /* read + write */
+                    if (measure(e, gemv_op, &a, base) == 0) base_value = base->value;
+                    else e->failed = 1;
+                    if (e->text) print_result(base);
+                }
+            }
+            a.copy = 0;
+            m40__bench_result *r = new_result(e, "gemv", "m40_quant_linear", label, "GB/s");
+            if (r) {
+                r->batch = (double)M;
+                r->m = M, r->n = N, r->k = K;
+                r->work = bytes; /* effective: weight + scale bytes read once */
+                if (base) {
+                    snprintf(r->baseline, sizeof r->baseline, "%s", base->impl);
+                    r->baseline_value = base_value;
+                }
+                if (measure(e, gemv_op, &a, r) != 0) e->failed = 1;
+                if (e->text) print_result(r);
+            }
+        next:
+            m40_tensor_free(a.x);
+            m40_tensor_free(a.y);
+            m40_tensor_free(a.data);
+            m40_tensor_free(a.scale);
+            m40_tensor_free(a.copy_dst);
+        }
+    return 0;
+}
+
+/* ---- conv: ResNet-50's convolutions, m40_conv2d vs a GEMM of the same FLOPs --- */
+
+typedef struct conv_arg {
+    m40_conv2d_desc d;
+    m40_tensor *x, *w, *b, *y, *ga, *gb, *gc;
+    int gemm;
+} conv_arg;
+
+static m40_status conv_op(bench_env *e, void *arg) {
+    conv_arg *a = arg;
+    if (a->gemm) return m40_matmul(e->ctx, a->ga, a->gb, NULL, a->gc);
+    return m40_conv2d(e->ctx, &a->d, a->x, a->w, NULL, a->b, NULL, a->y);
+}
+
+static int run_conv(bench_env *e) {
+    /* H(=W) C K R stride: every distinct conv of torchvision's ResNet-50 at 224x224 */
+    static const int L[][5] = {{224, 3, 64, 7, 2},   {56, 64, 64, 1, 1},    {56, 64, 64, 3, 1},
+                               {56, 64, 256, 1, 1},  {56, 256, 64, 1, 1},   {56, 256, 128, 1, 1},
+                               {56, 128, 128, 3, 2}, {28, 128, 512, 1, 1},  {56, 256, 512, 1, 2},
+                               {28, 512, 128, 1, 1}, {28, 128, 128, 3, 1},  {28, 512, 256, 1, 1},
+                               {28, 256, 256, 3, 2}, {14, 256, 1024, 1, 1}, {28, 512, 1024, 1, 2},
+                               {14, 1024, 256, 1, 1}, {14, 256, 256, 3, 1}, {14, 1024, 512, 1, 1},
+                               {14, 512, 512, 3, 2}, {7, 512, 2048, 1, 1},  {14, 1024, 2048, 1, 2},
+                               {7, 2048, 512, 1, 1}, {7, 512, 512, 3, 1}};
+    int64_t sz[M40B_MAX_SIZES][3];
+    int ns = parse_sizes(e->o->sizes, sz, M40B_MAX_SIZES);
+    if (ns <= 0) {
+        fprintf(stderr, "m40-bench conv: --sizes takes batch sizes, e.g. 1,32\n");
+        return 2;
+    }
+    for (int i = 0; i < ns; i++)
+        for (size_t l = 0; l < sizeof L / sizeof L[0]; l++) {
+            int64_t N = sz[i][0], H = L[l][0], C = L[l][1], K = L[l][2], R = L[l][3], s = L[l][4];
+            int64_t P = (H + 2 * (R / 2) - R) / s + 1;
+            int64_t xs[4] = {N, C, H, H}, ws[4] = {K, C, R, R}, bs[1] = {K}, ys[4] = {N, K, P, P};
+            int64_t gas[2] = {N * P * P, C * R * R}, gbs[2] = {K, C * R * R}, gcs[2] = {N * P * P, K};
+            conv_arg a = {0};
+            m40_conv2d_desc_init(&a.d);
+            a.d.stride_h = a.d.stride_w = (int)s;
+            a.d.pad_h = a.d.pad_w = (int)(R / 2);
+            a.d.relu = 1;
+            char label[64];
+            snprintf(label, sizeof label, "n%lld %lldx%lld %lld>%lld %lldx%lld/%lld", (long long)N,
+                     (long long)H, (long long)H, (long long)C, (long long)K, (long long)R,
+                     (long long)R, (long long)s);
+            bool ok = m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, xs, &a.x) == M40_OK &&
+                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, ws, &a.w) == M40_OK &&
+                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 1, bs, &a.b) == M40_OK &&
+                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, ys, &a.y) == M40_OK &&
+                      m40_fill_random(e->ctx, a.x, 1, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
+                      m40_fill_random(e->ctx, a.w, 2, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
+                      m40_fill_random(e->ctx, a.b, 3, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
+                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, gas, &a.ga) == M40_OK &&
+                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, gbs, &a.gb) == M40_OK &&
+                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, gcs, &a.gc) == M40_OK &&
+                      m40_fill_random(e->ctx, a.ga, 4, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
+                      m40_fill_random(e->ctx, a.gb, 5, M40_RANDOM_UNIFORM, -1, 1) == M40_OK;
+            double work = 2.0 * (double)(N * P * P) * (double)K * (double)(C * R * R);
+            m40__bench_result *base = NULL, *r;
+            double base_value = 0;
+            if (!ok) {
+                fprintf(stderr, "m40-bench conv %s: %s\n", label, m40_errmsg(e->ctx));
+                e->failed = 1;
+                goto next;
+            }
+            a.gemm = 1;
+            base = new_result(e, "conv", "m40_matmul same GEMM", label, "GFLOP/s");
+            if (base) {
+                base->batch = (double)N;
+                base->m = N * P * P, base->n = K, base->k = C * R * R;
+                base->work = work;
+                if (measure(e, conv_op, &a, base) == 0) base_value = base->value;
+                else e->failed = 1;
+                if (e->text) print_result(base);
+            }
+            a.gemm = 0;
+            r = new_result(e, "conv", "m40_conv2d", label, "GFLOP/s");
+            if (r) {
+                r->batch = (double)N;
+                r->m = N * P * P, r->n = K, r->k = C * R * R;
+                r->work = work;
+                if (base) {
+                    snprintf(r->baseline, sizeof r->baseline, "%s", base->impl);
+                    r->baseline_value = base_value;
+                }
+                if (measure(e, conv_op, &a, r) != 0) e->failed = 1;
+                if (e->text) print_result(r);
+            }
+        next:
+            m40_tensor_free(a.x); m40_tensor_free(a.w); m40_tensor_free(a.b); m40_tensor_free(a.y);
+            m40_tensor_free(a.ga); m40_tensor_free(a.gb); m40_tensor_free(a.gc);
+        }
+    return 0;
+}
+
+/* ---- resnet50: the example's graph, images/s ------------------------------------ */
+
+#ifdef M40B_HAVE_RESNET
+static m40_status resnet_op(bench_env *e, void *arg) {
+    (void)e;
+    return m40_graph_run(((rn_model *)arg)->g);
+}
+
+static int run_resnet50(bench_env *e) {
+    int64_t sz[M40B_MAX_SIZES][3];
+    int ns = parse_sizes(e->o->sizes, sz, M40B_MAX_SIZES);
+    if (ns <= 0) {
+        fprintf(stderr, "m40-bench resnet50: --sizes takes batch sizes, e.g. 1,8,64\n");
+        return 2;
+    }
+    rn_config cfg = rn_resnet50();
+    for (int i = 0; i < ns; i++) {
+        rn_model m;
+        char err[512], label[32];
+        int N = (int)sz[i][0];
+        snprintf(label, sizeof label, "batch %d", N);
+        if (rn_build(e->ctx, &cfg, NULL, 1, N, 224, 224, NULL, &m, err, sizeof err) != M40_OK) {
+            fprintf(stderr, "m40-bench resnet50 %s: %s\n", label, err);
+            e->failed = 1;
+            continue;
+        }
+        m40_tensor *in;
+        if (m40_graph_get_tensor(m.g, m.input_id, &in) != M40_OK ||
+            m40_fill_random(e->ctx, in, 9, M40_RANDOM_NORMAL, 0, 1) != M40_OK ||
+            m40_graph_run(m.g) != M40_OK || m40_ctx_sync(e->ctx) != M40_OK) {
+            fprintf(stderr, "m40-bench resnet50 %s: %s\n", label, m40_errmsg(e->ctx));
+            e->failed = 1;
+            rn_free(&m);
+            continue;
+        }
+        int graph = e->info.is_gpu && m40_graph_capture(m.g, 1) == M40_OK;
+        m40__bench_result *r = new_result(e, "resnet50", graph ? "m40 graph (CUDA graph)" : "m40 graph",
+                                          label, "GFLOP/s");
+        if (r) {
+            r->batch = N;
+            r->work = 8.18e9 * N; /* 8.18 GFLOP per 224x224 image */
+            if (measure(e, resnet_op, &m, r) != 0) e->failed = 1;
+            if (e->text) {
+                print_result(r);
+                printf("      = %.1f images/s (8.18 GFLOP/image); PyTorch side: "
+                       "bench/resnet50/torch_resnet50.py --bench %d\n", r->value / 8.18, N);
+            }
+        }
+        rn_free(&m);
+    }
+    return 0;
+}
+#endif
+
 /* ---- the command table ------------------------------------------------------ */
 
 typedef struct bench_cmd {
@@ -363,9 +629,18 @@ static const bench_cmd commands[] = {
     {"gemm", run_gemm, 8,
      "1x4096x4096,8x4096x4096,32x4096x4096,128x4096x4096,512x4096x4096,2048x4096x4096,4096",
      "FP32 y[M,N] = x[M,K]·w[N,K]^T (sizes MxNxK or N): m40_matmul vs cuBLAS pedantic FP32"},
-    {"conv", NULL, 5, NULL, "convolution layers vs cuDNN"},
-    {"resnet50", NULL, 5, NULL, "ResNet-50 inference, images/s vs PyTorch"},
-    {"gemv", NULL, 6, NULL, "int8/int4 weight-only GEMV vs the bandwidth limit"},
+    {"conv", run_conv, 5, "1,32",
+     "ResNet-50's 23 distinct convs at batch N (sizes): m40_conv2d (+bias+ReLU) vs m40_matmul "
+     "on the GEMM of the same FLOPs (cuDNN baseline: issue 5)"},
+#ifdef M40B_HAVE_RESNET
+    {"resnet50", run_resnet50, 5, "1,8,64",
+     "ResNet-50 (examples/resnet50 graph, random weights) at batch N: GFLOP/s and images/s"},
+#else
+    {"resnet50", NULL, 5, NULL, "ResNet-50 inference (needs the example: libpng/libjpeg)"},
+#endif
+    {"gemv", run_gemv, 6,
+     "1x4096x4096,1x27392x4096,1x65024x4096,8x27392x4096",
+     "weight-only q8/q4/f16 y = x·W^T (sizes MxNxK): effective GB/s vs a device copy"},
     {"chatglm", NULL, 7, NULL, "ChatGLM2-6B decode, tokens/s"},
 };
 #define NCOMMANDS ((int)(sizeof commands / sizeof commands[0]))

@@ -8,3 +8,7 @@ target_include_directories(m40-bench PRIVATE ${PROJECT_SOURCE_DIR}/lib ${CMAKE_C
 target_link_libraries(m40-bench PRIVATE m40_static Threads::Threads m)
 target_compile_options(m40-bench PRIVATE -Wall -Wextra $<$<BOOL:${M40_WERROR}>:-Werror>)
 install(TARGETS m40-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET m40_resnet_example)
+  target_link_libraries(m40-bench PRIVATE m40_resnet_example)
+  target_compile_definitions(m40-bench PRIVATE M40B_HAVE_RESNET)
+endif()

@@ -58,7 +58,8 @@ double m40__bench_m40_floor(const m40__bench_result *r, char *formula, size_t n)
         else if (flop)
             snprintf(formula, n, "%.4g GFLOP / %.0f GFLOP/s = %.4g ms", r->work / 1e9, lim, ms);
         else
-            snprintf(formula, n, "%.4g GB (read+write) / %.1f GB/s = %.4g ms", r->work / 1e9,
+            snprintf(formula, n, "%.4g GB %s / %.1f GB/s = %.4g ms", r->work / 1e9,
+                     strcmp(r->workload, "gemv") == 0 ? "(weights+scales read)" : "(read+write)",
                      lim, ms);
     }
     return ms;

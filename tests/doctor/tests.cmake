@@ -11,13 +11,25 @@ if(M40_BUILD_EXAMPLES)
     COMMAND m40-bench gemm --cpu --sizes 17x33x9,8 --warmup 1 --repeats 3 --json)
   set_tests_properties(m40_bench_harness_cpu PROPERTIES LABELS cpu
     PASS_REGULAR_EXPRESSION "\"schema\":\"m40-bench/1\".*\"label\":\"8x8x8\"")
-  add_test(NAME m40_bench_not_implemented COMMAND m40-bench conv)
+  add_test(NAME m40_bench_not_implemented COMMAND m40-bench chatglm)
   set_tests_properties(m40_bench_not_implemented PROPERTIES LABELS cpu
-    PASS_REGULAR_EXPRESSION "not implemented yet \\(issue 5\\)")
+    PASS_REGULAR_EXPRESSION "not implemented yet \\(issue 7\\)")
+  add_test(NAME m40_bench_gemv_cpu
+    COMMAND m40-bench gemv --cpu --sizes 2x64x96 --warmup 1 --repeats 2 --json)
+  set_tests_properties(m40_bench_gemv_cpu PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "\"label\":\"2x64x96 q4/row/f16\"")
   # On a GPU: measures (exit 0); without one: 77 = skipped.
   add_test(NAME m40_bench_gpu
     COMMAND m40-bench copy --sizes 1,16 --warmup 1 --repeats 5)
   add_test(NAME m40_bench_gpu_gemm
     COMMAND m40-bench gemm --sizes 1x256x256,256 --warmup 1 --repeats 5)
-  set_tests_properties(m40_bench_gpu m40_bench_gpu_gemm PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
+  add_test(NAME m40_bench_gpu_gemv
+    COMMAND m40-bench gemv --sizes 1x4096x4096,8x4096x4096 --warmup 1 --repeats 5)
+  add_test(NAME m40_bench_gpu_conv COMMAND m40-bench conv --sizes 1 --warmup 1 --repeats 3)
+  set_tests_properties(m40_bench_gpu m40_bench_gpu_gemm m40_bench_gpu_gemv m40_bench_gpu_conv
+    PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
+  if(TARGET m40_resnet_example)
+    add_test(NAME m40_bench_gpu_resnet50 COMMAND m40-bench resnet50 --sizes 1 --warmup 1 --repeats 3)
+    set_tests_properties(m40_bench_gpu_resnet50 PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
+  endif()
 endif()

@@ -25,6 +25,8 @@ M40_GFLOPS = 6840.0  # FP32 at the 1114 MHz boost clock (shared/docs/m40-facts.m
 M40_GBS = 288.4      # GB/s, 384-bit GDDR5
 
 DEFAULT_SIZES = {
+    "conv": "1,32",
+    "resnet50": "1,8,64",
     "copy": "1,8,64,256,1024",
     "gemm": "1x4096x4096,8x4096x4096,32x4096x4096,128x4096x4096,512x4096x4096,"
             "2048x4096x4096,4096",
@@ -205,6 +207,55 @@ def run_gemm(torch, args, dev, sampler, is_m40):
     return out
 
 
+# every distinct conv of torchvision's ResNet-50 at 224x224: H(=W), C, K, R, stride
+# (the same list, order and labels as run_conv in tools/m40-bench.c)
+RESNET50_CONVS = [(224, 3, 64, 7, 2), (56, 64, 64, 1, 1), (56, 64, 64, 3, 1), (56, 64, 256, 1, 1),
+                  (56, 256, 64, 1, 1), (56, 256, 128, 1, 1), (56, 128, 128, 3, 2),
+                  (28, 128, 512, 1, 1), (56, 256, 512, 1, 2), (28, 512, 128, 1, 1),
+                  (28, 128, 128, 3, 1), (28, 512, 256, 1, 1), (28, 256, 256, 3, 2),
+                  (14, 256, 1024, 1, 1), (28, 512, 1024, 1, 2), (14, 1024, 256, 1, 1),
+                  (14, 256, 256, 3, 1), (14, 1024, 512, 1, 1), (14, 512, 512, 3, 2),
+                  (7, 512, 2048, 1, 1), (14, 1024, 2048, 1, 2), (7, 2048, 512, 1, 1),
+                  (7, 512, 512, 3, 1)]
+
+
+def run_conv(torch, args, dev, sampler, is_m40):
+    F = torch.nn.functional
+    out = []
+    for n, _, _ in parse_sizes(args.sizes_conv):
+        for H, C, K, R, s in RESNET50_CONVS:
+            P = (H + 2 * (R // 2) - R) // s + 1
+            x = torch.empty(n, C, H, H, device=dev).uniform_(-1, 1)
+            w = torch.empty(K, C, R, R, device=dev).uniform_(-1, 1)
+            b = torch.empty(K, device=dev).uniform_(-1, 1)
+            op = lambda: F.relu(F.conv2d(x, w, b, stride=s, padding=R // 2), inplace=True)
+            t, tele = measure(torch, op, args.warmup, args.repeats, sampler)
+            work = 2.0 * n * P * P * K * C * R * R
+            r = result("conv", "torch conv2d+relu (cuDNN)", f"n{n} {H}x{H} {C}>{K} {R}x{R}/{s}", n,
+                       {"M": n * P * P, "N": K, "K": C * R * R}, "GFLOP/s", work, t, tele, is_m40)
+            out.append(r)
+            print_line(r)
+            del x, w, b
+    return out
+
+
+def run_resnet50(torch, args, dev, sampler, is_m40):
+    import torchvision
+    model = torchvision.models.resnet50(weights=None).to(dev).eval()
+    out = []
+    with torch.no_grad():
+        for n, _, _ in parse_sizes(args.sizes_resnet50):
+            x = torch.randn(n, 3, 224, 224, device=dev)
+            t, tele = measure(torch, lambda: model(x), args.warmup, args.repeats, sampler)
+            r = result("resnet50", "torch eager FP32", f"batch {n}", n, {}, "GFLOP/s",
+                       8.18e9 * n, t, tele, is_m40)
+            r["m40"]["formula"] = f"8.18 GFLOP x {n} / {M40_GFLOPS:.0f} GFLOP/s = {r['m40']['floor_ms']:.4g} ms"
+            out.append(r)
+            print_line(r)
+            print(f"      = {r['value'] / 8.18:.1f} images/s", flush=True)
+    return out
+
+
 def print_line(r):
     t = r["time_ms"]
     line = (f"{r['workload']:5s} {r['label']:16s} {r['impl']:14s} {r['value']:10.1f} {r['unit']:7s} "
@@ -221,11 +272,13 @@ def print_line(r):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("workloads", help="comma-separated: copy,gemm")
+    ap.add_argument("workloads", help="comma-separated: copy,gemm,conv,resnet50")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--sizes-copy", default=DEFAULT_SIZES["copy"])
     ap.add_argument("--sizes-gemm", default=DEFAULT_SIZES["gemm"])
+    ap.add_argument("--sizes-conv", default=DEFAULT_SIZES["conv"], help="batch sizes")
+    ap.add_argument("--sizes-resnet50", default=DEFAULT_SIZES["resnet50"], help="batch sizes")
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--json", help="write results here")
     args = ap.parse_args()
@@ -247,7 +300,7 @@ def main():
           f"{torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}; "
           f"TF32 off; telemetry {'NVML, driver ' + sampler.driver if sampler.ok else 'off'}")
     torch.manual_seed(0)
-    runners = {"copy": run_copy, "gemm": run_gemm}
+    runners = {"copy": run_copy, "gemm": run_gemm, "conv": run_conv, "resnet50": run_resnet50}
     results = []
     for w in args.workloads.split(","):
         if w not in runners:
@@ -266,7 +319,8 @@ def main():
                         "cudnn": torch.backends.cudnn.version(), "tf32": False,
                         "cudnn_benchmark": True},
            "options": {"warmup": args.warmup, "repeats": args.repeats,
-                       "sizes": {"copy": args.sizes_copy, "gemm": args.sizes_gemm},
+                       "sizes": {"copy": args.sizes_copy, "gemm": args.sizes_gemm,
+                                 "conv": args.sizes_conv, "resnet50": args.sizes_resnet50},
                        "timing": "cuda events per repeat"},
            "results": results}
     if args.json:

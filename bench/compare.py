@@ -48,14 +48,17 @@ def series_key(r):
 
 def tables(docs):
     by_w = collections.OrderedDict()
-    ours = set()
+    mine, baselines = set(), set()
     for d in docs:
         for r in d["results"]:
             r["_tool"] = d["tool"]
             by_w.setdefault(r["workload"], []).append(r)
-            if d["tool"] == "m40-bench" and r.get("baseline"):
-                ours.add(r["impl"])
-    return by_w, ours
+            if d["tool"] == "m40-bench":
+                mine.add(r["impl"])
+                if r.get("baseline"):
+                    baselines.add(r["baseline"]["impl"])
+    # ours: every m40-bench implementation that is not another one's baseline
+    return by_w, mine - baselines
 
 
 def markdown(docs, by_w, ours):

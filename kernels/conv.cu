@@ -9,6 +9,7 @@
 ** Pooling: one thread per output (max or average over the in-bounds window);
 ** global average: one warp per (n, c) plane, shuffle reduction.
 ** Resources (sm_52, ptxas -v): see the CI resource table. */
+#include "launch.h"
 #include "launch_conv.h"
 
 #include <cuda_runtime.h>
@@ -51,13 +52,20 @@ static __global__ void conv2d_direct_kernel(m40k_conv_shape s, const float *__re
 }
 
 static __global__ void pool2d_kernel(int kind, int kh, int kw, int sh, int sw, int ph, int pw,
-                                     int H, int W, int P, int Q, const float *__restrict__ x,
-                                     float *__restrict__ y, int64_t total) {
+                                     int nhwc, int C, int H, int W, int P, int Q,
+                                     const float *__restrict__ x, float *__restrict__ y,
+                                     int64_t total) {
     for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total;
          o += (int64_t)gridDim.x * blockDim.x) {
-        int q = (int)(o % Q), p = (int)((o / Q) % P);
-        int64_t plane = o / ((int64_t)P * Q);
-        const float *xp = x + plane * H * W;
+        int c, p, q;
+        int64_t n;
+        if (nhwc) { /* o = ((n*P + p)*Q + q)*C + c: c fastest, coalesced */
+            c = (int)(o % C); q = (int)((o / C) % Q); p = (int)((o / ((int64_t)C * Q)) % P);
+            n = o / ((int64_t)C * Q * P);
+        } else {
+            q = (int)(o % Q); p = (int)((o / Q) % P); c = (int)((o / ((int64_t)Q * P)) % C);
+            n = o / ((int64_t)Q * P * C);
+        }
         float acc = kind == M40_POOL_MAX ? -FLT_MAX : 0.0f;
         int count = 0;
         for (int r = 0; r < kh; r++) {
@@ -66,7 +74,7 @@ static __global__ void pool2d_kernel(int kind, int kh, int kw, int sh, int sw, i
             for (int t = 0; t < kw; t++) {
                 int v = q * sw - pw + t;
                 if (v < 0 || v >= W) continue;
-                float e = xp[(int64_t)h * W + v];
+                float e = nhwc ? x[((n * H + h) * W + v) * C + c] : x[((n * C + c) * H + h) * W + v];
                 acc = kind == M40_POOL_MAX ? fmaxf(acc, e) : acc + e;
                 count++;
             }
@@ -75,6 +83,7 @@ static __global__ void pool2d_kernel(int kind, int kh, int kw, int sh, int sw, i
     }
 }
 
+/* NCHW: one warp per (n, c) plane. */
 static __global__ void global_avgpool_kernel(int NC, int HW, const float *__restrict__ x,
                                              float *__restrict__ y) {
     int lane = threadIdx.x & 31;
@@ -85,6 +94,50 @@ static __global__ void global_avgpool_kernel(int NC, int HW, const float *__rest
     for (int i = lane; i < HW; i += 32) s += xp[i];
     for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
     if (lane == 0) y[plane] = HW ? s / (float)HW : 0.0f;
+}
+
+/* NHWC: one thread per (n, c); neighbouring threads read neighbouring c. */
+static __global__ void global_avgpool_nhwc_kernel(int N, int C, int HW, const float *__restrict__ x,
+                                                  float *__restrict__ y) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= (int64_t)N * C) return;
+    int64_t n = i / C, c = i % C;
+    const float *xp = x + n * HW * C + c;
+    float s = 0.0f;
+    for (int j = 0; j < HW; j++) s += xp[(int64_t)j * C];
+    y[i] = HW ? s / (float)HW : 0.0f;
+}
+
+/* im2col for NHWC: col[m - m0][(r*S + s)*C + c] = x[n, h, w, c] (0 outside),
+** m = (n*P + p)*Q + q. c fastest: reads and writes are coalesced. */
+static __global__ void im2col_nhwc_kernel(m40k_conv_shape s, const float *__restrict__ x,
+                                          float *__restrict__ col, int64_t m0, int64_t total) {
+    int64_t rsc = (int64_t)s.R * s.S * s.C;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t m = m0 + i / rsc, j = i % rsc;
+        int c = (int)(j % s.C), t = (int)((j / s.C) % s.S), r = (int)(j / ((int64_t)s.C * s.S));
+        int q = (int)(m % s.Q), p = (int)((m / s.Q) % s.P);
+        int64_t n = m / ((int64_t)s.Q * s.P);
+        int h = p * s.sh - s.ph + r * s.dh, v = q * s.sw - s.pw + t * s.dw;
+        col[i] = h >= 0 && h < s.H && v >= 0 && v < s.W ? x[((n * s.H + h) * s.W + v) * s.C + c]
+                                                         : 0.0f;
+    }
+}
+
+/* y[m, k] = act(y·scale[k] + bias[k] + res[m, k]) over [M, K] rows: the
+** epilogue when a per-channel scale is given (the SGEMM fuses only bias). */
+static __global__ void scale_epilogue_kernel(int64_t total, int K, const float *__restrict__ scale,
+                                             const float *__restrict__ bias,
+                                             const float *__restrict__ res, int relu, float *y) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int k = (int)(i % K);
+        float v = y[i] * scale[k];
+        if (bias) v += bias[k];
+        if (res) v += res[i];
+        y[i] = relu ? fmaxf(v, 0.0f) : v;
+    }
 }
 
 static int grid_for(int64_t n) {
@@ -104,18 +157,76 @@ extern "C" int m40k_conv2d_direct(void *stream, const m40k_conv_shape *s, const 
 }
 
 extern "C" int m40k_pool2d(void *stream, int kind, int kh, int kw, int sh, int sw, int ph,
-                           int pw, int NC, int H, int W, int P, int Q, const float *x, float *y) {
-    int64_t total = (int64_t)NC * P * Q;
+                           int pw, int nhwc, int N, int C, int H, int W, int P, int Q,
+                           const float *x, float *y) {
+    int64_t total = (int64_t)N * C * P * Q;
     if (total == 0) return 0;
     pool2d_kernel<<<grid_for(total), kThreads, 0, (cudaStream_t)stream>>>(
-        kind, kh, kw, sh, sw, ph, pw, H, W, P, Q, x, y, total);
+        kind, kh, kw, sh, sw, ph, pw, nhwc, C, H, W, P, Q, x, y, total);
     return (int)cudaGetLastError();
 }
 
-extern "C" int m40k_global_avgpool(void *stream, int NC, int HW, const float *x, float *y) {
+extern "C" int m40k_global_avgpool(void *stream, int nhwc, int N, int C, int HW, const float *x,
+                                   float *y) {
+    int64_t NC = (int64_t)N * C;
     if (NC == 0) return 0;
-    int64_t threads = (int64_t)NC * 32;
-    global_avgpool_kernel<<<(unsigned)((threads + kThreads - 1) / kThreads), kThreads, 0,
-                            (cudaStream_t)stream>>>(NC, HW, x, y);
+    if (nhwc) {
+        global_avgpool_nhwc_kernel<<<(unsigned)((NC + kThreads - 1) / kThreads), kThreads, 0,
+                                     (cudaStream_t)stream>>>(N, C, HW, x, y);
+    } else {
+        int64_t threads = NC * 32;
+        global_avgpool_kernel<<<(unsigned)((threads + kThreads - 1) / kThreads), kThreads, 0,
+                                (cudaStream_t)stream>>>((int)NC, HW, x, y);
+    }
+    return (int)cudaGetLastError();
+}
+
+static bool plain_gemm(const m40k_conv_shape *s) {
+    return s->R == 1 && s->S == 1 && s->sh == 1 && s->sw == 1 && s->ph == 0 && s->pw == 0;
+}
+
+extern "C" size_t m40k_conv2d_nhwc_workspace(const m40k_conv_shape *s) {
+    if (plain_gemm(s)) return 0;
+    int64_t rsc = (int64_t)s->R * s->S * s->C, rows = (int64_t)s->N * s->P * s->Q;
+    int64_t cap = ((int64_t)128 << 20) / (rsc * 4);
+    if (cap < 1) cap = 1;
+    return (size_t)((rows < cap ? rows : cap) * rsc * 4);
+}
+
+extern "C" int m40k_conv2d_nhwc(void *stream, const m40k_conv_shape *s, const float *x,
+                                const float *w, const float *scale, const float *bias,
+                                const float *residual, float *y, void *ws, size_t ws_bytes,
+                                int sm_count) {
+    int64_t rows = (int64_t)s->N * s->P * s->Q, rsc = (int64_t)s->R * s->S * s->C;
+    if (rows == 0 || s->K == 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    bool direct = plain_gemm(s);
+    int64_t chunk = direct ? rows : (int64_t)(ws_bytes / ((size_t)rsc * 4));
+    if (chunk < 1) return (int)cudaErrorInvalidValue; /* workspace below one row */
+    if (chunk > 65535 * 64) chunk = 65535 * 64;          /* the SGEMM's grid.y limit */
+    for (int64_t m0 = 0; m0 < rows; m0 += chunk) {
+        int64_t mr = rows - m0 < chunk ? rows - m0 : chunk;
+        const float *a = x + m0 * s->C;
+        if (!direct) {
+            int64_t total = mr * rsc;
+            im2col_nhwc_kernel<<<grid_for(total), kThreads, 0, st>>>(*s, x, (float *)ws, m0, total);
+            a = (const float *)ws;
+        }
+        m40k_sgemm_args g = {};
+        g.M = (int)mr; g.N = s->K; g.K = (int)rsc;
+        g.a = a; g.lda = rsc;
+        g.b = w; g.ldb = rsc; g.b_nk = 1; g.b_f16 = 0;
+        g.c = y + m0 * s->K; g.ldc = s->K;
+        g.bias = scale ? nullptr : bias;
+        g.res = scale || !residual ? nullptr : residual + m0 * s->K; g.ldr = s->K;
+        g.act = scale || !s->relu ? M40K_SGEMM_ACT_NONE : M40K_SGEMM_ACT_RELU;
+        int e = m40k_sgemm(stream, &g, sm_count, nullptr, 0);
+        if (e) return e;
+    }
+    if (scale) {
+        int64_t total = rows * s->K;
+        scale_epilogue_kernel<<<grid_for(total), kThreads, 0, st>>>(total, s->K, scale, bias,
+                                                                    residual, s->relu, y);
+    }
     return (int)cudaGetLastError();
 }

@@ -18,9 +18,19 @@ typedef struct m40k_conv_shape {
 int m40k_conv2d_direct(void *stream, const m40k_conv_shape *s, const float *x,
                        const float *w, const float *scale, const float *bias,
                        const float *residual, float *y);
+/* NHWC: x [N,H,W,C], w [K,R,S,C], y/residual [N,P,Q,K]. One SGEMM over all
+** N·P·Q pixels (kernels/sgemm.cu, bias/residual/ReLU fused): on x itself
+** for 1x1/stride 1/no padding, else on im2col patches written to `ws` in
+** row chunks that fit ws_bytes (at least one row: R·S·C floats). */
+int m40k_conv2d_nhwc(void *stream, const m40k_conv_shape *s, const float *x, const float *w,
+                     const float *scale, const float *bias, const float *residual, float *y,
+                     void *ws, size_t ws_bytes, int sm_count);
+/* Workspace m40k_conv2d_nhwc wants (0 for a plain GEMM): patches for up
+** to 128 MiB worth of rows. */
+size_t m40k_conv2d_nhwc_workspace(const m40k_conv_shape *s);
 int m40k_pool2d(void *stream, int kind, int kh, int kw, int sh, int sw, int ph, int pw,
-                int NC, int H, int W, int P, int Q, const float *x, float *y);
-int m40k_global_avgpool(void *stream, int NC, int HW, const float *x, float *y);
+                int nhwc, int N, int C, int H, int W, int P, int Q, const float *x, float *y);
+int m40k_global_avgpool(void *stream, int nhwc, int N, int C, int HW, const float *x, float *y);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
 #include "../kernels/launch_conv.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 /* t is on the right side, F32, contiguous, with `ndim` dims. */
@@ -56,6 +57,8 @@ m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor *
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
     if (!d) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: desc is NULL", fn);
+    if (d->layout != M40_LAYOUT_NCHW && d->layout != M40_LAYOUT_NHWC)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: unknown layout %d", fn, (int)d->layout);
     if (d->stride_h < 1 || d->stride_w < 1 || d->dilation_h < 1 || d->dilation_w < 1 ||
         d->pad_h < 0 || d->pad_w < 0)
         return m40__err(ctx, M40_ERR_INVALID_ARG,
@@ -66,12 +69,15 @@ m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor *
         (st = need_f32(ctx, fn, "y", y, 4)))
         return st;
     const int64_t *xs = x->desc.shape, *ws = w->desc.shape;
-    int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = ws[0], R = ws[2], S = ws[3];
-    if (ws[1] != C) {
+    bool nhwc = d->layout == M40_LAYOUT_NHWC;
+    /* NCHW: x [N,C,H,W], w [K,C,R,S]; NHWC: x [N,H,W,C], w [K,R,S,C] */
+    int64_t N = xs[0], C = nhwc ? xs[3] : xs[1], H = nhwc ? xs[1] : xs[2], W = nhwc ? xs[2] : xs[3];
+    int64_t K = ws[0], R = nhwc ? ws[1] : ws[2], S = nhwc ? ws[2] : ws[3], wc = nhwc ? ws[3] : ws[1];
+    if (wc != C) {
         char a[96], b[96];
         return m40__err(ctx, M40_ERR_SHAPE, "%s: x %s has %lld channels but w %s expects %lld",
                         fn, m40__shape_str(&x->desc, a, sizeof a), (long long)C,
-                        m40__shape_str(&w->desc, b, sizeof b), (long long)ws[1]);
+                        m40__shape_str(&w->desc, b, sizeof b), (long long)wc);
     }
     int64_t eh = (int64_t)d->dilation_h * (R - 1) + 1, ew = (int64_t)d->dilation_w * (S - 1) + 1;
     if (H + 2 * d->pad_h < eh || W + 2 * d->pad_w < ew)
@@ -81,6 +87,7 @@ m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor *
     int64_t P = (H + 2 * d->pad_h - eh) / d->stride_h + 1;
     int64_t Q = (W + 2 * d->pad_w - ew) / d->stride_w + 1;
     int64_t ys[4] = {N, K, P, Q}, ks[1] = {K};
+    if (nhwc) ys[1] = P, ys[2] = Q, ys[3] = K;
     if ((st = need_shape(ctx, fn, "y", y, 4, ys))) return st;
     if (scale && ((st = need_f32(ctx, fn, "scale", scale, 1)) || (st = need_shape(ctx, fn, "scale", scale, 1, ks))))
         return st;
@@ -96,7 +103,16 @@ m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor *
         m40k_conv_shape s = {(int)N, (int)C, (int)H, (int)W, (int)K, (int)R, (int)S, (int)P,
                              (int)Q, d->stride_h, d->stride_w, d->pad_h, d->pad_w,
                              d->dilation_h, d->dilation_w, d->relu != 0};
-        int e = m40k_conv2d_direct(ctx->stream, &s, x->data, w->data, sp, bp, rp, y->data);
+        int e;
+        if (nhwc) {
+            size_t wsb = m40k_conv2d_nhwc_workspace(&s);
+            void *wsp = NULL;
+            if (wsb && (st = m40__cuda_workspace(ctx, wsb, &wsp)) != M40_OK) return st;
+            e = m40k_conv2d_nhwc(ctx->stream, &s, x->data, w->data, sp, bp, rp, y->data, wsp, wsb,
+                                 ctx->sm_count);
+        } else {
+            e = m40k_conv2d_direct(ctx->stream, &s, x->data, w->data, sp, bp, rp, y->data);
+        }
         return e ? m40__cuda_check(ctx, e, fn) : M40_OK;
     }
 #endif
@@ -105,10 +121,13 @@ m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor *
 }
 
 m40_status m40_pool2d(m40_ctx *ctx, m40_pool kind, int kh, int kw, int sh, int sw, int ph,
-                      int pw, const m40_tensor *x, m40_tensor *y) {
+                      int pw, const m40_tensor *x, m40_tensor *y, m40_layout layout) {
     static const char fn[] = "m40_pool2d";
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
+    if (layout != M40_LAYOUT_NCHW && layout != M40_LAYOUT_NHWC)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: unknown layout %d", fn, (int)layout);
+    bool nhwc = layout == M40_LAYOUT_NHWC;
     if (kind != M40_POOL_MAX && kind != M40_POOL_AVG)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: pool kind %d is not MAX or AVG%s", fn,
                         (int)kind, kind == M40_POOL_GLOBAL_AVG ? " (use m40_global_avgpool)" : "");
@@ -118,41 +137,47 @@ m40_status m40_pool2d(m40_ctx *ctx, m40_pool kind, int kh, int kw, int sh, int s
                         ">= 1 and 0 <= pad <= window/2", fn, kh, kw, sh, sw, ph, pw);
     if ((st = need_f32(ctx, fn, "x", x, 4)) || (st = need_f32(ctx, fn, "y", y, 4))) return st;
     const int64_t *xs = x->desc.shape;
-    if (xs[2] + 2 * ph < kh || xs[3] + 2 * pw < kw)
+    int64_t N = xs[0], C = nhwc ? xs[3] : xs[1], H = nhwc ? xs[1] : xs[2], W = nhwc ? xs[2] : xs[3];
+    if (H + 2 * ph < kh || W + 2 * pw < kw)
         return m40__err(ctx, M40_ERR_SHAPE, "%s: window %dx%d larger than the padded input", fn, kh, kw);
-    int64_t P = (xs[2] + 2 * ph - kh) / sh + 1, Q = (xs[3] + 2 * pw - kw) / sw + 1;
-    int64_t ys[4] = {xs[0], xs[1], P, Q};
+    int64_t P = (H + 2 * ph - kh) / sh + 1, Q = (W + 2 * pw - kw) / sw + 1;
+    int64_t ys[4] = {N, C, P, Q};
+    if (nhwc) ys[1] = P, ys[2] = Q, ys[3] = C;
     if ((st = need_shape(ctx, fn, "y", y, 4, ys))) return st;
 #ifdef M40_HAVE_CUDA
     if (ctx->is_gpu) {
-        if (xs[0] * xs[1] > INT_MAX)
+        if (N * C > INT_MAX)
             return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: N·C over 2^31", fn);
-        int e = m40k_pool2d(ctx->stream, (int)kind, kh, kw, sh, sw, ph, pw, (int)(xs[0] * xs[1]),
-                            (int)xs[2], (int)xs[3], (int)P, (int)Q, x->data, y->data);
+        int e = m40k_pool2d(ctx->stream, (int)kind, kh, kw, sh, sw, ph, pw, nhwc, (int)N, (int)C,
+                            (int)H, (int)W, (int)P, (int)Q, x->data, y->data);
         return e ? m40__cuda_check(ctx, e, fn) : M40_OK;
     }
 #endif
-    m40_ref_pool2d(kind, kh, kw, sh, sw, ph, pw, xs[0] * xs[1], xs[2], xs[3], P, Q, x->data, y->data);
+    m40_ref_pool2d(kind, kh, kw, sh, sw, ph, pw, layout, N, C, H, W, P, Q, x->data, y->data);
     return M40_OK;
 }
 
-m40_status m40_global_avgpool(m40_ctx *ctx, const m40_tensor *x, m40_tensor *y) {
+m40_status m40_global_avgpool(m40_ctx *ctx, const m40_tensor *x, m40_tensor *y,
+                              m40_layout layout) {
     static const char fn[] = "m40_global_avgpool";
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
+    if (layout != M40_LAYOUT_NCHW && layout != M40_LAYOUT_NHWC)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: unknown layout %d", fn, (int)layout);
     if ((st = need_f32(ctx, fn, "x", x, 4)) || (st = need_f32(ctx, fn, "y", y, 2))) return st;
     const int64_t *xs = x->desc.shape;
-    int64_t ys[2] = {xs[0], xs[1]};
+    bool nhwc = layout == M40_LAYOUT_NHWC;
+    int64_t N = xs[0], C = nhwc ? xs[3] : xs[1], HW = nhwc ? xs[1] * xs[2] : xs[2] * xs[3];
+    int64_t ys[2] = {N, C};
     if ((st = need_shape(ctx, fn, "y", y, 2, ys))) return st;
 #ifdef M40_HAVE_CUDA
     if (ctx->is_gpu) {
-        if (xs[0] * xs[1] > INT_MAX || xs[2] * xs[3] > INT_MAX)
+        if (N * C > INT_MAX || HW > INT_MAX)
             return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: sizes over 2^31", fn);
-        int e = m40k_global_avgpool(ctx->stream, (int)(xs[0] * xs[1]), (int)(xs[2] * xs[3]),
-                                    x->data, y->data);
+        int e = m40k_global_avgpool(ctx->stream, nhwc, (int)N, (int)C, (int)HW, x->data, y->data);
         return e ? m40__cuda_check(ctx, e, fn) : M40_OK;
     }
 #endif
-    m40_ref_global_avgpool(xs[0] * xs[1], xs[2] * xs[3], x->data, y->data);
+    m40_ref_global_avgpool(layout, N, C, HW, x->data, y->data);
     return M40_OK;
 }

@@ -52,13 +52,53 @@ static void test_ref_facts(void) {
     /* max / avg pool 2x2 stride 2 and global average */
     float xp[16], yp[4];
     for (int i = 0; i < 16; i++) xp[i] = (float)((i * 7) % 16);
-    m40_ref_pool2d(M40_POOL_MAX, 2, 2, 2, 2, 0, 0, 1, 4, 4, 2, 2, xp, yp);
+    m40_ref_pool2d(M40_POOL_MAX, 2, 2, 2, 2, 0, 0, M40_LAYOUT_NCHW, 1, 1, 4, 4, 2, 2, xp, yp);
     CHECK(yp[0] == fmaxf(fmaxf(xp[0], xp[1]), fmaxf(xp[4], xp[5])));
-    m40_ref_pool2d(M40_POOL_AVG, 3, 3, 2, 2, 1, 1, 1, 4, 4, 2, 2, xp, yp);
+    m40_ref_pool2d(M40_POOL_AVG, 3, 3, 2, 2, 1, 1, M40_LAYOUT_NCHW, 1, 1, 4, 4, 2, 2, xp, yp);
     CHECK(fabsf(yp[0] - (xp[0] + xp[1] + xp[4] + xp[5]) / 4) < 1e-6f); /* corner: 4 in bounds */
     float g;
-    m40_ref_global_avgpool(1, 16, xp, &g);
+    m40_ref_global_avgpool(M40_LAYOUT_NCHW, 1, 1, 16, xp, &g);
     CHECK(g == 7.5f); /* 0..15 permuted */
+}
+
+/* The NHWC reference gives the NCHW reference's numbers, transposed. */
+static void test_layouts_agree(void) {
+    enum { N = 2, Cc = 5, H = 7, W = 6, K = 4, R = 3, S = 3, P = 4, Q = 3 }; /* stride 2, pad 1 */
+    m40_conv2d_desc d;
+    m40_conv2d_desc_init(&d);
+    d.stride_h = d.stride_w = 2;
+    d.pad_h = d.pad_w = 1;
+    d.relu = 1;
+    static float x[N * Cc * H * W], xt[N * Cc * H * W], w[K * Cc * R * S], wt[K * Cc * R * S];
+    static float res[N * K * P * Q], rest[N * K * P * Q], y[N * K * P * Q], yt[N * K * P * Q];
+    float bias[K];
+    for (int i = 0; i < N * Cc * H * W; i++) x[i] = sinf(0.37f * (float)i);
+    for (int i = 0; i < K * Cc * R * S; i++) w[i] = cosf(0.11f * (float)i);
+    for (int i = 0; i < N * K * P * Q; i++) res[i] = 0.01f * (float)(i % 17);
+    for (int k = 0; k < K; k++) bias[k] = 0.1f * (float)k - 0.2f;
+    for (int n = 0; n < N; n++) for (int c = 0; c < Cc; c++) for (int h = 0; h < H; h++)
+        for (int v = 0; v < W; v++) xt[((n * H + h) * W + v) * Cc + c] = x[((n * Cc + c) * H + h) * W + v];
+    for (int k = 0; k < K; k++) for (int c = 0; c < Cc; c++) for (int r = 0; r < R; r++)
+        for (int s = 0; s < S; s++) wt[((k * R + r) * S + s) * Cc + c] = w[((k * Cc + c) * R + r) * S + s];
+    for (int n = 0; n < N; n++) for (int k = 0; k < K; k++) for (int p = 0; p < P * Q; p++)
+        rest[(n * P * Q + p) * K + k] = res[(n * K + k) * P * Q + p];
+    m40_ref_conv2d(&d, N, Cc, H, W, K, R, S, P, Q, x, w, NULL, bias, res, y);
+    d.layout = M40_LAYOUT_NHWC;
+    m40_ref_conv2d(&d, N, Cc, H, W, K, R, S, P, Q, xt, wt, NULL, bias, rest, yt);
+    int bad = 0;
+    for (int n = 0; n < N; n++) for (int k = 0; k < K; k++) for (int p = 0; p < P * Q; p++)
+        bad += y[(n * K + k) * P * Q + p] != yt[(n * P * Q + p) * K + k];
+    CHECK(bad == 0);
+    float pm[N * Cc * 4 * 3], pmt[N * Cc * 4 * 3], g1[N * Cc], g2[N * Cc];
+    m40_ref_pool2d(M40_POOL_MAX, 3, 3, 2, 2, 1, 1, M40_LAYOUT_NCHW, N, Cc, H, W, 4, 3, x, pm);
+    m40_ref_pool2d(M40_POOL_MAX, 3, 3, 2, 2, 1, 1, M40_LAYOUT_NHWC, N, Cc, H, W, 4, 3, xt, pmt);
+    bad = 0;
+    for (int n = 0; n < N; n++) for (int c = 0; c < Cc; c++) for (int p = 0; p < 12; p++)
+        bad += pm[(n * Cc + c) * 12 + p] != pmt[(n * 12 + p) * Cc + c];
+    CHECK(bad == 0);
+    m40_ref_global_avgpool(M40_LAYOUT_NCHW, N, Cc, H * W, x, g1);
+    m40_ref_global_avgpool(M40_LAYOUT_NHWC, N, Cc, H * W, xt, g2);
+    CHECK(memcmp(g1, g2, sizeof g1) == 0);
 }
 
 static void test_errors(void) {
@@ -78,20 +118,23 @@ static void test_errors(void) {
     d.stride_h = 0;
     CHECK_ST(m40_conv2d(C, &d, x, w, NULL, NULL, NULL, y), M40_ERR_INVALID_ARG);
     CHECK(strstr(m40_errmsg(C), "stride") != NULL);
-    CHECK_ST(m40_pool2d(C, M40_POOL_MAX, 3, 3, 2, 2, 2, 2, x, y), M40_ERR_INVALID_ARG); /* pad > k/2 */
-    CHECK_ST(m40_pool2d(C, M40_POOL_GLOBAL_AVG, 3, 3, 2, 2, 1, 1, x, y), M40_ERR_INVALID_ARG);
-    CHECK_ST(m40_pool2d(C, M40_POOL_MAX, 3, 3, 2, 2, 1, 1, x, y), M40_ERR_SHAPE);
-    CHECK_ST(m40_global_avgpool(C, x, y), M40_ERR_SHAPE);
-    CHECK_ST(m40_global_avgpool(C, x, y2), M40_OK);
+    CHECK_ST(m40_pool2d(C, M40_POOL_MAX, 3, 3, 2, 2, 2, 2, x, y, M40_LAYOUT_NCHW), M40_ERR_INVALID_ARG); /* pad > k/2 */
+    CHECK_ST(m40_pool2d(C, M40_POOL_GLOBAL_AVG, 3, 3, 2, 2, 1, 1, x, y, M40_LAYOUT_NCHW), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_pool2d(C, M40_POOL_MAX, 3, 3, 2, 2, 1, 1, x, y, (m40_layout)7), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_pool2d(C, M40_POOL_MAX, 3, 3, 2, 2, 1, 1, x, y, M40_LAYOUT_NCHW), M40_ERR_SHAPE);
+    CHECK_ST(m40_global_avgpool(C, x, y, M40_LAYOUT_NCHW), M40_ERR_SHAPE);
+    CHECK_ST(m40_global_avgpool(C, x, y2, M40_LAYOUT_NCHW), M40_OK);
     m40_tensor *ts[] = {x, w, y, wbad, b, y2};
     for (int i = 0; i < 6; i++) m40_tensor_free(ts[i]);
 }
 
 /* GPU vs CPU reference for one conv configuration. */
 static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, int pad, int dil,
-                     int epi) {
+                     int epi, m40_layout lay) {
     m40_conv2d_desc d;
     m40_conv2d_desc_init(&d);
+    d.layout = lay;
+    int nhwc = lay == M40_LAYOUT_NHWC;
     d.stride_h = d.stride_w = st;
     d.pad_h = d.pad_w = pad;
     d.dilation_h = d.dilation_w = dil;
@@ -102,12 +145,12 @@ static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, i
     uint64_t seed = (uint64_t)(N * 131 + Cc * 17 + H * 7 + K + R * 3 + st + epi);
     for (int i = 0; i < 2; i++) {
         m40_ctx *c = cs[i];
-        t[i][0] = tnew(c, 4, N, Cc, H, W);
-        t[i][1] = tnew(c, 4, K, Cc, R, S);
+        t[i][0] = nhwc ? tnew(c, 4, N, H, W, Cc) : tnew(c, 4, N, Cc, H, W);
+        t[i][1] = nhwc ? tnew(c, 4, K, R, S, Cc) : tnew(c, 4, K, Cc, R, S);
         t[i][2] = tnew(c, 1, K, 0, 0, 0);
         t[i][3] = tnew(c, 1, K, 0, 0, 0);
-        t[i][4] = tnew(c, 4, N, K, P, Q);
-        t[i][5] = tnew(c, 4, N, K, P, Q);
+        t[i][4] = nhwc ? tnew(c, 4, N, P, Q, K) : tnew(c, 4, N, K, P, Q);
+        t[i][5] = nhwc ? tnew(c, 4, N, P, Q, K) : tnew(c, 4, N, K, P, Q);
         for (int j = 0; j < 5; j++)
             CHECK_ST(m40_fill_random(c, t[i][j], seed + (uint64_t)j, M40_RANDOM_UNIFORM, -1, 1), M40_OK);
     }
@@ -121,8 +164,8 @@ static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, i
     CHECK_ST(m40_tensor_download(G, t[0][5], got, nb), M40_OK);
     CHECK_ST(m40_tensor_download(C, t[1][5], ref, nb), M40_OK);
     char name[96];
-    snprintf(name, sizeof name, "conv N%d C%d %dx%d K%d %dx%d s%d p%d d%d epi%d", N, Cc, H, W, K,
-             R, S, st, pad, dil, epi);
+    snprintf(name, sizeof name, "conv %s N%d C%d %dx%d K%d %dx%d s%d p%d d%d epi%d",
+             nhwc ? "NHWC" : "NCHW", N, Cc, H, W, K, R, S, st, pad, dil, epi);
     /* FP32 sums of C·R·S products of magnitude <= 1 vs double: error grows
     ** like sqrt(CRS)·eps; bound it by CRS·2^-22 absolute */
     double crs = (double)Cc * R * S;
@@ -132,10 +175,12 @@ static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, i
         for (int j = 0; j < 6; j++) m40_tensor_free(t[i][j]);
 }
 
-static void gpu_pool(int kind, int N, int Cc, int H, int W, int k, int st, int pad) {
-    int P = (H + 2 * pad - k) / st + 1, Q = (W + 2 * pad - k) / st + 1;
-    m40_tensor *xg = tnew(G, 4, N, Cc, H, W), *yg = tnew(G, 4, N, Cc, P, Q);
-    m40_tensor *xc = tnew(C, 4, N, Cc, H, W), *yc = tnew(C, 4, N, Cc, P, Q);
+static void gpu_pool(int kind, int N, int Cc, int H, int W, int k, int st, int pad, m40_layout lay) {
+    int P = (H + 2 * pad - k) / st + 1, Q = (W + 2 * pad - k) / st + 1, nhwc = lay == M40_LAYOUT_NHWC;
+    m40_tensor *xg = nhwc ? tnew(G, 4, N, H, W, Cc) : tnew(G, 4, N, Cc, H, W);
+    m40_tensor *yg = nhwc ? tnew(G, 4, N, P, Q, Cc) : tnew(G, 4, N, Cc, P, Q);
+    m40_tensor *xc = nhwc ? tnew(C, 4, N, H, W, Cc) : tnew(C, 4, N, Cc, H, W);
+    m40_tensor *yc = nhwc ? tnew(C, 4, N, P, Q, Cc) : tnew(C, 4, N, Cc, P, Q);
     m40_tensor *gg = tnew(G, 2, N, Cc, 0, 0), *gc = tnew(C, 2, N, Cc, 0, 0);
     CHECK_ST(m40_fill_random(G, xg, 99, M40_RANDOM_NORMAL, 0, 1), M40_OK);
     CHECK_ST(m40_fill_random(C, xc, 99, M40_RANDOM_NORMAL, 0, 1), M40_OK);
@@ -143,22 +188,23 @@ static void gpu_pool(int kind, int N, int Cc, int H, int W, int k, int st, int p
     float *got = malloc(nb + 4), *ref = malloc(nb + 4);
     m40t_poison(got, (int64_t)(nb / 4));
     CHECK_ST(m40_tensor_upload(G, yg, got, nb), M40_OK);
-    CHECK_ST(m40_pool2d(G, (m40_pool)kind, k, k, st, st, pad, pad, xg, yg), M40_OK);
-    CHECK_ST(m40_pool2d(C, (m40_pool)kind, k, k, st, st, pad, pad, xc, yc), M40_OK);
+    CHECK_ST(m40_pool2d(G, (m40_pool)kind, k, k, st, st, pad, pad, xg, yg, lay), M40_OK);
+    CHECK_ST(m40_pool2d(C, (m40_pool)kind, k, k, st, st, pad, pad, xc, yc, lay), M40_OK);
     CHECK_ST(m40_tensor_download(G, yg, got, nb), M40_OK);
     CHECK_ST(m40_tensor_download(C, yc, ref, nb), M40_OK);
     char name[96];
-    snprintf(name, sizeof name, "%s pool N%d C%d %dx%d k%d s%d p%d", kind ? "avg" : "max", N, Cc, H, W, k, st, pad);
+    snprintf(name, sizeof name, "%s pool %s N%d C%d %dx%d k%d s%d p%d", kind ? "avg" : "max",
+             nhwc ? "NHWC" : "NCHW", N, Cc, H, W, k, st, pad);
     m40t_compare(name, got, ref, (int64_t)(nb / 4), (m40t_tol){1e-6, 1e-6, 1e-12});
     size_t gb = m40_tensor_nbytes(gg);
     float *g1 = malloc(gb), *g2 = malloc(gb);
     m40t_poison(g1, (int64_t)(gb / 4));
     CHECK_ST(m40_tensor_upload(G, gg, g1, gb), M40_OK);
-    CHECK_ST(m40_global_avgpool(G, xg, gg), M40_OK);
-    CHECK_ST(m40_global_avgpool(C, xc, gc), M40_OK);
+    CHECK_ST(m40_global_avgpool(G, xg, gg, lay), M40_OK);
+    CHECK_ST(m40_global_avgpool(C, xc, gc, lay), M40_OK);
     CHECK_ST(m40_tensor_download(G, gg, g1, gb), M40_OK);
     CHECK_ST(m40_tensor_download(C, gc, g2, gb), M40_OK);
-    snprintf(name, sizeof name, "global avgpool N%d C%d %dx%d", N, Cc, H, W);
+    snprintf(name, sizeof name, "global avgpool %s N%d C%d %dx%d", nhwc ? "NHWC" : "NCHW", N, Cc, H, W);
     m40t_compare(name, g1, g2, (int64_t)(gb / 4), (m40t_tol){1e-6, 1e-5, 1e-12});
     free(got); free(ref); free(g1); free(g2);
     m40_tensor *ts[] = {xg, yg, xc, yc, gg, gc};
@@ -174,6 +220,7 @@ int main(int argc, char **argv) {
     if (m40_ctx_create(&d, &C) != M40_OK) return 1;
     if (argc < 2 || strcmp(argv[1], "--gpu") != 0) {
         test_ref_facts();
+        test_layouts_agree();
         test_errors();
         m40_ctx_destroy(C);
         return m40t_finish("test_conv");
@@ -183,18 +230,22 @@ int main(int argc, char **argv) {
         m40_ctx_destroy(C);
         return M40T_SKIP;
     }
-    /* ResNet-50 layer shapes (scaled down in N/H/W), odd shapes, each epilogue */
-    gpu_conv(2, 3, 29, 31, 16, 7, 7, 2, 3, 1, 2 | 8);       /* stem: 7x7/2 + bias + ReLU */
-    gpu_conv(1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1 | 2 | 8);  /* 3x3 + BN + ReLU */
-    gpu_conv(2, 32, 15, 15, 48, 3, 3, 2, 1, 1, 2);          /* strided 3x3 (v1.5) */
-    gpu_conv(2, 64, 7, 7, 256, 1, 1, 1, 0, 1, 2 | 4 | 8);   /* 1x1 + residual + ReLU */
-    gpu_conv(1, 128, 8, 8, 33, 1, 1, 2, 0, 1, 1 | 2);       /* downsample 1x1/2 */
-    gpu_conv(1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0);              /* smallest */
-    gpu_conv(3, 7, 9, 5, 5, 3, 3, 1, 2, 2, 1 | 2 | 4 | 8);  /* dilation 2 */
-    gpu_conv(1, 129, 6, 6, 127, 3, 1, 1, 1, 1, 4);          /* non-square kernel */
-    gpu_pool(M40_POOL_MAX, 2, 16, 56, 56, 3, 2, 1);          /* ResNet maxpool */
-    gpu_pool(M40_POOL_AVG, 1, 7, 13, 11, 3, 2, 1);
-    gpu_pool(M40_POOL_MAX, 1, 1, 1, 1, 1, 1, 0);
+    /* ResNet-50 layer shapes (scaled down in N/H/W), odd shapes, each epilogue, both layouts */
+    for (int l = 0; l < 2; l++) {
+        m40_layout lay = (m40_layout)l;
+        gpu_conv(2, 3, 29, 31, 16, 7, 7, 2, 3, 1, 2 | 8, lay);       /* stem: 7x7/2 + bias + ReLU */
+        gpu_conv(1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1 | 2 | 8, lay);  /* 3x3 + BN + ReLU */
+        gpu_conv(2, 32, 15, 15, 48, 3, 3, 2, 1, 1, 2, lay);          /* strided 3x3 (v1.5) */
+        gpu_conv(2, 64, 7, 7, 256, 1, 1, 1, 0, 1, 2 | 4 | 8, lay);   /* 1x1 + residual + ReLU */
+        gpu_conv(1, 128, 8, 8, 33, 1, 1, 2, 0, 1, 1 | 2, lay);       /* downsample 1x1/2 */
+        gpu_conv(1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, lay);              /* smallest */
+        gpu_conv(3, 7, 9, 5, 5, 3, 3, 1, 2, 2, 1 | 2 | 4 | 8, lay);  /* dilation 2 */
+        gpu_conv(1, 129, 6, 6, 127, 3, 1, 1, 1, 1, 4, lay);          /* non-square kernel */
+        gpu_conv(4, 256, 14, 14, 256, 3, 3, 1, 1, 1, 2 | 4 | 8, lay); /* bigger: several SGEMM tiles */
+        gpu_pool(M40_POOL_MAX, 2, 16, 56, 56, 3, 2, 1, lay);          /* ResNet maxpool */
+        gpu_pool(M40_POOL_AVG, 1, 7, 13, 11, 3, 2, 1, lay);
+        gpu_pool(M40_POOL_MAX, 1, 1, 1, 1, 1, 1, 0, lay);
+    }
     CHECK_ST(m40_ctx_sync(G), M40_OK);
     m40_ctx_destroy(G);
     m40_ctx_destroy(C);

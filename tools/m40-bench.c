@@ -468,13 +468,15 @@ static int run_gemv(bench_env *e) {
 
 typedef struct conv_arg {
     m40_conv2d_desc d;
-    m40_tensor *x, *w, *b, *y, *ga, *gb, *gc;
+    m40_tensor *x, *w, *b, *y, *xn, *wn, *yn, *ga, *gb, *gc;
     int gemm;
 } conv_arg;
 
 static m40_status conv_op(bench_env *e, void *arg) {
     conv_arg *a = arg;
     if (a->gemm) return m40_matmul(e->ctx, a->ga, a->gb, NULL, a->gc);
+    if (a->d.layout == M40_LAYOUT_NHWC)
+        return m40_conv2d(e->ctx, &a->d, a->xn, a->wn, NULL, a->b, NULL, a->yn);
     return m40_conv2d(e->ctx, &a->d, a->x, a->w, NULL, a->b, NULL, a->y);
 }
 
@@ -521,6 +523,12 @@ static int run_conv(bench_env *e) {
                       m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, gcs, &a.gc) == M40_OK &&
                       m40_fill_random(e->ctx, a.ga, 4, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
                       m40_fill_random(e->ctx, a.gb, 5, M40_RANDOM_UNIFORM, -1, 1) == M40_OK;
+            int64_t xns[4] = {N, H, H, C}, wns[4] = {K, R, R, C}, yns[4] = {N, P, P, K};
+            ok = ok && m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, xns, &a.xn) == M40_OK &&
+                 m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, wns, &a.wn) == M40_OK &&
+                 m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, yns, &a.yn) == M40_OK &&
+                 m40_fill_random(e->ctx, a.xn, 1, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
+                 m40_fill_random(e->ctx, a.wn, 2, M40_RANDOM_UNIFORM, -1, 1) == M40_OK;
             double work = 2.0 * (double)(N * P * P) * (double)K * (double)(C * R * R);
             m40__bench_result *base = NULL, *r;
             double base_value = 0;
@@ -540,7 +548,9 @@ static int run_conv(bench_env *e) {
                 if (e->text) print_result(base);
             }
             a.gemm = 0;
-            r = new_result(e, "conv", "m40_conv2d", label, "GFLOP/s");
+            for (int l = 0; l < 2; l++) {
+            a.d.layout = (m40_layout)l;
+            r = new_result(e, "conv", l ? "m40_conv2d NHWC" : "m40_conv2d NCHW", label, "GFLOP/s");
             if (r) {
                 r->batch = (double)N;
                 r->m = N * P * P, r->n = K, r->k = C * R * R;
@@ -552,8 +562,10 @@ static int run_conv(bench_env *e) {
                 if (measure(e, conv_op, &a, r) != 0) e->failed = 1;
                 if (e->text) print_result(r);
             }
+            }
         next:
             m40_tensor_free(a.x); m40_tensor_free(a.w); m40_tensor_free(a.b); m40_tensor_free(a.y);
+            m40_tensor_free(a.xn); m40_tensor_free(a.wn); m40_tensor_free(a.yn);
             m40_tensor_free(a.ga); m40_tensor_free(a.gb); m40_tensor_free(a.gc);
         }
     return 0;
@@ -575,40 +587,42 @@ static int run_resnet50(bench_env *e) {
         return 2;
     }
     rn_config cfg = rn_resnet50();
-    for (int i = 0; i < ns; i++) {
-        rn_model m;
-        char err[512], label[32];
-        int N = (int)sz[i][0];
-        snprintf(label, sizeof label, "batch %d", N);
-        if (rn_build(e->ctx, &cfg, NULL, 1, N, 224, 224, NULL, &m, err, sizeof err) != M40_OK) {
-            fprintf(stderr, "m40-bench resnet50 %s: %s\n", label, err);
-            e->failed = 1;
-            continue;
-        }
-        m40_tensor *in;
-        if (m40_graph_get_tensor(m.g, m.input_id, &in) != M40_OK ||
-            m40_fill_random(e->ctx, in, 9, M40_RANDOM_NORMAL, 0, 1) != M40_OK ||
-            m40_graph_run(m.g) != M40_OK || m40_ctx_sync(e->ctx) != M40_OK) {
-            fprintf(stderr, "m40-bench resnet50 %s: %s\n", label, m40_errmsg(e->ctx));
-            e->failed = 1;
-            rn_free(&m);
-            continue;
-        }
-        int graph = e->info.is_gpu && m40_graph_capture(m.g, 1) == M40_OK;
-        m40__bench_result *r = new_result(e, "resnet50", graph ? "m40 graph (CUDA graph)" : "m40 graph",
-                                          label, "GFLOP/s");
-        if (r) {
-            r->batch = N;
-            r->work = 8.18e9 * N; /* 8.18 GFLOP per 224x224 image */
-            if (measure(e, resnet_op, &m, r) != 0) e->failed = 1;
-            if (e->text) {
-                print_result(r);
-                printf("      = %.1f images/s (8.18 GFLOP/image); PyTorch side: "
-                       "bench/resnet50/torch_resnet50.py --bench %d\n", r->value / 8.18, N);
+    for (int i = 0; i < ns; i++)
+        for (int l = 1; l >= 0; l--) { /* NHWC (the fast path), then NCHW (direct kernel) */
+            rn_model m;
+            char err[512], label[32], impl[40];
+            int N = (int)sz[i][0];
+            m40_layout lay = (m40_layout)l;
+            snprintf(label, sizeof label, "batch %d", N);
+            if (rn_build(e->ctx, &cfg, NULL, 1, N, 224, 224, lay, NULL, &m, err, sizeof err) != M40_OK) {
+                fprintf(stderr, "m40-bench resnet50 %s: %s\n", label, err);
+                e->failed = 1;
+                continue;
             }
+            m40_tensor *in;
+            if (m40_graph_get_tensor(m.g, m.input_id, &in) != M40_OK ||
+                m40_fill_random(e->ctx, in, 9, M40_RANDOM_NORMAL, 0, 1) != M40_OK ||
+                m40_graph_run(m.g) != M40_OK || m40_ctx_sync(e->ctx) != M40_OK) {
+                fprintf(stderr, "m40-bench resnet50 %s: %s\n", label, m40_errmsg(e->ctx));
+                e->failed = 1;
+                rn_free(&m);
+                continue;
+            }
+            int graph = e->info.is_gpu && m40_graph_capture(m.g, 1) == M40_OK;
+            snprintf(impl, sizeof impl, "m40 %s%s", l ? "NHWC" : "NCHW", graph ? " (CUDA graph)" : "");
+            m40__bench_result *r = new_result(e, "resnet50", impl, label, "GFLOP/s");
+            if (r) {
+                r->batch = N;
+                r->work = 8.18e9 * N; /* 8.18 GFLOP per 224x224 image */
+                if (measure(e, resnet_op, &m, r) != 0) e->failed = 1;
+                if (e->text) {
+                    print_result(r);
+                    printf("      = %.1f images/s (8.18 GFLOP/image); PyTorch side: "
+                           "bench/bench_torch.py resnet50\n", r->value / 8.18);
+                }
+            }
+            rn_free(&m);
         }
-        rn_free(&m);
-    }
     return 0;
 }
 #endif
@@ -630,11 +644,12 @@ static const bench_cmd commands[] = {
      "1x4096x4096,8x4096x4096,32x4096x4096,128x4096x4096,512x4096x4096,2048x4096x4096,4096",
      "FP32 y[M,N] = x[M,K]·w[N,K]^T (sizes MxNxK or N): m40_matmul vs cuBLAS pedantic FP32"},
     {"conv", run_conv, 5, "1,32",
-     "ResNet-50's 23 distinct convs at batch N (sizes): m40_conv2d (+bias+ReLU) vs m40_matmul "
-     "on the GEMM of the same FLOPs (cuDNN baseline: issue 5)"},
+     "ResNet-50's 23 distinct convs at batch N (sizes): m40_conv2d (+bias+ReLU) NCHW and NHWC "
+     "vs m40_matmul on the GEMM of the same FLOPs (cuDNN baseline: issue 5)"},
 #ifdef M40B_HAVE_RESNET
     {"resnet50", run_resnet50, 5, "1,8,64",
-     "ResNet-50 (examples/resnet50 graph, random weights) at batch N: GFLOP/s and images/s"},
+     "ResNet-50 (examples/resnet50 graph, random weights, NHWC and NCHW) at batch N: GFLOP/s "
+     "and images/s"},
 #else
     {"resnet50", NULL, 5, NULL, "ResNet-50 inference (needs the example: libpng/libjpeg)"},
 #endif

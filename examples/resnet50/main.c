@@ -29,7 +29,8 @@ static void usage(FILE *f) {
             "  --card m40-12g|m40-24g  plan against a card's memory (default: this device)\n"
             "  --input-tensor FILE  take the batch from tensor \"input\" [N,3,224,224] of a\n"
             "                       .safetensors file instead of images (for comparisons)\n"
-            "  --save-logits FILE   write the logits as raw little-endian float32\n");
+            "  --save-logits FILE   write the logits as raw little-endian float32\n"
+            "  --layout nhwc|nchw   activation layout (default nhwc: convs as GEMMs on a GPU)\n");
 }
 
 static double now_s(void) {
@@ -60,6 +61,7 @@ static char **categories(m40_st_file *w, int n) {
 int main(int argc, char **argv) {
     const char *wpath = NULL, *card = NULL, *in_path = NULL, *logits_path = NULL;
     int random = 0, device = 0, batch = 1, bench = 0;
+    m40_layout layout = M40_LAYOUT_NHWC;
     uint64_t seed = 0;
     const char **images = calloc((size_t)argc, sizeof *images);
     int nimg = 0;
@@ -76,6 +78,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--card") && v) card = argv[++i];
         else if (!strcmp(a, "--input-tensor") && v) in_path = argv[++i];
         else if (!strcmp(a, "--save-logits") && v) logits_path = argv[++i];
+        else if (!strcmp(a, "--layout") && v) {
+            const char *l = argv[++i];
+            if (!strcmp(l, "nhwc")) layout = M40_LAYOUT_NHWC;
+            else if (!strcmp(l, "nchw")) layout = M40_LAYOUT_NCHW;
+            else { fprintf(stderr, "resnet50: --layout nhwc or nchw\n"); return 2; }
+        }
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         else if (a[0] == '-') { fprintf(stderr, "resnet50: unknown option '%s'\n", a); usage(stderr); return 2; }
         else images[nimg++] = a;
@@ -155,21 +163,27 @@ int main(int argc, char **argv) {
         bp = &budget;
     }
     rn_model m;
-    m40_status st = rn_build(ctx, &cfg, w, seed, batch, 224, 224, bp, &m, err, sizeof err);
+    m40_status st = rn_build(ctx, &cfg, w, seed, batch, 224, 224, layout, bp, &m, err, sizeof err);
     if (st != M40_OK) {
         fprintf(stderr, "resnet50: %s: %s\n", m40_status_str(st), err);
         return 1;
     }
-    fprintf(stderr, "resnet50: %s, batch %d, planned %.1f MiB (weights %.1f, activations %.1f)\n",
-            info.name, batch, m.plan.total_bytes / 1048576.0,
+    fprintf(stderr, "resnet50: %s, batch %d, %s, planned %.1f MiB (weights %.1f, activations %.1f)\n",
+            info.name, batch, layout == M40_LAYOUT_NHWC ? "NHWC" : "NCHW", m.plan.total_bytes / 1048576.0,
             m.plan.region_bytes[M40_REGION_WEIGHTS] / 1048576.0,
             m.plan.region_bytes[M40_REGION_ACTIVATIONS] / 1048576.0);
 
     m40_tensor *tin, *tout;
     m40_graph_get_tensor(m.g, m.input_id, &tin);
     m40_graph_get_tensor(m.g, m.logits_id, &tout);
-    if (int_t) st = m40_tensor_upload(ctx, tin, m40_st_data(inf, int_t), int_t->nbytes);
-    else if (nimg) st = m40_tensor_upload(ctx, tin, input, m40_tensor_nbytes(tin));
+    const float *host_in = int_t ? m40_st_data(inf, int_t) : nimg ? input : NULL; /* NCHW */
+    float *staged = NULL;
+    if (host_in && layout == M40_LAYOUT_NHWC) {
+        staged = malloc(m40_tensor_nbytes(tin));
+        rn_nchw_to_nhwc(host_in, staged, batch, 3, 224, 224);
+        host_in = staged;
+    }
+    if (host_in) st = m40_tensor_upload(ctx, tin, host_in, m40_tensor_nbytes(tin));
     else st = m40_fill_random(ctx, tin, seed + 7, M40_RANDOM_NORMAL, 0, 1);
     if (st == M40_OK) st = m40_graph_run(m.g);
     size_t nlog = (size_t)batch * cfg.classes;
@@ -227,6 +241,7 @@ int main(int argc, char **argv) {
     free(names);
     free(logits);
     free(input);
+    free(staged);
     free(images);
     rn_free(&m);
     m40_ctx_destroy(ctx);

@@ -15,6 +15,7 @@ rn_config rn_resnet50(void) {
 }
 
 typedef struct bld {
+    m40_layout layout;
     m40_ctx *ctx;
     m40_graph *g;
     m40_st_file *w;       /* NULL: random weights */
@@ -102,24 +103,16 @@ static int node(bld *b, m40_node_desc *nd) {
     return st == M40_OK ? out : gfail(b, st, nd->name);
 }
 
-static int relu(bld *b, const char *name, int x) {
-    m40_node_desc nd;
-    m40_node_desc_init(&nd, M40_OP_ACTIVATION);
-    nd.name = name;
-    nd.act = M40_ACT_RELU;
-    nd.ninputs = 1;
-    nd.inputs[0] = x;
-    return node(b, &nd);
-}
-
-/* conv (no bias) + BatchNorm, folded into one conv with bias. */
+/* conv (no bias) + BatchNorm, folded into one conv with bias; `residual`
+** (a tensor id, or -1) is added and ReLU applied in the conv's epilogue. */
 static int conv_bn(bld *b, int x, const char *conv, const char *bn, int64_t cin, int64_t cout,
-                   int k, int stride) {
+                   int k, int stride, int residual, int relu) {
     if (b->st != M40_OK) return -1;
     char wn[128], bname[128];
     snprintf(wn, sizeof wn, "%s.weight", conv);
     snprintf(bname, sizeof bname, "%s.folded_bias", conv);
     int64_t ws[4] = {cout, cin, k, k}, bs[1] = {cout};
+    int nhwc = b->layout == M40_LAYOUT_NHWC;
     float *wf = NULL, *bf = NULL;
     if (b->w) {
         const float *w = file_tensor(b, wn, 4, ws);
@@ -143,54 +136,54 @@ static int conv_bn(bld *b, int x, const char *conv, const char *bn, int64_t cin,
                 return fail(b, M40_ERR_FORMAT, "weights: %s.running_var[%lld] = %g is negative",
                             bn, (long long)o, p[3][o]);
             double s = p[0][o] / sqrt((double)p[3][o] + BN_EPS);
-            for (size_t i = 0; i < per; i++) wf[o * per + i] = (float)(w[o * per + i] * s);
+            /* [K,C,R,S] as in the file, or reordered to [K,R,S,C] for NHWC */
+            for (int64_t c = 0; c < cin; c++)
+                for (int64_t rs = 0; rs < k * k; rs++) {
+                    size_t src = (size_t)o * per + (size_t)(c * k * k + rs);
+                    size_t dst = (size_t)o * per + (size_t)(nhwc ? rs * cin + c : c * k * k + rs);
+                    wf[dst] = (float)(w[src] * s);
+                }
             bf[o] = (float)(p[1][o] - p[2][o] * s);
         }
     }
+    if (nhwc) ws[1] = k, ws[2] = k, ws[3] = cin;
     int w = weight(b, wn, 4, ws, wf, sqrtf(2.0f / (float)(cin * k * k)));
     int bias = weight(b, bname, 1, bs, bf, 0.01f);
     m40_node_desc nd;
     m40_node_desc_init(&nd, M40_OP_CONV2D);
     nd.name = conv;
-    nd.ninputs = 3;
+    nd.ninputs = residual >= 0 ? 4 : 3;
     nd.inputs[0] = x;
     nd.inputs[1] = w;
     nd.inputs[2] = bias;
+    if (residual >= 0) nd.inputs[3] = residual;
     nd.stride[0] = nd.stride[1] = stride;
     nd.pad[0] = nd.pad[1] = k / 2;
+    nd.layout = b->layout;
+    nd.fuse_relu = relu;
     return node(b, &nd);
 }
 
-/* torchvision's Bottleneck (v1.5: the stride sits on the 3x3). */
+/* torchvision's Bottleneck (v1.5: the stride sits on the 3x3); the residual
+** add and the last ReLU run in conv3's epilogue. */
 static int bottleneck(bld *b, int x, const char *p, int64_t cin, int64_t width, int stride,
                       int downsample) {
-    char c[96], n[96], r[96];
-    snprintf(c, sizeof c, "%s.conv1", p);
-    snprintf(n, sizeof n, "%s.bn1", p);
-    snprintf(r, sizeof r, "%s.relu1", p);
-    int y = relu(b, r, conv_bn(b, x, c, n, cin, width, 1, 1));
-    snprintf(c, sizeof c, "%s.conv2", p);
-    snprintf(n, sizeof n, "%s.bn2", p);
-    snprintf(r, sizeof r, "%s.relu2", p);
-    y = relu(b, r, conv_bn(b, y, c, n, width, width, 3, stride));
-    snprintf(c, sizeof c, "%s.conv3", p);
-    snprintf(n, sizeof n, "%s.bn3", p);
-    y = conv_bn(b, y, c, n, width, width * 4, 1, 1);
+    char c[96], n[96];
     int idn = x;
     if (downsample) {
         snprintf(c, sizeof c, "%s.downsample.0", p);
         snprintf(n, sizeof n, "%s.downsample.1", p);
-        idn = conv_bn(b, x, c, n, cin, width * 4, 1, stride);
+        idn = conv_bn(b, x, c, n, cin, width * 4, 1, stride, -1, 0);
     }
-    m40_node_desc nd;
-    m40_node_desc_init(&nd, M40_OP_ADD);
-    snprintf(c, sizeof c, "%s.add", p);
-    nd.name = c;
-    nd.ninputs = 2;
-    nd.inputs[0] = y;
-    nd.inputs[1] = idn;
-    snprintf(r, sizeof r, "%s.relu3", p);
-    return relu(b, r, node(b, &nd));
+    snprintf(c, sizeof c, "%s.conv1", p);
+    snprintf(n, sizeof n, "%s.bn1", p);
+    int y = conv_bn(b, x, c, n, cin, width, 1, 1, -1, 1);
+    snprintf(c, sizeof c, "%s.conv2", p);
+    snprintf(n, sizeof n, "%s.bn2", p);
+    y = conv_bn(b, y, c, n, width, width, 3, stride, -1, 1);
+    snprintf(c, sizeof c, "%s.conv3", p);
+    snprintf(n, sizeof n, "%s.bn3", p);
+    return conv_bn(b, y, c, n, width, width * 4, 1, 1, idn, 1);
 }
 
 m40_status rn_config_from_weights(m40_st_file *w, rn_config *cfg, char *err, size_t errlen) {
@@ -229,15 +222,23 @@ void rn_free(rn_model *m) {
     m->g = NULL;
 }
 
+void rn_nchw_to_nhwc(const float *src, float *dst, int N, int C, int H, int W) {
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < H * W; i++)
+                dst[((size_t)n * H * W + (size_t)i) * C + c] = src[((size_t)n * C + c) * H * W + (size_t)i];
+}
+
 m40_status rn_build(m40_ctx *ctx, const rn_config *cfg, m40_st_file *weights, uint64_t seed,
-                    int N, int H, int W, const m40_budget *budget, rn_model *m, char *err,
-                    size_t errlen) {
+                    int N, int H, int W, m40_layout layout, const m40_budget *budget,
+                    rn_model *m, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->batch = N;
     m->height = H;
     m->width = W;
-    bld b = {.ctx = ctx, .w = weights, .st = M40_OK, .err = err, .errlen = errlen};
+    m->layout = layout;
+    bld b = {.layout = layout, .ctx = ctx, .w = weights, .st = M40_OK, .err = err, .errlen = errlen};
     err[0] = '\0';
     if (N < 1 || H < 32 || W < 32)
         return fail(&b, M40_ERR_INVALID_ARG, "batch %d and size %dx%d: need batch >= 1 and "
@@ -254,10 +255,11 @@ m40_status rn_build(m40_ctx *ctx, const rn_config *cfg, m40_st_file *weights, ui
 
     m40_tensor_desc d;
     int64_t xs[4] = {N, 3, H, W};
+    if (layout == M40_LAYOUT_NHWC) xs[1] = H, xs[2] = W, xs[3] = 3;
     m40_tensor_desc_make(&d, M40_DTYPE_F32, 4, xs);
     if ((st = m40_graph_tensor(b.g, M40_ROLE_INPUT, "input", &d, &m->input_id)) != M40_OK)
         gfail(&b, st, "input");
-    int x = relu(&b, "relu", conv_bn(&b, m->input_id, "conv1", "bn1", 3, cfg->base, 7, 2));
+    int x = conv_bn(&b, m->input_id, "conv1", "bn1", 3, cfg->base, 7, 2, -1, 1);
     m40_node_desc nd;
     m40_node_desc_init(&nd, M40_OP_POOL2D);
     nd.name = "maxpool";
@@ -265,6 +267,7 @@ m40_status rn_build(m40_ctx *ctx, const rn_config *cfg, m40_st_file *weights, ui
     nd.kernel[0] = nd.kernel[1] = 3;
     nd.stride[0] = nd.stride[1] = 2;
     nd.pad[0] = nd.pad[1] = 1;
+    nd.layout = layout;
     nd.ninputs = 1;
     nd.inputs[0] = x;
     x = node(&b, &nd);
@@ -281,6 +284,7 @@ m40_status rn_build(m40_ctx *ctx, const rn_config *cfg, m40_st_file *weights, ui
     m40_node_desc_init(&nd, M40_OP_POOL2D);
     nd.name = "avgpool";
     nd.pool = M40_POOL_GLOBAL_AVG;
+    nd.layout = layout;
     nd.ninputs = 1;
     nd.inputs[0] = x;
     x = node(&b, &nd);

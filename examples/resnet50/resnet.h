@@ -21,8 +21,9 @@ typedef struct rn_config {
 typedef struct rn_model {
     rn_config cfg;
     int batch, height, width;
+    m40_layout layout; /* of every activation, the input included */
     m40_graph *g;
-    int input_id;   /* [N,3,H,W] f32 */
+    int input_id;   /* [N,3,H,W] f32 (NHWC: [N,H,W,3]) */
     int logits_id;  /* [N,classes] f32 */
     m40_plan_info plan;
 } rn_model;
@@ -35,14 +36,19 @@ rn_config rn_resnet50(void);
 m40_status rn_config_from_weights(m40_st_file *w, rn_config *cfg, char *err, size_t errlen);
 
 /* Builds, plans (against `budget`, may be NULL) and allocates the graph for
-** batch N at HxW. With `weights`, every tensor is checked by name, dtype
+** batch N at HxW, with activations in `layout` (NHWC: each conv is one GEMM
+** on the GPU; NCHW: the direct kernel). Each conv fuses its bias, the
+** block's residual add and ReLU. With `weights`, every tensor is checked by name, dtype
 ** and shape, BN is folded, and any tensor the model does not use is an
 ** error; without, weights are seeded random (He-normal convs, identity
 ** BN) filled on the context's side. On failure the message is in err (and
 ** the context's errmsg) and *m is cleaned up. */
 m40_status rn_build(m40_ctx *ctx, const rn_config *cfg, m40_st_file *weights, uint64_t seed,
-                    int N, int H, int W, const m40_budget *budget, rn_model *m, char *err,
-                    size_t errlen);
+                    int N, int H, int W, m40_layout layout, const m40_budget *budget,
+                    rn_model *m, char *err, size_t errlen);
+
+/* [N,C,H,W] -> [N,H,W,C] on the host (for feeding an NHWC model). */
+void rn_nchw_to_nhwc(const float *src, float *dst, int N, int C, int H, int W);
 
 void rn_free(rn_model *m);
 

@@ -70,9 +70,12 @@ typedef enum m40_tensor_role {
 **   LINEAR          x [...,K], w [N,K], bias [N]?        [...,N]
 **   LINEAR_Q  plan  x [...,K], wq i8 [N,K] (bits 8) or [N,K/2] (bits 4,
 **                   two per byte), scale f16 [N], bias [N]?   [...,N]
-**   CONV2D          x [N,C,H,W], w [K,C/groups,R,S], bias [K]?  [N,K,P,Q]
+**   CONV2D          x [N,C,H,W], w [K,C/groups,R,S], bias [K]?, residual
+**                   [N,K,P,Q]? (fuse_relu)                  [N,K,P,Q]
+**                   NHWC (layout): x [N,H,W,C], w [K,R,S,C], [N,P,Q,K]
 **                   (runs with groups 1 and f32 weights: m40_conv2d)
 **   POOL2D          x [N,C,H,W] (pool, kernel, stride, pad) [N,C,P,Q];
+**                   NHWC: [N,H,W,C] -> [N,P,Q,C];
 **                   GLOBAL_AVG gives [N,C]
 **   RMSNORM   plan  x [...,C], w [C] (eps)               x's shape
 **   LAYERNORM plan  x [...,C], w [C], b [C] (eps)        x's shape
@@ -134,6 +137,8 @@ typedef struct m40_node_desc {
     m40_pool pool;         /* POOL2D */
     int heads, kv_heads, head_dim, rope_dims; /* ATTENTION */
     int bits;              /* LINEAR_Q: 8 or 4 */
+    m40_layout layout;     /* CONV2D, POOL2D: NCHW (0, default) or NHWC */
+    int fuse_relu;         /* CONV2D: ReLU in the conv's epilogue */
 } m40_node_desc;
 
 /* Zeroes nd, then sets op, output = M40_TENSOR_NEW, every input

@@ -352,16 +352,24 @@ M40_API m40_status m40_matmul(m40_ctx *ctx, const m40_tensor *x,
                               const m40_tensor *w, const m40_tensor *bias,
                               m40_tensor *y);
 
-/* ---- Convolution and pooling (NCHW, F32) ----------------------------- */
+/* ---- Convolution and pooling (F32; NCHW or NHWC) ---------------------- */
+
+typedef enum m40_layout {
+    M40_LAYOUT_NCHW = 0, /* PyTorch's: x [N,C,H,W], conv weights [K,C,R,S] */
+    M40_LAYOUT_NHWC = 1  /* channels last: x [N,H,W,C], conv weights [K,R,S,C];
+                         ** on the GPU a conv is then one GEMM over all pixels
+                         ** (1x1/stride 1: on x itself; else on im2col patches) */
+} m40_layout;
 
 typedef struct m40_conv2d_desc {
     int stride_h, stride_w;     /* >= 1 */
     int pad_h, pad_w;           /* >= 0, zero padding */
     int dilation_h, dilation_w; /* >= 1 */
     int relu;                   /* apply ReLU last */
+    m40_layout layout;          /* of x, w, residual and y */
 } m40_conv2d_desc;
 
-/* Fills a descriptor: stride 1, pad 0, dilation 1, no ReLU. */
+/* Fills a descriptor: stride 1, pad 0, dilation 1, no ReLU, NCHW. */
 M40_API void m40_conv2d_desc_init(m40_conv2d_desc *d);
 
 /* 2-D convolution (cross-correlation, as PyTorch) with a fused epilogue:
@@ -370,6 +378,9 @@ M40_API void m40_conv2d_desc_init(m40_conv2d_desc *d);
 **   x [N,C,H,W], w [K,C,R,S], y [N,K,P,Q] with P = (H + 2ph − dh(R−1) − 1)/sh + 1
 **   (likewise Q); scale [K], bias [K], residual [N,K,P,Q] are each optional
 **   (NULL). This is one conv + folded BatchNorm + residual add + ReLU.
+**   With layout NHWC the same with x [N,H,W,C], w [K,R,S,C], residual and
+**   y [N,P,Q,K]. NHWC on the GPU uses the context's workspace for im2col
+**   patches (grown on first need; a graph reserves it when allocated).
 ** All tensors contiguous F32. Statuses as the other ops, plus
 ** M40_ERR_INVALID_ARG for a bad descriptor (the message says which field). */
 M40_API m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *desc,
@@ -384,14 +395,16 @@ typedef enum m40_pool {
                             ** m40_global_avgpool (graphs use the enum) */
 } m40_pool;
 
-/* Pooling over [N,C,H,W] -> [N,C,P,Q], window kh×kw, stride, zero padding,
-** P = (H + 2ph − kh)/sh + 1. Contiguous F32. */
+/* Pooling over [N,C,H,W] -> [N,C,P,Q] (NHWC: [N,H,W,C] -> [N,P,Q,C]),
+** window kh×kw, stride, zero padding, P = (H + 2ph − kh)/sh + 1.
+** Contiguous F32. M40_ERR_INVALID_ARG also for an unknown layout. */
 M40_API m40_status m40_pool2d(m40_ctx *ctx, m40_pool kind, int kh, int kw, int sh,
                               int sw, int ph, int pw, const m40_tensor *x,
-                              m40_tensor *y);
+                              m40_tensor *y, m40_layout layout);
 
-/* Mean over H and W: x [N,C,H,W] -> y [N,C]. Contiguous F32. */
-M40_API m40_status m40_global_avgpool(m40_ctx *ctx, const m40_tensor *x, m40_tensor *y);
+/* Mean over H and W: x [N,C,H,W] (NHWC: [N,H,W,C]) -> y [N,C]. Contiguous F32. */
+M40_API m40_status m40_global_avgpool(m40_ctx *ctx, const m40_tensor *x, m40_tensor *y,
+                                      m40_layout layout);
 
 #ifdef __cplusplus
 }

@@ -94,6 +94,11 @@ m40_status m40_graph_alloc(m40_graph *g) {
             size_t need = m40__cuda_linear_workspace(ctx, (int)M, (int)w->shape[0], (int)K);
             if (need > ws) ws = need;
         }
+    /* NHWC convs take their im2col patches from the same workspace */
+    for (int n = 0; n < g->nnodes && st == M40_OK && ctx->is_gpu; n++)
+        if (g->nodes[n].d.op == M40_OP_CONV2D && g->nodes[n].d.layout == M40_LAYOUT_NHWC &&
+            g->nodes[n].workspace > ws)
+            ws = g->nodes[n].workspace;
     void *wsp;
     if (st == M40_OK && ws) st = m40__cuda_workspace(ctx, ws, &wsp);
 #endif
@@ -137,12 +142,14 @@ static m40_status exec_node(m40_graph *g, const m40__gnode *n) {
         cd.stride_w = n->d.stride[1];
         cd.pad_h = n->d.pad[0];
         cd.pad_w = n->d.pad[1];
-        return m40_conv2d(ctx, &cd, in[0], in[1], NULL, in[2], NULL, y);
+        cd.relu = n->d.fuse_relu;
+        cd.layout = n->d.layout;
+        return m40_conv2d(ctx, &cd, in[0], in[1], NULL, in[2], in[3], y);
     }
     case M40_OP_POOL2D:
-        if (n->d.pool == M40_POOL_GLOBAL_AVG) return m40_global_avgpool(ctx, in[0], y);
+        if (n->d.pool == M40_POOL_GLOBAL_AVG) return m40_global_avgpool(ctx, in[0], y, n->d.layout);
         return m40_pool2d(ctx, n->d.pool, n->d.kernel[0], n->d.kernel[1], n->d.stride[0],
-                          n->d.stride[1], n->d.pad[0], n->d.pad[1], in[0], y);
+                          n->d.stride[1], n->d.pad[0], n->d.pad[1], in[0], y, n->d.layout);
     default:
         return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s has no kernel yet", m40_op_name(n->d.op));
     }

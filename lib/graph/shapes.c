@@ -156,42 +156,67 @@ m40_status m40__graph_infer(m40_graph *g, const m40_node_desc *nd, m40_tensor_de
         return M40_OK;
     }
     case M40_OP_CONV2D: {
-        TRY(need_inputs(r, 2, 3));
+        TRY(need_inputs(r, 2, 4));
         TRY(need_dtype(r, 0, F32, F32));
         TRY(need_dtype(r, 1, F32, F16));
         TRY(need_ndim(r, 0, 4, 4));
         TRY(need_ndim(r, 1, 4, 4));
-        if (nd->ninputs > 2) {
+        if (nd->ninputs > 2 && in[2]) {
             TRY(need_dtype(r, 2, F32, F16));
             TRY(need_ndim(r, 2, 1, 1));
         }
+        if (nd->ninputs > 3 && in[3]) {
+            TRY(need_dtype(r, 3, F32, F32));
+            TRY(need_ndim(r, 3, 4, 4));
+        }
+        if (nd->layout != M40_LAYOUT_NCHW && nd->layout != M40_LAYOUT_NHWC)
+            return fail(r, M40_ERR_INVALID_ARG, "unknown layout", NULL, NULL);
+        bool nhwc = nd->layout == M40_LAYOUT_NHWC;
         int gr = nd->groups;
         if (gr < 1 || nd->stride[0] < 1 || nd->stride[1] < 1 || nd->pad[0] < 0 ||
             nd->pad[1] < 0)
             return fail(r, M40_ERR_INVALID_ARG, "groups and strides must be >= 1, pads >= 0",
                         NULL, NULL);
         const int64_t *x = in[0]->shape, *w = in[1]->shape;
-        int64_t N = x[0], C = x[1], H = x[2], W = x[3], K = w[0], R = w[2], S = w[3];
+        int64_t N = x[0], C = nhwc ? x[3] : x[1], H = nhwc ? x[1] : x[2], W = nhwc ? x[2] : x[3];
+        int64_t K = w[0], R = nhwc ? w[1] : w[2], S = nhwc ? w[2] : w[3], wc = nhwc ? w[3] : w[1];
         int64_t P = (H + 2 * nd->pad[0] - R) / nd->stride[0] + 1;
         int64_t Q = (W + 2 * nd->pad[1] - S) / nd->stride[1] + 1;
-        bool ok = C % gr == 0 && K % gr == 0 && w[1] == C / gr && R >= 1 && S >= 1 &&
+        bool ok = C % gr == 0 && K % gr == 0 && wc == C / gr && R >= 1 && S >= 1 &&
                   H + 2 * nd->pad[0] >= R && W + 2 * nd->pad[1] >= S;
         if (nd->ninputs > 2 && in[2]) ok = ok && in[2]->shape[0] == K;
-        if (!ok) return shape_err(r, "need x [N,C,H,W], w [K,C/groups,R,S] with the window "
-                                     "inside the padded input, bias [K]");
         int64_t s[4] = {N, K, P, Q};
+        if (nhwc) s[1] = P, s[2] = Q, s[3] = K;
+        if (nd->ninputs > 3 && in[3])
+            for (int i = 0; i < 4; i++) ok = ok && in[3]->shape[i] == s[i];
+        if (!ok) return shape_err(r, nhwc ? "need x [N,H,W,C], w [K,R,S,C/groups] with the window "
+                                            "inside the padded input, bias [K], residual [N,P,Q,K]"
+                                          : "need x [N,C,H,W], w [K,C/groups,R,S] with the window "
+                                            "inside the padded input, bias [K], residual [N,K,P,Q]");
         desc_set(o, F32, 4, s);
-        /* im2col of one image unless the conv is a plain GEMM (1x1, stride 1) */
         bool gemm = R == 1 && S == 1 && nd->stride[0] == 1 && nd->stride[1] == 1 &&
                     nd->pad[0] == 0 && nd->pad[1] == 0;
-        if (!gemm) *ws = (uint64_t)(C * R * S * P * Q) * 4u;
+        if (gemm) return M40_OK;
+        if (nhwc) { /* im2col patches of up to 128 MiB of rows (kernels/conv.cu) */
+            uint64_t rsc = (uint64_t)(R * S * C), rows = (uint64_t)(N * P * Q);
+            uint64_t cap = ((uint64_t)128 << 20) / (rsc * 4);
+            if (cap < 1) cap = 1;
+            *ws = (rows < cap ? rows : cap) * rsc * 4u;
+        } else { /* im2col of one image (the NCHW kernels to come) */
+            *ws = (uint64_t)(C * R * S * P * Q) * 4u;
+        }
         return M40_OK;
     }
     case M40_OP_POOL2D: {
         TRY(need_inputs(r, 1, 1));
         TRY(need_dtype(r, 0, F32, F32));
         TRY(need_ndim(r, 0, 4, 4));
-        const int64_t *x = in[0]->shape;
+        const int64_t *x0 = in[0]->shape;
+        if (nd->layout != M40_LAYOUT_NCHW && nd->layout != M40_LAYOUT_NHWC)
+            return fail(r, M40_ERR_INVALID_ARG, "unknown layout", NULL, NULL);
+        bool nhwc = nd->layout == M40_LAYOUT_NHWC;
+        /* x in NCHW order whatever the layout: N, C, H, W */
+        int64_t x[4] = {x0[0], nhwc ? x0[3] : x0[1], nhwc ? x0[1] : x0[2], nhwc ? x0[2] : x0[3]};
         if (nd->pool == M40_POOL_GLOBAL_AVG) {
             int64_t s[2] = {x[0], x[1]};
             desc_set(o, F32, 2, s);
@@ -203,8 +228,10 @@ m40_status m40__graph_infer(m40_graph *g, const m40_node_desc *nd, m40_tensor_de
             nd->stride[1] < 1 || nd->pad[0] < 0 || nd->pad[1] < 0 ||
             x[2] + 2 * nd->pad[0] < nd->kernel[0] || x[3] + 2 * nd->pad[1] < nd->kernel[1])
             return shape_err(r, "kernel and stride >= 1, pad >= 0, window inside the input");
-        int64_t s[4] = {x[0], x[1], (x[2] + 2 * nd->pad[0] - nd->kernel[0]) / nd->stride[0] + 1,
-                        (x[3] + 2 * nd->pad[1] - nd->kernel[1]) / nd->stride[1] + 1};
+        int64_t P = (x[2] + 2 * nd->pad[0] - nd->kernel[0]) / nd->stride[0] + 1;
+        int64_t Q = (x[3] + 2 * nd->pad[1] - nd->kernel[1]) / nd->stride[1] + 1;
+        int64_t s[4] = {x[0], x[1], P, Q};
+        if (nhwc) s[1] = P, s[2] = Q, s[3] = x[1];
         desc_set(o, F32, 4, s);
         return M40_OK;
     }

@@ -24,15 +24,17 @@ void m40_ref_softmax(const m40_tensor_desc *dx, const float *x,
 void m40_ref_linear(int64_t M, int64_t N, int64_t K, const float *x,
                     const float *w, const float *bias, float *y);
 
-/* Convolution with the fused epilogue of m40_conv2d; shapes [N,C,H,W],
-** [K,C,R,S] -> [N,K,P,Q], all contiguous. scale/bias/residual may be NULL. */
+/* Convolution with the fused epilogue of m40_conv2d, in d->layout: x
+** [N,C,H,W] or [N,H,W,C], w [K,C,R,S] or [K,R,S,C], y and residual
+** [N,K,P,Q] or [N,P,Q,K], all contiguous. scale/bias/residual may be NULL. */
 void m40_ref_conv2d(const m40_conv2d_desc *d, int64_t N, int64_t C, int64_t H, int64_t W,
                     int64_t K, int64_t R, int64_t S, int64_t P, int64_t Q,
                     const float *x, const float *w, const float *scale,
                     const float *bias, const float *residual, float *y);
 void m40_ref_pool2d(m40_pool kind, int kh, int kw, int sh, int sw, int ph, int pw,
-                    int64_t NC, int64_t H, int64_t W, int64_t P, int64_t Q,
-                    const float *x, float *y);
-void m40_ref_global_avgpool(int64_t NC, int64_t HW, const float *x, float *y);
+                    m40_layout layout, int64_t N, int64_t C, int64_t H, int64_t W, int64_t P,
+                    int64_t Q, const float *x, float *y);
+void m40_ref_global_avgpool(m40_layout layout, int64_t N, int64_t C, int64_t HW,
+                            const float *x, float *y);
 
 #endif

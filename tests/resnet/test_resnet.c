@@ -15,8 +15,8 @@
 static const char *WEIGHTS = "tests/fixtures/resnet/reduced_resnet.safetensors";
 static const char *IO = "tests/fixtures/resnet/reduced_resnet_io.safetensors";
 
-/* Runs the fixture network on ctx and compares with PyTorch's logits. */
-static void run_fixture(m40_ctx *ctx, const char *label) {
+/* Runs the fixture network on ctx in `layout` and compares with PyTorch's logits. */
+static void run_fixture(m40_ctx *ctx, const char *label, m40_layout layout) {
     m40_st_file *w = NULL, *io = NULL;
     CHECK_ST(m40_st_open(WEIGHTS, &w), M40_OK);
     CHECK_ST(m40_st_open(IO, &io), M40_OK);
@@ -31,13 +31,21 @@ static void run_fixture(m40_ctx *ctx, const char *label) {
            (long long)in->shape[0], (long long)in->shape[2], (long long)in->shape[3]);
     rn_model m;
     m40_status st = rn_build(ctx, &cfg, w, 0, (int)in->shape[0], (int)in->shape[2],
-                             (int)in->shape[3], NULL, &m, err, sizeof err);
+                             (int)in->shape[3], layout, NULL, &m, err, sizeof err);
     CHECK_ST(st, M40_OK);
     if (st != M40_OK) { fprintf(stderr, "%s\n", err); goto out; }
     m40_tensor *tin, *tout;
     CHECK_ST(m40_graph_get_tensor(m.g, m.input_id, &tin), M40_OK);
     CHECK_ST(m40_graph_get_tensor(m.g, m.logits_id, &tout), M40_OK);
-    CHECK_ST(m40_tensor_upload(ctx, tin, m40_st_data(io, in), in->nbytes), M40_OK);
+    const float *src = m40_st_data(io, in);
+    float *nhwc = NULL;
+    if (layout == M40_LAYOUT_NHWC) {
+        nhwc = malloc(in->nbytes);
+        rn_nchw_to_nhwc(src, nhwc, (int)in->shape[0], 3, (int)in->shape[2], (int)in->shape[3]);
+        src = nhwc;
+    }
+    CHECK_ST(m40_tensor_upload(ctx, tin, src, in->nbytes), M40_OK);
+    free(nhwc);
     size_t n = lg->nbytes / 4;
     float *got = malloc(n * 4), *ref = malloc(n * 4);
     memcpy(ref, m40_st_data(io, lg), n * 4);
@@ -47,7 +55,8 @@ static void run_fixture(m40_ctx *ctx, const char *label) {
         CHECK_ST(m40_graph_run(m.g), M40_OK);
         CHECK_ST(m40_tensor_download(ctx, tout, got, n * 4), M40_OK);
         char name[64];
-        snprintf(name, sizeof name, "%s logits vs PyTorch FP64 (run %d)", label, rep + 1);
+        snprintf(name, sizeof name, "%s %s logits vs PyTorch FP64 (run %d)", label,
+                 layout == M40_LAYOUT_NHWC ? "NHWC" : "NCHW", rep + 1);
         /* FP32 storage of activations through ~40 layers against FP64: a few
         ** 1e-6 relative; 1e-4 leaves room for accumulation order */
         m40t_compare(name, got, ref, (int64_t)n, (m40t_tol){1e-4, 1e-4, 1e-8});
@@ -130,7 +139,7 @@ static void expect_build_error(m40_ctx *ctx, const char *path, m40_status want, 
         st = rn_config_from_weights(w, &cfg, err, sizeof err);
         if (st == M40_OK) {
             rn_model m;
-            st = rn_build(ctx, &cfg, w, 0, 1, 64, 64, NULL, &m, err, sizeof err);
+            st = rn_build(ctx, &cfg, w, 0, 1, 64, 64, M40_LAYOUT_NCHW, NULL, &m, err, sizeof err);
             if (st == M40_OK) rn_free(&m);
         }
     } else {
@@ -184,14 +193,15 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--gpu")) {
         ctx = m40t_gpu_ctx_or_skip("test_gpu_resnet");
         if (!ctx) return M40T_SKIP;
-        run_fixture(ctx, "GPU");
-        /* once more through a captured CUDA graph */
+        run_fixture(ctx, "GPU", M40_LAYOUT_NCHW);
+        run_fixture(ctx, "GPU", M40_LAYOUT_NHWC);
         m40_ctx_destroy(ctx);
         return m40t_finish("test_gpu_resnet");
     }
     d.device = M40_DEVICE_CPU;
     if (m40_ctx_create(&d, &ctx) != M40_OK) return 1;
-    run_fixture(ctx, "CPU");
+    run_fixture(ctx, "CPU", M40_LAYOUT_NCHW);
+    run_fixture(ctx, "CPU", M40_LAYOUT_NHWC);
     test_bad_weights(ctx);
     m40_ctx_destroy(ctx);
     return m40t_finish("test_resnet");

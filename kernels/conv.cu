@@ -1,4 +1,5 @@
-/* Convolution and pooling, NCHW, F32: the correctness baseline.
+/* Convolution and pooling, F32, NCHW (direct kernel: the correctness baseline)
+** and NHWC (each conv one SGEMM over all pixels, see m40k_conv2d_nhwc).
 **
 ** m40k_conv2d_direct: one thread per output element, a loop over C·R·S,
 ** then the fused epilogue (scale, bias, residual, ReLU). No data reuse

@@ -205,7 +205,12 @@ static void gpu_pool(int kind, int N, int Cc, int H, int W, int k, int st, int p
     CHECK_ST(m40_tensor_download(G, gg, g1, gb), M40_OK);
     CHECK_ST(m40_tensor_download(C, gc, g2, gb), M40_OK);
     snprintf(name, sizeof name, "global avgpool %s N%d C%d %dx%d", nhwc ? "NHWC" : "NCHW", N, Cc, H, W);
-    m40t_compare(name, g1, g2, (int64_t)(gb / 4), (m40t_tol){1e-6, 1e-5, 1e-12});
+    /* a float sum of n = H·W zero-mean terms: NCHW reduces as a tree in a warp
+    ** (error ~ log2(n)·eps), NHWC sums sequentially per channel (one thread
+    ** each, coalesced across channels): error up to ~n·eps relative to the
+    ** mean, 3136 · 6e-8 ≈ 2e-4 at 56x56; measured 1.1e-5 on the H200 */
+    m40t_tol tol = nhwc ? (m40t_tol){1e-6, 2e-4, 1e-9} : (m40t_tol){1e-6, 1e-5, 1e-12};
+    m40t_compare(name, g1, g2, (int64_t)(gb / 4), tol);
     free(got); free(ref); free(g1); free(g2);
     m40_tensor *ts[] = {xg, yg, xc, yc, gg, gc};
     for (int i = 0; i < 6; i++) m40_tensor_free(ts[i]);

@@ -111,15 +111,22 @@ m40_status m40_mul(m40_ctx *ctx, const m40_tensor *a, const m40_tensor *b, m40_t
     return binary(ctx, "m40_mul", M40K_MUL, a, b, out);
 }
 
-static m40_status unary(m40_ctx *ctx, const char *fn, int op, float alpha,
-                        const m40_tensor *x, m40_tensor *out) {
+/* The checks of every op out = f(x): both on the right side, F32, same shape. */
+static m40_status check_x_out_f32(m40_ctx *ctx, const char *fn, const m40_tensor *x,
+                                  const m40_tensor *out) {
     const m40_tensor *ts[] = {x, out};
     const char *names[] = {"x", "out"};
     m40_status st = check_args(ctx, fn, 2, ts, names);
     if (st != M40_OK) return st;
     if ((st = need_dtype(ctx, fn, "x", x, M40_DTYPE_F32)) != M40_OK) return st;
     if ((st = need_dtype(ctx, fn, "out", out, M40_DTYPE_F32)) != M40_OK) return st;
-    if ((st = need_same_shape(ctx, fn, x, out)) != M40_OK) return st;
+    return need_same_shape(ctx, fn, x, out);
+}
+
+static m40_status unary(m40_ctx *ctx, const char *fn, int op, float alpha,
+                        const m40_tensor *x, m40_tensor *out) {
+    m40_status st = check_x_out_f32(ctx, fn, x, out);
+    if (st != M40_OK) return st;
 #ifdef M40_HAVE_CUDA
     if (ctx->is_gpu)
         return launched(ctx, m40k_unary(ctx->stream, op, alpha, x->desc, x->data,
@@ -148,13 +155,8 @@ m40_status m40_activation(m40_ctx *ctx, m40_act act, const m40_tensor *x, m40_te
 
 m40_status m40_softmax(m40_ctx *ctx, const m40_tensor *x, m40_tensor *out) {
     static const char fn[] = "m40_softmax";
-    const m40_tensor *ts[] = {x, out};
-    const char *names[] = {"x", "out"};
-    m40_status st = check_args(ctx, fn, 2, ts, names);
+    m40_status st = check_x_out_f32(ctx, fn, x, out);
     if (st != M40_OK) return st;
-    if ((st = need_dtype(ctx, fn, "x", x, M40_DTYPE_F32)) != M40_OK) return st;
-    if ((st = need_dtype(ctx, fn, "out", out, M40_DTYPE_F32)) != M40_OK) return st;
-    if ((st = need_same_shape(ctx, fn, x, out)) != M40_OK) return st;
     int last = x->desc.ndim - 1;
     if (last >= 0 && x->desc.shape[last] > 1 &&
         (x->desc.stride[last] != 1 || out->desc.stride[last] != 1))

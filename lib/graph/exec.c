@@ -30,18 +30,6 @@ static m40_status exec_check(m40_graph *g, const m40__gnode *n) {
     return M40_OK;
 }
 
-static void free_exec(m40_graph *g) {
-    for (int i = 0; i < g->ntensors; i++) {
-        if (g->tensors[i].t && g->tensors[i].t != g->tensors[i].bound)
-            m40_tensor_free(g->tensors[i].t);
-        g->tensors[i].t = NULL;
-    }
-    for (int r = 0; r < M40_REGION_COUNT; r++) {
-        m40_tensor_free(g->region[r]);
-        g->region[r] = NULL;
-    }
-}
-
 m40_status m40_graph_alloc(m40_graph *g) {
     if (!g) return M40_ERR_INVALID_ARG;
     m40_ctx *ctx = g->ctx;
@@ -62,7 +50,7 @@ m40_status m40_graph_alloc(m40_graph *g) {
         if ((st = m40_tensor_create(ctx, &d, loc, &g->region[r])) != M40_OK) {
             char msg[M40__ERRMSG_MAX];
             snprintf(msg, sizeof msg, "%s", m40_errmsg(ctx));
-            free_exec(g);
+            m40__graph_free_views(g);
             return m40__err(ctx, st, "m40_graph_alloc: region %s: %s",
                             m40_region_name((m40_region)r), msg);
         }
@@ -103,7 +91,7 @@ m40_status m40_graph_alloc(m40_graph *g) {
     if (st == M40_OK && ws) st = m40__cuda_workspace(ctx, ws, &wsp);
 #endif
     if (st != M40_OK) {
-        free_exec(g);
+        m40__graph_free_views(g);
         return st;
     }
     for (int i = 0; i < g->ntensors; i++) g->tensors[i].init = NULL;

@@ -66,7 +66,7 @@ m40_status m40_graph_create(m40_ctx *ctx, m40_graph **out) {
     return M40_OK;
 }
 
-static void free_views(m40_graph *g) {
+void m40__graph_free_views(m40_graph *g) {
     for (int i = 0; i < g->ntensors; i++) {
         if (g->tensors[i].t && g->tensors[i].t != g->tensors[i].bound)
             m40_tensor_free(g->tensors[i].t);
@@ -85,7 +85,7 @@ void m40_graph_destroy(m40_graph *g) {
 #endif
     if (g->state == M40__G_ALLOCATED && g->ctx->is_gpu)
         m40_ctx_sync(g->ctx); /* queued runs may still use the regions */
-    free_views(g);
+    m40__graph_free_views(g);
     for (int i = 0; i < g->ntensors; i++) free(g->tensors[i].name);
     for (int i = 0; i < g->nnodes; i++) free(g->nodes[i].name);
     free(g->tensors);

@@ -49,6 +49,8 @@ struct m40_graph {
 ** the output desc and the op's workspace bytes. Records errors on ctx. */
 m40_status m40__graph_infer(m40_graph *g, const m40_node_desc *nd,
                             m40_tensor_desc *out, uint64_t *workspace);
+/* Frees the executor's tensor views and region allocations (not bound tensors). */
+void m40__graph_free_views(m40_graph *g);
 /* Runs every node in order through the eager op entry points (exec.c). */
 m40_status m40__graph_run_nodes(m40_graph *g);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "m40/tokenizer.h"
+#include "golden_ids.h"
 
 #define CAP (1 << 20)
 
@@ -27,16 +28,6 @@ static long unhex(const char *s, char *out) {
     return n;
 }
 
-static long parse_ids(const char *s, int32_t *out) {
-    long n = 0;
-    while (*s) {
-        char *end;
-        out[n++] = (int32_t)strtol(s, &end, 10);
-        if (end == s) return -1;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return n;
-}
 
 int main(int argc, char **argv) {
     if (argc != 3) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "m40/tokenizer.h"
+#include "golden_ids.h"
 
 #define MAX_SHOWN 10
 
@@ -30,17 +31,6 @@ static long parse_hex(const char *s, unsigned char *out) {
     return s[0] ? -1 : n;
 }
 
-static long parse_ids(const char *s, int32_t *out) {
-    if (strcmp(s, "-") == 0) return 0;
-    long n = 0;
-    while (*s) {
-        char *end;
-        out[n++] = (int32_t)strtol(s, &end, 10);
-        if (end == s) return -1;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return n;
-}
 
 /* Strict UTF-8 check (RFC 3629), used on every streamed chunk. */
 static int valid_utf8(const unsigned char *p, size_t n) {

@@ -186,12 +186,44 @@ static bool plain_gemm(const m40k_conv_shape *s) {
     return s->R == 1 && s->S == 1 && s->sh == 1 && s->sw == 1 && s->ph == 0 && s->pw == 0;
 }
 
-extern "C" size_t m40k_conv2d_nhwc_workspace(const m40k_conv_shape *s) {
+/* Rows of im2col patches per GEMM: all of them for a plain GEMM, else as
+** many as fit 128 MiB (at least one). */
+static int64_t nhwc_chunk_rows(const m40k_conv_shape *s) {
+    int64_t rows = (int64_t)s->N * s->P * s->Q, cap = 65535 * 64; /* the SGEMM's grid.y limit */
+    if (!plain_gemm(s)) {
+        int64_t rsc = (int64_t)s->R * s->S * s->C, fit = ((int64_t)128 << 20) / (rsc * 4);
+        if (fit < cap) cap = fit < 1 ? 1 : fit;
+    }
+    return rows < cap ? rows : cap;
+}
+
+static size_t nhwc_col_bytes(const m40k_conv_shape *s) {
     if (plain_gemm(s)) return 0;
-    int64_t rsc = (int64_t)s->R * s->S * s->C, rows = (int64_t)s->N * s->P * s->Q;
-    int64_t cap = ((int64_t)128 << 20) / (rsc * 4);
-    if (cap < 1) cap = 1;
-    return (size_t)((rows < cap ? rows : cap) * rsc * 4);
+    size_t b = (size_t)nhwc_chunk_rows(s) * s->R * s->S * s->C * sizeof(float);
+    return (b + 255) & ~(size_t)255; /* the split-K scratch follows, aligned */
+}
+
+/* The GEMM over `mr` rows of A (x itself or patches) that computes y. */
+static m40k_sgemm_args nhwc_gemm(const m40k_conv_shape *s, int64_t mr, const float *a,
+                                 const float *w, const float *scale, const float *bias,
+                                 const float *res, float *y) {
+    int64_t rsc = (int64_t)s->R * s->S * s->C;
+    m40k_sgemm_args g = {};
+    g.M = (int)mr; g.N = s->K; g.K = (int)rsc;
+    g.a = a; g.lda = rsc;
+    g.b = w; g.ldb = rsc; g.b_nk = 1; g.b_f16 = 0;
+    g.c = y; g.ldc = s->K;
+    g.bias = scale ? nullptr : bias;
+    g.res = scale ? nullptr : res; g.ldr = s->K;
+    g.act = scale || !s->relu ? M40K_SGEMM_ACT_NONE : M40K_SGEMM_ACT_RELU;
+    return g;
+}
+
+extern "C" size_t m40k_conv2d_nhwc_workspace(const m40k_conv_shape *s, int sm_count) {
+    if ((int64_t)s->N * s->P * s->Q == 0 || s->K == 0) return 0;
+    m40k_sgemm_args g = nhwc_gemm(s, nhwc_chunk_rows(s), nullptr, nullptr, nullptr, nullptr,
+                                  nullptr, nullptr);
+    return nhwc_col_bytes(s) + m40k_sgemm_workspace_size(&g, sm_count);
 }
 
 extern "C" int m40k_conv2d_nhwc(void *stream, const m40k_conv_shape *s, const float *x,
@@ -202,9 +234,12 @@ extern "C" int m40k_conv2d_nhwc(void *stream, const m40k_conv_shape *s, const fl
     if (rows == 0 || s->K == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
     bool direct = plain_gemm(s);
-    int64_t chunk = direct ? rows : (int64_t)(ws_bytes / ((size_t)rsc * 4));
-    if (chunk < 1) return (int)cudaErrorInvalidValue; /* workspace below one row */
-    if (chunk > 65535 * 64) chunk = 65535 * 64;          /* the SGEMM's grid.y limit */
+    int64_t chunk = nhwc_chunk_rows(s);
+    size_t col = nhwc_col_bytes(s);
+    if (ws_bytes < col) return (int)cudaErrorInvalidValue; /* no room for the patches */
+    /* what is left after the patches is the SGEMM's split-K scratch */
+    void *sk = col < ws_bytes ? (char *)ws + col : nullptr;
+    size_t sk_bytes = col < ws_bytes ? ws_bytes - col : 0;
     for (int64_t m0 = 0; m0 < rows; m0 += chunk) {
         int64_t mr = rows - m0 < chunk ? rows - m0 : chunk;
         const float *a = x + m0 * s->C;
@@ -213,15 +248,9 @@ extern "C" int m40k_conv2d_nhwc(void *stream, const m40k_conv_shape *s, const fl
             im2col_nhwc_kernel<<<grid_for(total), kThreads, 0, st>>>(*s, x, (float *)ws, m0, total);
             a = (const float *)ws;
         }
-        m40k_sgemm_args g = {};
-        g.M = (int)mr; g.N = s->K; g.K = (int)rsc;
-        g.a = a; g.lda = rsc;
-        g.b = w; g.ldb = rsc; g.b_nk = 1; g.b_f16 = 0;
-        g.c = y + m0 * s->K; g.ldc = s->K;
-        g.bias = scale ? nullptr : bias;
-        g.res = scale || !residual ? nullptr : residual + m0 * s->K; g.ldr = s->K;
-        g.act = scale || !s->relu ? M40K_SGEMM_ACT_NONE : M40K_SGEMM_ACT_RELU;
-        int e = m40k_sgemm(stream, &g, sm_count, nullptr, 0);
+        m40k_sgemm_args g = nhwc_gemm(s, mr, a, w, scale, bias,
+                                      residual ? residual + m0 * s->K : nullptr, y + m0 * s->K);
+        int e = m40k_sgemm(stream, &g, sm_count, sk, sk_bytes);
         if (e) return e;
     }
     if (scale) {

@@ -25,9 +25,10 @@ int m40k_conv2d_direct(void *stream, const m40k_conv_shape *s, const float *x,
 int m40k_conv2d_nhwc(void *stream, const m40k_conv_shape *s, const float *x, const float *w,
                      const float *scale, const float *bias, const float *residual, float *y,
                      void *ws, size_t ws_bytes, int sm_count);
-/* Workspace m40k_conv2d_nhwc wants (0 for a plain GEMM): patches for up
-** to 128 MiB worth of rows. */
-size_t m40k_conv2d_nhwc_workspace(const m40k_conv_shape *s);
+/* Workspace m40k_conv2d_nhwc wants: im2col patches for up to 128 MiB worth
+** of rows (none for a plain GEMM), then the SGEMM's split-K partial sums
+** for that many rows on `sm_count` SMs (none when it does not split). */
+size_t m40k_conv2d_nhwc_workspace(const m40k_conv_shape *s, int sm_count);
 int m40k_pool2d(void *stream, int kind, int kh, int kw, int sh, int sw, int ph, int pw,
                 int nhwc, int N, int C, int H, int W, int P, int Q, const float *x, float *y);
 int m40k_global_avgpool(void *stream, int nhwc, int N, int C, int HW, const float *x, float *y);

@@ -77,6 +77,9 @@ m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle);
 /* The context's device scratch, grown to at least `bytes` (synchronizes the
 ** stream when it must grow). */
 m40_status m40__cuda_workspace(m40_ctx *ctx, size_t bytes, void **p);
+/* Scratch bytes m40_conv2d needs on this context for these (checked) descs. */
+size_t m40__conv2d_workspace(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor_desc *x,
+                             const m40_tensor_desc *w, const m40_tensor_desc *y);
 /* Scratch bytes m40__cuda_linear needs for this shape on this device. */
 size_t m40__cuda_linear_workspace(m40_ctx *ctx, int M, int N, int K);
 m40_status m40__cuda_copy_strided(m40_ctx *ctx, m40_tensor *dst, const m40_tensor *src);

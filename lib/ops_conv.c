@@ -45,6 +45,27 @@ static m40_status need_shape(m40_ctx *ctx, const char *fn, const char *name,
     return M40_OK;
 }
 
+#ifdef M40_HAVE_CUDA
+/* The launcher's view of a conv whose arguments m40_conv2d has checked. */
+static m40k_conv_shape conv_shape(const m40_conv2d_desc *d, const m40_tensor_desc *x,
+                                  const m40_tensor_desc *w, int64_t P, int64_t Q) {
+    bool nhwc = d->layout == M40_LAYOUT_NHWC;
+    const int64_t *xs = x->shape, *ws = w->shape;
+    m40k_conv_shape s = {(int)xs[0], (int)(nhwc ? xs[3] : xs[1]), (int)(nhwc ? xs[1] : xs[2]),
+                         (int)(nhwc ? xs[2] : xs[3]), (int)ws[0], (int)(nhwc ? ws[1] : ws[2]),
+                         (int)(nhwc ? ws[2] : ws[3]), (int)P, (int)Q, d->stride_h, d->stride_w,
+                         d->pad_h, d->pad_w, d->dilation_h, d->dilation_w, d->relu != 0};
+    return s;
+}
+
+size_t m40__conv2d_workspace(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor_desc *x,
+                             const m40_tensor_desc *w, const m40_tensor_desc *y) {
+    if (!ctx->is_gpu || d->layout != M40_LAYOUT_NHWC) return 0;
+    m40k_conv_shape s = conv_shape(d, x, w, y->shape[1], y->shape[2]);
+    return m40k_conv2d_nhwc_workspace(&s, ctx->sm_count);
+}
+#endif
+
 void m40_conv2d_desc_init(m40_conv2d_desc *d) {
     if (!d) return;
     *d = (m40_conv2d_desc){.stride_h = 1, .stride_w = 1, .dilation_h = 1, .dilation_w = 1};
@@ -100,12 +121,10 @@ m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor *
     const float *rp = residual ? residual->data : NULL;
 #ifdef M40_HAVE_CUDA
     if (ctx->is_gpu) {
-        m40k_conv_shape s = {(int)N, (int)C, (int)H, (int)W, (int)K, (int)R, (int)S, (int)P,
-                             (int)Q, d->stride_h, d->stride_w, d->pad_h, d->pad_w,
-                             d->dilation_h, d->dilation_w, d->relu != 0};
+        m40k_conv_shape s = conv_shape(d, &x->desc, &w->desc, P, Q);
         int e;
         if (nhwc) {
-            size_t wsb = m40k_conv2d_nhwc_workspace(&s);
+            size_t wsb = m40k_conv2d_nhwc_workspace(&s, ctx->sm_count);
             void *wsp = NULL;
             if (wsb && (st = m40__cuda_workspace(ctx, wsb, &wsp)) != M40_OK) return st;
             e = m40k_conv2d_nhwc(ctx->stream, &s, x->data, w->data, sp, bp, rp, y->data, wsp, wsb,

@@ -30,6 +30,19 @@ static m40_status exec_check(m40_graph *g, const m40__gnode *n) {
     return M40_OK;
 }
 
+/* The eager conv's descriptor for a CONV2D node. */
+static m40_conv2d_desc conv_desc(const m40_node_desc *nd) {
+    m40_conv2d_desc cd;
+    m40_conv2d_desc_init(&cd);
+    cd.stride_h = nd->stride[0];
+    cd.stride_w = nd->stride[1];
+    cd.pad_h = nd->pad[0];
+    cd.pad_w = nd->pad[1];
+    cd.relu = nd->fuse_relu;
+    cd.layout = nd->layout;
+    return cd;
+}
+
 m40_status m40_graph_alloc(m40_graph *g) {
     if (!g) return M40_ERR_INVALID_ARG;
     m40_ctx *ctx = g->ctx;
@@ -82,11 +95,16 @@ m40_status m40_graph_alloc(m40_graph *g) {
             size_t need = m40__cuda_linear_workspace(ctx, (int)M, (int)w->shape[0], (int)K);
             if (need > ws) ws = need;
         }
-    /* NHWC convs take their im2col patches from the same workspace */
-    for (int n = 0; n < g->nnodes && st == M40_OK && ctx->is_gpu; n++)
-        if (g->nodes[n].d.op == M40_OP_CONV2D && g->nodes[n].d.layout == M40_LAYOUT_NHWC &&
-            g->nodes[n].workspace > ws)
-            ws = g->nodes[n].workspace;
+    /* NHWC convs take their im2col patches and split-K sums from the same workspace */
+    for (int n = 0; n < g->nnodes && st == M40_OK && ctx->is_gpu; n++) {
+        const m40_node_desc *nd = &g->nodes[n].d;
+        if (nd->op != M40_OP_CONV2D) continue;
+        m40_conv2d_desc cd = conv_desc(nd);
+        size_t need = m40__conv2d_workspace(ctx, &cd, &g->tensors[nd->inputs[0]].desc,
+                                            &g->tensors[nd->inputs[1]].desc,
+                                            &g->tensors[nd->output].desc);
+        if (need > ws) ws = need;
+    }
     void *wsp;
     if (st == M40_OK && ws) st = m40__cuda_workspace(ctx, ws, &wsp);
 #endif
@@ -124,14 +142,7 @@ static m40_status exec_node(m40_graph *g, const m40__gnode *n) {
     case M40_OP_CONVERT: return m40_convert(ctx, in[0], y);
     case M40_OP_LINEAR: return m40_matmul(ctx, in[0], in[1], in[2], y);
     case M40_OP_CONV2D: {
-        m40_conv2d_desc cd;
-        m40_conv2d_desc_init(&cd);
-        cd.stride_h = n->d.stride[0];
-        cd.stride_w = n->d.stride[1];
-        cd.pad_h = n->d.pad[0];
-        cd.pad_w = n->d.pad[1];
-        cd.relu = n->d.fuse_relu;
-        cd.layout = n->d.layout;
+        m40_conv2d_desc cd = conv_desc(&n->d);
         return m40_conv2d(ctx, &cd, in[0], in[1], NULL, in[2], in[3], y);
     }
     case M40_OP_POOL2D:

@@ -41,23 +41,22 @@ m40_status m40__evtimer_create(m40_ctx *ctx, m40__evtimer *t) {
     return M40_OK;
 }
 
-m40_status m40__evtimer_start(m40__evtimer *t) {
+/* One timestamp: a CUDA event when the timer has one, else the host clock
+** after a synchronize. */
+static m40_status mark(m40__evtimer *t, void *ev, double *host) {
 #ifdef M40_HAVE_CUDA
-    if (t->ev0) return m40__bench_event_record(t->ctx, t->ev0);
+    if (ev) return m40__bench_event_record(t->ctx, ev);
+#else
+    (void)ev;
 #endif
     m40_status st = m40_ctx_sync(t->ctx);
-    t->h0 = m40__now_s();
+    *host = m40__now_s();
     return st;
 }
 
-m40_status m40__evtimer_stop(m40__evtimer *t) {
-#ifdef M40_HAVE_CUDA
-    if (t->ev1) return m40__bench_event_record(t->ctx, t->ev1);
-#endif
-    m40_status st = m40_ctx_sync(t->ctx);
-    t->h1 = m40__now_s();
-    return st;
-}
+m40_status m40__evtimer_start(m40__evtimer *t) { return mark(t, t->ev0, &t->h0); }
+
+m40_status m40__evtimer_stop(m40__evtimer *t) { return mark(t, t->ev1, &t->h1); }
 
 m40_status m40__evtimer_ms(m40__evtimer *t, double *ms) {
 #ifdef M40_HAVE_CUDA

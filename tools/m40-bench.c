@@ -36,6 +36,7 @@
 
 typedef struct bench_opts {
     int warmup, repeats, device, telemetry, cpu;
+    int layouts; /* bit (1 << m40_layout): which layouts conv and resnet50 run */
     const char *sizes;
     const char *json, *csv; /* NULL: off; "-": stdout instead of text */
 } bench_opts;
@@ -549,6 +550,7 @@ static int run_conv(bench_env *e) {
             }
             a.gemm = 0;
             for (int l = 0; l < 2; l++) {
+            if (!(e->o->layouts & (1 << l))) continue;
             a.d.layout = (m40_layout)l;
             r = new_result(e, "conv", l ? "m40_conv2d NHWC" : "m40_conv2d NCHW", label, "GFLOP/s");
             if (r) {
@@ -589,6 +591,7 @@ static int run_resnet50(bench_env *e) {
     rn_config cfg = rn_resnet50();
     for (int i = 0; i < ns; i++)
         for (int l = 1; l >= 0; l--) { /* NHWC (the fast path), then NCHW (direct kernel) */
+            if (!(e->o->layouts & (1 << l))) continue;
             rn_model m;
             char err[512], label[32], impl[40];
             int N = (int)sz[i][0];
@@ -671,6 +674,7 @@ static void usage(FILE *f) {
             "  --repeats N      timed runs; median, min/max and IQR are reported (default 20)\n"
             "  --sizes LIST     comma-separated sizes (see each command)\n"
             "  --device N       CUDA device (default 0)\n"
+            "  --layout L       conv, resnet50: nhwc, nchw or both (default both)\n"
             "  --json[=FILE]    results as JSON (bench/compare.py reads it); bare: on stdout\n"
             "  --csv[=FILE]     results as CSV; bare: on stdout\n"
             "  --no-telemetry   do not sample NVML during measurements\n"
@@ -773,7 +777,7 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    bench_opts o = {.warmup = 3, .repeats = 20, .device = 0, .telemetry = 1};
+    bench_opts o = {.warmup = 3, .repeats = 20, .device = 0, .telemetry = 1, .layouts = 3};
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         int bad = 0;
@@ -783,6 +787,13 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--device") == 0 && i + 1 < argc)
             bad = intarg(argv[++i], 0, 1024, &o.device);
         else if (strcmp(a, "--sizes") == 0 && i + 1 < argc) o.sizes = argv[++i];
+        else if (strcmp(a, "--layout") == 0 && i + 1 < argc) {
+            const char *l = argv[++i];
+            o.layouts = !strcmp(l, "nhwc") ? 1 << M40_LAYOUT_NHWC
+                      : !strcmp(l, "nchw") ? 1 << M40_LAYOUT_NCHW
+                      : !strcmp(l, "both") ? 3 : 0;
+            bad = o.layouts == 0;
+        }
         else if (strcmp(a, "--json") == 0) o.json = "-";
         else if (strncmp(a, "--json=", 7) == 0) o.json = a + 7;
         else if (strcmp(a, "--csv") == 0) o.csv = "-";

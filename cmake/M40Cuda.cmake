@@ -80,14 +80,23 @@ find_package(CUDAToolkit REQUIRED)
 set(M40_HAVE_CUDA ON)
 string(REPLACE ";" "," M40_CUDA_ARCHS_STRING "${CMAKE_CUDA_ARCHITECTURES}")
 
-# cuDNN is optional. 9.10 is the last release with Maxwell code, so a newer
-# one is only used when the build does not target sm_5x.
+# cuDNN is optional: the alternative conv engine (lib/conv_engine/). 9.10 is
+# the last release with Maxwell code, so a newer one is only used when the
+# build does not target sm_5x. Hints: -DM40_CUDNN_ROOT=DIR or CUDNN_ROOT (a
+# CMake or environment variable), DIR holding include/cudnn_version.h and
+# lib/libcudnn.so* (PyPI's nvidia-cudnn-cu1x wheels: site-packages/nvidia/cudnn).
+# NAMES_PER_DIR: a hinted directory's libcudnn.so.9 wins over a system
+# libcudnn.so, so header and library come from the same cuDNN.
+if(M40_CUDNN)
 find_path(M40_CUDNN_INCLUDE_DIR cudnn_version.h
-  HINTS ${M40_CUDNN_ROOT} ENV CUDNN_ROOT ${CUDAToolkit_INCLUDE_DIRS}
+  HINTS ${M40_CUDNN_ROOT} ${CUDNN_ROOT} ENV CUDNN_ROOT ${CUDAToolkit_INCLUDE_DIRS}
   PATH_SUFFIXES include)
-find_library(M40_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 libcudnn.so.8
-  HINTS ${M40_CUDNN_ROOT} ENV CUDNN_ROOT ${CUDAToolkit_LIBRARY_DIR}
+find_library(M40_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 libcudnn.so.8 NAMES_PER_DIR
+  HINTS ${M40_CUDNN_ROOT} ${CUDNN_ROOT} ENV CUDNN_ROOT ${CUDAToolkit_LIBRARY_DIR}
   PATH_SUFFIXES lib lib64)
+if(NOT M40_CUDNN_INCLUDE_DIR OR NOT M40_CUDNN_LIBRARY)
+  message(STATUS "libm40: cuDNN: not built in (not found; -DM40_CUDNN_ROOT=DIR points at one)")
+endif()
 if(M40_CUDNN_INCLUDE_DIR AND M40_CUDNN_LIBRARY)
   file(STRINGS ${M40_CUDNN_INCLUDE_DIR}/cudnn_version.h _m40_cudnn_v REGEX "define CUDNN_(MAJOR|MINOR) ")
   string(REGEX MATCH "MAJOR ([0-9]+)" _ "${_m40_cudnn_v}")
@@ -103,6 +112,9 @@ if(M40_CUDNN_INCLUDE_DIR AND M40_CUDNN_LIBRARY)
     set(M40_HAVE_CUDNN ON)
     message(STATUS "libm40: using cuDNN ${M40_CUDNN_VERSION} (${M40_CUDNN_LIBRARY})")
   endif()
+endif()
+else()
+  message(STATUS "libm40: cuDNN: not built in (M40_CUDNN=OFF)")
 endif()
 
 # Some machines (ours among them) link a newer toolkit's headers into

@@ -55,6 +55,18 @@ enum m40k_sgemm_variant {
     M40K_SGEMM_TILE64 = 1,  /* 64x64x8, 4x4 per thread: shapes with few tiles */
     M40K_SGEMM_SKINNY = 2   /* b_nk and M <= 8: a warp per 2 columns (GEMV-like) */
 };
+/* Implicit-GEMM A operand of an NHWC convolution (kernels/conv.cu): the
+** tile loader gathers A[m, k] = x[n, h, w, c] straight from x, with
+**   m = m0 + row,  m = (n·P + p)·Q + q,   k = (r·S + s)·C + c,
+**   h = p·sh - ph + r·dh,  w = q·sw - pw + s·dw   (0 outside the image).
+** Needs C % 4 == 0 (a run of 4 k stays in one pixel), x 16-byte aligned and
+** H·W·C < 2^31; c, the M rows, start at pixel m0. */
+typedef struct m40k_conv_a {
+    int C, H, W, P, Q, S;
+    int sh, sw, ph, pw, dh, dw;
+    int m0;
+} m40k_conv_a;
+
 typedef struct m40k_sgemm_args {
     int M, N, K;
     const float *a; int64_t lda;   /* A [M,K], row stride lda (elements) */
@@ -64,6 +76,11 @@ typedef struct m40k_sgemm_args {
     const float *bias;             /* [N] or NULL */
     const float *res; int64_t ldr; /* R [M,N] or NULL */
     int act;                       /* enum m40k_sgemm_act */
+    const m40k_conv_a *conv;       /* non-NULL: A is gathered from a = x (lda unused);
+                                      b_nk, F32 B, K = R·S·C, tile variants only */
+    int batch;                     /* > 1: that many GEMMs, the i-th on a + i·stride_a, */
+    int64_t stride_a, stride_b, stride_c; /* b + i·stride_b, c + i·stride_c (elements);
+                                      no split-K, no res, no conv (Winograd's 16 GEMMs) */
 } m40k_sgemm_args;
 /* The variant and split-K factor the launcher would use on a GPU with
 ** sm_count SMs and ws_bytes of workspace (splits == 1 needs none). */
@@ -100,6 +117,12 @@ int m40k_quant_linear(void *stream, const m40k_qlinear_args *a, int sm_count);
 ** generic = 1 forces the slow path used for unaligned shapes (tests). */
 int m40k_quant_gemv_run(void *stream, const m40k_qlinear_args *a, int sm_count,
                         int rows_per_warp, int generic);
+/* GEMV with every knob (bench, tests): version 0 = default (v3 at M <= 2,
+** v2 above), 1 = generic, 2 = the v2 kernel, 3 = v3 (int8/int4; fp16 always
+** runs v2), 4 = v3 with 4 chunks in flight per warp (M <= 2); rows_per_warp
+** 0 = default; blocks_per_sm 0 = as many as fit (v3 persistent grid). */
+int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, int sm_count, int version,
+                          int rows_per_warp, int blocks_per_sm);
 /* Tiled GEMM (128x128x16 tiles, weights dequantized into shared memory);
 ** any M; generic = 1 forces the element-wise tile loader (tests). */
 int m40k_quant_gemm_run(void *stream, const m40k_qlinear_args *a, int generic);

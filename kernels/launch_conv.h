@@ -9,10 +9,15 @@
 extern "C" {
 #endif
 
+/* NHWC algorithms: AUTO picks Winograd for 3x3/1 convs with enough channels
+** and output tiles (measured rule in kernels/conv.cu), else the implicit GEMM. */
+enum m40k_conv_algo { M40K_CONV_AUTO = 0, M40K_CONV_IMPLICIT = 1, M40K_CONV_WINOGRAD = 2 };
+
 typedef struct m40k_conv_shape {
     int N, C, H, W, K, R, S, P, Q;
     int sh, sw, ph, pw, dh, dw;
     int relu;
+    int algo; /* enum m40k_conv_algo (NHWC only); WINOGRAD where it applies */
 } m40k_conv_shape;
 
 int m40k_conv2d_direct(void *stream, const m40k_conv_shape *s, const float *x,
@@ -20,15 +25,20 @@ int m40k_conv2d_direct(void *stream, const m40k_conv_shape *s, const float *x,
                        const float *residual, float *y);
 /* NHWC: x [N,H,W,C], w [K,R,S,C], y/residual [N,P,Q,K]. One SGEMM over all
 ** N·P·Q pixels (kernels/sgemm.cu, bias/residual/ReLU fused): on x itself
-** for 1x1/stride 1/no padding, else on im2col patches written to `ws` in
-** row chunks that fit ws_bytes (at least one row: R·S·C floats). */
+** for 1x1/stride 1/no padding; else as an implicit GEMM that gathers the
+** patches from x in the SGEMM's tile loader (x and w first copied into `ws`
+** with C padded to a multiple of 4 when C % 4 != 0 or x is misaligned); or,
+** for 3x3 stride 1 (s->algo), Winograd F(2x2, 3x3) through `ws`. */
 int m40k_conv2d_nhwc(void *stream, const m40k_conv_shape *s, const float *x, const float *w,
                      const float *scale, const float *bias, const float *residual, float *y,
                      void *ws, size_t ws_bytes, int sm_count);
-/* Workspace m40k_conv2d_nhwc wants: im2col patches for up to 128 MiB worth
-** of rows (none for a plain GEMM), then the SGEMM's split-K partial sums
-** for that many rows on `sm_count` SMs (none when it does not split). */
-size_t m40k_conv2d_nhwc_workspace(const m40k_conv_shape *s, int sm_count);
+/* Workspace m40k_conv2d_nhwc wants for input x (NULL: assume aligned): the
+** padded copies of x and w when needed, or Winograd's transformed tiles (at
+** most ~128 MiB at a time), and the SGEMM's split-K partial sums. */
+size_t m40k_conv2d_nhwc_workspace(const m40k_conv_shape *s, const void *x, int sm_count);
+/* The algorithm m40k_conv2d_nhwc runs for s (aligned tensors, enough
+** workspace): M40K_CONV_WINOGRAD or M40K_CONV_IMPLICIT (also 1x1 plain GEMMs). */
+int m40k_conv2d_nhwc_algo(const m40k_conv_shape *s, int sm_count);
 int m40k_pool2d(void *stream, int kind, int kh, int kw, int sh, int sw, int ph, int pw,
                 int nhwc, int N, int C, int H, int W, int P, int Q, const float *x, float *y);
 int m40k_global_avgpool(void *stream, int nhwc, int N, int C, int HW, const float *x, float *y);

@@ -60,6 +60,9 @@ struct Params {
     int vec_out;       /* C, bias, R allow 16-byte access */
     float *ws;         /* split-K partials [splits][M][N], or NULL */
     int tiles_per_split;
+    m40k_conv_a cv;    /* CONV kernels: the implicit A operand */
+    int batch;         /* > 1: grid.z runs that many GEMMs (no split-K) */
+    long long sa, sb, sc; /* their strides in elements of A, B, C */
 };
 
 __device__ __forceinline__ float act_apply(float v, int act) {
@@ -114,8 +117,15 @@ __device__ __forceinline__ void load_run(float (&v)[E], const void *p) {
 }
 
 /* One thread's share of a BMxBK (A) and BKxBN (B) tile, staged in registers
-** between the global load and the shared-memory store. */
-template <int BM, int BN, bool B_NK, bool B_F16, bool VEC>
+** between the global load and the shared-memory store.
+** CONV: A is the implicit im2col matrix of an NHWC convolution (Params::cv).
+** The thread's row m = (n, p, q) is fixed, so it keeps the pixel's origin
+** and walks k = (r, s, c) by BK per tile: c += 8, carrying into s and r
+** (twice when C == 4). A run of EA channels is one 16-byte (EA = 4) or
+** 8-byte load, or zeros when (h, w) falls in the padding; C % 4 == 0 keeps
+** a run inside one pixel. Each load steps to the next tile itself, so the J
+** look-ahead of the plain loader does not apply to A. */
+template <int BM, int BN, bool B_NK, bool B_F16, bool VEC, bool CONV = false>
 struct TileLoader {
     static constexpr int EA = BM * BK / kThreads;  /* A elements per thread: 4 or 2 */
     static constexpr int EB = BN * BK / kThreads;
@@ -129,20 +139,35 @@ struct TileLoader {
     int a_row, a_k;        /* A: row in the tile, first k of the run */
     int b_r, b_c;          /* B_NK: row n, first k; else: row k, first column */
     int b_last;            /* KN, scalar path: columns past b_last repeat it */
+    int hh, w0, cc, ss;    /* CONV: input row of the current r, column of s = 0,
+                              channel, s */
     float ra[EA], rb[EB];
 
-    __device__ __forceinline__ void init(const Params &p, int tid, int bm, int bn, int k0) {
+    __device__ __forceinline__ void init(const Params &p, int tid, int bm, int bn, int k0,
+                                         long long zb) {
         /* A [M,K]: EA consecutive k of one row; 8/EA threads cover a row's 8 k,
         ** so neighbouring threads read one contiguous 32-byte sector. */
         a_row = tid / (BK / EA);
         a_k = (tid % (BK / EA)) * EA;
         int m = min(bm + a_row, p.M - 1); /* clamp: rows past M are never stored */
-        pa = p.a + (long long)m * p.lda + k0 + a_k;
+        if (CONV) {
+            const m40k_conv_a &v = p.cv;
+            m += v.m0;
+            int pq = v.P * v.Q, n = m / pq, pp = (m - n * pq) / v.Q, q = m - n * pq - pp * v.Q;
+            int k = k0 + a_k, rs = k / v.C;
+            pa = p.a + (long long)n * v.H * v.W * v.C;
+            cc = k - rs * v.C;
+            ss = rs % v.S;
+            w0 = q * v.sw - v.pw;
+            hh = pp * v.sh - v.ph + (rs / v.S) * v.dh;
+        } else {
+            pa = p.a + zb * p.sa + (long long)m * p.lda + k0 + a_k;
+        }
         if (B_NK) {
             b_r = tid / (BK / EB);
             b_c = (tid % (BK / EB)) * EB;
             int n = min(bn + b_r, p.N - 1);
-            pb = (const char *)p.b + ((long long)n * p.ldb + k0 + b_c) * ESZ;
+            pb = (const char *)p.b + (zb * p.sb + (long long)n * p.ldb + k0 + b_c) * ESZ;
             b_step = BK * ESZ;
         } else {
             /* B [K,N]: EB consecutive columns of one k row */
@@ -152,7 +177,7 @@ struct TileLoader {
             if (VEC) n = min(n, p.N - EB); /* N % 4 == 0 here */
             else n = min(n, p.N - 1);
             b_last = p.N - 1 - n;
-            pb = (const char *)p.b + ((long long)(k0 + b_r) * p.ldb + n) * ESZ;
+            pb = (const char *)p.b + (zb * p.sb + (long long)(k0 + b_r) * p.ldb + n) * ESZ;
             b_step = (long long)BK * p.ldb * ESZ;
         }
     }
@@ -161,10 +186,27 @@ struct TileLoader {
     ** compile-time constant, so the address is pointer + immediate).
     ** GUARD: only the first (residue) tile, where k runs to klen < BK. */
     template <bool GUARD, int J = 0>
-    __device__ __forceinline__ void load(int klen) {
+    __device__ __forceinline__ void load(const Params &p, int klen) {
         const float *qa = pa + J * BK;
         const char *qb = B_NK ? pb + J * BK * ESZ : pb + J * b_step;
-        if (VEC) {
+        if (CONV) { /* K % 4 == 0: the residue tile is 4 or 8 long */
+            const m40k_conv_a &v = p.cv;
+            int ww = w0 + ss * v.dw;
+            if ((!GUARD || a_k < klen) && (unsigned)hh < (unsigned)v.H &&
+                (unsigned)ww < (unsigned)v.W)
+                load_run<EA, false, true>(ra, pa + (hh * v.W + ww) * v.C + cc);
+            else
+#pragma unroll
+                for (int i = 0; i < EA; i++) ra[i] = 0.0f;
+            cc += GUARD ? klen : BK;
+            while (cc >= v.C) {
+                cc -= v.C;
+                if (++ss == v.S) {
+                    ss = 0;
+                    hh += v.dh;
+                }
+            }
+        } else if (VEC) {
             if (!GUARD || a_k < klen) load_run<EA, false, true>(ra, qa);
             else
 #pragma unroll
@@ -206,14 +248,14 @@ struct TileLoader {
     }
 
     __device__ __forceinline__ void advance(int tiles) {
-        pa += tiles * BK;
+        if (!CONV) pa += tiles * BK;
         pb += tiles * b_step;
     }
 
     /* Past the first tile, which holds kk (<= BK) of K: the residue tile is
     ** shorter than BK, and the next tile starts right after it. */
     __device__ __forceinline__ void advance_first(int kk) {
-        pa += kk;
+        if (!CONV) pa += kk;
         pb += B_NK ? (long long)kk * ESZ : (long long)kk * (b_step / BK);
     }
 
@@ -238,10 +280,10 @@ struct TileLoader {
 /* Thread layout: 16x16 threads, each TM x TN = (BM/16) x (BN/16), taken as
 ** TM/4 runs of 4 rows spaced BM/2 apart (likewise columns), so a warp (4 x 8
 ** threads) reads 4 + 8 distinct float4 per k: broadcast, no bank conflicts. */
-template <int BM, int BN, bool B_NK, bool B_F16, bool VEC>
+template <int BM, int BN, bool B_NK, bool B_F16, bool VEC, bool CONV = false>
 __global__ void __launch_bounds__(kThreads, 2) sgemm_tile_kernel(Params p) {
     constexpr int TM = BM / 16, TN = BN / 16;
-    using Loader = TileLoader<BM, BN, B_NK, B_F16, VEC>;
+    using Loader = TileLoader<BM, BN, B_NK, B_F16, VEC, CONV>;
     constexpr int LDS_A = Loader::LDS_A, LDS_B = Loader::LDS_B;
     __shared__ __align__(16) float As[2][BK * LDS_A];
     __shared__ __align__(16) float Bs[2][BK * LDS_B];
@@ -256,7 +298,9 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_tile_kernel(Params p) {
     ** [kres + (j-1)*BK, kres + j*BK). Split z takes tiles [t0, t1). */
     const int ktiles = (p.K + BK - 1) / BK;
     const int kres = p.K - (ktiles - 1) * BK;
-    const int t0 = blockIdx.z * p.tiles_per_split;
+    const int zsplit = p.batch > 1 ? 0 : blockIdx.z;   /* grid.z: a K slice ... */
+    const long long zb = p.batch > 1 ? blockIdx.z : 0; /* ... or one GEMM of a batch */
+    const int t0 = zsplit * p.tiles_per_split;
     const int t1 = min(t0 + p.tiles_per_split, ktiles);
 
     float acc[TM][TN];
@@ -274,8 +318,8 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_tile_kernel(Params p) {
         const int npref = t1 - 1 - t0;
         const int first = npref & 1;
         Loader ld;
-        ld.init(p, tid, bm, bn, t0 == 0 ? 0 : kres + (t0 - 1) * BK);
-        ld.template load<true>(t0 == 0 ? kres : BK);
+        ld.init(p, tid, bm, bn, t0 == 0 ? 0 : kres + (t0 - 1) * BK, zb);
+        ld.template load<true>(p, t0 == 0 ? kres : BK);
         ld.advance_first(t0 == 0 ? kres : BK);
         ld.store(As[first], Bs[first]);
         __syncthreads();
@@ -322,16 +366,16 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_tile_kernel(Params p) {
 
         if (first) {
             frag(0, 1, 0);
-            ld.template load<false>(BK);
+            ld.template load<false>(p, BK);
             ld.advance(1);
             ksteps(1, true);
         } else {
             frag(0, 0, 0);
         }
         for (int r = npref - first; r > 0; r -= 2) {
-            ld.template load<false, 0>(BK);
+            ld.template load<false, 0>(p, BK);
             ksteps(0, true);
-            ld.template load<false, 1>(BK);
+            ld.template load<false, 1>(p, BK);
             ld.advance(2);
             ksteps(1, true);
         }
@@ -339,7 +383,7 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_tile_kernel(Params p) {
     }
 
     /* Epilogue straight from registers: each thread writes TM rows x TN/4 float4. */
-    float *out = p.ws ? p.ws + (long long)blockIdx.z * p.M * p.N : p.c;
+    float *out = p.ws ? p.ws + (long long)zsplit * p.M * p.N : p.c + zb * p.sc;
     const long long ldo = p.ws ? p.N : p.ldc;
 #pragma unroll
     for (int i = 0; i < TM; i++) {
@@ -457,13 +501,15 @@ static bool can_vec(const m40k_sgemm_args &a) {
     bool ok = a.K % 4 == 0 && a.lda % 4 == 0 && a.ldb % 4 == 0 && aligned(a.a, 16) &&
               aligned(a.b, bsz);
     if (!a.b_nk) ok = ok && a.N % 4 == 0;
+    if (a.batch > 1) ok = ok && a.stride_a % 4 == 0 && a.stride_b % 4 == 0;
     return ok;
 }
 
 static bool can_vec_out(const m40k_sgemm_args &a) {
     return a.N % 4 == 0 && a.ldc % 4 == 0 && aligned(a.c, 16) &&
            (!a.bias || aligned(a.bias, 16)) &&
-           (!a.res || (a.ldr % 4 == 0 && aligned(a.res, 16)));
+           (!a.res || (a.ldr % 4 == 0 && aligned(a.res, 16))) &&
+           (a.batch <= 1 || a.stride_c % 4 == 0);
 }
 
 static long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
@@ -493,6 +539,17 @@ static void launch_tile(cudaStream_t s, const Params &p, const m40k_sgemm_args &
     }
 }
 
+/* Implicit-GEMM convolution: Linear layout, F32 B, 16-byte loads only. */
+static void launch_conv_tile(cudaStream_t s, const Params &p, int variant, int splits) {
+    if (variant == M40K_SGEMM_TILE128) {
+        dim3 g((unsigned)cdiv(p.N, 128), (unsigned)cdiv(p.M, 128), (unsigned)splits);
+        sgemm_tile_kernel<128, 128, true, false, true, true><<<g, kThreads, 0, s>>>(p);
+    } else {
+        dim3 g((unsigned)cdiv(p.N, 64), (unsigned)cdiv(p.M, 64), (unsigned)splits);
+        sgemm_tile_kernel<64, 64, true, false, true, true><<<g, kThreads, 0, s>>>(p);
+    }
+}
+
 template <int MR>
 static void launch_skinny_mr(cudaStream_t s, const Params &p, const m40k_sgemm_args &a,
                              bool vec) {
@@ -512,7 +569,7 @@ extern "C" void m40k_sgemm_plan(const m40k_sgemm_args *a, int sm_count, size_t w
                                 int *variant, int *splits) {
     if (sm_count < 1) sm_count = 1;
     int v, s = 1;
-    if (a->b_nk && a->M <= 8) {
+    if (a->b_nk && a->M <= 8 && !a->conv && a->batch <= 1) {
         v = M40K_SGEMM_SKINNY;
     } else {
         /* The 128x128 tile does twice the FMAs per shared-memory load of
@@ -521,13 +578,13 @@ extern "C" void m40k_sgemm_plan(const m40k_sgemm_args *a, int sm_count, size_t w
         ** few tiles are made up with split-K rather than smaller tiles. */
         v = (a->M > 64 && a->N > 64 && can_vec(*a)) ? M40K_SGEMM_TILE128 : M40K_SGEMM_TILE64;
         int bm = v == M40K_SGEMM_TILE128 ? 128 : 64;
-        long long tiles = cdiv(a->M, bm) * cdiv(a->N, bm);
+        long long tiles = cdiv(a->M, bm) * cdiv(a->N, bm) * (a->batch > 1 ? a->batch : 1);
         /* Aim at two blocks per SM (both tiles fit twice on an SM of sm_52
         ** or sm_90); split only when the grid is well short of that, as the
         ** partial sums cost a second pass over M x N. */
         long long target = 2LL * sm_count;
         long long ktiles = cdiv(a->K, BK);
-        if (tiles * 4 < target * 3) {
+        if (tiles * 4 < target * 3 && a->batch <= 1) {
             long long want = cdiv(target, tiles);
             long long most = ktiles / 32; /* each slice keeps >= 256 of K */
             if (want > most) want = most;
@@ -562,7 +619,22 @@ extern "C" int m40k_sgemm_run(void *stream, const m40k_sgemm_args *a, int varian
     p.act = a->act;
     p.vec_out = can_vec_out(*a);
     p.ws = nullptr;
+    p.cv = a->conv ? *a->conv : m40k_conv_a{};
+    p.batch = a->batch > 1 ? a->batch : 1;
+    p.sa = a->stride_a; p.sb = a->stride_b; p.sc = a->stride_c;
+    if (p.batch > 1) {
+        if (a->conv || a->res || p.batch > 65535) return (int)cudaErrorInvalidValue;
+        if (variant == M40K_SGEMM_SKINNY) variant = M40K_SGEMM_TILE64;
+        splits = 1;
+    }
     bool vec = can_vec(*a);
+    if (a->conv) {
+        const m40k_conv_a &v = *a->conv;
+        if (!vec || !a->b_nk || a->b_f16 || v.C % 4 || v.C < 4 ||
+            (long long)v.H * v.W * v.C >= (1LL << 31))
+            return (int)cudaErrorInvalidValue;
+        if (variant == M40K_SGEMM_SKINNY) variant = M40K_SGEMM_TILE64;
+    }
     long long ktiles = cdiv(p.K, BK);
     if (variant == M40K_SGEMM_SKINNY && (!a->b_nk || a->M > 8)) variant = M40K_SGEMM_TILE64;
     if (variant == M40K_SGEMM_SKINNY) {
@@ -587,8 +659,10 @@ extern "C" int m40k_sgemm_run(void *stream, const m40k_sgemm_args *a, int varian
         }
     }
     if (!vec) variant = M40K_SGEMM_TILE64;
-    if (variant == M40K_SGEMM_TILE128) launch_tile<128, 128>(s, p, *a, vec, splits);
-    else launch_tile<64, 64>(s, p, *a, vec, splits);
+    int gz = p.batch > 1 ? p.batch : splits; /* grid.z */
+    if (a->conv) launch_conv_tile(s, p, variant, gz);
+    else if (variant == M40K_SGEMM_TILE128) launch_tile<128, 128>(s, p, *a, vec, gz);
+    else launch_tile<64, 64>(s, p, *a, vec, gz);
     int e = (int)cudaGetLastError();
     if (e || splits == 1) return e;
     long long total = (long long)a->M * a->N;

@@ -22,6 +22,8 @@ struct m40_ctx {
     size_t ws_bytes;
     int cc_major, cc_minor, sm_count;
     char device_name[256];
+    m40_conv_engine conv_engine; /* m40_ctx_set_conv_engine (lib/conv_engine/) */
+    void *cudnn;        /* cuDNN handle + eager plan cache, created on first use */
 };
 
 struct m40_tensor {

@@ -3,6 +3,7 @@
 #include "internal.h"
 #include "ref/ref.h"
 #include "../kernels/launch_conv.h"
+#include "conv_engine/conv_engine.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -54,7 +55,8 @@ static m40k_conv_shape conv_shape(const m40_conv2d_desc *d, const m40_tensor_des
     m40k_conv_shape s = {(int)xs[0], (int)(nhwc ? xs[3] : xs[1]), (int)(nhwc ? xs[1] : xs[2]),
                          (int)(nhwc ? xs[2] : xs[3]), (int)ws[0], (int)(nhwc ? ws[1] : ws[2]),
                          (int)(nhwc ? ws[2] : ws[3]), (int)P, (int)Q, d->stride_h, d->stride_w,
-                         d->pad_h, d->pad_w, d->dilation_h, d->dilation_w, d->relu != 0};
+                         d->pad_h, d->pad_w, d->dilation_h, d->dilation_w, d->relu != 0,
+                         M40K_CONV_AUTO};
     return s;
 }
 
@@ -62,7 +64,7 @@ size_t m40__conv2d_workspace(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_t
                              const m40_tensor_desc *w, const m40_tensor_desc *y) {
     if (!ctx->is_gpu || d->layout != M40_LAYOUT_NHWC) return 0;
     m40k_conv_shape s = conv_shape(d, x, w, y->shape[1], y->shape[2]);
-    return m40k_conv2d_nhwc_workspace(&s, ctx->sm_count);
+    return m40k_conv2d_nhwc_workspace(&s, NULL, ctx->sm_count); /* graph tensors: aligned */
 }
 #endif
 
@@ -74,7 +76,15 @@ void m40_conv2d_desc_init(m40_conv2d_desc *d) {
 m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor *x,
                       const m40_tensor *w, const m40_tensor *scale, const m40_tensor *bias,
                       const m40_tensor *residual, m40_tensor *y) {
+    return m40__conv2d_sel(ctx, d, x, w, scale, bias, residual, y, NULL);
+}
+
+/* sel: the engine a graph node settled on (lib/conv_engine/), NULL: the context's */
+m40_status m40__conv2d_sel(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor *x,
+                           const m40_tensor *w, const m40_tensor *scale, const m40_tensor *bias,
+                           const m40_tensor *residual, m40_tensor *y, const m40__conv_sel *sel) {
     static const char fn[] = "m40_conv2d";
+    (void)sel; /* only a GPU reads it */
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
     if (!d) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: desc is NULL", fn);
@@ -121,10 +131,17 @@ m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor *
     const float *rp = residual ? residual->data : NULL;
 #ifdef M40_HAVE_CUDA
     if (ctx->is_gpu) {
+        /* ---- dispatch hook: cuDNN when the node or the context chose it ---- */
+        if (m40__conv_use_cudnn(ctx, sel)) {
+            m40__conv_dims dm = {(int)N, (int)C, (int)H, (int)W, (int)K, (int)R, (int)S, (int)P, (int)Q};
+            return m40__cudnn_conv2d(ctx, &dm, d, x->data, w->data, sp, bp, rp, y->data,
+                                     sel ? sel->cudnn : NULL);
+        }
+        /* ---- libm40's kernels ---- */
         m40k_conv_shape s = conv_shape(d, &x->desc, &w->desc, P, Q);
         int e;
         if (nhwc) {
-            size_t wsb = m40k_conv2d_nhwc_workspace(&s, ctx->sm_count);
+            size_t wsb = m40k_conv2d_nhwc_workspace(&s, x->data, ctx->sm_count);
             void *wsp = NULL;
             if (wsb && (st = m40__cuda_workspace(ctx, wsb, &wsp)) != M40_OK) return st;
             e = m40k_conv2d_nhwc(ctx->stream, &s, x->data, w->data, sp, bp, rp, y->data, wsp, wsb,

@@ -128,6 +128,10 @@ static void test_errors(void) {
     for (int i = 0; i < 6; i++) m40_tensor_free(ts[i]);
 }
 
+/* > 0: gpu_conv's GPU input is a view that many floats into a larger
+** tensor (misaligned for 16-byte loads: the NHWC path must notice). */
+static int x_offset;
+
 /* GPU vs CPU reference for one conv configuration. */
 static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, int pad, int dil,
                      int epi, m40_layout lay) {
@@ -141,7 +145,7 @@ static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, i
     d.relu = epi & 8;
     int P = (H + 2 * pad - dil * (R - 1) - 1) / st + 1, Q = (W + 2 * pad - dil * (S - 1) - 1) / st + 1;
     m40_ctx *cs[2] = {G, C};
-    m40_tensor *t[2][6];
+    m40_tensor *t[2][6], *xbase = NULL;
     uint64_t seed = (uint64_t)(N * 131 + Cc * 17 + H * 7 + K + R * 3 + st + epi);
     for (int i = 0; i < 2; i++) {
         m40_ctx *c = cs[i];
@@ -151,6 +155,17 @@ static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, i
         t[i][3] = tnew(c, 1, K, 0, 0, 0);
         t[i][4] = nhwc ? tnew(c, 4, N, P, Q, K) : tnew(c, 4, N, K, P, Q);
         t[i][5] = nhwc ? tnew(c, 4, N, P, Q, K) : tnew(c, 4, N, K, P, Q);
+        if (i == 0 && x_offset) { /* same values, at a misaligned address */
+            m40_tensor *big = tnew(c, 1, (int64_t)N * Cc * H * W + x_offset, 0, 0, 0), *v = NULL;
+            CHECK_ST(m40_tensor_view(c, big, m40_tensor_get_desc(t[i][0]), x_offset, &v), M40_OK);
+            CHECK_ST(m40_fill_random(c, v, seed, M40_RANDOM_UNIFORM, -1, 1), M40_OK);
+            m40_tensor_free(t[i][0]);
+            t[i][0] = v;
+            xbase = big;
+            for (int j = 1; j < 5; j++)
+                CHECK_ST(m40_fill_random(c, t[i][j], seed + (uint64_t)j, M40_RANDOM_UNIFORM, -1, 1), M40_OK);
+            continue;
+        }
         for (int j = 0; j < 5; j++)
             CHECK_ST(m40_fill_random(c, t[i][j], seed + (uint64_t)j, M40_RANDOM_UNIFORM, -1, 1), M40_OK);
     }
@@ -164,8 +179,9 @@ static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, i
     CHECK_ST(m40_tensor_download(G, t[0][5], got, nb), M40_OK);
     CHECK_ST(m40_tensor_download(C, t[1][5], ref, nb), M40_OK);
     char name[96];
-    snprintf(name, sizeof name, "conv %s N%d C%d %dx%d K%d %dx%d s%d p%d d%d epi%d",
-             nhwc ? "NHWC" : "NCHW", N, Cc, H, W, K, R, S, st, pad, dil, epi);
+    snprintf(name, sizeof name, "conv %s N%d C%d %dx%d K%d %dx%d s%d p%d d%d epi%d%s",
+             nhwc ? "NHWC" : "NCHW", N, Cc, H, W, K, R, S, st, pad, dil, epi,
+             x_offset ? " x+1" : "");
     /* FP32 sums of C·R·S products of magnitude <= 1 vs double: error grows
     ** like sqrt(CRS)·eps; bound it by CRS·2^-22 absolute */
     double crs = (double)Cc * R * S;
@@ -173,6 +189,7 @@ static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, i
     free(poison); free(got); free(ref);
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 6; j++) m40_tensor_free(t[i][j]);
+    m40_tensor_free(xbase);
 }
 
 static void gpu_pool(int kind, int N, int Cc, int H, int W, int k, int st, int pad, m40_layout lay) {
@@ -247,6 +264,23 @@ int main(int argc, char **argv) {
         gpu_conv(3, 7, 9, 5, 5, 3, 3, 1, 2, 2, 1 | 2 | 4 | 8, lay);  /* dilation 2 */
         gpu_conv(1, 129, 6, 6, 127, 3, 1, 1, 1, 1, 4, lay);          /* non-square kernel */
         gpu_conv(4, 256, 14, 14, 256, 3, 3, 1, 1, 1, 2 | 4 | 8, lay); /* bigger: several SGEMM tiles */
+        /* NHWC implicit GEMM (C % 8 == 0): padding on every side, strides,
+        ** dilation, non-square kernels, M <= 8, the 64x64 tile with split-K
+        ** (few pixels, long K), 128x128 tiles with edge rows/columns */
+        gpu_conv(1, 8, 2, 2, 8, 3, 3, 1, 1, 1, 2, lay);               /* M = 4 */
+        gpu_conv(2, 16, 9, 11, 24, 3, 3, 1, 1, 1, 2 | 4 | 8, lay);    /* odd H, W */
+        gpu_conv(1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 2 | 8, lay);       /* split-K, layer4 */
+        gpu_conv(3, 64, 23, 17, 130, 3, 3, 2, 1, 1, 2 | 4, lay);      /* stride 2, K % 4 != 0 */
+        gpu_conv(2, 24, 12, 13, 40, 5, 3, 1, 2, 2, 2 | 8, lay);       /* 5x3, pad 2, dilation 2 */
+        gpu_conv(2, 256, 15, 15, 72, 1, 1, 2, 0, 1, 2 | 4, lay);      /* 1x1 stride 2 */
+        gpu_conv(1, 16, 6, 6, 8, 3, 3, 1, 3, 1, 2, lay);              /* pad > kernel reach */
+        gpu_conv(1, 8, 4, 4, 200, 3, 3, 3, 0, 1, 1 | 2 | 8, lay);     /* scale epilogue */
+        gpu_conv(8, 64, 28, 28, 128, 3, 3, 1, 1, 1, 2 | 4 | 8, lay);  /* 49 x 1 tiles of 128 */
+        gpu_conv(16, 64, 20, 20, 64, 3, 3, 1, 1, 1, 2 | 4 | 8, lay);  /* Winograd by AUTO */
+        x_offset = 1;                                                  /* misaligned x */
+        gpu_conv(2, 16, 9, 11, 24, 3, 3, 1, 1, 1, 2 | 4 | 8, lay);
+        gpu_conv(1, 256, 6, 5, 192, 3, 3, 1, 1, 1, 2 | 8, lay);       /* Winograd shape */
+        x_offset = 0;
         gpu_pool(M40_POOL_MAX, 2, 16, 56, 56, 3, 2, 1, lay);          /* ResNet maxpool */
         gpu_pool(M40_POOL_AVG, 1, 7, 13, 11, 3, 2, 1, lay);
         gpu_pool(M40_POOL_MAX, 1, 1, 1, 1, 1, 1, 0, lay);

@@ -30,7 +30,55 @@ static void usage(FILE *f) {
             "  --input-tensor FILE  take the batch from tensor \"input\" [N,3,224,224] of a\n"
             "                       .safetensors file instead of images (for comparisons)\n"
             "  --save-logits FILE   write the logits as raw little-endian float32\n"
-            "  --layout nhwc|nchw   activation layout (default nhwc: convs as GEMMs on a GPU)\n");
+            "  --layout nhwc|nchw   activation layout (default nhwc: convs as GEMMs on a GPU)\n"
+            "  --conv ours|cudnn|auto  conv engine (auto: each conv timed once with ours and\n"
+            "                       cuDNN, the faster kept); prints the per-conv table\n");
+}
+
+/* ---- --conv: the conv engine and its per-conv table (issue 5, cuDNN) ---- */
+static int conv_engine_setup(m40_ctx *ctx, const char *name) {
+    m40_conv_engine e = !strcmp(name, "ours")    ? M40_CONV_ENGINE_OURS
+                        : !strcmp(name, "cudnn") ? M40_CONV_ENGINE_CUDNN
+                        : !strcmp(name, "auto")  ? M40_CONV_ENGINE_AUTO
+                                                 : M40_CONV_ENGINE_DEFAULT;
+    if (e == M40_CONV_ENGINE_DEFAULT) {
+        fprintf(stderr, "resnet50: --conv ours, cudnn or auto\n");
+        return 2;
+    }
+    if (m40_ctx_set_conv_engine(ctx, e) != M40_OK) {
+        fprintf(stderr, "resnet50: --conv %s: %s\n", name, m40_errmsg(ctx));
+        return 1;
+    }
+    return 0;
+}
+
+static void conv_engine_table(m40_graph *g, FILE *f) {
+    int v = m40_cudnn_version();
+    fprintf(f, "conv engines (cuDNN %s):\n", v ? "built in" : "not built in");
+    fprintf(f, "  %-22s %-54s %9s %9s  %-5s %s\n", "conv", "shape", "ours ms", "cuDNN ms",
+            "runs", "cuDNN algorithm / note");
+    double ours = 0, cudnn = 0, best = 0;
+    int n = 0, ncudnn = 0, timed = 1;
+    for (int i = 0; i < m40_graph_node_count(g); i++) {
+        m40_conv_choice c;
+        if (m40_graph_conv_choice(g, i, &c) != M40_OK) continue; /* not a conv */
+        n++;
+        ncudnn += c.engine == M40_CONV_ENGINE_CUDNN;
+        timed &= c.ours_ms > 0 && c.cudnn_ms > 0;
+        ours += c.ours_ms;
+        cudnn += c.cudnn_ms;
+        best += c.engine == M40_CONV_ENGINE_CUDNN ? c.cudnn_ms : c.ours_ms;
+        fprintf(f, "  %-22s %-54s %9.4f %9.4f  %-5s %s%s%s%s\n", c.node_name, c.shape, c.ours_ms,
+                c.cudnn_ms, m40_conv_engine_name(c.engine), c.cudnn_algo_name,
+                c.cudnn_fused ? " fused" : "", c.cudnn_algo_name[0] && c.note[0] ? ", " : "",
+                c.note);
+    }
+    if (timed && n)
+        fprintf(f, "  sum over %d convs: ours %.3f ms, cuDNN %.3f ms, chosen %.3f ms "
+                "(%d on cuDNN); GPU time per conv, as in a CUDA-graph replay\n",
+                n, ours, cudnn, best, ncudnn);
+    else
+        fprintf(f, "  %d convs, %d on cuDNN\n", n, ncudnn);
 }
 
 static double now_s(void) {
@@ -60,6 +108,7 @@ static char **categories(m40_st_file *w, int n) {
 
 int main(int argc, char **argv) {
     const char *wpath = NULL, *card = NULL, *in_path = NULL, *logits_path = NULL;
+    const char *conv = NULL; /* --conv */
     int random = 0, device = 0, batch = 1, bench = 0;
     m40_layout layout = M40_LAYOUT_NHWC;
     uint64_t seed = 0;
@@ -78,6 +127,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--card") && v) card = argv[++i];
         else if (!strcmp(a, "--input-tensor") && v) in_path = argv[++i];
         else if (!strcmp(a, "--save-logits") && v) logits_path = argv[++i];
+        else if (!strcmp(a, "--conv") && v) conv = argv[++i];
         else if (!strcmp(a, "--layout") && v) {
             const char *l = argv[++i];
             if (!strcmp(l, "nhwc")) layout = M40_LAYOUT_NHWC;
@@ -150,6 +200,8 @@ int main(int argc, char **argv) {
         if (device != M40_DEVICE_CPU) fprintf(stderr, "resnet50: use --cpu for the CPU reference\n");
         return 1;
     }
+    int crc = conv ? conv_engine_setup(ctx, conv) : 0;
+    if (crc) return crc;
     m40_device_info info;
     m40_ctx_info(ctx, &info);
     m40_budget budget, *bp = NULL;
@@ -168,6 +220,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "resnet50: %s: %s\n", m40_status_str(st), err);
         return 1;
     }
+    if (conv) conv_engine_table(m.g, stderr);
     fprintf(stderr, "resnet50: %s, batch %d, %s, planned %.1f MiB (weights %.1f, activations %.1f)\n",
             info.name, batch, layout == M40_LAYOUT_NHWC ? "NHWC" : "NCHW", m.plan.total_bytes / 1048576.0,
             m.plan.region_bytes[M40_REGION_WEIGHTS] / 1048576.0,

@@ -327,6 +327,68 @@ M40_API m40_status m40_graph_run(m40_graph *g);
 ** context or built without CUDA), M40_ERR_CUDA, the op statuses. */
 M40_API m40_status m40_graph_capture(m40_graph *g, int enable);
 
+/* ------------------------------------------------------------------ */
+/* Convolution engines per node (ours, cuDNN, auto-tuned)               */
+/*
+** Each CONV2D node runs with libm40's kernels or cuDNN (m40_conv_engine in
+** m40/m40.h). A node's setting is its own, else the graph's (node -1), else
+** the context's (m40_ctx_set_conv_engine), else OURS. m40_graph_alloc
+** settles every conv node: CUDNN nodes get their cuDNN algorithm (measured
+** with cudnnFindConvolutionForwardAlgorithmEx); AUTO nodes are timed once
+** with both engines (GPU time of a few runs, as in a CUDA-graph replay) and
+** keep the faster. The choice is part of the allocated graph: every run and
+** every captured CUDA graph uses it; m40_graph_conv_choice reports it.
+** Without cuDNN (not built in, a CPU context, or cuDNN failing on this
+** device) AUTO nodes run ours, without an error: the note says why.
+** cuDNN's algorithm scratch lives in the context's workspace; the chosen
+** algorithms may take up to max(the graph's own workspace, 64 MiB), which
+** the planner's budget does not include.
+*/
+
+/* Sets the engine of conv node `node` (0-based, in m40_graph_node order),
+** or with node = -1 the graph's default. Before m40_graph_alloc only.
+** Returns
+**   M40_OK
+**   M40_ERR_INVALID_ARG   NULL graph, node out of range or not a CONV2D,
+**                         e not an m40_conv_engine value
+**   M40_ERR_UNSUPPORTED   CUDNN and this libm40 has no cuDNN ("cuDNN: not
+**                         built in"), or the graph's context is a CPU one
+**   M40_ERR_STATE         the graph is already allocated */
+M40_API m40_status m40_graph_set_conv_engine(m40_graph *g, int node, m40_conv_engine e);
+
+/* The index of the node named `name` (the first one added with it).
+** Returns M40_OK or M40_ERR_INVALID_ARG (none, or NULL arguments). */
+M40_API m40_status m40_graph_find_node(const m40_graph *g, const char *name, int *node);
+
+/* What a conv node runs after m40_graph_alloc. */
+typedef struct m40_conv_choice {
+    const char *node_name;     /* owned by the graph */
+    char shape[96];            /* "N64 C64 56x56 -> K256 56x56, 1x1 s1 p0" */
+    m40_conv_engine asked;     /* the setting after inheritance: OURS, CUDNN or AUTO */
+    m40_conv_engine engine;    /* what runs: OURS or CUDNN */
+    double ours_ms, cudnn_ms;  /* AUTO on a GPU: median GPU time of one conv with
+                               ** each engine; 0 where not timed */
+    int cudnn_algo;            /* cudnnConvolutionFwdAlgo_t of the cuDNN plan, -1: none */
+    const char *cudnn_algo_name; /* "IMPLICIT_PRECOMP_GEMM", ...; "" when none */
+    uint64_t cudnn_workspace;  /* bytes of scratch that algorithm takes */
+    int cudnn_fused;           /* 1: one cudnnConvolutionBiasActivationForward;
+                               ** 0: conv, then bias / residual / ReLU passes */
+    char note[160];            /* why: "cuDNN 1.31x faster", "cuDNN: not built in", ... */
+} m40_conv_choice;
+
+/* Fills *c for conv node `node`.
+** Returns M40_OK, M40_ERR_INVALID_ARG (NULL, node out of range or not a
+** CONV2D), M40_ERR_STATE (not allocated). */
+M40_API m40_status m40_graph_conv_choice(const m40_graph *g, int node, m40_conv_choice *c);
+
+/* Settles the conv engines again (what m40_graph_alloc did): AUTO nodes are
+** timed anew. Drops a captured CUDA graph (capture again afterwards). May
+** allocate and synchronize.
+** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_STATE (not allocated),
+** M40_ERR_UNSUPPORTED (a CUDNN node that cuDNN cannot run; named),
+** M40_ERR_OOM_DEVICE, M40_ERR_CUDA, M40_ERR_DEVICE_LOST. */
+M40_API m40_status m40_graph_tune(m40_graph *g);
+
 #ifdef __cplusplus
 }
 #endif

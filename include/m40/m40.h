@@ -388,6 +388,52 @@ M40_API m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *desc,
                               const m40_tensor *scale, const m40_tensor *bias,
                               const m40_tensor *residual, m40_tensor *y);
 
+/* ---- Convolution engines: ours or cuDNN, per conv ------------------------
+**
+** A GPU conv runs libm40's own kernels (kernels/conv.cu) or, in a libm40
+** built with cuDNN (m40_cudnn_version() != 0), cuDNN's: FP32 with FMA math
+** only (CUDNN_FMA_MATH: never TF32), NCHW or NHWC, the fused epilogue through
+** cudnnConvolutionBiasActivationForward when there is a ReLU (else conv,
+** then bias, residual, ReLU as cuDNN passes), the algorithm from cuDNN's
+** heuristics (eager) or measured by cudnnFindConvolutionForwardAlgorithmEx
+** (graphs), scratch from the context's workspace. Maxwell (the Tesla M40)
+** needs cuDNN 8.x or 9.0-9.10: 9.11 and later have no sm_5x code. */
+typedef enum m40_conv_engine {
+    M40_CONV_ENGINE_DEFAULT = 0, /* inherit: a graph node takes its graph's
+                                 ** setting, a graph its context's; a context
+                                 ** set to DEFAULT means OURS */
+    M40_CONV_ENGINE_OURS = 1,    /* libm40's kernels (the CPU reference on a CPU context) */
+    M40_CONV_ENGINE_CUDNN = 2,   /* cuDNN: needs a GPU context and a libm40 built with it */
+    M40_CONV_ENGINE_AUTO = 3     /* graphs: each conv timed once with both engines at
+                                 ** m40_graph_alloc, the faster kept (m40_graph_conv_choice);
+                                 ** eager m40_conv2d: OURS. Without cuDNN: OURS, no error */
+} m40_conv_engine;
+
+/* "default", "ours", "cudnn", "auto"; "?" for any other value. */
+M40_API const char *m40_conv_engine_name(m40_conv_engine e);
+
+/* The cuDNN version this libm40 runs with, as cudnnGetVersion() gives it
+** (9.10.2 is 91002; 8.9.7 is 8907), or 0 when it was built without cuDNN
+** ("cuDNN: not built in"). */
+M40_API int m40_cudnn_version(void);
+
+/* Chooses the engine of the context's convolutions: every eager m40_conv2d
+** (AUTO runs OURS there) and the default of graphs allocated on it. CUDNN
+** creates the cuDNN handle now, so that a cuDNN that cannot run here is
+** reported by this call.
+** Returns
+**   M40_OK
+**   M40_ERR_INVALID_ARG   ctx NULL, or e not an m40_conv_engine value
+**   M40_ERR_UNSUPPORTED   CUDNN, and this libm40 has no cuDNN ("cuDNN: not
+**                         built in"), or the context is a CPU one, or cuDNN
+**                         cannot run on this device (message from cuDNN)
+**   M40_ERR_OOM_DEVICE, M40_ERR_CUDA, M40_ERR_DEVICE_LOST
+** On an error the context keeps its previous engine. */
+M40_API m40_status m40_ctx_set_conv_engine(m40_ctx *ctx, m40_conv_engine e);
+
+/* The context's engine setting (OURS for NULL). */
+M40_API m40_conv_engine m40_ctx_conv_engine(const m40_ctx *ctx);
+
 typedef enum m40_pool {
     M40_POOL_MAX = 0, /* padding never wins (as -inf) */
     M40_POOL_AVG = 1, /* divides by the window's in-bounds count */

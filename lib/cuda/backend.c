@@ -3,6 +3,7 @@
 ** with M40_HAVE_CUDA. */
 #include "../internal.h"
 #include "../../kernels/launch.h"
+#include "../conv_engine/conv_engine.h"
 
 #ifdef M40_HAVE_CUBLAS
 #include <cublas_v2.h>
@@ -91,6 +92,7 @@ m40_status m40__cuda_ctx_init(m40_ctx *ctx) {
 }
 
 void m40__cuda_ctx_fini(m40_ctx *ctx) {
+    m40__cudnn_ctx_fini(ctx); /* the cuDNN handle is bound to the stream */
     if (ctx->stream) {
         cudaSetDevice(ctx->desc.device);
         cudaStreamSynchronize((cudaStream_t)ctx->stream);

@@ -31,7 +31,7 @@ static m40_status exec_check(m40_graph *g, const m40__gnode *n) {
 }
 
 /* The eager conv's descriptor for a CONV2D node. */
-static m40_conv2d_desc conv_desc(const m40_node_desc *nd) {
+m40_conv2d_desc m40__graph_conv_desc(const m40_node_desc *nd) {
     m40_conv2d_desc cd;
     m40_conv2d_desc_init(&cd);
     cd.stride_h = nd->stride[0];
@@ -99,7 +99,7 @@ m40_status m40_graph_alloc(m40_graph *g) {
     for (int n = 0; n < g->nnodes && st == M40_OK && ctx->is_gpu; n++) {
         const m40_node_desc *nd = &g->nodes[n].d;
         if (nd->op != M40_OP_CONV2D) continue;
-        m40_conv2d_desc cd = conv_desc(nd);
+        m40_conv2d_desc cd = m40__graph_conv_desc(nd);
         size_t need = m40__conv2d_workspace(ctx, &cd, &g->tensors[nd->inputs[0]].desc,
                                             &g->tensors[nd->inputs[1]].desc,
                                             &g->tensors[nd->output].desc);
@@ -108,6 +108,8 @@ m40_status m40_graph_alloc(m40_graph *g) {
     void *wsp;
     if (st == M40_OK && ws) st = m40__cuda_workspace(ctx, ws, &wsp);
 #endif
+    /* each conv node's engine (ours / cuDNN / timed), kept for every run */
+    if (st == M40_OK) st = m40__graph_conv_settle(g);
     if (st != M40_OK) {
         m40__graph_free_views(g);
         return st;
@@ -142,8 +144,8 @@ static m40_status exec_node(m40_graph *g, const m40__gnode *n) {
     case M40_OP_CONVERT: return m40_convert(ctx, in[0], y);
     case M40_OP_LINEAR: return m40_matmul(ctx, in[0], in[1], in[2], y);
     case M40_OP_CONV2D: {
-        m40_conv2d_desc cd = conv_desc(&n->d);
-        return m40_conv2d(ctx, &cd, in[0], in[1], NULL, in[2], in[3], y);
+        m40_conv2d_desc cd = m40__graph_conv_desc(&n->d);
+        return m40__conv2d_sel(ctx, &cd, in[0], in[1], NULL, in[2], in[3], y, &n->sel);
     }
     case M40_OP_POOL2D:
         if (n->d.pool == M40_POOL_GLOBAL_AVG) return m40_global_avgpool(ctx, in[0], y, n->d.layout);

@@ -87,7 +87,10 @@ void m40_graph_destroy(m40_graph *g) {
         m40_ctx_sync(g->ctx); /* queued runs may still use the regions */
     m40__graph_free_views(g);
     for (int i = 0; i < g->ntensors; i++) free(g->tensors[i].name);
-    for (int i = 0; i < g->nnodes; i++) free(g->nodes[i].name);
+    for (int i = 0; i < g->nnodes; i++) {
+        m40__conv_sel_clear(&g->nodes[i].sel); /* a cuDNN plan */
+        free(g->nodes[i].name);
+    }
     free(g->tensors);
     free(g->nodes);
     free(g->order);

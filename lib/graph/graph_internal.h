@@ -3,6 +3,7 @@
 #define M40_GRAPH_INTERNAL_H
 
 #include "../internal.h"
+#include "../conv_engine/conv_engine.h"
 #include "m40/graph.h"
 
 typedef struct m40__gtensor {
@@ -28,6 +29,8 @@ typedef struct m40__gnode {
     m40_node_desc d;          /* d.name points at `name` */
     char *name;
     uint64_t workspace;       /* bytes of scratch the op needs on the GPU */
+    m40_conv_engine conv_engine; /* CONV2D: m40_graph_set_conv_engine (DEFAULT: inherit) */
+    m40__conv_sel sel;        /* CONV2D: the engine settled at alloc (lib/conv_engine/) */
 } m40__gnode;
 
 enum m40__gstate { M40__G_BUILD = 0, M40__G_PLANNED = 1, M40__G_ALLOCATED = 2 };
@@ -43,6 +46,7 @@ struct m40_graph {
     m40_plan_info info;
     m40_tensor *region[M40_REGION_COUNT]; /* allocated regions */
     void *cuda_graph, *cuda_exec; /* cudaGraph_t, cudaGraphExec_t */
+    m40_conv_engine conv_engine;  /* the conv nodes' default (DEFAULT: the context's) */
 };
 
 /* Shape rule of one node: checks inputs (dtype, shape, params) and writes
@@ -53,6 +57,11 @@ m40_status m40__graph_infer(m40_graph *g, const m40_node_desc *nd,
 void m40__graph_free_views(m40_graph *g);
 /* Runs every node in order through the eager op entry points (exec.c). */
 m40_status m40__graph_run_nodes(m40_graph *g);
+/* The eager conv descriptor of a CONV2D node (exec.c). */
+m40_conv2d_desc m40__graph_conv_desc(const m40_node_desc *nd);
+/* Settles every conv node's engine: cuDNN plans, AUTO timing (lib/conv_engine/engine.c;
+** at m40_graph_alloc, after the workspace is reserved, and by m40_graph_tune). */
+m40_status m40__graph_conv_settle(m40_graph *g);
 
 /* m40_model_graph that also counts parameters (models.c). */
 struct m40_model_desc;

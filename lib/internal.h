@@ -21,6 +21,7 @@ struct m40_ctx {
     void *ws;           /* device scratch (split-K partial sums), grown on need */
     size_t ws_bytes;
     int cc_major, cc_minor, sm_count;
+    bool matmul_cublas; /* M40_MATMUL=cublas at creation: m40_matmul runs cuBLAS */
     char device_name[256];
     m40_conv_engine conv_engine; /* m40_ctx_set_conv_engine (lib/conv_engine/) */
     void *cudnn;        /* cuDNN handle + eager plan cache, created on first use */

@@ -9,7 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TESTS=("test_gpu_ops" "test_gpu_errors" "test_conv --gpu" "test_sgemm" "test_graph_gpu"
-       "test_resnet --gpu" "test_quant_gpu")
+       "test_resnet --gpu" "test_quant_gpu" "test_conv_algo")
 case "${1:-}" in
 build)
     source scripts/env.sh

@@ -347,7 +347,8 @@ M40_API m40_status m40_convert(m40_ctx *ctx, const m40_tensor *src,
 **   y    [..., N]  F32, contiguous, same leading dims as x
 ** GPU: libm40's sm_52 SGEMM (kernels/sgemm.cu: 128x128 tiles, a skinny
 ** kernel for M <= 8, split-K for few tiles, bias fused); set the environment
-** variable M40_MATMUL=cublas for the cuBLAS baseline (pedantic FP32). */
+** variable M40_MATMUL=cublas before m40_ctx_create for the cuBLAS baseline
+** (pedantic FP32; read once, at context creation). */
 M40_API m40_status m40_matmul(m40_ctx *ctx, const m40_tensor *x,
                               const m40_tensor *w, const m40_tensor *bias,
                               m40_tensor *y);

@@ -85,6 +85,9 @@ m40_status m40__cuda_ctx_init(m40_ctx *ctx) {
     ctx->cc_major = p.major;
     ctx->cc_minor = p.minor;
     ctx->sm_count = p.multiProcessorCount;
+    /* read once here, not per matmul: the library keeps no other global state */
+    const char *env = getenv("M40_MATMUL");
+    ctx->matmul_cublas = env && strcmp(env, "cublas") == 0;
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     ctx->stream = s;
@@ -280,13 +283,12 @@ size_t m40__cuda_linear_workspace(m40_ctx *ctx, int M, int N, int K) {
 ** Split-K partial sums go to the context's workspace, which grows on first
 ** need (graphs reserve it at m40_graph_alloc, so their runs never allocate);
 ** if it cannot grow, K is not split. M40_MATMUL=cublas in the environment
-** selects the cuBLAS baseline. */
+** when the context was created selects the cuBLAS baseline. */
 m40_status m40__cuda_linear(m40_ctx *ctx, int M, int N, int K, const float *x,
                             const float *w, const float *bias,
                             const m40_tensor_desc *dbias, float *y) {
     if ((long long)M * N == 0) return M40_OK;
-    const char *env = getenv("M40_MATMUL");
-    if (env && strcmp(env, "cublas") == 0)
+    if (ctx->matmul_cublas)
         return linear_cublas(ctx, M, N, K, x, w, bias, dbias, y);
     m40k_sgemm_args a = linear_args(M, N, K, x, w, bias, y);
     size_t ws_bytes = m40k_sgemm_workspace_size(&a, ctx->sm_count);

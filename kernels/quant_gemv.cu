@@ -4,36 +4,49 @@
 ** per byte, high nibble = even column; Q8; F16), scales [N] or [N,K/group].
 ** x [M,K] and y [M,N] F32 row-major.
 **
-** Tiling: 256 threads = 8 warps; a warp owns R consecutive rows (R = 1, 2
-** or 4), a block 8R rows. K is walked in chunks of 32 lanes x 16 bytes of
-** weights per row (Q4: 1024 columns, Q8: 512, F16: 256): each lane loads one
-** 128-bit vector per row per chunk (prefetched one chunk ahead), and the
-** block stages x[:, chunk] in shared memory (padded so the per-lane float4
-** reads are conflict-free). Each weight is dequantized once in registers and
-** used for all M rows of x (FFMA into R x M accumulators), so batch 8 reads
-** the weights exactly once, like batch 1. Scales: per-row scales multiply
-** the accumulators at the end; group scales multiply each weight (one FMUL).
-** A butterfly ("transpose") reduction folds the R*M accumulators across the
-** warp in 31 shuffles for 32 values.
+** Two kernels, numbered as in bench/NOTES.md ("Quantized GEMV/GEMM"):
 **
+** v2 (gemv_v2_kernel; fp16 weights, and int8/int4 at batch >= 3 or large K):
+** 256 threads = 8 warps; a warp owns R consecutive rows (R = 1, 2 or 4), a
+** block 8R rows. K is walked in chunks of 32 lanes x 16 bytes of weights per
+** row (Q4: 1024 columns, Q8: 512, F16: 256): each lane loads one 128-bit
+** vector per row per chunk (prefetched one chunk ahead), and the block stages
+** x[:, chunk] in shared memory (padded so the per-lane float4 reads are
+** conflict-free) between two barriers. Each weight is dequantized once in
+** registers and used for all M rows of x, so batch 8 reads the weights once.
 ** int -> float without I2F: the weight byte (offset to unsigned by one XOR
 ** per 32-bit word) is placed by PRMT into the mantissa of 2^23
-** (0x4B0000uu = 2^23 + u) and one FADD removes 2^23 + offset. Per int4
-** weight (M = 1): 3/8 LOP/SHF + PRMT + FADD + FFMA + 1/4 LDS.128 + 1/32 LDG.
+** (0x4B0000uu = 2^23 + u) and one FADD removes 2^23 + offset.
 **
-** Resources (sm_52, CUDA 11.8 ptxas -v; see docs/quant.md for the table):
-** no spills; shared memory M*32*(VC+4)*4 bytes (Q4 at M=8: 36 KB).
+** v3 (gemv_kernel; int8/int4 at batch 1-2 where x fits in shared memory:
+** "version 4" = v3 with 4 chunks of weights in flight per warp at R = 2, or
+** v3 at R = 4 for group scales and int4 batch 2): x is staged once per
+** block, see the comment above gemv_kernel; int4 decodes in 2.5
+** instructions per weight (LOP3 per 4 weights, PRMT + FFMA per weight; the
+** +8 offset leaves through the sum of x once per lane).
+**
+** Both: per-row scales multiply the accumulators once at the end; a
+** butterfly ("transpose") reduction folds the R*M accumulators across the
+** warp in 31 shuffles for 32 values.
+**
+** Resources (sm_52, CUDA 11.8 ptxas -v; docs/quant.md): no spills; v3
+** dynamic shared memory <= 48 KB (the launcher plans it), v2 M*32*(VC+4)*4
+** bytes static (Q4 at M=8: 36 KB). Instructions per weight in the inner
+** loop: scripts/sass_quant_ipw.py (int4 v3 2.8-3.3, int8 3.7-4.1, batch 1).
 ** M40 roofline: pure bandwidth. ChatGLM2 27392x4096 int4 = 56.1 MB at
-** 288 GB/s = 195 us (int8: 390 us). Measured: bench/NOTES.md, "Quantized
-** GEMV/GEMM" (bench/quant/run_h200.sh).
+** 288 GB/s = 195 us (int8: 390 us). Measured on an H200 (run 4,
+** bench/quant/run_h200.sh): 27392x4096 int4 0.50 / int8 0.79 of copy
+** bandwidth, 65024x4096 0.67 / 0.93 (bench/NOTES.md).
 **
 ** A generic kernel (one warp per row, byte loads) covers shapes the fast
-** path cannot take (K not a multiple of the vector width, unaligned data). */
+** paths cannot take (K not a multiple of the vector width, unaligned data). */
 #include "launch.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+
+#include <atomic>
 
 namespace {
 
@@ -109,7 +122,7 @@ __device__ __forceinline__ void dot4(const float (&v)[4], const float4 (&xv)[B],
 ** group scales (else per-row scales, or none for F16). */
 template <int WT, int B, int R, bool GROUPED>
 __global__ void __launch_bounds__(kThreads, 1)
-gemv_kernel(m40k_qlinear_args a) {
+gemv_v2_kernel(m40k_qlinear_args a) {
     constexpr int VC = Fmt<WT>::VC;   /* columns per lane-vector */
     constexpr int KC = 32 * VC;        /* columns per chunk */
     constexpr int LS = VC + 4;         /* padded floats per lane in xs */
@@ -287,6 +300,327 @@ gemv_kernel(m40k_qlinear_args a) {
     }
 }
 
+/* ---- v3 (int8/int4, batch 1-2): x staged once, weights D chunks ahead ----
+**
+** v2 above staged x[:, chunk] per chunk behind two barriers, so every chunk
+** exposed one L2 round trip, and held one 16-byte vector per row in flight.
+** v3 stages x for all of K once per block (B <= 2 and K small enough for
+** 48 KB: "whole" mode, the blocks are persistent and each warp walks row
+** groups g = blockIdx + grid*(warp + 8j)), or for segments of K with one row
+** group per warp ("seg" mode: larger batches, K = 13696 at batch 1; the
+** launcher's default uses it only for int8 at batch 1: v2 was faster). Each
+** warp keeps D chunks of weights in flight (loads issued D chunks ahead, also
+** across row groups and segments), and x sits in shared memory in the order
+** the lanes read it (float4 q of lane l at q*32 + l: conflict-free, no pad).
+**
+** int4 decode, 2.5 instructions per weight instead of 3.4: per 32-bit word,
+** t = ((w >> 1) & 0x78787878) ^ 0xC0C0C0C0 puts each high nibble's u = q + 8
+** in bits 3-6 of its byte with bit 7 set, (w << 3) likewise the low nibbles;
+** one PRMT per weight moves such a byte under the exponent of 1.0
+** (0x3F8u0000 -> f = 1 + u/16, exact) and one FFMA uses it. The offset is
+** removed once per lane instead of once per weight: q = 16 f - 24, so
+** sum q x = 16 (sum f x - 1.5 sum x); the block precomputes -1.5 * (sum of
+** each lane's x values per chunk) and the accumulators start from it. int8
+** keeps the v2 decode (PRMT + FADD + FFMA: the byte does not fit under 1.0).
+** Group scales multiply a 16/32-column partial sum (one FFMA per vector, not
+** an FMUL per weight): a lane's vector never straddles a group. */
+constexpr uint32_t kQ4Mask = 0x78787878u, kQ4Flip = 0xC0C0C0C0u;
+
+/* (a & m) ^ f in one LOP3 (sm_50+; the compiler emitted two LOP32I). */
+__device__ __forceinline__ uint32_t and_xor(uint32_t a, uint32_t m, uint32_t f) {
+    uint32_t d;
+    asm("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(d) : "r"(a), "r"(m), "r"(f));
+    return d;
+}
+
+/* Byte j of t (1 u3 u2 u1 u0 0 0 0) under 0x3F: the float 1 + u/16. */
+__device__ __forceinline__ float nib_to_f(uint32_t t, int j) {
+    return __int_as_float((int)__byte_perm(t, 0x3F000000u, 0x7044 | (j << 8)));
+}
+
+template <int WT, int R> struct V3 {
+    static constexpr int VC = Fmt<WT>::VC; /* columns per lane vector */
+    static constexpr int KC = 32 * VC;     /* columns per chunk */
+    static constexpr int Q = VC / 4;       /* float4 of x per lane vector */
+    static constexpr int F4 = KC / 4;      /* float4 of x per chunk */
+    static constexpr int D = R == 1 ? 4 : 2; /* chunks of weights in flight per warp */
+    /* shared bytes per chunk of x, per batch row (+ the int4 offset sums) */
+    static constexpr int CB = KC * 4 + (WT == M40_DTYPE_Q4 ? 32 * 4 : 0);
+};
+constexpr int kSmemBudget = 48 * 1024; /* the M40's per-block limit */
+
+template <int WT, int B, int R, bool GROUPED>
+__device__ __forceinline__ void v3_load(uint4 (&buf)[R], float (&gb)[R], const uint4 *const (&wr)[R],
+                                        const int64_t (&sr)[R], int cg, int lane, int vlast,
+                                        const m40k_qlinear_args &a, int gshift, int glast) {
+    constexpr int VC = V3<WT, R>::VC;
+    const int v = min(cg * 32 + lane, vlast);
+#pragma unroll
+    for (int r = 0; r < R; r++) buf[r] = __ldg(wr[r] + v);
+    if (GROUPED) {
+        const int gi = min((cg * 32 + lane) * VC >> gshift, glast);
+#pragma unroll
+        for (int r = 0; r < R; r++) gb[r] = load_scale(a.scale, sr[r] + gi, a.scale_f16 != 0);
+    }
+}
+
+/* acc[r][b] += chunk cl (slot in shared memory) of rows r times x[b]. */
+template <int WT, int B, int R, bool GROUPED>
+__device__ __forceinline__ void v3_compute(const uint4 (&buf)[R], const float (&gb)[R],
+                                           float (&acc)[R][B], const float4 *__restrict__ xp,
+                                           const float *__restrict__ xn, int XB, int XN) {
+    using P = V3<WT, R>;
+    float t[R][B];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int b = 0; b < B; b++)
+            t[r][b] = GROUPED ? (WT == M40_DTYPE_Q4 ? xn[b * XN] : 0.0f) : acc[r][b];
+    if (WT == M40_DTYPE_Q4) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            uint32_t hi[R], lo[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w = word(buf[r], i);
+                hi[r] = and_xor(w >> 1, kQ4Mask, kQ4Flip); /* even columns */
+                lo[r] = and_xor(w << 3, kQ4Mask, kQ4Flip); /* odd columns */
+            }
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float4 xv[B];
+#pragma unroll
+                for (int b = 0; b < B; b++) xv[b] = xp[b * XB + (2 * i + h) * 32];
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const float f0 = nib_to_f(hi[r], 2 * h), f1 = nib_to_f(lo[r], 2 * h);
+                    const float f2 = nib_to_f(hi[r], 2 * h + 1), f3 = nib_to_f(lo[r], 2 * h + 1);
+#pragma unroll
+                    for (int b = 0; b < B; b++) {
+                        t[r][b] = fmaf(f0, xv[b].x, t[r][b]);
+                        t[r][b] = fmaf(f1, xv[b].y, t[r][b]);
+                        t[r][b] = fmaf(f2, xv[b].z, t[r][b]);
+                        t[r][b] = fmaf(f3, xv[b].w, t[r][b]);
+                    }
+                }
+            }
+        }
+    } else { /* Q8 */
+#pragma unroll
+        for (int i = 0; i < P::Q; i++) {
+            float4 xv[B];
+#pragma unroll
+            for (int b = 0; b < B; b++) xv[b] = xp[b * XB + i * 32];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w = word(buf[r], i) ^ 0x80808080u; /* s -> s + 128 */
+                const float v0 = byte_to_f(w, 0, kOffQ8), v1 = byte_to_f(w, 1, kOffQ8);
+                const float v2 = byte_to_f(w, 2, kOffQ8), v3 = byte_to_f(w, 3, kOffQ8);
+#pragma unroll
+                for (int b = 0; b < B; b++) {
+                    t[r][b] = fmaf(v0, xv[b].x, t[r][b]);
+                    t[r][b] = fmaf(v1, xv[b].y, t[r][b]);
+                    t[r][b] = fmaf(v2, xv[b].z, t[r][b]);
+                    t[r][b] = fmaf(v3, xv[b].w, t[r][b]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int b = 0; b < B; b++) acc[r][b] = GROUPED ? fmaf(gb[r], t[r][b], acc[r][b]) : t[r][b];
+}
+
+/* Scales, warp reduction and the store of one row group. */
+template <int WT, int B, int R, bool GROUPED>
+__device__ __forceinline__ void v3_finish(float (&acc)[R][B], const float (&sc)[R], int row0, int lane,
+                                          const m40k_qlinear_args &a) {
+    const float mult = WT == M40_DTYPE_Q4 ? 16.0f : 1.0f;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int b = 0; b < B; b++) acc[r][b] *= GROUPED ? mult : sc[r] * mult;
+    constexpr int V = pow2_at_least(R * B);
+    float red[V];
+#pragma unroll
+    for (int i = 0; i < V; i++) red[i] = i < R * B ? acc[i / B][i % B] : 0.0f;
+    int id;
+    warp_sum_many<V>(red, lane, &id);
+    constexpr int split_bits = V == 1 ? 0 : V == 2 ? 1 : V == 4 ? 2 : V == 8 ? 3 : V == 16 ? 4 : 5;
+    constexpr int low_mask = (1 << (5 - split_bits)) - 1;
+    if ((lane & low_mask) == 0 && id < R * B) {
+        const int r = id / B, b = id % B, row = row0 + r;
+        if (row < a.N) a.y[(int64_t)b * a.N + row] = red[0] + (a.bias ? __ldg(a.bias + row) : 0.0f);
+    }
+}
+
+/* nch_pad: chunks per row rounded up to D (chunks of weights in flight per
+** warp); cps: chunks of x per staging (SEG) or nch_pad (whole). Dynamic
+** shared memory: B * cps * CB bytes. */
+template <int WT, int B, int R, bool GROUPED, bool SEG, int D>
+__global__ void __launch_bounds__(kThreads, 1)
+gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps) {
+    using P = V3<WT, R>;
+    constexpr int VC = P::VC, KC = P::KC, Q = P::Q, F4 = P::F4;
+    constexpr bool Q4 = WT == M40_DTYPE_Q4;
+    extern __shared__ float4 sm4[]; /* x[b][chunk][q][lane], then Q4: xneg[b][chunk][lane] */
+    const int XB = cps * F4, XN = cps * 32;
+    float *xneg = (float *)(sm4 + B * XB); /* -1.5 * sum of a lane's x in a chunk */
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int N = a.N, K = a.K;
+    const int vlast = K / VC - 1;
+    const int ngroups = (N + R - 1) / R;
+    const uint4 *wv = (const uint4 *)a.w;
+    const int ng = GROUPED ? (K + a.group - 1) / a.group : 1;
+    const int gshift = GROUPED ? __ffs(a.group) - 1 : 0, glast = ng - 1;
+
+    /* x chunks [c0, c0 + nch) into slots 0.., zeros past K; block-wide */
+    auto stage = [&](int c0, int nch) {
+        const int per_b = nch * F4;
+        for (int f = threadIdx.x; f < B * per_b; f += kThreads) {
+            const int b = f / per_b, cf = f - b * per_b, c = cf / F4, w4 = cf % F4;
+            const int col = (c0 + c) * KC + 4 * w4;
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (col < K) v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
+            sm4[b * XB + c * F4 + (w4 % Q) * 32 + w4 / Q] = v;
+        }
+        if (Q4) {
+            __syncthreads();
+            for (int e = threadIdx.x; e < B * nch * 32; e += kThreads) {
+                const int b = e / (nch * 32), rc = e - b * nch * 32;
+                const float4 *p = sm4 + b * XB + (rc >> 5) * F4 + (rc & 31);
+                float s = 0.0f;
+#pragma unroll
+                for (int q = 0; q < Q; q++) {
+                    const float4 v = p[q * 32];
+                    s += (v.x + v.y) + (v.z + v.w);
+                }
+                xneg[b * XN + rc] = -1.5f * s;
+            }
+        }
+        __syncthreads();
+    };
+    /* rows of group g (clamped to N - 1: re-read, never stored) */
+    auto rows_of = [&](int g, const uint4 *(&wr)[R], int64_t(&sr)[R], float(&sc)[R]) {
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int row = min(g * R + r, N - 1);
+            wr[r] = wv + (int64_t)row * (vlast + 1);
+            sr[r] = (int64_t)row * ng;
+            if (!GROUPED) sc[r] = load_scale(a.scale, row, a.scale_f16 != 0);
+        }
+    };
+
+    uint4 buf[D][R];
+    float gb[D][R];
+    float acc[R][B];
+    const uint4 *wr[R];
+    int64_t sr[R];
+    float sc[R];
+    int g = blockIdx.x + gridDim.x * warp;
+    const float4 *xl = sm4 + lane;
+    const float *xnl = xneg + lane;
+
+    if (!SEG) {
+        const int gstride = 8 * gridDim.x;
+        rows_of(min(g, ngroups - 1), wr, sr, sc);
+        if (g < ngroups) {
+#pragma unroll
+            for (int s = 0; s < D; s++)
+                v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wr, sr, s, lane, vlast, a, gshift, glast);
+        }
+        stage(0, nch_pad); /* overlaps the first weight loads */
+        if (g >= ngroups) return;
+        float corr[B];
+#pragma unroll
+        for (int b = 0; b < B; b++) corr[b] = 0.0f;
+        if (Q4 && !GROUPED)
+            for (int c = 0; c < nch_pad; c++)
+#pragma unroll
+                for (int b = 0; b < B; b++) corr[b] += xnl[b * XN + c * 32];
+        for (; g < ngroups; g += gstride) {
+            const int gn = g + gstride;
+            const uint4 *nwr[R];
+            int64_t nsr[R];
+            float nsc[R];
+            rows_of(min(gn, ngroups - 1), nwr, nsr, nsc);
+#pragma unroll
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int b = 0; b < B; b++) acc[r][b] = corr[b];
+            int c = 0;
+            for (; c < nch_pad - D; c += D) {
+#pragma unroll
+                for (int s = 0; s < D; s++) {
+                    v3_compute<WT, B, R, GROUPED>(buf[s], gb[s], acc, xl + (c + s) * F4,
+                                                  xnl + (c + s) * 32, XB, XN);
+                    v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wr, sr, c + s + D, lane, vlast, a, gshift,
+                                               glast);
+                }
+            }
+            /* the last D chunks; their slots take the next group's first D */
+#pragma unroll
+            for (int s = 0; s < D; s++) {
+                v3_compute<WT, B, R, GROUPED>(buf[s], gb[s], acc, xl + (c + s) * F4, xnl + (c + s) * 32,
+                                              XB, XN);
+                if (gn < ngroups)
+                    v3_load<WT, B, R, GROUPED>(buf[s], gb[s], nwr, nsr, s, lane, vlast, a, gshift, glast);
+            }
+            v3_finish<WT, B, R, GROUPED>(acc, sc, g * R, lane, a);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                wr[r] = nwr[r];
+                sr[r] = nsr[r];
+                sc[r] = nsc[r];
+            }
+        }
+    } else {
+        /* one row group per warp (the grid covers them); every warp takes
+        ** part in the staging barriers, also past the last group */
+        rows_of(min(g, ngroups - 1), wr, sr, sc);
+#pragma unroll
+        for (int s = 0; s < D; s++)
+            v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wr, sr, s, lane, vlast, a, gshift, glast);
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int b = 0; b < B; b++) acc[r][b] = 0.0f;
+        for (int c0 = 0; c0 < nch_pad; c0 += cps) { /* segments of x, block-uniform */
+            const int n = min(cps, nch_pad - c0);
+            __syncthreads(); /* everyone is done with the last segment */
+            stage(c0, n);
+            if (Q4 && !GROUPED)
+                for (int k = 0; k < n; k++)
+#pragma unroll
+                    for (int b = 0; b < B; b++) {
+                        const float v = xnl[b * XN + k * 32];
+#pragma unroll
+                        for (int r = 0; r < R; r++) acc[r][b] += v;
+                    }
+            /* slots rotate; unrolled D times the rotation is free (register
+            ** renaming), only the remainder iterations move registers */
+#pragma unroll D
+            for (int k = 0; k < n; k++) {
+                v3_compute<WT, B, R, GROUPED>(buf[0], gb[0], acc, xl + k * F4, xnl + k * 32, XB, XN);
+#pragma unroll
+                for (int s = 0; s + 1 < D; s++) {
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        buf[s][r] = buf[s + 1][r];
+                        gb[s][r] = gb[s + 1][r];
+                    }
+                }
+                if (c0 + k + D < nch_pad)
+                    v3_load<WT, B, R, GROUPED>(buf[D - 1], gb[D - 1], wr, sr, c0 + k + D, lane, vlast, a, gshift,
+                                               glast);
+            }
+        }
+        if (g < ngroups) v3_finish<WT, B, R, GROUPED>(acc, sc, g * R, lane, a);
+    }
+}
+
 /* The generic kernel: one warp per row, element-wise loads; any K and
 ** alignment. */
 template <int WT>
@@ -336,35 +670,144 @@ __global__ void __launch_bounds__(kThreads) gemv_generic_kernel(m40k_qlinear_arg
 }
 
 template <int WT, int B, int R>
-cudaError_t launch_fast(cudaStream_t s, const m40k_qlinear_args &a) {
+cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
     dim3 grid((unsigned)((a.N + kWarps * R - 1) / (kWarps * R)));
     if (a.group && WT != M40_DTYPE_F16)
-        gemv_kernel<WT, B, R, true><<<grid, kThreads, 0, s>>>(a);
+        gemv_v2_kernel<WT, B, R, true><<<grid, kThreads, 0, s>>>(a);
     else
-        gemv_kernel<WT, B, R, false><<<grid, kThreads, 0, s>>>(a);
+        gemv_v2_kernel<WT, B, R, false><<<grid, kThreads, 0, s>>>(a);
     return cudaGetLastError();
 }
 
-template <int WT, int B>
-cudaError_t launch_r(cudaStream_t s, const m40k_qlinear_args &a, int R) {
-    switch (R) {
-    case 4: return launch_fast<WT, B, 4>(s, a);
-    case 2: return launch_fast<WT, B, 2>(s, a);
-    default: return launch_fast<WT, B, 1>(s, a);
+template <int WT, int B, int R, bool G, bool SEG, int D>
+cudaError_t launch_v3_inst(cudaStream_t s, const m40k_qlinear_args &a, int nch_pad, int cps, int sm_count,
+                           int bps) {
+    using P = V3<WT, R>;
+    const size_t smem = (size_t)B * cps * P::CB;
+    const int ngroups = (a.N + R - 1) / R;
+    const int nblk = (ngroups + kWarps - 1) / kWarps;
+    int grid = nblk;
+    if (!SEG) { /* persistent: at most as many blocks as fit at once */
+        int occ = bps;
+        if (occ <= 0) {
+            /* (device << 40 | smem << 8 | blocks per SM) of the last query
+            ** for this instance: the query costs microseconds of host time */
+            static std::atomic<long long> cache{-1};
+            int dev = 0;
+            cudaGetDevice(&dev);
+            const long long key = (long long)dev << 40 | (long long)smem << 8;
+            long long c = cache.load(std::memory_order_relaxed);
+            if (c < 0 || (c & ~255LL) != key) {
+                int o = 0;
+                if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv_kernel<WT, B, R, G, SEG, D>, kThreads,
+                                                                  smem) != cudaSuccess || o < 1)
+                    o = 1;
+                c = key | (o & 255);
+                cache.store(c, std::memory_order_relaxed);
+            }
+            occ = (int)(c & 255);
+        }
+        /* Balance: every warp gets the same number q of row groups (the
+        ** fewest warps that need no more than q each), so that all finish
+        ** together; with "as many warps as fit" some got q and some q - 1,
+        ** and the last round ran on a fraction of the warps (run 3). */
+        const long long wmax = (long long)max(1, sm_count) * occ * kWarps;
+        const long long q = (ngroups + wmax - 1) / wmax;
+        const long long w = (ngroups + q - 1) / q;
+        grid = (int)min((long long)nblk, (w + kWarps - 1) / kWarps);
+    }
+    gemv_kernel<WT, B, R, G, SEG, D><<<(unsigned)grid, kThreads, smem, s>>>(a, nch_pad, cps);
+    return cudaGetLastError();
+}
+
+/* Host view of v3's shared-memory plan: whole mode when x for all of K
+** fits (batch <= 2), else segments of K. */
+struct V3Plan {
+    int nch_pad, cps;
+    bool seg;
+};
+template <int WT, int B, int R, int D>
+V3Plan v3_plan(int K) {
+    using P = V3<WT, R>;
+    const int Kc = (K + P::KC - 1) / P::KC;
+    V3Plan p;
+    p.nch_pad = (Kc + D - 1) / D * D;
+    const int per = B * P::CB; /* bytes of shared memory per chunk */
+    p.seg = !(B <= 2 && p.nch_pad * per <= kSmemBudget);
+    p.cps = p.nch_pad;
+    if (p.seg) {
+        int cps = kSmemBudget / per; /* >= 1: B * CB <= 33 KB */
+        const int nseg = (p.nch_pad + cps - 1) / cps;
+        p.cps = (p.nch_pad + nseg - 1) / nseg;
+    }
+    return p;
+}
+
+/* deep = 1 (version 4): 4 chunks in flight per warp in whole mode, at any R */
+template <int WT, int B, int R>
+cudaError_t launch_v3(cudaStream_t s, const m40k_qlinear_args &a, int sm_count, int bps, int deep) {
+    constexpr int D = V3<WT, R>::D;
+    const bool grouped = a.group != 0;
+    if constexpr (B <= 2) {
+        if (deep) {
+            const V3Plan p = v3_plan<WT, B, R, 4>(a.K);
+            if (!p.seg)
+                return grouped ? launch_v3_inst<WT, B, R, true, false, 4>(s, a, p.nch_pad, p.cps, sm_count, bps)
+                               : launch_v3_inst<WT, B, R, false, false, 4>(s, a, p.nch_pad, p.cps, sm_count, bps);
+        }
+        const V3Plan p = v3_plan<WT, B, R, D>(a.K);
+        if (!p.seg)
+            return grouped ? launch_v3_inst<WT, B, R, true, false, D>(s, a, p.nch_pad, p.cps, sm_count, bps)
+                           : launch_v3_inst<WT, B, R, false, false, D>(s, a, p.nch_pad, p.cps, sm_count, bps);
+    }
+    const V3Plan p = v3_plan<WT, B, R, D>(a.K);
+    return grouped ? launch_v3_inst<WT, B, R, true, true, D>(s, a, p.nch_pad, p.cps, sm_count, bps)
+                   : launch_v3_inst<WT, B, R, false, true, D>(s, a, p.nch_pad, p.cps, sm_count, bps);
+}
+
+/* v3 in whole mode for this batch and K at R = 2? (picks the default R) */
+template <int WT>
+bool v3_whole(int B, int K) {
+    switch (B) {
+    case 1: return !v3_plan<WT, 1, 2, V3<WT, 2>::D>(K).seg;
+    case 2: return !v3_plan<WT, 2, 2, V3<WT, 2>::D>(K).seg;
+    default: return false;
     }
 }
 
+/* version 2: the v2 kernel; 3: v3 (int8/int4; fp16 always runs v2); 4: v3
+** with 4 chunks in flight in whole mode. */
+template <int WT, int B>
+cudaError_t launch_r(cudaStream_t s, const m40k_qlinear_args &a, int R, int version, int sm_count, int bps) {
+    if (WT == M40_DTYPE_F16 || version == 2) {
+        switch (R) {
+        case 4: return launch_v2<WT, B, 4>(s, a);
+        case 2: return launch_v2<WT, B, 2>(s, a);
+        default: return launch_v2<WT, B, 1>(s, a);
+        }
+    }
+    if constexpr (WT != M40_DTYPE_F16) {
+        const int deep = version == 4;
+        switch (R) {
+        case 4: return launch_v3<WT, B, 4>(s, a, sm_count, bps, deep);
+        case 2: return launch_v3<WT, B, 2>(s, a, sm_count, bps, deep);
+        default: return launch_v3<WT, B, 1>(s, a, sm_count, bps, deep);
+        }
+    }
+    return cudaErrorInvalidValue;
+}
+
 template <int WT>
-cudaError_t launch_b(cudaStream_t s, const m40k_qlinear_args &a, int R) {
+cudaError_t launch_b(cudaStream_t s, const m40k_qlinear_args &a, int R, int version, int sm_count, int bps) {
     switch (a.M) {
-    case 1: return launch_r<WT, 1>(s, a, R);
-    case 2: return launch_r<WT, 2>(s, a, R);
-    case 3: return launch_r<WT, 3>(s, a, R);
-    case 4: return launch_r<WT, 4>(s, a, R);
-    case 5: return launch_r<WT, 5>(s, a, R);
-    case 6: return launch_r<WT, 6>(s, a, R);
-    case 7: return launch_r<WT, 7>(s, a, R);
-    default: return launch_r<WT, 8>(s, a, R);
+    case 1: return launch_r<WT, 1>(s, a, R, version, sm_count, bps);
+    case 2: return launch_r<WT, 2>(s, a, R, version, sm_count, bps);
+    case 3: return launch_r<WT, 3>(s, a, R, version, sm_count, bps);
+    case 4: return launch_r<WT, 4>(s, a, R, version, sm_count, bps);
+    case 5: return launch_r<WT, 5>(s, a, R, version, sm_count, bps);
+    case 6: return launch_r<WT, 6>(s, a, R, version, sm_count, bps);
+    case 7: return launch_r<WT, 7>(s, a, R, version, sm_count, bps);
+    default: return launch_r<WT, 8>(s, a, R, version, sm_count, bps);
     }
 }
 
@@ -372,13 +815,13 @@ int vec_cols(int wtype) { return wtype == M40_DTYPE_Q4 ? 32 : wtype == M40_DTYPE
 
 } // namespace
 
-extern "C" int m40k_quant_gemv_run(void *stream, const m40k_qlinear_args *a, int sm_count,
-                                   int rows_per_warp, int generic) {
+extern "C" int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, int sm_count, int version,
+                                     int rows_per_warp, int blocks_per_sm) {
     if (a->M <= 0 || a->N <= 0) return 0;
     if (a->M > 8) return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
     int VC = vec_cols(a->wtype);
-    bool fast = !generic && a->K > 0 && a->K % VC == 0 && ((uintptr_t)a->w & 15) == 0 &&
+    bool fast = version != 1 && a->K > 0 && a->K % VC == 0 && ((uintptr_t)a->w & 15) == 0 &&
                 ((uintptr_t)a->x & 15) == 0;
     if (!fast) { /* also K == 0: y = bias (or 0) */
         unsigned g = (unsigned)((a->N + kWarps - 1) / kWarps);
@@ -388,20 +831,42 @@ extern "C" int m40k_quant_gemv_run(void *stream, const m40k_qlinear_args *a, int
         else return (int)cudaErrorInvalidValue;
         return (int)cudaGetLastError();
     }
+    /* Defaults from the H200 bench (bench/NOTES.md, run 4): batch 1-2 with x
+    ** for all of K in shared memory ("whole"): v3 with 4 chunks in flight
+    ** (version 4), R = 2; group scales and int4 at batch 2: v3, R = 4.
+    ** Larger K (segmented) and batch >= 3: v2, where v3's segmented mode was
+    ** slower, except int8 at batch 1 (v3, R = 2). */
+    const bool q4 = a->wtype == M40_DTYPE_Q4;
+    const bool whole = a->wtype != M40_DTYPE_F16 &&
+                       (q4 ? v3_whole<M40_DTYPE_Q4>(a->M, a->K) : v3_whole<M40_DTYPE_Q8>(a->M, a->K));
     int R = rows_per_warp;
+    const bool auto_r = R != 1 && R != 2 && R != 4;
+    if (version < 2 || version > 4) {
+        const bool r4 = a->group || (q4 && a->M == 2);
+        version = whole ? (r4 ? 3 : 4) : (a->M == 1 && a->wtype == M40_DTYPE_Q8) ? 3 : 2;
+        if (auto_r && a->M <= 2 && a->wtype != M40_DTYPE_F16) R = whole && r4 ? 4 : 2;
+    }
     if (R != 1 && R != 2 && R != 4) {
-        /* More rows per warp share each x read and the loop overhead (the
-        ** H200 bench: R = 2 fastest at batch 1-2, R = 4 at 4-8); at least
-        ** two blocks per SM. */
-        R = a->M >= 3 ? 4 : 2;
-        while (R > 1 && (a->N + kWarps * R - 1) / (kWarps * R) < 2 * sm_count) R /= 2;
+        if (a->wtype == M40_DTYPE_F16 || version == 2) {
+            /* v2 (H200 bench): R = 2 fastest at batch 1-2, R = 4 at 4-8; at
+            ** least two blocks per SM */
+            R = a->M >= 3 ? 4 : 2;
+            while (R > 1 && (a->N + kWarps * R - 1) / (kWarps * R) < 2 * sm_count) R /= 2;
+        } else {
+            R = 2;
+        }
     }
     switch (a->wtype) {
-    case M40_DTYPE_Q4: return (int)launch_b<M40_DTYPE_Q4>(s, *a, R);
-    case M40_DTYPE_Q8: return (int)launch_b<M40_DTYPE_Q8>(s, *a, R);
-    case M40_DTYPE_F16: return (int)launch_b<M40_DTYPE_F16>(s, *a, R);
+    case M40_DTYPE_Q4: return (int)launch_b<M40_DTYPE_Q4>(s, *a, R, version, sm_count, blocks_per_sm);
+    case M40_DTYPE_Q8: return (int)launch_b<M40_DTYPE_Q8>(s, *a, R, version, sm_count, blocks_per_sm);
+    case M40_DTYPE_F16: return (int)launch_b<M40_DTYPE_F16>(s, *a, R, version, sm_count, blocks_per_sm);
     default: return (int)cudaErrorInvalidValue;
     }
+}
+
+extern "C" int m40k_quant_gemv_run(void *stream, const m40k_qlinear_args *a, int sm_count,
+                                   int rows_per_warp, int generic) {
+    return m40k_quant_gemv_tuned(stream, a, sm_count, generic ? 1 : 0, rows_per_warp, 0);
 }
 
 extern "C" int m40k_quant_linear(void *stream, const m40k_qlinear_args *a, int sm_count) {

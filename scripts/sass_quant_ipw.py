@@ -5,9 +5,11 @@ from the sm_52 SASS (cuobjdump -sass, CUDA 11.8).
     scripts/sass_quant_ipw.py OBJ_OR_SASS... [--check] [--batch 1] [--cuobjdump PATH]
 
 OBJ_OR_SASS: kernels/quant_gemv.cu's object file (cuobjdump runs on it) or
-a saved `cuobjdump -sass` listing. For each gemv_kernel<WT, B, R, GROUPED>
-the script finds the loop over K-chunks (the backward branch whose body
-holds the most PRMT / F2F: the dequantization), counts the static
+a saved `cuobjdump -sass` listing. For each gemv_kernel<WT, B, R, GROUPED, SEG, D>
+(v3, int8/int4) and gemv_v2_kernel<WT, B, R, GROUPED> (fp16; int8/int4 at
+batch 1 and 8 for comparison) the script finds the loop over K-chunks (the
+innermost backward branch whose body holds at least one chunk's PRMT / F2F:
+the dequantization), counts the static
 instructions of that body, including the x-staging code inside it, and
 divides by the weights each thread handles per iteration (R rows x 32
 columns for int4, 16 for int8, 8 for fp16, times the unroll factor, read
@@ -26,7 +28,9 @@ BUDGET = {65: 7.0, 64: 12.0}
 
 INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s*\{?\s*(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;}]*)[;}]")
 FUNC = re.compile(r"Function : (\S+)")
-KERNEL = re.compile(r"gemv_kernelILi(\d+)ELi(\d+)ELi(\d+)ELb([01])E")
+# v3 (int8/int4): gemv_kernel<WT, B, R, GROUPED, SEG, D>; v2 (fp16, and the
+# int8/int4 kernel before v3): gemv_v2_kernel<WT, B, R, GROUPED>
+KERNEL = re.compile(r"gemv(_v2)?_kernelILi(\d+)ELi(\d+)ELi(\d+)ELb([01])E(?:Lb([01])ELi(\d+)E)?")
 
 
 def sass_text(path, cuobjdump="cuobjdump"):
@@ -57,9 +61,11 @@ def functions(text):
         yield cur, arch, body
 
 
-def inner_loop(body, marker):
-    """(start, end) of the backward-branch loop with the most marker insns."""
-    best, best_n = None, -1
+def inner_loop(body, marker, min_marks):
+    """(start, end) of the innermost backward-branch loop holding at least
+    min_marks marker insns (one chunk's dequantization); v3's row-group loop
+    encloses its chunk loop, and the innermost one is the steady state."""
+    best, best_len = None, None
     for addr, op, args in body:
         if op.startswith("BRA"):
             m = re.search(r"0x([0-9a-f]+)", args)
@@ -69,8 +75,8 @@ def inner_loop(body, marker):
             if tgt >= addr:
                 continue
             n = sum(1 for a, o, _ in body if tgt <= a <= addr and o.startswith(marker))
-            if n > best_n:
-                best, best_n = (tgt, addr), n
+            if n >= min_marks and (best_len is None or addr - tgt < best_len):
+                best, best_len = (tgt, addr), addr - tgt
     return best
 
 
@@ -90,11 +96,14 @@ def main():
         m = KERNEL.search(name)
         if not m or (arch and arch != "sm_52"):
             continue
-        wt, b, r, grouped = (int(g) for g in m.groups())
+        v2 = m.group(1) is not None
+        wt, b, r, grouped = (int(g) for g in m.groups()[1:5])
+        seg = int(m.group(6) or 0)
+        depth = int(m.group(7) or 0)  # v3: chunks in flight per warp
         if args.batch and b != args.batch:
             continue
         marker = "F2F" if wt == 1 else "PRMT"
-        loop = inner_loop(body, marker)
+        loop = inner_loop(body, marker, r * VEC_COLS[wt])
         if not loop:
             continue
         ins = [(a, o) for a, o, _ in body if loop[0] <= a <= loop[1]]
@@ -109,16 +118,17 @@ def main():
         budget = BUDGET.get(wt) if b == 1 else None
         ok = budget is None or ipw <= budget
         failures += not ok
-        rows.append((wt, b, r, grouped, len(ins), weights, ipw, budget, ok, top))
+        kind = "v2" if v2 else ("v3seg" if seg else "v3") + (f"D{depth}" if depth else "")
+        rows.append((wt, b, r, grouped, kind, len(ins), weights, ipw, budget, ok, top))
     if not rows:
         sys.exit("no gemv_kernel found (sm_52 SASS expected)")
     rows.sort()
-    print(f"{'format':6s} {'B':>2s} {'R':>2s} {'scale':5s} {'insns':>6s} {'w/thr':>6s} {'ipw':>6s} "
-          f"{'budget':>6s}  top opcodes")
-    for wt, b, r, g, n, w, ipw, budget, ok, top in rows:
+    print(f"{'format':6s} {'B':>2s} {'R':>2s} {'scale':5s} {'kernel':8s} {'insns':>6s} {'w/thr':>6s} "
+          f"{'ipw':>6s} {'budget':>6s}  top opcodes")
+    for wt, b, r, g, kind, n, w, ipw, budget, ok, top in rows:
         bud = f"{budget:.0f}" if budget else "-"
-        print(f"{WT_NAME[wt]:6s} {b:2d} {r:2d} {'group' if g else 'row':5s} {n:6d} {w:6d} {ipw:6.2f} "
-              f"{bud:>6s}{'' if ok else ' OVER'}  {top}")
+        print(f"{WT_NAME[wt]:6s} {b:2d} {r:2d} {'group' if g else 'row':5s} {kind:8s} {n:6d} {w:6d} "
+              f"{ipw:6.2f} {bud:>6s}{'' if ok else ' OVER'}  {top}")
     print(f"per-weight FFMA floor is B (batch rows); {failures} batch-1 kernels over budget")
     return 1 if (args.check and failures) else 0
 

@@ -162,6 +162,14 @@ struct wino_shape {
     int N, H, W, C, K, P, Q, ph, pw, TH, TW;
 };
 
+/* Tile t = (n·TH + th)·TW + tw. */
+__device__ __forceinline__ void wino_tile(const wino_shape &s, int64_t t, int64_t *n, int *th,
+                                          int *tw) {
+    *tw = (int)(t % s.TW);
+    *th = (int)((t / s.TW) % s.TH);
+    *n = t / ((int64_t)s.TW * s.TH);
+}
+
 /* Tiles t0 .. t0+nt-1 (t = (n·TH + th)·TW + tw, input origin (2th - ph,
 ** 2tw - pw)) into V[ξ][t - t0][c]. */
 static __global__ void wino_input_kernel(wino_shape s, int64_t t0, int64_t nt,
@@ -170,9 +178,9 @@ static __global__ void wino_input_kernel(wino_shape s, int64_t t0, int64_t nt,
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nt * C4;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t tl = i / C4, t = t0 + tl;
-        int c = (int)(i - tl * C4) * 4;
-        int tw = (int)(t % s.TW), th = (int)((t / s.TW) % s.TH);
-        int64_t n = t / ((int64_t)s.TW * s.TH);
+        int c = (int)(i - tl * C4) * 4, th, tw;
+        int64_t n;
+        wino_tile(s, t, &n, &th, &tw);
         int h0 = 2 * th - s.ph, w0 = 2 * tw - s.pw;
         f4 d[4][4];
 #pragma unroll
@@ -246,9 +254,9 @@ static __global__ void wino_output_kernel(wino_shape s, int64_t t0, int64_t nt,
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nt * K4;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t tl = i / K4, t = t0 + tl;
-        int k = (int)(i - tl * K4) * 4;
-        int tw = (int)(t % s.TW), th = (int)((t / s.TW) % s.TH);
-        int64_t n = t / ((int64_t)s.TW * s.TH);
+        int k = (int)(i - tl * K4) * 4, th, tw;
+        int64_t n;
+        wino_tile(s, t, &n, &th, &tw);
         int64_t plane = nt * s.K;
         const float *mp = M + tl * s.K + k;
         f4 r[2][4]; /* Aᵀ m: rows (m0 + m1 + m2, m1 - m2 - m3) */

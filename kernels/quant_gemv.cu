@@ -107,6 +107,26 @@ __host__ __device__ constexpr int pow2_at_least(int v) { return v <= 1 ? 1 : 2 *
 
 /* Dequantizes 4 consecutive columns (4h .. 4h+3 of 32-bit word i's span) of
 ** one row and adds v·x into acc for every batch row. */
+/* Sums each of the R x B per-lane accumulators over the warp and writes
+** y[b, row0 + r] (+ bias[row]); the lanes whose unsplit low bits are 0
+** write value id = r*B + b. */
+template <int B, int R>
+__device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, int lane,
+                                           const m40k_qlinear_args &a) {
+    constexpr int V = pow2_at_least(R * B);
+    float red[V];
+#pragma unroll
+    for (int i = 0; i < V; i++) red[i] = i < R * B ? acc[i / B][i % B] : 0.0f;
+    int id;
+    warp_sum_many<V>(red, lane, &id);
+    constexpr int split_bits = V == 1 ? 0 : V == 2 ? 1 : V == 4 ? 2 : V == 8 ? 3 : V == 16 ? 4 : 5;
+    constexpr int low_mask = (1 << (5 - split_bits)) - 1;
+    if ((lane & low_mask) == 0 && id < R * B) {
+        const int r = id / B, b = id % B, row = row0 + r;
+        if (row < a.N) a.y[(int64_t)b * a.N + row] = red[0] + (a.bias ? __ldg(a.bias + row) : 0.0f);
+    }
+}
+
 template <int WT, int B>
 __device__ __forceinline__ void dot4(const float (&v)[4], const float4 (&xv)[B], float (&acc)[B]) {
 #pragma unroll
@@ -285,19 +305,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
         }
     }
 
-    constexpr int V = pow2_at_least(R * B);
-    float red[V];
-#pragma unroll
-    for (int i = 0; i < V; i++) red[i] = i < R * B ? acc[i / B][i % B] : 0.0f;
-    int id;
-    warp_sum_many<V>(red, lane, &id);
-    /* the lanes whose unsplit low bits are 0 write value id = r*B + b */
-    constexpr int split_bits = V == 1 ? 0 : V == 2 ? 1 : V == 4 ? 2 : V == 8 ? 3 : V == 16 ? 4 : 5;
-    constexpr int low_mask = (1 << (5 - split_bits)) - 1;
-    if ((lane & low_mask) == 0 && id < R * B) {
-        int r = id / B, b = id % B, row = row0 + r;
-        if (row < N) a.y[(int64_t)b * N + row] = red[0] + (a.bias ? __ldg(a.bias + row) : 0.0f);
-    }
+    warp_store<B, R>(acc, row0, lane, a);
 }
 
 /* ---- v3 (int8/int4, batch 1-2): x staged once, weights D chunks ahead ----
@@ -441,18 +449,7 @@ __device__ __forceinline__ void v3_finish(float (&acc)[R][B], const float (&sc)[
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int b = 0; b < B; b++) acc[r][b] *= GROUPED ? mult : sc[r] * mult;
-    constexpr int V = pow2_at_least(R * B);
-    float red[V];
-#pragma unroll
-    for (int i = 0; i < V; i++) red[i] = i < R * B ? acc[i / B][i % B] : 0.0f;
-    int id;
-    warp_sum_many<V>(red, lane, &id);
-    constexpr int split_bits = V == 1 ? 0 : V == 2 ? 1 : V == 4 ? 2 : V == 8 ? 3 : V == 16 ? 4 : 5;
-    constexpr int low_mask = (1 << (5 - split_bits)) - 1;
-    if ((lane & low_mask) == 0 && id < R * B) {
-        const int r = id / B, b = id % B, row = row0 + r;
-        if (row < a.N) a.y[(int64_t)b * a.N + row] = red[0] + (a.bias ? __ldg(a.bias + row) : 0.0f);
-    }
+    warp_store<B, R>(acc, row0, lane, a);
 }
 
 /* nch_pad: chunks per row rounded up to D (chunks of weights in flight per

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 int m40t_failures = 0, m40t_checks = 0;
@@ -64,6 +65,27 @@ m40_ctx *m40t_gpu_ctx_or_skip(const char *prog) {
         printf("%s: GPU %s (cc %d.%d, %d SMs), libm40 %s\n", prog, info.name,
                info.cc_major, info.cc_minor, info.sm_count, m40_build_info());
     return ctx;
+}
+
+m40_tensor *m40t_f32(m40_ctx *ctx, int nd, int64_t a, int64_t b, int64_t c, int64_t d) {
+    int64_t s[4] = {a, b, c, d};
+    m40_tensor *t = NULL;
+    if (m40_tensor_new(ctx, M40_DTYPE_F32, nd, s, &t) != M40_OK) {
+        fprintf(stderr, "m40_tensor_new: %s\n", m40_errmsg(ctx));
+        exit(1);
+    }
+    return t;
+}
+
+m40_conv2d_desc m40t_conv_desc(m40_layout layout, int stride, int pad, int dilation, int relu) {
+    m40_conv2d_desc d;
+    m40_conv2d_desc_init(&d);
+    d.layout = layout;
+    d.stride_h = d.stride_w = stride;
+    d.pad_h = d.pad_w = pad;
+    d.dilation_h = d.dilation_w = dilation;
+    d.relu = relu != 0;
+    return d;
 }
 
 void m40t_poison(float *p, int64_t n) {

@@ -55,4 +55,11 @@ m40_ctx *m40t_gpu_ctx_or_skip(const char *prog);
 /* Fills with a NaN bit pattern so unwritten outputs are caught. */
 void m40t_poison(float *p, int64_t n);
 
+/* A contiguous F32 tensor of nd (1-4) dims a, b, c, d on ctx's side; exits
+** the test program if it cannot be made (nothing else could be checked). */
+m40_tensor *m40t_f32(m40_ctx *ctx, int nd, int64_t a, int64_t b, int64_t c, int64_t d);
+
+/* A conv descriptor: same stride, padding and dilation on both axes. */
+m40_conv2d_desc m40t_conv_desc(m40_layout layout, int stride, int pad, int dilation, int relu);
+
 #endif

@@ -12,16 +12,6 @@
 
 static m40_ctx *C, *G;
 
-static m40_tensor *tnew(m40_ctx *ctx, int nd, int64_t a, int64_t b, int64_t c, int64_t d) {
-    int64_t s[4] = {a, b, c, d};
-    m40_tensor *t = NULL;
-    if (m40_tensor_new(ctx, M40_DTYPE_F32, nd, s, &t) != M40_OK) {
-        fprintf(stderr, "tensor_new: %s\n", m40_errmsg(ctx));
-        exit(1);
-    }
-    return t;
-}
-
 static void test_ref_facts(void) {
     /* 1x1 conv == linear over channels at each pixel */
     enum { N = 2, Cc = 5, H = 3, W = 4, K = 6 };
@@ -102,8 +92,8 @@ static void test_layouts_agree(void) {
 }
 
 static void test_errors(void) {
-    m40_tensor *x = tnew(C, 4, 1, 3, 8, 8), *w = tnew(C, 4, 4, 3, 3, 3), *y = tnew(C, 4, 1, 4, 8, 8);
-    m40_tensor *wbad = tnew(C, 4, 4, 2, 3, 3), *b = tnew(C, 1, 5, 0, 0, 0), *y2 = tnew(C, 2, 1, 3, 0, 0);
+    m40_tensor *x = m40t_f32(C, 4, 1, 3, 8, 8), *w = m40t_f32(C, 4, 4, 3, 3, 3), *y = m40t_f32(C, 4, 1, 4, 8, 8);
+    m40_tensor *wbad = m40t_f32(C, 4, 4, 2, 3, 3), *b = m40t_f32(C, 1, 5, 0, 0, 0), *y2 = m40t_f32(C, 2, 1, 3, 0, 0);
     m40_conv2d_desc d;
     m40_conv2d_desc_init(&d);
     d.pad_h = d.pad_w = 1;
@@ -135,28 +125,22 @@ static int x_offset;
 /* GPU vs CPU reference for one conv configuration. */
 static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, int pad, int dil,
                      int epi, m40_layout lay) {
-    m40_conv2d_desc d;
-    m40_conv2d_desc_init(&d);
-    d.layout = lay;
+    m40_conv2d_desc d = m40t_conv_desc(lay, st, pad, dil, epi & 8);
     int nhwc = lay == M40_LAYOUT_NHWC;
-    d.stride_h = d.stride_w = st;
-    d.pad_h = d.pad_w = pad;
-    d.dilation_h = d.dilation_w = dil;
-    d.relu = epi & 8;
     int P = (H + 2 * pad - dil * (R - 1) - 1) / st + 1, Q = (W + 2 * pad - dil * (S - 1) - 1) / st + 1;
     m40_ctx *cs[2] = {G, C};
     m40_tensor *t[2][6], *xbase = NULL;
     uint64_t seed = (uint64_t)(N * 131 + Cc * 17 + H * 7 + K + R * 3 + st + epi);
     for (int i = 0; i < 2; i++) {
         m40_ctx *c = cs[i];
-        t[i][0] = nhwc ? tnew(c, 4, N, H, W, Cc) : tnew(c, 4, N, Cc, H, W);
-        t[i][1] = nhwc ? tnew(c, 4, K, R, S, Cc) : tnew(c, 4, K, Cc, R, S);
-        t[i][2] = tnew(c, 1, K, 0, 0, 0);
-        t[i][3] = tnew(c, 1, K, 0, 0, 0);
-        t[i][4] = nhwc ? tnew(c, 4, N, P, Q, K) : tnew(c, 4, N, K, P, Q);
-        t[i][5] = nhwc ? tnew(c, 4, N, P, Q, K) : tnew(c, 4, N, K, P, Q);
+        t[i][0] = nhwc ? m40t_f32(c, 4, N, H, W, Cc) : m40t_f32(c, 4, N, Cc, H, W);
+        t[i][1] = nhwc ? m40t_f32(c, 4, K, R, S, Cc) : m40t_f32(c, 4, K, Cc, R, S);
+        t[i][2] = m40t_f32(c, 1, K, 0, 0, 0);
+        t[i][3] = m40t_f32(c, 1, K, 0, 0, 0);
+        t[i][4] = nhwc ? m40t_f32(c, 4, N, P, Q, K) : m40t_f32(c, 4, N, K, P, Q);
+        t[i][5] = nhwc ? m40t_f32(c, 4, N, P, Q, K) : m40t_f32(c, 4, N, K, P, Q);
         if (i == 0 && x_offset) { /* same values, at a misaligned address */
-            m40_tensor *big = tnew(c, 1, (int64_t)N * Cc * H * W + x_offset, 0, 0, 0), *v = NULL;
+            m40_tensor *big = m40t_f32(c, 1, (int64_t)N * Cc * H * W + x_offset, 0, 0, 0), *v = NULL;
             CHECK_ST(m40_tensor_view(c, big, m40_tensor_get_desc(t[i][0]), x_offset, &v), M40_OK);
             CHECK_ST(m40_fill_random(c, v, seed, M40_RANDOM_UNIFORM, -1, 1), M40_OK);
             m40_tensor_free(t[i][0]);
@@ -194,11 +178,11 @@ static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, i
 
 static void gpu_pool(int kind, int N, int Cc, int H, int W, int k, int st, int pad, m40_layout lay) {
     int P = (H + 2 * pad - k) / st + 1, Q = (W + 2 * pad - k) / st + 1, nhwc = lay == M40_LAYOUT_NHWC;
-    m40_tensor *xg = nhwc ? tnew(G, 4, N, H, W, Cc) : tnew(G, 4, N, Cc, H, W);
-    m40_tensor *yg = nhwc ? tnew(G, 4, N, P, Q, Cc) : tnew(G, 4, N, Cc, P, Q);
-    m40_tensor *xc = nhwc ? tnew(C, 4, N, H, W, Cc) : tnew(C, 4, N, Cc, H, W);
-    m40_tensor *yc = nhwc ? tnew(C, 4, N, P, Q, Cc) : tnew(C, 4, N, Cc, P, Q);
-    m40_tensor *gg = tnew(G, 2, N, Cc, 0, 0), *gc = tnew(C, 2, N, Cc, 0, 0);
+    m40_tensor *xg = nhwc ? m40t_f32(G, 4, N, H, W, Cc) : m40t_f32(G, 4, N, Cc, H, W);
+    m40_tensor *yg = nhwc ? m40t_f32(G, 4, N, P, Q, Cc) : m40t_f32(G, 4, N, Cc, P, Q);
+    m40_tensor *xc = nhwc ? m40t_f32(C, 4, N, H, W, Cc) : m40t_f32(C, 4, N, Cc, H, W);
+    m40_tensor *yc = nhwc ? m40t_f32(C, 4, N, P, Q, Cc) : m40t_f32(C, 4, N, Cc, P, Q);
+    m40_tensor *gg = m40t_f32(G, 2, N, Cc, 0, 0), *gc = m40t_f32(C, 2, N, Cc, 0, 0);
     CHECK_ST(m40_fill_random(G, xg, 99, M40_RANDOM_NORMAL, 0, 1), M40_OK);
     CHECK_ST(m40_fill_random(C, xc, 99, M40_RANDOM_NORMAL, 0, 1), M40_OK);
     size_t nb = m40_tensor_nbytes(yg);

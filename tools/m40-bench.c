@@ -11,168 +11,22 @@
 ** Exit status: 0 measured, 1 a measurement or check failed, 2 usage or
 ** "not implemented yet", 77 no usable GPU (nothing measured: "skipped").
 **
-** To add a workload: write `static int run_<name>(bench_env *e)` that calls
-** measure() per size and add a row to `commands` below. */
+** To add a workload: write `int run_<name>(bench_env *e)` that calls
+** measure() per size (tools/bench/harness.h) and add a row to `commands`
+** below. The harness is in tools/bench/harness.c, the conv and ResNet-50
+** workloads in tools/bench/nn.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <m40/m40.h>
 
 #include <m40/quant.h>
 
-#include "bench/bench.h"
-#include "bench/sampler.h"
-#ifdef M40B_HAVE_RESNET
-#include "resnet.h"
-#endif
+#include "bench/harness.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define M40B_SKIP 77
-#define M40B_MAX_SIZES 32
-#define M40B_MAX_REPEATS 10000
-
-typedef struct bench_opts {
-    int warmup, repeats, device, telemetry, cpu;
-    int layouts; /* bit (1 << m40_layout): which layouts conv and resnet50 run */
-    const char *sizes;
-    const char *json, *csv; /* NULL: off; "-": stdout instead of text */
-} bench_opts;
-
-typedef struct bench_env {
-    const bench_opts *o;
-    const char *command;
-    m40_ctx *ctx;
-    m40_device_info info;
-    bool is_m40;
-    m40b_sampler *smp;
-    m40__bench_result *res;
-    int nres, cap;
-    bool text; /* print result lines to stdout */
-    int failed;
-} bench_env;
-
-static m40_location side_of(const bench_env *e) {
-    return e->info.is_gpu ? M40_LOC_DEVICE : M40_LOC_HOST;
-}
-
-/* ---- measuring ------------------------------------------------------------- */
-
-typedef m40_status (*op_fn)(bench_env *e, void *arg);
-
-/* Runs op warmup + repeats times, timing each repeat with CUDA events, and
-** fills r's time statistics and telemetry. Returns 0 on success. */
-static int measure(bench_env *e, op_fn op, void *arg, m40__bench_result *r) {
-    int n = e->o->repeats;
-    double *t = calloc((size_t)n, sizeof *t);
-    m40__evtimer tm;
-    int rc = 1;
-    if (!t || m40__evtimer_create(e->ctx, &tm) != M40_OK) {
-        fprintf(stderr, "m40-bench: timer: %s\n", m40_errmsg(e->ctx));
-        free(t);
-        return 1;
-    }
-    for (int i = 0; i < e->o->warmup; i++)
-        if (op(e, arg) != M40_OK) goto fail;
-    if (m40_ctx_sync(e->ctx) != M40_OK) goto fail;
-    int mark = m40b_sampler_mark(e->smp);
-    for (int i = 0; i < n; i++) {
-        if (m40__evtimer_start(&tm) != M40_OK || op(e, arg) != M40_OK ||
-            m40__evtimer_stop(&tm) != M40_OK || m40__evtimer_ms(&tm, &t[i]) != M40_OK)
-            goto fail;
-    }
-    if (e->smp) {
-        m40b_sampler_window(e->smp, mark, &r->tele);
-        r->has_tele = true;
-    }
-    m40__stats_compute(t, n, &r->t_ms);
-    r->is_m40 = e->is_m40;
-    m40__bench_finish(r);
-    rc = 0;
-    goto done;
-fail:
-    fprintf(stderr, "m40-bench: %s %s %s: %s\n", r->workload, r->impl, r->label,
-            m40_errmsg(e->ctx));
-done:
-    m40__evtimer_destroy(&tm);
-    free(t);
-    return rc;
-}
-
-static void print_result(const m40__bench_result *r) {
-    char formula[160], reasons[160];
-    m40__bench_m40_floor(r, formula, sizeof formula);
-    printf("%-5s %-16s %-22s %10.1f %-7s median %8.4f ms (min %.4f max %.4f IQR %.4f, n=%d)",
-           r->workload, r->label, r->impl, r->value, r->unit, r->t_ms.median, r->t_ms.min,
-           r->t_ms.max, r->t_ms.iqr, r->t_ms.n);
-    if (r->baseline[0] && r->baseline_value > 0)
-        printf("  %.3fx %s", r->value / r->baseline_value, r->baseline);
-    else
-        printf("  (baseline)");
-    if (r->max_rel_err >= 0) printf("  max_rel_err %.2g", r->max_rel_err);
-    printf("\n");
-    double lim = strcmp(r->unit, "GFLOP/s") == 0 ? M40__M40_GFLOPS : M40__M40_GBS;
-    printf("      M40: %.1f%% of %.0f %s%s; M40 floor %s", 100.0 * r->value / lim, lim, r->unit,
-           r->is_m40 ? "" : " (not measured on an M40)", formula);
-    if (r->has_tele) {
-        const m40__tele_summary *s = &r->tele;
-        m40__throttle_names(s->reasons, reasons, sizeof reasons);
-        printf("\n      card: SM %u-%u MHz, mem %u MHz, %u C max", s->sm_min, s->sm_max,
-               s->mem_max, s->temp_max);
-        if (s->power_max >= 0) printf(", %.0f W max", s->power_max);
-        printf(", %d samples, reasons %s%s", s->n, reasons,
-               s->throttled ? "  ** THROTTLED: figure below what the card can do **" : "");
-    }
-    printf("\n");
-}
-
-static m40__bench_result *new_result(bench_env *e, const char *workload, const char *impl,
-                                     const char *label, const char *unit) {
-    if (e->nres == e->cap) {
-        int cap = e->cap ? 2 * e->cap : 16;
-        m40__bench_result *p = realloc(e->res, (size_t)cap * sizeof *p);
-        if (!p) return NULL;
-        e->res = p;
-        e->cap = cap;
-    }
-    m40__bench_result *r = &e->res[e->nres++];
-    memset(r, 0, sizeof *r);
-    snprintf(r->workload, sizeof r->workload, "%s", workload);
-    snprintf(r->impl, sizeof r->impl, "%s", impl);
-    snprintf(r->label, sizeof r->label, "%s", label);
-    snprintf(r->unit, sizeof r->unit, "%s", unit);
-    r->max_rel_err = -1;
-    return r;
-}
-
-/* Parses a comma-separated list of sizes, each "A" or "AxBxC". */
-static int parse_sizes(const char *list, int64_t dims[][3], int max) {
-    int n = 0;
-    const char *p = list;
-    while (p && *p && n < max) {
-        char *end;
-        int64_t a = strtoll(p, &end, 10), b = a, c = a;
-        if (end == p || a < 1) return -1;
-        if (*end == 'x') {
-            p = end + 1;
-            b = strtoll(p, &end, 10);
-            if (end == p || *end != 'x' || b < 1) return -1;
-            p = end + 1;
-            c = strtoll(p, &end, 10);
-            if (end == p || c < 1) return -1;
-        }
-        dims[n][0] = a;
-        dims[n][1] = b;
-        dims[n][2] = c;
-        n++;
-        if (*end == ',') end++;
-        else if (*end) return -1;
-        p = end;
-    }
-    return n;
-}
 
 /* ---- copy: device-to-device bandwidth ------------------------------------ */
 
@@ -261,26 +115,6 @@ static m40_status gemm_op(bench_env *e, void *arg) {
     gemm_arg *a = arg;
     if (a->cublas) return m40__bench_cublas_linear(e->ctx, a->x, a->w, a->y);
     return m40_matmul(e->ctx, a->x, a->w, NULL, a->y);
-}
-
-/* max |a-b| / max |b| over two downloaded outputs */
-static double rel_err(bench_env *e, m40_tensor *got, m40_tensor *ref) {
-    size_t nb = m40_tensor_nbytes(ref);
-    float *g = malloc(nb), *r = malloc(nb);
-    double d = -1, m = 0;
-    if (g && r && m40_tensor_download(e->ctx, got, g, nb) == M40_OK &&
-        m40_tensor_download(e->ctx, ref, r, nb) == M40_OK) {
-        d = 0;
-        for (size_t i = 0; i < nb / sizeof(float); i++) {
-            double x = fabs((double)g[i] - r[i]);
-            if (!(x <= d)) d = x;
-            if (fabs(r[i]) > m) m = fabs(r[i]);
-        }
-        d = m > 0 ? d / m : d;
-    }
-    free(g);
-    free(r);
-    return d;
 }
 
 static int run_gemm(bench_env *e) {
@@ -373,20 +207,6 @@ static m40_status gemv_op(bench_env *e, void *arg) {
     return m40_quant_linear(e->ctx, a->x, &a->w, NULL, a->y);
 }
 
-/* Random bytes into a device tensor (quantized codes need no quantizer to be timed). */
-static m40_status upload_random(bench_env *e, m40_tensor *t, uint64_t seed) {
-    size_t n = m40_tensor_nbytes(t);
-    unsigned char *b = malloc(n ? n : 1);
-    if (!b) return M40_ERR_OOM_HOST;
-    for (size_t i = 0; i < n; i++) {
-        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-        b[i] = (unsigned char)seed;
-    }
-    m40_status st = m40_tensor_upload(e->ctx, t, b, n);
-    free(b);
-    return st;
-}
-
 static int run_gemv(bench_env *e) {
     int64_t sz[M40B_MAX_SIZES][3];
     int ns = parse_sizes(e->o->sizes, sz, M40B_MAX_SIZES);
@@ -464,173 +284,6 @@ static int run_gemv(bench_env *e) {
         }
     return 0;
 }
-
-/* ---- conv: ResNet-50's convolutions, m40_conv2d vs a GEMM of the same FLOPs --- */
-
-typedef struct conv_arg {
-    m40_conv2d_desc d;
-    m40_tensor *x, *w, *b, *y, *xn, *wn, *yn, *ga, *gb, *gc;
-    int gemm;
-} conv_arg;
-
-static m40_status conv_op(bench_env *e, void *arg) {
-    conv_arg *a = arg;
-    if (a->gemm) return m40_matmul(e->ctx, a->ga, a->gb, NULL, a->gc);
-    if (a->d.layout == M40_LAYOUT_NHWC)
-        return m40_conv2d(e->ctx, &a->d, a->xn, a->wn, NULL, a->b, NULL, a->yn);
-    return m40_conv2d(e->ctx, &a->d, a->x, a->w, NULL, a->b, NULL, a->y);
-}
-
-static int run_conv(bench_env *e) {
-    /* H(=W) C K R stride: every distinct conv of torchvision's ResNet-50 at 224x224 */
-    static const int L[][5] = {{224, 3, 64, 7, 2},   {56, 64, 64, 1, 1},    {56, 64, 64, 3, 1},
-                               {56, 64, 256, 1, 1},  {56, 256, 64, 1, 1},   {56, 256, 128, 1, 1},
-                               {56, 128, 128, 3, 2}, {28, 128, 512, 1, 1},  {56, 256, 512, 1, 2},
-                               {28, 512, 128, 1, 1}, {28, 128, 128, 3, 1},  {28, 512, 256, 1, 1},
-                               {28, 256, 256, 3, 2}, {14, 256, 1024, 1, 1}, {28, 512, 1024, 1, 2},
-                               {14, 1024, 256, 1, 1}, {14, 256, 256, 3, 1}, {14, 1024, 512, 1, 1},
-                               {14, 512, 512, 3, 2}, {7, 512, 2048, 1, 1},  {14, 1024, 2048, 1, 2},
-                               {7, 2048, 512, 1, 1}, {7, 512, 512, 3, 1}};
-    int64_t sz[M40B_MAX_SIZES][3];
-    int ns = parse_sizes(e->o->sizes, sz, M40B_MAX_SIZES);
-    if (ns <= 0) {
-        fprintf(stderr, "m40-bench conv: --sizes takes batch sizes, e.g. 1,32\n");
-        return 2;
-    }
-    for (int i = 0; i < ns; i++)
-        for (size_t l = 0; l < sizeof L / sizeof L[0]; l++) {
-            int64_t N = sz[i][0], H = L[l][0], C = L[l][1], K = L[l][2], R = L[l][3], s = L[l][4];
-            int64_t P = (H + 2 * (R / 2) - R) / s + 1;
-            int64_t xs[4] = {N, C, H, H}, ws[4] = {K, C, R, R}, bs[1] = {K}, ys[4] = {N, K, P, P};
-            int64_t gas[2] = {N * P * P, C * R * R}, gbs[2] = {K, C * R * R}, gcs[2] = {N * P * P, K};
-            conv_arg a = {0};
-            m40_conv2d_desc_init(&a.d);
-            a.d.stride_h = a.d.stride_w = (int)s;
-            a.d.pad_h = a.d.pad_w = (int)(R / 2);
-            a.d.relu = 1;
-            char label[64];
-            snprintf(label, sizeof label, "n%lld %lldx%lld %lld>%lld %lldx%lld/%lld", (long long)N,
-                     (long long)H, (long long)H, (long long)C, (long long)K, (long long)R,
-                     (long long)R, (long long)s);
-            bool ok = m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, xs, &a.x) == M40_OK &&
-                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, ws, &a.w) == M40_OK &&
-                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 1, bs, &a.b) == M40_OK &&
-                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, ys, &a.y) == M40_OK &&
-                      m40_fill_random(e->ctx, a.x, 1, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
-                      m40_fill_random(e->ctx, a.w, 2, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
-                      m40_fill_random(e->ctx, a.b, 3, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
-                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, gas, &a.ga) == M40_OK &&
-                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, gbs, &a.gb) == M40_OK &&
-                      m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, gcs, &a.gc) == M40_OK &&
-                      m40_fill_random(e->ctx, a.ga, 4, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
-                      m40_fill_random(e->ctx, a.gb, 5, M40_RANDOM_UNIFORM, -1, 1) == M40_OK;
-            int64_t xns[4] = {N, H, H, C}, wns[4] = {K, R, R, C}, yns[4] = {N, P, P, K};
-            ok = ok && m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, xns, &a.xn) == M40_OK &&
-                 m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, wns, &a.wn) == M40_OK &&
-                 m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, yns, &a.yn) == M40_OK &&
-                 m40_fill_random(e->ctx, a.xn, 1, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
-                 m40_fill_random(e->ctx, a.wn, 2, M40_RANDOM_UNIFORM, -1, 1) == M40_OK;
-            double work = 2.0 * (double)(N * P * P) * (double)K * (double)(C * R * R);
-            m40__bench_result *base = NULL, *r;
-            double base_value = 0;
-            if (!ok) {
-                fprintf(stderr, "m40-bench conv %s: %s\n", label, m40_errmsg(e->ctx));
-                e->failed = 1;
-                goto next;
-            }
-            a.gemm = 1;
-            base = new_result(e, "conv", "m40_matmul same GEMM", label, "GFLOP/s");
-            if (base) {
-                base->batch = (double)N;
-                base->m = N * P * P, base->n = K, base->k = C * R * R;
-                base->work = work;
-                if (measure(e, conv_op, &a, base) == 0) base_value = base->value;
-                else e->failed = 1;
-                if (e->text) print_result(base);
-            }
-            a.gemm = 0;
-            for (int l = 0; l < 2; l++) {
-            if (!(e->o->layouts & (1 << l))) continue;
-            a.d.layout = (m40_layout)l;
-            r = new_result(e, "conv", l ? "m40_conv2d NHWC" : "m40_conv2d NCHW", label, "GFLOP/s");
-            if (r) {
-                r->batch = (double)N;
-                r->m = N * P * P, r->n = K, r->k = C * R * R;
-                r->work = work;
-                if (base) {
-                    snprintf(r->baseline, sizeof r->baseline, "%s", base->impl);
-                    r->baseline_value = base_value;
-                }
-                if (measure(e, conv_op, &a, r) != 0) e->failed = 1;
-                if (e->text) print_result(r);
-            }
-            }
-        next:
-            m40_tensor_free(a.x); m40_tensor_free(a.w); m40_tensor_free(a.b); m40_tensor_free(a.y);
-            m40_tensor_free(a.xn); m40_tensor_free(a.wn); m40_tensor_free(a.yn);
-            m40_tensor_free(a.ga); m40_tensor_free(a.gb); m40_tensor_free(a.gc);
-        }
-    return 0;
-}
-
-/* ---- resnet50: the example's graph, images/s ------------------------------------ */
-
-#ifdef M40B_HAVE_RESNET
-static m40_status resnet_op(bench_env *e, void *arg) {
-    (void)e;
-    return m40_graph_run(((rn_model *)arg)->g);
-}
-
-static int run_resnet50(bench_env *e) {
-    int64_t sz[M40B_MAX_SIZES][3];
-    int ns = parse_sizes(e->o->sizes, sz, M40B_MAX_SIZES);
-    if (ns <= 0) {
-        fprintf(stderr, "m40-bench resnet50: --sizes takes batch sizes, e.g. 1,8,64\n");
-        return 2;
-    }
-    rn_config cfg = rn_resnet50();
-    for (int i = 0; i < ns; i++)
-        for (int l = 1; l >= 0; l--) { /* NHWC (the fast path), then NCHW (direct kernel) */
-            if (!(e->o->layouts & (1 << l))) continue;
-            rn_model m;
-            char err[512], label[32], impl[40];
-            int N = (int)sz[i][0];
-            m40_layout lay = (m40_layout)l;
-            snprintf(label, sizeof label, "batch %d", N);
-            if (rn_build(e->ctx, &cfg, NULL, 1, N, 224, 224, lay, NULL, &m, err, sizeof err) != M40_OK) {
-                fprintf(stderr, "m40-bench resnet50 %s: %s\n", label, err);
-                e->failed = 1;
-                continue;
-            }
-            m40_tensor *in;
-            if (m40_graph_get_tensor(m.g, m.input_id, &in) != M40_OK ||
-                m40_fill_random(e->ctx, in, 9, M40_RANDOM_NORMAL, 0, 1) != M40_OK ||
-                m40_graph_run(m.g) != M40_OK || m40_ctx_sync(e->ctx) != M40_OK) {
-                fprintf(stderr, "m40-bench resnet50 %s: %s\n", label, m40_errmsg(e->ctx));
-                e->failed = 1;
-                rn_free(&m);
-                continue;
-            }
-            int graph = e->info.is_gpu && m40_graph_capture(m.g, 1) == M40_OK;
-            snprintf(impl, sizeof impl, "m40 %s%s", l ? "NHWC" : "NCHW", graph ? " (CUDA graph)" : "");
-            m40__bench_result *r = new_result(e, "resnet50", impl, label, "GFLOP/s");
-            if (r) {
-                r->batch = N;
-                r->work = 8.18e9 * N; /* 8.18 GFLOP per 224x224 image */
-                if (measure(e, resnet_op, &m, r) != 0) e->failed = 1;
-                if (e->text) {
-                    print_result(r);
-                    printf("      = %.1f images/s (8.18 GFLOP/image); PyTorch side: "
-                           "bench/bench_torch.py resnet50\n", r->value / 8.18);
-                }
-            }
-            rn_free(&m);
-        }
-    return 0;
-}
-#endif
-
-/* ---- the command table ------------------------------------------------------ */
 
 typedef struct bench_cmd {
     const char *name;

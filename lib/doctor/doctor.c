@@ -13,163 +13,6 @@
 #define M40__LAST_MAXWELL_DRIVER 580 /* R580 is the last branch with Maxwell */
 #define M40__GIB (1024.0 * 1024.0 * 1024.0)
 
-struct m40_doctor_report {
-    m40_doctor_item *items;
-    int n, cap;
-    int oom;
-    m40_doctor_item scratch; /* written to after an allocation failure */
-    char build[192];
-};
-
-const char *m40_doctor_level_str(m40_doctor_level l) {
-    switch (l) {
-    case M40_DOCTOR_INFO: return "INFO";
-    case M40_DOCTOR_OK: return "OK";
-    case M40_DOCTOR_SKIP: return "SKIP";
-    case M40_DOCTOR_WARN: return "WARN";
-    case M40_DOCTOR_FAIL: return "FAIL";
-    default: return "?";
-    }
-}
-
-void m40_doctor_options_init(m40_doctor_options *opt) {
-    if (!opt) return;
-    memset(opt, 0, sizeof *opt);
-    opt->struct_size = sizeof *opt;
-    opt->functional = 1;
-    opt->device = -1;
-}
-
-/* ---- report building ------------------------------------------------------- */
-
-static void vtxt(char *dst, size_t n, const char *fmt, va_list ap) { vsnprintf(dst, n, fmt, ap); }
-
-#if defined(__GNUC__)
-#define M40__FMT(a, b) __attribute__((format(printf, a, b)))
-#else
-#define M40__FMT(a, b)
-#endif
-
-static m40_doctor_item *add(m40_doctor_report *r, m40_doctor_level level, int gpu,
-                            const char *check, const char *fmt, ...) M40__FMT(5, 6);
-static m40_doctor_item *add(m40_doctor_report *r, m40_doctor_level level, int gpu,
-                            const char *check, const char *fmt, ...) {
-    m40_doctor_item *it = &r->scratch;
-    if (r->n == r->cap && !r->oom) {
-        int cap = r->cap ? 2 * r->cap : 32;
-        m40_doctor_item *p = realloc(r->items, (size_t)cap * sizeof *p);
-        if (p) {
-            r->items = p;
-            r->cap = cap;
-        } else {
-            r->oom = 1;
-        }
-    }
-    if (!r->oom) it = &r->items[r->n++];
-    memset(it, 0, sizeof *it);
-    it->level = level;
-    it->gpu = gpu;
-    snprintf(it->check, sizeof it->check, "%s", check);
-    va_list ap;
-    va_start(ap, fmt);
-    vtxt(it->value, sizeof it->value, fmt, ap);
-    va_end(ap);
-    return it;
-}
-
-static void why(m40_doctor_item *it, const char *fmt, ...) M40__FMT(2, 3);
-static void why(m40_doctor_item *it, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vtxt(it->reason, sizeof it->reason, fmt, ap);
-    va_end(ap);
-}
-
-static void fix(m40_doctor_item *it, const char *fmt, ...) M40__FMT(2, 3);
-static void fix(m40_doctor_item *it, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vtxt(it->fix, sizeof it->fix, fmt, ap);
-    va_end(ap);
-}
-
-int m40_doctor_report_count(const m40_doctor_report *r) { return r ? r->n : 0; }
-
-const m40_doctor_item *m40_doctor_report_item(const m40_doctor_report *r, int i) {
-    return r && i >= 0 && i < r->n ? &r->items[i] : NULL;
-}
-
-m40_doctor_level m40_doctor_report_worst(const m40_doctor_report *r) {
-    m40_doctor_level w = M40_DOCTOR_INFO;
-    for (int i = 0; r && i < r->n; i++)
-        if (r->items[i].level > w) w = r->items[i].level;
-    return w;
-}
-
-int m40_doctor_report_tally(const m40_doctor_report *r, m40_doctor_level level) {
-    int c = 0;
-    for (int i = 0; r && i < r->n; i++) c += r->items[i].level == level;
-    return c;
-}
-
-void m40_doctor_report_free(m40_doctor_report *r) {
-    if (!r) return;
-    free(r->items);
-    free(r);
-}
-
-m40_status m40_doctor_report_json(const m40_doctor_report *r, char *buf, size_t cap,
-                                  size_t *needed) {
-    if (!r || (!buf && cap > 0)) return M40_ERR_INVALID_ARG;
-    m40__jbuf j;
-    m40__jb_init(&j);
-    m40__jb_obj_begin(&j);
-    m40__jb_kstr(&j, "tool", "m40-doctor");
-    m40__jb_kstr(&j, "libm40", m40_version());
-    m40__jb_kstr(&j, "build", r->build);
-    m40__jb_key(&j, "summary");
-    m40__jb_obj_begin(&j);
-    static const m40_doctor_level lv[] = {M40_DOCTOR_OK, M40_DOCTOR_WARN, M40_DOCTOR_FAIL,
-                                          M40_DOCTOR_SKIP, M40_DOCTOR_INFO};
-    for (int i = 0; i < 5; i++) {
-        char k[8];
-        snprintf(k, sizeof k, "%s", m40_doctor_level_str(lv[i]));
-        for (char *c = k; *c; c++) *c = (char)tolower((unsigned char)*c);
-        m40__jb_kint(&j, k, m40_doctor_report_tally(r, lv[i]));
-    }
-    m40__jb_kstr(&j, "worst", m40_doctor_level_str(m40_doctor_report_worst(r)));
-    m40__jb_obj_end(&j);
-    m40__jb_key(&j, "items");
-    m40__jb_arr_begin(&j);
-    for (int i = 0; i < r->n; i++) {
-        const m40_doctor_item *it = &r->items[i];
-        m40__jb_obj_begin(&j);
-        m40__jb_kstr(&j, "level", m40_doctor_level_str(it->level));
-        m40__jb_kint(&j, "gpu", it->gpu);
-        m40__jb_kstr(&j, "check", it->check);
-        m40__jb_kstr(&j, "value", it->value);
-        m40__jb_kstr(&j, "reason", it->reason);
-        m40__jb_kstr(&j, "fix", it->fix);
-        m40__jb_obj_end(&j);
-    }
-    m40__jb_arr_end(&j);
-    m40__jb_obj_end(&j);
-    if (j.oom) {
-        m40__jb_free(&j);
-        return M40_ERR_OOM_HOST;
-    }
-    if (needed) *needed = j.len + 1;
-    m40_status st = M40_OK;
-    if (cap > 0) {
-        size_t n = j.len < cap - 1 ? j.len : cap - 1;
-        memcpy(buf, j.p, n);
-        buf[n] = 0;
-    }
-    if (j.len + 1 > cap) st = M40_ERR_STATE;
-    m40__jb_free(&j);
-    return st;
-}
-
 /* ---- pure helpers -------------------------------------------------------- */
 
 int m40__doc_driver_major(const char *v) {
@@ -299,26 +142,26 @@ static void check_build(doc_state *s) {
     info_get(info, "cuda=", s->build_cuda, sizeof s->build_cuda);
     info_get(info, "archs=", s->archs, sizeof s->archs);
     if (!s->build_cuda[0] || strcmp(s->build_cuda, "no") == 0) {
-        m40_doctor_item *it = add(r, M40_DOCTOR_FAIL, -1, "build", "libm40 %s: %s",
+        m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_FAIL, -1, "build", "libm40 %s: %s",
                                   m40_version(), info);
-        why(it, "this libm40 was built without CUDA (M40_CUDA=OFF or no CUDA compiler "
+        m40__doc_why(it, "this libm40 was built without CUDA (M40_CUDA=OFF or no CUDA compiler "
                 "found): it runs the CPU reference only and cannot use any GPU");
-        fix(it, "rebuild with CUDA 11.8-12.9 (CUDA 13 has no sm_52): cmake -DM40_CUDA=ON "
+        m40__doc_fix(it, "rebuild with CUDA 11.8-12.9 (CUDA 13 has no sm_52): cmake -DM40_CUDA=ON "
                 "-DCMAKE_CUDA_COMPILER=/path/to/nvcc (see docs/toolchain.md)");
         return;
     }
     if (m40__doc_archs_have_maxwell(s->archs)) {
-        m40_doctor_item *it = add(r, M40_DOCTOR_OK, -1, "build",
+        m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_OK, -1, "build",
                                   "libm40 %s, CUDA %s, archs %s", m40_version(), s->build_cuda,
                                   s->archs);
-        why(it, "the build carries Maxwell (sm_5x) code");
+        m40__doc_why(it, "the build carries Maxwell (sm_5x) code");
     } else {
-        m40_doctor_item *it = add(r, M40_DOCTOR_WARN, -1, "build",
+        m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_WARN, -1, "build",
                                   "libm40 %s, CUDA %s, archs %s", m40_version(), s->build_cuda,
                                   s->archs);
-        why(it, "no sm_5x code in this build: a Tesla M40 cannot run it (fine for the GPU it "
+        m40__doc_why(it, "no sm_5x code in this build: a Tesla M40 cannot run it (fine for the GPU it "
                 "was built for, if that is what you test on)");
-        fix(it, "for an M40 build with CUDA 11.8-12.9 and -DCMAKE_CUDA_ARCHITECTURES=52");
+        m40__doc_fix(it, "for an M40 build with CUDA 11.8-12.9 and -DCMAKE_CUDA_ARCHITECTURES=52");
     }
 }
 
@@ -327,9 +170,9 @@ static void check_driver(doc_state *s, int nvml_gpus) {
     const m40__doc_sys *sys = s->sys;
     m40_doctor_report *r = s->r;
     if (!sys->nvml) {
-        m40_doctor_item *it = add(r, M40_DOCTOR_FAIL, -1, "driver", "not found");
-        why(it, "no NVIDIA driver: %s", sys->nvml_why ? sys->nvml_why : "NVML unavailable");
-        fix(it, "install the NVIDIA driver, branch R580 (the last with Maxwell), e.g. Debian/"
+        m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_FAIL, -1, "driver", "not found");
+        m40__doc_why(it, "no NVIDIA driver: %s", sys->nvml_why ? sys->nvml_why : "NVML unavailable");
+        m40__doc_fix(it, "install the NVIDIA driver, branch R580 (the last with Maxwell), e.g. Debian/"
                 "Ubuntu nvidia-driver-580 or the .run file from nvidia.com; then reboot");
         return;
     }
@@ -337,73 +180,73 @@ static void check_driver(doc_state *s, int nvml_gpus) {
     int rc = sys->nvml->driver_version ? sys->nvml->driver_version(ver, sizeof ver)
                                        : M40__NVML_ERROR_NOT_SUPPORTED;
     if (rc != M40__NVML_SUCCESS) {
-        m40_doctor_item *it = add(r, M40_DOCTOR_WARN, -1, "driver", "version unknown");
-        why(it, "nvmlSystemGetDriverVersion: %s", m40__nvml_errstr(sys->nvml, rc));
+        m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_WARN, -1, "driver", "version unknown");
+        m40__doc_why(it, "nvmlSystemGetDriverVersion: %s", m40__nvml_errstr(sys->nvml, rc));
         return;
     }
     int major = m40__doc_driver_major(ver);
     if (major < 0) {
-        m40_doctor_item *it = add(r, M40_DOCTOR_WARN, -1, "driver", "%s", ver);
-        why(it, "cannot read the branch from the version string");
+        m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_WARN, -1, "driver", "%s", ver);
+        m40__doc_why(it, "cannot read the branch from the version string");
         return;
     }
     if (major <= M40__LAST_MAXWELL_DRIVER) {
-        m40_doctor_item *it = add(r, M40_DOCTOR_OK, -1, "driver", "%s (R%d branch)", ver, major);
-        why(it, "Maxwell is supported up to the R%d branch", M40__LAST_MAXWELL_DRIVER);
+        m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_OK, -1, "driver", "%s (R%d branch)", ver, major);
+        m40__doc_why(it, "Maxwell is supported up to the R%d branch", M40__LAST_MAXWELL_DRIVER);
         return;
     }
     if (s->maxwell_seen || nvml_gpus == 0) {
-        m40_doctor_item *it = add(r, M40_DOCTOR_FAIL, -1, "driver", "%s (R%d branch)", ver, major);
-        why(it, "drivers after R%d have no Maxwell support: an M40 is not driven (NVML and "
+        m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_FAIL, -1, "driver", "%s (R%d branch)", ver, major);
+        m40__doc_why(it, "drivers after R%d have no Maxwell support: an M40 is not driven (NVML and "
                 "CUDA do not list it)%s",
             M40__LAST_MAXWELL_DRIVER, nvml_gpus == 0 ? "; no GPU is visible to this driver" : "");
-        fix(it, "install an R%d driver (e.g. nvidia-driver-580) and pin it so updates do not "
+        m40__doc_fix(it, "install an R%d driver (e.g. nvidia-driver-580) and pin it so updates do not "
                 "replace it (apt-mark hold)",
             M40__LAST_MAXWELL_DRIVER);
         return;
     }
-    m40_doctor_item *it = add(r, M40_DOCTOR_OK, -1, "driver", "%s (R%d branch)", ver, major);
-    why(it, "fine for the GPUs found here; note that an M40 needs R%d or older",
+    m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_OK, -1, "driver", "%s (R%d branch)", ver, major);
+    m40__doc_why(it, "fine for the GPUs found here; note that an M40 needs R%d or older",
         M40__LAST_MAXWELL_DRIVER);
 }
 
 static void check_cuda_versions(doc_state *s) {
     const m40__doc_sys *sys = s->sys;
     if (!sys->cuda_versions) {
-        m40_doctor_item *it = add(s->r, M40_DOCTOR_SKIP, -1, "cuda", "no CUDA runtime in libm40");
-        why(it, "built without CUDA: driver/runtime versions, devices and the functional check "
+        m40_doctor_item *it = m40__doc_add(s->r, M40_DOCTOR_SKIP, -1, "cuda", "no CUDA runtime in libm40");
+        m40__doc_why(it, "built without CUDA: driver/runtime versions, devices and the functional check "
                 "are not checked");
         return;
     }
     int drv = 0, rt = 0;
     int e = sys->cuda_versions(sys->user, &drv, &rt);
     if (e != M40__CUDA_SUCCESS || drv == 0) {
-        m40_doctor_item *it = add(s->r, M40_DOCTOR_FAIL, -1, "cuda",
+        m40_doctor_item *it = m40__doc_add(s->r, M40_DOCTOR_FAIL, -1, "cuda",
                                   "driver API none, runtime %d.%d", rt / 1000, rt % 1000 / 10);
-        why(it, "no CUDA driver (libcuda.so.1) could be used%s%s", e ? ": " : "",
+        m40__doc_why(it, "no CUDA driver (libcuda.so.1) could be used%s%s", e ? ": " : "",
             e ? cerr(s, e) : "");
-        fix(it, "install the NVIDIA driver (R580 for Maxwell); in a container, run it with the "
+        m40__doc_fix(it, "install the NVIDIA driver (R580 for Maxwell); in a container, run it with the "
                 "NVIDIA container toolkit (--gpus all)");
         return;
     }
     int dM = drv / 1000, dm = drv % 1000 / 10, rM = rt / 1000, rm = rt % 1000 / 10;
     if (drv >= rt) {
-        m40_doctor_item *it = add(s->r, M40_DOCTOR_OK, -1, "cuda",
+        m40_doctor_item *it = m40__doc_add(s->r, M40_DOCTOR_OK, -1, "cuda",
                                   "driver API %d.%d, runtime %d.%d", dM, dm, rM, rm);
-        why(it, "the driver supports the runtime libm40 was built with");
+        m40__doc_why(it, "the driver supports the runtime libm40 was built with");
     } else if (dM == rM) {
-        m40_doctor_item *it = add(s->r, M40_DOCTOR_WARN, -1, "cuda",
+        m40_doctor_item *it = m40__doc_add(s->r, M40_DOCTOR_WARN, -1, "cuda",
                                   "driver API %d.%d, runtime %d.%d", dM, dm, rM, rm);
-        why(it, "older driver, same major: runs under minor-version compatibility, but PTX "
+        m40__doc_why(it, "older driver, same major: runs under minor-version compatibility, but PTX "
                 "made by the newer toolkit cannot be JIT-compiled by this driver");
-        fix(it, "update the driver to one that supports CUDA %d.%d (on Maxwell: stay on R580)",
+        m40__doc_fix(it, "update the driver to one that supports CUDA %d.%d (on Maxwell: stay on R580)",
             rM, rm);
     } else {
-        m40_doctor_item *it = add(s->r, M40_DOCTOR_FAIL, -1, "cuda",
+        m40_doctor_item *it = m40__doc_add(s->r, M40_DOCTOR_FAIL, -1, "cuda",
                                   "driver API %d.%d, runtime %d.%d", dM, dm, rM, rm);
-        why(it, "the driver is older than the CUDA runtime libm40 was built with "
+        m40__doc_why(it, "the driver is older than the CUDA runtime libm40 was built with "
                 "(cudaErrorInsufficientDriver)");
-        fix(it, "update the driver (R580 supports up to CUDA 13.0), or rebuild libm40 with a "
+        m40__doc_fix(it, "update the driver (R580 supports up to CUDA 13.0), or rebuild libm40 with a "
                 "CUDA %d.x toolkit",
             dM);
     }
@@ -415,8 +258,8 @@ static void check_nvml_gpu(doc_state *s, int g, m40__nvml_dev d, const char *nam
     const m40__nvml *t = s->sys->nvml;
     m40_doctor_report *r = s->r;
     if (!t || !d) {
-        m40_doctor_item *it = add(r, M40_DOCTOR_SKIP, g, "gpu.nvml", "no NVML data");
-        why(it, "%s", !t ? "NVML is not available: memory/ECC/PCIe/power/clock/throttle checks "
+        m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_SKIP, g, "gpu.nvml", "no NVML data");
+        m40__doc_why(it, "%s", !t ? "NVML is not available: memory/ECC/PCIe/power/clock/throttle checks "
                            "need libnvidia-ml.so.1 from the driver"
                          : "no NVML device matches this CUDA device's UUID");
     }
@@ -432,27 +275,27 @@ static void check_nvml_gpu(doc_state *s, int g, m40__nvml_dev d, const char *nam
             double expect = board == 24 ? 22.4 : 11.2;
             m40_doctor_item *it;
             if (gib < 0.9 * expect) {
-                it = add(r, M40_DOCTOR_FAIL, g, "gpu.memory", "%.1f GiB total (a %d GB board "
+                it = m40__doc_add(r, M40_DOCTOR_FAIL, g, "gpu.memory", "%.1f GiB total (a %d GB board "
                          "shows ~%.1f GiB)", gib, board, expect);
-                why(it, "far less memory than the board has: typically the BIOS maps the card "
+                m40__doc_why(it, "far less memory than the board has: typically the BIOS maps the card "
                         "without \"Above 4G decoding\"");
-                fix(it, "enable \"Above 4G decoding\" (and disable CSM / enable UEFI boot) in the "
+                m40__doc_fix(it, "enable \"Above 4G decoding\" (and disable CSM / enable UEFI boot) in the "
                         "BIOS; check dmesg for NVRM BAR errors");
             } else {
-                it = add(r, M40_DOCTOR_OK, g, "gpu.memory", "%.1f GiB total, %.1f GiB free", gib,
+                it = m40__doc_add(r, M40_DOCTOR_OK, g, "gpu.memory", "%.1f GiB total, %.1f GiB free", gib,
                          free_gib);
-                why(it, "matches a %d GB M40", board);
+                m40__doc_why(it, "matches a %d GB M40", board);
             }
         } else {
-            m40_doctor_item *it = add(r, M40_DOCTOR_INFO, g, "gpu.memory",
+            m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_INFO, g, "gpu.memory",
                                       "%.1f GiB total, %.1f GiB free", gib, free_gib);
-            why(it, "no expected size for this GPU (the 12/24 GB check applies to an M40)");
+            m40__doc_why(it, "no expected size for this GPU (the 12/24 GB check applies to an M40)");
         }
         if (have_mem && mem.free < mem.total / 2) {
-            m40_doctor_item *it = add(r, M40_DOCTOR_WARN, g, "gpu.memory.free",
+            m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_WARN, g, "gpu.memory.free",
                                       "%.1f of %.1f GiB free", free_gib, gib);
-            why(it, "other processes hold over half of the memory");
-            fix(it, "see them with nvidia-smi; large models need the whole card");
+            m40__doc_why(it, "other processes hold over half of the memory");
+            m40__doc_fix(it, "see them with nvidia-smi; large models need the whole card");
         }
     }
     if (!t || !d) return;
@@ -468,23 +311,23 @@ static void check_nvml_gpu(doc_state *s, int g, m40__nvml_dev d, const char *nam
         if (t->ecc_errors) t->ecc_errors(d, M40__NVML_ECC_CORRECTED, M40__NVML_ECC_VOLATILE, &cv);
         m40_doctor_item *it;
         if (cur && have_uv && uv > 0) {
-            it = add(r, M40_DOCTOR_FAIL, g, "gpu.ecc", "on; %llu uncorrectable errors since boot",
+            it = m40__doc_add(r, M40_DOCTOR_FAIL, g, "gpu.ecc", "on; %llu uncorrectable errors since boot",
                      uv);
-            why(it, "uncorrectable memory errors: results on this card cannot be trusted");
-            fix(it, "reboot (retired pages take effect), then watch nvidia-smi -q -d "
+            m40__doc_why(it, "uncorrectable memory errors: results on this card cannot be trusted");
+            m40__doc_fix(it, "reboot (retired pages take effect), then watch nvidia-smi -q -d "
                     "ECC,PAGE_RETIREMENT; a card that keeps failing needs replacing");
         } else if (cur && have_ua && ua > 0) {
-            it = add(r, M40_DOCTOR_WARN, g, "gpu.ecc",
+            it = m40__doc_add(r, M40_DOCTOR_WARN, g, "gpu.ecc",
                      "on; %llu uncorrectable errors over the card's life, none since boot", ua);
-            why(it, "the card has had uncorrectable memory errors before");
-            fix(it, "check nvidia-smi -q -d PAGE_RETIREMENT; watch for new ones");
+            m40__doc_why(it, "the card has had uncorrectable memory errors before");
+            m40__doc_fix(it, "check nvidia-smi -q -d PAGE_RETIREMENT; watch for new ones");
         } else if (cur) {
-            it = add(r, M40_DOCTOR_OK, g, "gpu.ecc", "on%s%s", pend != cur ? " (off pending "
+            it = m40__doc_add(r, M40_DOCTOR_OK, g, "gpu.ecc", "on%s%s", pend != cur ? " (off pending "
                      "reboot)" : "", cv ? "; corrected errors since boot" : "");
-            why(it, "ECC on, no uncorrectable errors (%llu corrected since boot)", cv);
+            m40__doc_why(it, "ECC on, no uncorrectable errors (%llu corrected since boot)", cv);
         } else {
-            it = add(r, M40_DOCTOR_INFO, g, "gpu.ecc", "off%s", pend ? " (on pending reboot)" : "");
-            why(it, "ECC off: ~6%% more usable memory and bandwidth, no error detection");
+            it = m40__doc_add(r, M40_DOCTOR_INFO, g, "gpu.ecc", "off%s", pend ? " (on pending reboot)" : "");
+            m40__doc_why(it, "ECC off: ~6%% more usable memory and bandwidth, no error detection");
         }
     }
 
@@ -495,33 +338,33 @@ static void check_nvml_gpu(doc_state *s, int g, m40__nvml_dev d, const char *nam
         t->pcie_width_max(d, &wm) == 0) {
         m40_doctor_item *it;
         if (wc < wm) {
-            it = add(r, M40_DOCTOR_WARN, g, "gpu.pcie", "gen %u x%u (max gen %u x%u)", gc, wc,
+            it = m40__doc_add(r, M40_DOCTOR_WARN, g, "gpu.pcie", "gen %u x%u (max gen %u x%u)", gc, wc,
                      gm, wm);
-            why(it, "the link runs narrower than the card supports: host<->device copies are "
+            m40__doc_why(it, "the link runs narrower than the card supports: host<->device copies are "
                     "%u times slower",
                 wm / (wc ? wc : 1));
-            fix(it, "move the card to a x16 slot wired for x16; reseat it; check risers");
+            m40__doc_fix(it, "move the card to a x16 slot wired for x16; reseat it; check risers");
         } else if (gc < gm) {
-            it = add(r, M40_DOCTOR_OK, g, "gpu.pcie", "gen %u x%u (max gen %u x%u)", gc, wc, gm,
+            it = m40__doc_add(r, M40_DOCTOR_OK, g, "gpu.pcie", "gen %u x%u (max gen %u x%u)", gc, wc, gm,
                      wm);
-            why(it, "lower generation now is normal at idle (the link trains up under load); "
+            m40__doc_why(it, "lower generation now is normal at idle (the link trains up under load); "
                     "if it stays low under load, check the slot and BIOS PCIe settings");
         } else {
-            it = add(r, M40_DOCTOR_OK, g, "gpu.pcie", "gen %u x%u", gc, wc);
-            why(it, "the link runs at its maximum");
+            it = m40__doc_add(r, M40_DOCTOR_OK, g, "gpu.pcie", "gen %u x%u", gc, wc);
+            m40__doc_why(it, "the link runs at its maximum");
         }
     }
 
     int pm = 0;
     if (t->persistence && t->persistence(d, &pm) == M40__NVML_SUCCESS) {
-        m40_doctor_item *it = add(r, pm ? M40_DOCTOR_OK : M40_DOCTOR_WARN, g, "gpu.persistence",
+        m40_doctor_item *it = m40__doc_add(r, pm ? M40_DOCTOR_OK : M40_DOCTOR_WARN, g, "gpu.persistence",
                                   "%s", pm ? "on" : "off");
         if (pm) {
-            why(it, "the driver stays loaded between processes");
+            m40__doc_why(it, "the driver stays loaded between processes");
         } else {
-            why(it, "each process pays the driver's start-up (seconds) and the card may drop "
+            m40__doc_why(it, "each process pays the driver's start-up (seconds) and the card may drop "
                     "its clock settings in between");
-            fix(it, "enable nvidia-persistenced (systemctl enable --now nvidia-persistenced) or "
+            m40__doc_fix(it, "enable nvidia-persistenced (systemctl enable --now nvidia-persistenced) or "
                     "nvidia-smi -pm 1");
         }
     }
@@ -531,13 +374,13 @@ static void check_nvml_gpu(doc_state *s, int g, m40__nvml_dev d, const char *nam
         /* M40 slows down near 90 C; passively cooled, it needs a server's airflow */
         m40_doctor_level l = temp >= 90 ? M40_DOCTOR_FAIL : temp >= 80 ? M40_DOCTOR_WARN
                                                                         : M40_DOCTOR_OK;
-        m40_doctor_item *it = add(r, l, g, "gpu.temperature", "%u C", temp);
+        m40_doctor_item *it = m40__doc_add(r, l, g, "gpu.temperature", "%u C", temp);
         if (l == M40_DOCTOR_OK) {
-            why(it, "below 80 C");
+            m40__doc_why(it, "below 80 C");
         } else {
-            why(it, "%s; a passively cooled card in a desktop case throttles under load",
+            m40__doc_why(it, "%s; a passively cooled card in a desktop case throttles under load",
                 l == M40_DOCTOR_FAIL ? "at the slowdown threshold" : "hot before any load");
-            fix(it, "add airflow through the heatsink (a blower or fan shroud on the M40's "
+            m40__doc_fix(it, "add airflow through the heatsink (a blower or fan shroud on the M40's "
                     "intake); watch nvidia-smi dmon -s pc under load");
         }
     }
@@ -549,17 +392,17 @@ static void check_nvml_gpu(doc_state *s, int g, m40__nvml_dev d, const char *nam
     if (have_pw || have_pl) {
         m40_doctor_item *it;
         if (have_pl && have_pdef && pl < pdef * 9 / 10) {
-            it = add(r, M40_DOCTOR_WARN, g, "gpu.power", "%.0f W of %.0f W limit (default %.0f W)",
+            it = m40__doc_add(r, M40_DOCTOR_WARN, g, "gpu.power", "%.0f W of %.0f W limit (default %.0f W)",
                      pw / 1000.0, pl / 1000.0, pdef / 1000.0);
-            why(it, "the power limit was lowered below the default: the card will clock down "
+            m40__doc_why(it, "the power limit was lowered below the default: the card will clock down "
                     "under load");
-            fix(it, "restore it with nvidia-smi -pl %.0f (as root), if the PSU and cooling allow",
+            m40__doc_fix(it, "restore it with nvidia-smi -pl %.0f (as root), if the PSU and cooling allow",
                 pdef / 1000.0);
         } else {
-            it = add(r, M40_DOCTOR_INFO, g, "gpu.power", "%.0f W of %.0f W limit", pw / 1000.0,
+            it = m40__doc_add(r, M40_DOCTOR_INFO, g, "gpu.power", "%.0f W of %.0f W limit", pw / 1000.0,
                      pl / 1000.0);
             if (is_m40(name, major, minor))
-                why(it, "the M40's board limit is 250 W, fed by an 8-pin CPU/EPS-12V plug (not "
+                m40__doc_why(it, "the M40's board limit is 250 W, fed by an 8-pin CPU/EPS-12V plug (not "
                         "a PCIe 8-pin: use the proper adapter)");
         }
     }
@@ -569,9 +412,9 @@ static void check_nvml_gpu(doc_state *s, int g, m40__nvml_dev d, const char *nam
         t->clock_max(d, M40__NVML_CLOCK_SM, &smx) == 0) {
         if (t->clock(d, M40__NVML_CLOCK_MEM, &mc) != 0) mc = 0;
         if (t->clock_max(d, M40__NVML_CLOCK_MEM, &mcx) != 0) mcx = 0;
-        m40_doctor_item *it = add(r, M40_DOCTOR_INFO, g, "gpu.clocks",
+        m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_INFO, g, "gpu.clocks",
                                   "SM %u of %u MHz, memory %u of %u MHz", sm, smx, mc, mcx);
-        why(it, "now, at this load (idle clocks are low)%s",
+        m40__doc_why(it, "now, at this load (idle clocks are low)%s",
             is_m40(name, major, minor) ? "; the M40 boosts to 1114 MHz, memory 3004 MHz" : "");
     }
 
@@ -584,17 +427,17 @@ static void check_nvml_gpu(doc_state *s, int g, m40__nvml_dev d, const char *nam
             l = M40_DOCTOR_FAIL;
         else if (rs & (M40__THR_SW_THERMAL | M40__THR_SW_POWER_CAP))
             l = M40_DOCTOR_WARN;
-        m40_doctor_item *it = add(r, l, g, "gpu.throttle", "%s", names);
+        m40_doctor_item *it = m40__doc_add(r, l, g, "gpu.throttle", "%s", names);
         if (l == M40_DOCTOR_OK) {
-            why(it, "no slowing reason active now (idle and clock-setting reasons are normal)");
+            m40__doc_why(it, "no slowing reason active now (idle and clock-setting reasons are normal)");
         } else if (l == M40_DOCTOR_FAIL) {
-            why(it, "hardware slowdown active: %s (overheating, or the power supply signalled a "
+            m40__doc_why(it, "hardware slowdown active: %s (overheating, or the power supply signalled a "
                     "brake)", names);
-            fix(it, "cool the card (airflow through the passive heatsink), check both power "
+            m40__doc_fix(it, "cool the card (airflow through the passive heatsink), check both power "
                     "connectors and the PSU; benchmark numbers now are meaningless");
         } else {
-            why(it, "the driver is holding the clocks down: %s", names);
-            fix(it, "%s", (rs & M40__THR_SW_THERMAL) ? "improve cooling; re-run when the card is "
+            m40__doc_why(it, "the driver is holding the clocks down: %s", names);
+            m40__doc_fix(it, "%s", (rs & M40__THR_SW_THERMAL) ? "improve cooling; re-run when the card is "
                                                        "below 80 C"
                                                      : "check the power limit (nvidia-smi -q -d "
                                                        "POWER); benchmark numbers are capped");
@@ -607,14 +450,14 @@ static void check_cuda_gpu(doc_state *s, int g, const m40__doc_cuda_dev *p, m40_
                            const m40_doctor_options *opt) {
     const m40__doc_sys *sys = s->sys;
     m40_doctor_report *r = s->r;
-    m40_doctor_item *it = add(r, M40_DOCTOR_INFO, g, "gpu", "%s, cc %d.%d, %d SMs", p->name,
+    m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_INFO, g, "gpu", "%s, cc %d.%d, %d SMs", p->name,
                               p->cc_major, p->cc_minor, p->sm_count);
     if (p->cc_major == 5)
-        why(it, "Maxwell: %s", is_m40(p->name, p->cc_major, p->cc_minor)
+        m40__doc_why(it, "Maxwell: %s", is_m40(p->name, p->cc_major, p->cc_minor)
                                    ? "a Tesla M40, the card libm40 is tuned for"
                                    : "libm40's target generation (figures below are for an M40)");
     else
-        why(it, "not a Maxwell GPU: libm40's kernels run here (written for sm_52), but the M40 "
+        m40__doc_why(it, "not a Maxwell GPU: libm40's kernels run here (written for sm_52), but the M40 "
                 "reference figures do not apply");
 
     /* code for the device: the build's architectures, then the runtime's answer */
@@ -626,37 +469,37 @@ static void check_cuda_gpu(doc_state *s, int g, const m40__doc_cuda_dev *p, m40_
                    pe == M40__CUDA_ERR_INVALID_DEVICE_FUNCTION;
     if (pe == 0 && code == M40__CODE_NONE) code = M40__CODE_SASS; /* archs unparsable ("native") */
     if (no_image || (pe < 0 && code == M40__CODE_NONE)) {
-        it = add(r, M40_DOCTOR_FAIL, g, "gpu.code", "no code for cc %d.%d (archs %s)",
+        it = m40__doc_add(r, M40_DOCTOR_FAIL, g, "gpu.code", "no code for cc %d.%d (archs %s)",
                  p->cc_major, p->cc_minor, s->archs);
-        why(it, "%s%s%s", w, no_image ? "; cudaFuncGetAttributes: " : "",
+        m40__doc_why(it, "%s%s%s", w, no_image ? "; cudaFuncGetAttributes: " : "",
             no_image ? cerr(s, pe) : "");
-        fix(it, "rebuild libm40 with -DCMAKE_CUDA_ARCHITECTURES=%d%d (M40: 52, with CUDA "
+        m40__doc_fix(it, "rebuild libm40 with -DCMAKE_CUDA_ARCHITECTURES=%d%d (M40: 52, with CUDA "
                 "11.8-12.9)",
             p->cc_major, p->cc_minor);
     } else if (pe > 0) {
-        it = add(r, M40_DOCTOR_WARN, g, "gpu.code", "probe failed");
-        why(it, "cudaFuncGetAttributes on a library kernel: %s (%s)", cerr(s, pe), w);
+        it = m40__doc_add(r, M40_DOCTOR_WARN, g, "gpu.code", "probe failed");
+        m40__doc_why(it, "cudaFuncGetAttributes on a library kernel: %s (%s)", cerr(s, pe), w);
     } else if (code == M40__CODE_PTX) {
-        it = add(r, M40_DOCTOR_WARN, g, "gpu.code", "PTX JIT (archs %s)", s->archs);
-        why(it, "%s", w);
-        fix(it, "for fast start-up build machine code for this GPU: "
+        it = m40__doc_add(r, M40_DOCTOR_WARN, g, "gpu.code", "PTX JIT (archs %s)", s->archs);
+        m40__doc_why(it, "%s", w);
+        m40__doc_fix(it, "for fast start-up build machine code for this GPU: "
                 "-DCMAKE_CUDA_ARCHITECTURES=%d%d",
             p->cc_major, p->cc_minor);
     } else {
-        it = add(r, M40_DOCTOR_OK, g, "gpu.code", "sm_%d code (archs %s)",
+        it = m40__doc_add(r, M40_DOCTOR_OK, g, "gpu.code", "sm_%d code (archs %s)",
                  pe == 0 && bin ? bin : 10 * p->cc_major + p->cc_minor, s->archs);
         if (pe == 0)
-            why(it, "%s; a library kernel reports binaryVersion %d, ptxVersion %d", w, bin, ptx);
+            m40__doc_why(it, "%s; a library kernel reports binaryVersion %d, ptxVersion %d", w, bin, ptx);
         else
-            why(it, "%s", w);
+            m40__doc_why(it, "%s", w);
     }
 
     check_nvml_gpu(s, g, d, p->name, p->cc_major, p->cc_minor, p->total_bytes);
 
     if (!opt->functional) return;
     if (!sys->functional) {
-        it = add(r, M40_DOCTOR_SKIP, g, "func", "not run");
-        why(it, "no functional check in this build");
+        it = m40__doc_add(r, M40_DOCTOR_SKIP, g, "func", "not run");
+        m40__doc_why(it, "no functional check in this build");
         return;
     }
     m40__doc_func f;
@@ -666,60 +509,60 @@ static void check_cuda_gpu(doc_state *s, int g, const m40__doc_cuda_dev *p, m40_
     int fe = sys->functional(sys->user, g, &f);
     int m40 = is_m40(p->name, p->cc_major, p->cc_minor);
     if (f.kernel_ok < 0) {
-        it = add(r, M40_DOCTOR_FAIL, g, "func.kernel", "did not run");
-        why(it, "%s", f.err[0] ? f.err : fe ? "the functional check failed to start" : "unknown");
-        fix(it, "see the gpu.code line; run the GPU tests (ctest -L gpu) for details");
+        it = m40__doc_add(r, M40_DOCTOR_FAIL, g, "func.kernel", "did not run");
+        m40__doc_why(it, "%s", f.err[0] ? f.err : fe ? "the functional check failed to start" : "unknown");
+        m40__doc_fix(it, "see the gpu.code line; run the GPU tests (ctest -L gpu) for details");
         return;
     }
-    it = add(r, f.kernel_ok ? M40_DOCTOR_OK : M40_DOCTOR_FAIL, g, "func.kernel",
+    it = m40__doc_add(r, f.kernel_ok ? M40_DOCTOR_OK : M40_DOCTOR_FAIL, g, "func.kernel",
              "fill_random + add on %lld floats: max |diff| vs CPU %.3g", f.kernel_n,
              f.kernel_max_diff);
-    why(it, "%s", f.kernel_ok ? "the GPU result is bit-identical to the CPU reference"
+    m40__doc_why(it, "%s", f.kernel_ok ? "the GPU result is bit-identical to the CPU reference"
                               : "the GPU computes a different result from the CPU reference");
-    if (!f.kernel_ok) fix(it, "run ctest -L gpu; suspect the driver/JIT or failing memory (ECC)");
+    if (!f.kernel_ok) m40__doc_fix(it, "run ctest -L gpu; suspect the driver/JIT or failing memory (ECC)");
 
     if (f.copy_gbs >= 0) {
         double pct = 100.0 * f.copy_gbs / M40__M40_GBS;
         if (m40) {
             /* a device copy reaches ~75-80% of the 288 GB/s peak on a healthy M40 */
-            it = add(r, pct >= 60 ? M40_DOCTOR_OK : M40_DOCTOR_WARN, g, "func.copy",
+            it = m40__doc_add(r, pct >= 60 ? M40_DOCTOR_OK : M40_DOCTOR_WARN, g, "func.copy",
                      "%.1f GB/s (%.0f MiB device copy, read + write) = %.0f%% of 288 GB/s",
                      f.copy_gbs, f.copy_mib, pct);
-            why(it, "%s", pct >= 60 ? "at least 60% of the M40's memory bandwidth"
+            m40__doc_why(it, "%s", pct >= 60 ? "at least 60% of the M40's memory bandwidth"
                                     : "below 60% of the M40's memory bandwidth: memory clock "
                                       "held down (throttling, power) or a busy card");
-            if (pct < 60) fix(it, "check gpu.throttle and gpu.clocks above; re-run when idle");
+            if (pct < 60) m40__doc_fix(it, "check gpu.throttle and gpu.clocks above; re-run when idle");
         } else {
-            it = add(r, M40_DOCTOR_INFO, g, "func.copy",
+            it = m40__doc_add(r, M40_DOCTOR_INFO, g, "func.copy",
                      "%.1f GB/s (%.0f MiB device copy, read + write)", f.copy_gbs, f.copy_mib);
-            why(it, "no reference figure for %s (the M40 reaches up to 288 GB/s)", p->name);
+            m40__doc_why(it, "no reference figure for %s (the M40 reaches up to 288 GB/s)", p->name);
         }
     } else if (f.err[0]) {
-        it = add(r, M40_DOCTOR_WARN, g, "func.copy", "not measured");
-        why(it, "%s", f.err);
+        it = m40__doc_add(r, M40_DOCTOR_WARN, g, "func.copy", "not measured");
+        m40__doc_why(it, "%s", f.err);
     }
 
     if (f.sgemm_ok >= 0) {
-        it = add(r, f.sgemm_ok ? M40_DOCTOR_OK : M40_DOCTOR_FAIL, g, "func.sgemm.check",
+        it = m40__doc_add(r, f.sgemm_ok ? M40_DOCTOR_OK : M40_DOCTOR_FAIL, g, "func.sgemm.check",
                  "m40_matmul 127x129x131 vs CPU: max rel err %.2g", f.sgemm_max_rel);
-        why(it, "%s", f.sgemm_ok ? "within FP32 rounding of the CPU reference"
+        m40__doc_why(it, "%s", f.sgemm_ok ? "within FP32 rounding of the CPU reference"
                                  : "the GPU SGEMM disagrees with the CPU reference");
-        if (!f.sgemm_ok) fix(it, "run ctest -L gpu for details");
+        if (!f.sgemm_ok) m40__doc_fix(it, "run ctest -L gpu for details");
     }
     if (f.sgemm_gflops >= 0) {
         double pct = 100.0 * f.sgemm_gflops / M40__M40_GFLOPS;
         if (m40) {
-            it = add(r, pct >= 50 ? M40_DOCTOR_OK : M40_DOCTOR_WARN, g, "func.sgemm",
+            it = m40__doc_add(r, pct >= 50 ? M40_DOCTOR_OK : M40_DOCTOR_WARN, g, "func.sgemm",
                      "%.0f GFLOP/s on %d^3 (%.2f ms) = %.0f%% of 6840 GFLOP/s", f.sgemm_gflops,
                      f.sgemm_n, f.sgemm_ms, pct);
-            why(it, "%s", pct >= 50 ? "at least half of the M40's FP32 peak"
+            m40__doc_why(it, "%s", pct >= 50 ? "at least half of the M40's FP32 peak"
                                     : "below half of the M40's FP32 peak: clocks held down "
                                       "(see gpu.throttle) or another process on the GPU");
-            if (pct < 50) fix(it, "cool the card, check the power limit, re-run when idle");
+            if (pct < 50) m40__doc_fix(it, "cool the card, check the power limit, re-run when idle");
         } else {
-            it = add(r, M40_DOCTOR_INFO, g, "func.sgemm", "%.0f GFLOP/s on %d^3 (%.2f ms)",
+            it = m40__doc_add(r, M40_DOCTOR_INFO, g, "func.sgemm", "%.0f GFLOP/s on %d^3 (%.2f ms)",
                      f.sgemm_gflops, f.sgemm_n, f.sgemm_ms);
-            why(it, "no reference figure for %s (the M40's FP32 peak is 6840 GFLOP/s)", p->name);
+            m40__doc_why(it, "no reference figure for %s (the M40's FP32 peak is 6840 GFLOP/s)", p->name);
         }
     }
 }
@@ -731,24 +574,24 @@ static void check_libs(doc_state *s) {
     if (sys->cublas_version && sys->cublas_version(sys->user, &M, &m, &pt) == 0) {
         /* cuBLAS 13 (CUDA 13) dropped sm_5x */
         int ok = M < 13;
-        m40_doctor_item *it = add(r, ok ? M40_DOCTOR_OK : s->maxwell_seen ? M40_DOCTOR_FAIL
+        m40_doctor_item *it = m40__doc_add(r, ok ? M40_DOCTOR_OK : s->maxwell_seen ? M40_DOCTOR_FAIL
                                                                            : M40_DOCTOR_INFO,
                                   -1, "cublas", "%d.%d.%d", M, m, pt);
-        why(it, "%s", ok ? "cuBLAS 11.x/12.x carries Maxwell code"
+        m40__doc_why(it, "%s", ok ? "cuBLAS 11.x/12.x carries Maxwell code"
                          : "cuBLAS 13 has no Maxwell code (fine for the GPUs here only if none "
                            "is an M40)");
-        if (!ok && s->maxwell_seen) fix(it, "build libm40 with CUDA 11.8-12.9 for an M40");
+        if (!ok && s->maxwell_seen) m40__doc_fix(it, "build libm40 with CUDA 11.8-12.9 for an M40");
     } else if (sys->cuda_versions) {
-        m40_doctor_item *it = add(r, M40_DOCTOR_WARN, -1, "cublas", "version unknown");
-        why(it, "cublasGetProperty failed");
+        m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_WARN, -1, "cublas", "version unknown");
+        m40__doc_why(it, "cublasGetProperty failed");
     }
     size_t v = 0;
     char where[256] = "";
     if (!sys->cudnn_version) return;
     if (sys->cudnn_version(sys->user, &v, where, sizeof where) != 0) {
-        m40_doctor_item *it = add(r, M40_DOCTOR_INFO, -1, "cudnn", "not found");
-        why(it, "%s; libm40 does not need it, the PyTorch/cuDNN baselines do", where);
-        fix(it, "for Maxwell use cuDNN <= 9.10, e.g. pip install nvidia-cudnn-cu11==9.10.2.21 "
+        m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_INFO, -1, "cudnn", "not found");
+        m40__doc_why(it, "%s; libm40 does not need it, the PyTorch/cuDNN baselines do", where);
+        m40__doc_fix(it, "for Maxwell use cuDNN <= 9.10, e.g. pip install nvidia-cudnn-cu11==9.10.2.21 "
                 "and add its lib/ to LD_LIBRARY_PATH");
         return;
     }
@@ -756,10 +599,10 @@ static void check_libs(doc_state *s) {
     m40__doc_cudnn_split(v, &cM, &cm, &cp);
     int ok = cM < 9 || (cM == 9 && cm <= 10);
     m40_doctor_level l = ok ? M40_DOCTOR_OK : s->maxwell_seen ? M40_DOCTOR_FAIL : M40_DOCTOR_INFO;
-    m40_doctor_item *it = add(r, l, -1, "cudnn", "%d.%d.%d (%s)", cM, cm, cp, where);
-    why(it, "%s", ok ? "cuDNN up to 9.10 carries Maxwell code"
+    m40_doctor_item *it = m40__doc_add(r, l, -1, "cudnn", "%d.%d.%d (%s)", cM, cm, cp, where);
+    m40__doc_why(it, "%s", ok ? "cuDNN up to 9.10 carries Maxwell code"
                      : "cuDNN 9.11+ has no Maxwell code (convolutions fail on an M40)");
-    if (!ok) fix(it, "on an M40 use cuDNN <= 9.10, e.g. nvidia-cudnn-cu11==9.10.2.21");
+    if (!ok) m40__doc_fix(it, "on an M40 use cuDNN <= 9.10, e.g. nvidia-cudnn-cu11==9.10.2.21");
 }
 
 #define M40__MAX_GPUS 64
@@ -816,27 +659,27 @@ m40_status m40__doctor_run_sys(const m40__doc_sys *sys, const m40_doctor_options
 
     if (sys->cuda_count) {
         if (ce != M40__CUDA_SUCCESS || cn == 0) {
-            m40_doctor_item *it = add(r, M40_DOCTOR_FAIL, -1, "gpu.count", "CUDA sees no GPU");
+            m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_FAIL, -1, "gpu.count", "CUDA sees no GPU");
             if (ce == M40__CUDA_ERR_NO_DEVICE || (ce == 0 && cn == 0))
-                why(it, "no CUDA-capable device%s", nn ? " (NVML lists some: are they hidden by "
+                m40__doc_why(it, "no CUDA-capable device%s", nn ? " (NVML lists some: are they hidden by "
                                                          "CUDA_VISIBLE_DEVICES?)"
                                                        : "");
             else if (ce == M40__CUDA_ERR_INSUFFICIENT_DRIVER)
-                why(it, "the CUDA driver is missing or older than the runtime: %s", cerr(&s, ce));
+                m40__doc_why(it, "the CUDA driver is missing or older than the runtime: %s", cerr(&s, ce));
             else
-                why(it, "cudaGetDeviceCount: %s", cerr(&s, ce));
-            fix(it, "%s", nn ? "check CUDA_VISIBLE_DEVICES and nvidia-smi"
+                m40__doc_why(it, "cudaGetDeviceCount: %s", cerr(&s, ce));
+            m40__doc_fix(it, "%s", nn ? "check CUDA_VISIBLE_DEVICES and nvidia-smi"
                              : "check that the card is seated and powered (lspci | grep -i "
                                "nvidia), that the driver loaded (dmesg | grep NVRM), and that "
                                "R580 or older drives it");
         } else {
-            add(r, M40_DOCTOR_OK, -1, "gpu.count", "%d CUDA device%s", cn, cn == 1 ? "" : "s");
+            m40__doc_add(r, M40_DOCTOR_OK, -1, "gpu.count", "%d CUDA device%s", cn, cn == 1 ? "" : "s");
             s.cuda_ok = 1;
         }
     } else if (t) {
-        m40_doctor_item *it = add(r, nn ? M40_DOCTOR_INFO : M40_DOCTOR_FAIL, -1, "gpu.count",
+        m40_doctor_item *it = m40__doc_add(r, nn ? M40_DOCTOR_INFO : M40_DOCTOR_FAIL, -1, "gpu.count",
                                   "%u GPU%s seen by NVML", nn, nn == 1 ? "" : "s");
-        if (!nn) why(it, "the driver is loaded but lists no GPU");
+        if (!nn) m40__doc_why(it, "the driver is loaded but lists no GPU");
     }
 
     check_libs(&s);
@@ -867,9 +710,9 @@ m40_status m40__doctor_run_sys(const m40__doc_sys *sys, const m40_doctor_options
         int M = 0, m = 0;
         if (t->name) t->name(nd[k], name, sizeof name);
         if (t->cc) t->cc(nd[k], &M, &m);
-        m40_doctor_item *it = add(r, M40_DOCTOR_INFO, (int)k, "gpu", "%s, cc %d.%d (NVML index %u)",
+        m40_doctor_item *it = m40__doc_add(r, M40_DOCTOR_INFO, (int)k, "gpu", "%s, cc %d.%d (NVML index %u)",
                                   name, M, m, k);
-        why(it, "%s", s.cuda_ok ? "seen by NVML but not by CUDA (CUDA_VISIBLE_DEVICES?)"
+        m40__doc_why(it, "%s", s.cuda_ok ? "seen by NVML but not by CUDA (CUDA_VISIBLE_DEVICES?)"
                                 : "seen by NVML only: CUDA checks could not run");
         check_nvml_gpu(&s, (int)k, nd[k], name, M, m, 0);
     }

@@ -87,4 +87,27 @@ int m40__doc_archs_have_maxwell(const char *archs);
 /* cudnnGetVersion() -> major/minor (9.x: 91000 = 9.10.0; 8.x: 8902 = 8.9.2). */
 void m40__doc_cudnn_split(size_t v, int *major, int *minor, int *patch);
 
+/* ---- the report (report.c) ---------------------------------------------- */
+
+struct m40_doctor_report {
+    m40_doctor_item *items;
+    int n, cap;
+    int oom;
+    m40_doctor_item scratch; /* written to after an allocation failure */
+    char build[192];
+};
+
+#if defined(__GNUC__)
+#define M40__FMT(a, b) __attribute__((format(printf, a, b)))
+#else
+#define M40__FMT(a, b)
+#endif
+
+/* Appends an item (value printf-style) and returns it for m40__doc_why /
+** m40__doc_fix; after an allocation failure, a scratch item that is not kept. */
+m40_doctor_item *m40__doc_add(m40_doctor_report *r, m40_doctor_level level, int gpu,
+                              const char *check, const char *fmt, ...) M40__FMT(5, 6);
+void m40__doc_why(m40_doctor_item *it, const char *fmt, ...) M40__FMT(2, 3);
+void m40__doc_fix(m40_doctor_item *it, const char *fmt, ...) M40__FMT(2, 3);
+
 #endif

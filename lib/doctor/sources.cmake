@@ -3,6 +3,7 @@
 # include/m40/doctor.h.
 list(APPEND M40_C_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/doctor.c
+    ${CMAKE_CURRENT_LIST_DIR}/report.c
     ${CMAKE_CURRENT_LIST_DIR}/nvml.c
     ${CMAKE_CURRENT_LIST_DIR}/sys.c)
 if(M40_HAVE_CUDA)

@@ -81,13 +81,7 @@ static void check_shape(int N, int C, int H, int W, int K, int R, int S, int st,
     fill(x, nx, seed); fill(w, nw, seed + 1); fill(sc, K, seed + 2); fill(bi, K, seed + 3);
     fill(res, ny, seed + 4);
     const float *scale = epi & 1 ? sc : NULL, *bias = epi & 2 ? bi : NULL, *rp = epi & 4 ? res : NULL;
-    m40_conv2d_desc d;
-    m40_conv2d_desc_init(&d);
-    d.layout = M40_LAYOUT_NHWC;
-    d.stride_h = d.stride_w = st;
-    d.pad_h = d.pad_w = pad;
-    d.dilation_h = d.dilation_w = dil;
-    d.relu = epi & 8;
+    m40_conv2d_desc d = m40t_conv_desc(M40_LAYOUT_NHWC, st, pad, dil, epi & 8);
     m40_ref_conv2d(&d, N, C, H, W, K, R, S, s.P, s.Q, x, w, scale, bias, rp, ref);
     int wino = R == 3 && S == 3 && st == 1 && dil == 1 && C % 4 == 0 && K % 4 == 0;
     for (int a = M40K_CONV_AUTO; a <= M40K_CONV_WINOGRAD; a++) {

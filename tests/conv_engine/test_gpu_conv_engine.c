@@ -18,26 +18,10 @@
 static m40_ctx *C, *G;
 static int built_cudnn, have_cudnn; /* built in; and runs on this GPU */
 
-static m40_tensor *tnew(m40_ctx *ctx, int64_t a, int64_t b, int64_t c, int64_t d, int nd) {
-    int64_t s[4] = {a, b, c, d};
-    m40_tensor *t = NULL;
-    if (m40_tensor_new(ctx, M40_DTYPE_F32, nd, s, &t) != M40_OK) {
-        fprintf(stderr, "tensor_new: %s\n", m40_errmsg(ctx));
-        exit(1);
-    }
-    return t;
-}
-
 /* epi bits: 1 scale, 2 bias, 4 residual, 8 ReLU */
 static void eager_case(int N, int Cc, int H, int W, int K, int R, int S, int st, int pad, int dil,
                        int epi, m40_layout lay) {
-    m40_conv2d_desc d;
-    m40_conv2d_desc_init(&d);
-    d.layout = lay;
-    d.stride_h = d.stride_w = st;
-    d.pad_h = d.pad_w = pad;
-    d.dilation_h = d.dilation_w = dil;
-    d.relu = (epi & 8) != 0;
+    m40_conv2d_desc d = m40t_conv_desc(lay, st, pad, dil, epi & 8);
     int nhwc = lay == M40_LAYOUT_NHWC;
     int P = (H + 2 * pad - dil * (R - 1) - 1) / st + 1, Q = (W + 2 * pad - dil * (S - 1) - 1) / st + 1;
     m40_ctx *cs[2] = {G, C};
@@ -45,12 +29,12 @@ static void eager_case(int N, int Cc, int H, int W, int K, int R, int S, int st,
     uint64_t seed = (uint64_t)(N * 131 + Cc * 17 + H * 7 + K + R * 3 + st + epi * 1000 + nhwc);
     for (int i = 0; i < 2; i++) {
         m40_ctx *c = cs[i];
-        t[i][0] = nhwc ? tnew(c, N, H, W, Cc, 4) : tnew(c, N, Cc, H, W, 4);
-        t[i][1] = nhwc ? tnew(c, K, R, S, Cc, 4) : tnew(c, K, Cc, R, S, 4);
-        t[i][2] = tnew(c, K, 0, 0, 0, 1);
-        t[i][3] = tnew(c, K, 0, 0, 0, 1);
-        t[i][4] = nhwc ? tnew(c, N, P, Q, K, 4) : tnew(c, N, K, P, Q, 4);
-        t[i][5] = nhwc ? tnew(c, N, P, Q, K, 4) : tnew(c, N, K, P, Q, 4);
+        t[i][0] = nhwc ? m40t_f32(c, 4, N, H, W, Cc) : m40t_f32(c, 4, N, Cc, H, W);
+        t[i][1] = nhwc ? m40t_f32(c, 4, K, R, S, Cc) : m40t_f32(c, 4, K, Cc, R, S);
+        t[i][2] = m40t_f32(c, 1, K, 0, 0, 0);
+        t[i][3] = m40t_f32(c, 1, K, 0, 0, 0);
+        t[i][4] = nhwc ? m40t_f32(c, 4, N, P, Q, K) : m40t_f32(c, 4, N, K, P, Q);
+        t[i][5] = nhwc ? m40t_f32(c, 4, N, P, Q, K) : m40t_f32(c, 4, N, K, P, Q);
         for (int j = 0; j < 5; j++)
             CHECK_ST(m40_fill_random(c, t[i][j], seed + (uint64_t)j, M40_RANDOM_UNIFORM, -1, 1), M40_OK);
     }

@@ -359,7 +359,8 @@ typedef enum m40_layout {
     M40_LAYOUT_NCHW = 0, /* PyTorch's: x [N,C,H,W], conv weights [K,C,R,S] */
     M40_LAYOUT_NHWC = 1  /* channels last: x [N,H,W,C], conv weights [K,R,S,C];
                          ** on the GPU a conv is then one GEMM over all pixels
-                         ** (1x1/stride 1: on x itself; else on im2col patches) */
+                         ** (1x1/stride 1: on x itself; else an implicit GEMM
+                         ** or, for 3x3/1, Winograd) */
 } m40_layout;
 
 typedef struct m40_conv2d_desc {
@@ -380,8 +381,9 @@ M40_API void m40_conv2d_desc_init(m40_conv2d_desc *d);
 **   (likewise Q); scale [K], bias [K], residual [N,K,P,Q] are each optional
 **   (NULL). This is one conv + folded BatchNorm + residual add + ReLU.
 **   With layout NHWC the same with x [N,H,W,C], w [K,R,S,C], residual and
-**   y [N,P,Q,K]. NHWC on the GPU uses the context's workspace for im2col
-**   patches (grown on first need; a graph reserves it when allocated).
+**   y [N,P,Q,K]. NHWC on the GPU uses the context's workspace for the
+**   stem's channel-padded copy, Winograd's transformed tiles and split-K
+**   sums (grown on first need; a graph reserves it when allocated).
 ** All tensors contiguous F32. Statuses as the other ops, plus
 ** M40_ERR_INVALID_ARG for a bad descriptor (the message says which field). */
 M40_API m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *desc,

@@ -95,7 +95,7 @@ m40_status m40_graph_alloc(m40_graph *g) {
             size_t need = m40__cuda_linear_workspace(ctx, (int)M, (int)w->shape[0], (int)K);
             if (need > ws) ws = need;
         }
-    /* NHWC convs take their im2col patches and split-K sums from the same workspace */
+    /* NHWC convs take their padded copies, Winograd tiles and split-K sums from the same workspace */
     for (int n = 0; n < g->nnodes && st == M40_OK && ctx->is_gpu; n++) {
         const m40_node_desc *nd = &g->nodes[n].d;
         if (nd->op != M40_OP_CONV2D) continue;

@@ -94,15 +94,18 @@ static int relu(bld *b, const char *name, int x) {
 
 /* ---------------------------------------------------------------- ResNet-50 */
 
-/* conv + folded-BN bias; `cin` input channels. */
+/* conv + folded-BN bias; `cin` input channels. NHWC, the layout
+** examples/resnet50 runs on the GPU (weights [K,R,S,C]), so the plan's
+** workspace is what the NHWC conv kernels take. */
 static int conv(bld *b, const char *prefix, int x, int64_t cin, int64_t cout, int k, int stride) {
     char wn[96], bn[96];
     snprintf(wn, sizeof wn, "%s.weight", prefix);
     snprintf(bn, sizeof bn, "%s.bias", prefix); /* BN folded: y = conv(x, w*s) + (beta - mean*s) */
-    int w = weight(b, wn, M40_DTYPE_F32, 4, cout, cin, k, k);
+    int w = weight(b, wn, M40_DTYPE_F32, 4, cout, k, k, cin);
     int bias = weight(b, bn, M40_DTYPE_F32, 1, cout, 0, 0, 0);
     m40_node_desc nd;
     m40_node_desc_init(&nd, M40_OP_CONV2D);
+    nd.layout = M40_LAYOUT_NHWC;
     nd.name = prefix;
     nd.ninputs = 3;
     nd.inputs[0] = x;
@@ -135,11 +138,12 @@ static int bottleneck(bld *b, int x, const char *p, int64_t cin, int64_t width, 
 }
 
 static void build_resnet50(bld *b, int64_t N) {
-    int x = tensor(b, M40_ROLE_INPUT, "x", M40_DTYPE_F32, 4, N, 3, 224, 224);
+    int x = tensor(b, M40_ROLE_INPUT, "x", M40_DTYPE_F32, 4, N, 224, 224, 3);
     x = relu(b, "relu", conv(b, "conv1", x, 3, 64, 7, 2));
     m40_node_desc nd;
     m40_node_desc_init(&nd, M40_OP_POOL2D);
     nd.name = "maxpool";
+    nd.layout = M40_LAYOUT_NHWC;
     nd.pool = M40_POOL_MAX;
     nd.kernel[0] = nd.kernel[1] = 3;
     nd.stride[0] = nd.stride[1] = 2;
@@ -160,6 +164,7 @@ static void build_resnet50(bld *b, int64_t N) {
     }
     m40_node_desc_init(&nd, M40_OP_POOL2D);
     nd.name = "avgpool";
+    nd.layout = M40_LAYOUT_NHWC;
     nd.pool = M40_POOL_GLOBAL_AVG;
     nd.ninputs = 1;
     nd.inputs[0] = x;

@@ -301,7 +301,7 @@ static const bench_cmd commands[] = {
      "FP32 y[M,N] = x[M,K]·w[N,K]^T (sizes MxNxK or N): m40_matmul vs cuBLAS pedantic FP32"},
     {"conv", run_conv, 5, "1,32",
      "ResNet-50's 23 distinct convs at batch N (sizes): m40_conv2d (+bias+ReLU) NCHW and NHWC "
-     "vs m40_matmul on the GEMM of the same FLOPs (cuDNN baseline: issue 5)"},
+     "vs m40_matmul on the GEMM of the same FLOPs (cuDNN: bench/bench_torch.py conv)"},
 #ifdef M40B_HAVE_RESNET
     {"resnet50", run_resnet50, 5, "1,8,64",
      "ResNet-50 (examples/resnet50 graph, random weights, NHWC and NCHW) at batch N: GFLOP/s "

@@ -77,6 +77,16 @@ m40_tensor *m40t_f32(m40_ctx *ctx, int nd, int64_t a, int64_t b, int64_t c, int6
     return t;
 }
 
+void m40t_conv_tensors(m40_ctx *c, int nhwc, int N, int C, int H, int W, int K, int R, int S,
+                       int P, int Q, m40_tensor *t[6]) {
+    t[0] = nhwc ? m40t_f32(c, 4, N, H, W, C) : m40t_f32(c, 4, N, C, H, W);
+    t[1] = nhwc ? m40t_f32(c, 4, K, R, S, C) : m40t_f32(c, 4, K, C, R, S);
+    t[2] = m40t_f32(c, 1, K, 0, 0, 0);
+    t[3] = m40t_f32(c, 1, K, 0, 0, 0);
+    t[4] = nhwc ? m40t_f32(c, 4, N, P, Q, K) : m40t_f32(c, 4, N, K, P, Q);
+    t[5] = nhwc ? m40t_f32(c, 4, N, P, Q, K) : m40t_f32(c, 4, N, K, P, Q);
+}
+
 m40_conv2d_desc m40t_conv_desc(m40_layout layout, int stride, int pad, int dilation, int relu) {
     m40_conv2d_desc d;
     m40_conv2d_desc_init(&d);

@@ -59,6 +59,11 @@ void m40t_poison(float *p, int64_t n);
 ** the test program if it cannot be made (nothing else could be checked). */
 m40_tensor *m40t_f32(m40_ctx *ctx, int nd, int64_t a, int64_t b, int64_t c, int64_t d);
 
+/* The six tensors of a conv case on ctx, in the layout's shapes:
+** t[0] x, t[1] w, t[2] scale [K], t[3] bias [K], t[4] residual, t[5] y. */
+void m40t_conv_tensors(m40_ctx *ctx, int nhwc, int N, int C, int H, int W, int K, int R, int S,
+                       int P, int Q, m40_tensor *t[6]);
+
 /* A conv descriptor: same stride, padding and dilation on both axes. */
 m40_conv2d_desc m40t_conv_desc(m40_layout layout, int stride, int pad, int dilation, int relu);
 

@@ -133,12 +133,7 @@ static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, i
     uint64_t seed = (uint64_t)(N * 131 + Cc * 17 + H * 7 + K + R * 3 + st + epi);
     for (int i = 0; i < 2; i++) {
         m40_ctx *c = cs[i];
-        t[i][0] = nhwc ? m40t_f32(c, 4, N, H, W, Cc) : m40t_f32(c, 4, N, Cc, H, W);
-        t[i][1] = nhwc ? m40t_f32(c, 4, K, R, S, Cc) : m40t_f32(c, 4, K, Cc, R, S);
-        t[i][2] = m40t_f32(c, 1, K, 0, 0, 0);
-        t[i][3] = m40t_f32(c, 1, K, 0, 0, 0);
-        t[i][4] = nhwc ? m40t_f32(c, 4, N, P, Q, K) : m40t_f32(c, 4, N, K, P, Q);
-        t[i][5] = nhwc ? m40t_f32(c, 4, N, P, Q, K) : m40t_f32(c, 4, N, K, P, Q);
+        m40t_conv_tensors(c, nhwc, N, Cc, H, W, K, R, S, P, Q, t[i]);
         if (i == 0 && x_offset) { /* same values, at a misaligned address */
             m40_tensor *big = m40t_f32(c, 1, (int64_t)N * Cc * H * W + x_offset, 0, 0, 0), *v = NULL;
             CHECK_ST(m40_tensor_view(c, big, m40_tensor_get_desc(t[i][0]), x_offset, &v), M40_OK);

@@ -29,12 +29,7 @@ static void eager_case(int N, int Cc, int H, int W, int K, int R, int S, int st,
     uint64_t seed = (uint64_t)(N * 131 + Cc * 17 + H * 7 + K + R * 3 + st + epi * 1000 + nhwc);
     for (int i = 0; i < 2; i++) {
         m40_ctx *c = cs[i];
-        t[i][0] = nhwc ? m40t_f32(c, 4, N, H, W, Cc) : m40t_f32(c, 4, N, Cc, H, W);
-        t[i][1] = nhwc ? m40t_f32(c, 4, K, R, S, Cc) : m40t_f32(c, 4, K, Cc, R, S);
-        t[i][2] = m40t_f32(c, 1, K, 0, 0, 0);
-        t[i][3] = m40t_f32(c, 1, K, 0, 0, 0);
-        t[i][4] = nhwc ? m40t_f32(c, 4, N, P, Q, K) : m40t_f32(c, 4, N, K, P, Q);
-        t[i][5] = nhwc ? m40t_f32(c, 4, N, P, Q, K) : m40t_f32(c, 4, N, K, P, Q);
+        m40t_conv_tensors(c, nhwc, N, Cc, H, W, K, R, S, P, Q, t[i]);
         for (int j = 0; j < 5; j++)
             CHECK_ST(m40_fill_random(c, t[i][j], seed + (uint64_t)j, M40_RANDOM_UNIFORM, -1, 1), M40_OK);
     }

@@ -150,13 +150,19 @@ static __global__ void pad_channels_kernel(const float *__restrict__ src, int C,
 struct f4 {
     float x, y, z, w;
 };
-__device__ __forceinline__ f4 operator+(f4 a, f4 b) { return {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w}; }
-__device__ __forceinline__ f4 operator-(f4 a, f4 b) { return {a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w}; }
+__device__ __forceinline__ f4 operator+(f4 a, f4 b) {
+    return {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w};
+}
+__device__ __forceinline__ f4 operator-(f4 a, f4 b) {
+    return {a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w};
+}
 __device__ __forceinline__ f4 ld4(const float *p) {
     float4 v = __ldg((const float4 *)p);
     return {v.x, v.y, v.z, v.w};
 }
-__device__ __forceinline__ void st4(float *p, f4 v) { *(float4 *)p = make_float4(v.x, v.y, v.z, v.w); }
+__device__ __forceinline__ void st4(float *p, f4 v) {
+    *(float4 *)p = make_float4(v.x, v.y, v.z, v.w);
+}
 
 struct wino_shape {
     int N, H, W, C, K, P, Q, ph, pw, TH, TW;
@@ -280,7 +286,8 @@ static __global__ void wino_output_kernel(wino_shape s, int64_t t0, int64_t nt,
                 v = v + bi;
                 int64_t o = ((n * s.P + p) * s.Q + q) * s.K + k;
                 if (res) v = v + ld4(res + o);
-                if (relu) v = {fmaxf(v.x, 0.0f), fmaxf(v.y, 0.0f), fmaxf(v.z, 0.0f), fmaxf(v.w, 0.0f)};
+                if (relu)
+                    v = {fmaxf(v.x, 0.0f), fmaxf(v.y, 0.0f), fmaxf(v.z, 0.0f), fmaxf(v.w, 0.0f)};
                 st4(y + o, v);
             }
     }
@@ -484,7 +491,8 @@ extern "C" size_t m40k_conv2d_nhwc_workspace(const m40k_conv_shape *s, const voi
     m40k_conv_a cv;
     m40k_sgemm_args g = nhwc_gemm(s, pad ? padded_c(s) : s->C, 0, nhwc_chunk_rows(s), nullptr,
                                   nullptr, nullptr, nullptr, nullptr, nullptr, &cv);
-    size_t b = (pad ? pad_x_bytes(s) + pad_w_bytes(s) : 0) + m40k_sgemm_workspace_size(&g, sm_count);
+    size_t b = (pad ? pad_x_bytes(s) + pad_w_bytes(s) : 0) +
+               m40k_sgemm_workspace_size(&g, sm_count);
     /* Winograd, or the implicit GEMM should the tensors turn out misaligned */
     if (wino_chosen(s, sm_count) && wino_bytes(s) > b) b = wino_bytes(s);
     return b;

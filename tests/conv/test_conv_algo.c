@@ -74,13 +74,15 @@ static void check_shape(int N, int C, int H, int W, int K, int R, int S, int st,
     m40k_conv_shape s = {N, C, H, W, K, R, S, 0, 0, st, st, pad, pad, dil, dil, epi & 8, 0};
     s.P = (H + 2 * pad - dil * (R - 1) - 1) / st + 1;
     s.Q = (W + 2 * pad - dil * (S - 1) - 1) / st + 1;
-    int64_t nx = (int64_t)N * H * W * C, nw = (int64_t)K * R * S * C, ny = (int64_t)N * s.P * s.Q * K;
+    int64_t nx = (int64_t)N * H * W * C, nw = (int64_t)K * R * S * C;
+    int64_t ny = (int64_t)N * s.P * s.Q * K;
     float *x = malloc((size_t)nx * 4), *w = malloc((size_t)nw * 4), *sc = malloc((size_t)K * 4);
     float *bi = malloc((size_t)K * 4), *res = malloc((size_t)ny * 4), *ref = malloc((size_t)ny * 4);
     unsigned seed = (unsigned)(N * 131 + C * 17 + H * 7 + K + R * 3 + st + epi);
     fill(x, nx, seed); fill(w, nw, seed + 1); fill(sc, K, seed + 2); fill(bi, K, seed + 3);
     fill(res, ny, seed + 4);
-    const float *scale = epi & 1 ? sc : NULL, *bias = epi & 2 ? bi : NULL, *rp = epi & 4 ? res : NULL;
+    const float *scale = epi & 1 ? sc : NULL, *bias = epi & 2 ? bi : NULL;
+    const float *rp = epi & 4 ? res : NULL;
     m40_conv2d_desc d = m40t_conv_desc(M40_LAYOUT_NHWC, st, pad, dil, epi & 8);
     m40_ref_conv2d(&d, N, C, H, W, K, R, S, s.P, s.Q, x, w, scale, bias, rp, ref);
     int wino = R == 3 && S == 3 && st == 1 && dil == 1 && C % 4 == 0 && K % 4 == 0;
@@ -89,8 +91,8 @@ static void check_shape(int N, int C, int H, int W, int K, int R, int S, int st,
         s.algo = a;
         float *y = run(&s, x, w, scale, bias, rp);
         char name[112];
-        snprintf(name, sizeof name, "nhwc %s N%d C%d %dx%d K%d %dx%d s%d p%d d%d epi%d", algo_name(a),
-                 N, C, H, W, K, R, S, st, pad, dil, epi);
+        snprintf(name, sizeof name, "nhwc %s N%d C%d %dx%d K%d %dx%d s%d p%d d%d epi%d",
+                 algo_name(a), N, C, H, W, K, R, S, st, pad, dil, epi);
         /* as test_conv: FP32 sums of C·R·S products vs double; Winograd's
         ** transforms add a few roundings per term (measured ~2x the error) */
         double crs = (double)C * R * S;

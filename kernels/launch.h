@@ -110,7 +110,12 @@ typedef struct m40k_qlinear_args {
     int group;           /* 0 = per row; 32, 64 or 128 */
     const float *bias;   /* [N] or NULL */
     float *y;            /* [M, N] row-major */
+    float *ws;           /* split-K partial sums (m40k_quant_gemv_workspace bytes), or NULL */
+    size_t ws_bytes;
 } m40k_qlinear_args;
+/* Device scratch the GEMV's split-K path needs for this call (0: none);
+** without it the launcher takes a kernel that needs none. */
+size_t m40k_quant_gemv_workspace(const m40k_qlinear_args *a);
 /* Picks GEMV (M <= 8) or GEMM (M > 8) and runs it. */
 int m40k_quant_linear(void *stream, const m40k_qlinear_args *a, int sm_count);
 /* GEMV for M <= 8. rows_per_warp 1, 2 or 4 (0 = pick for sm_count);
@@ -119,7 +124,8 @@ int m40k_quant_gemv_run(void *stream, const m40k_qlinear_args *a, int sm_count,
                         int rows_per_warp, int generic);
 /* GEMV with every knob (bench, tests): version 0 = default (v3 at M <= 2,
 ** v2 above), 1 = generic, 2 = the v2 kernel, 3 = v3 (int8/int4; fp16 always
-** runs v2), 4 = v3 with 4 chunks in flight per warp (M <= 2); rows_per_warp
+** runs v2), 4 = v3 with 4 chunks in flight per warp (M <= 2), 7 = v3 with
+** split-K (needs a->ws when m40k_quant_gemv_workspace > 0); rows_per_warp
 ** 0 = default; blocks_per_sm 0 = as many as fit (v3 persistent grid). */
 int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, int sm_count, int version,
                           int rows_per_warp, int blocks_per_sm);

@@ -308,43 +308,52 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     warp_store<B, R>(acc, row0, lane, a);
 }
 
-/* ---- v3 (int8/int4, batch 1-2): x staged once, weights D chunks ahead ----
+/* ---- v3 (int8/int4): x staged in shared memory, weights D chunks ahead ----
 **
 ** v2 above staged x[:, chunk] per chunk behind two barriers, so every chunk
 ** exposed one L2 round trip, and held one 16-byte vector per row in flight.
 ** v3 stages x for all of K once per block (B <= 2 and K small enough for
 ** 48 KB: "whole" mode, the blocks are persistent and each warp walks row
 ** groups g = blockIdx + grid*(warp + 8j)), or for segments of K with one row
-** group per warp ("seg" mode: larger batches, K = 13696 at batch 1; the
-** launcher's default uses it only for int8 at batch 1: v2 was faster). Each
-** warp keeps D chunks of weights in flight (loads issued D chunks ahead, also
-** across row groups and segments), and x sits in shared memory in the order
-** the lanes read it (float4 q of lane l at q*32 + l: conflict-free, no pad).
+** group per warp ("seg" mode: larger batches, large K). Each warp keeps D
+** chunks of weights in flight (loads issued D chunks ahead, also across row
+** groups and segments), and x sits in shared memory in the order the lanes
+** read it (float4 q of lane l at q*32 + l: conflict-free, no pad).
 **
-** int4 decode, 2.5 instructions per weight instead of 3.4: per 32-bit word,
-** t = ((w >> 1) & 0x78787878) ^ 0xC0C0C0C0 puts each high nibble's u = q + 8
-** in bits 3-6 of its byte with bit 7 set, (w << 3) likewise the low nibbles;
-** one PRMT per weight moves such a byte under the exponent of 1.0
-** (0x3F8u0000 -> f = 1 + u/16, exact) and one FFMA uses it. The offset is
-** removed once per lane instead of once per weight: q = 16 f - 24, so
-** sum q x = 16 (sum f x - 1.5 sum x); the block precomputes -1.5 * (sum of
-** each lane's x values per chunk) and the accumulators start from it. int8
-** keeps the v2 decode (PRMT + FADD + FFMA: the byte does not fit under 1.0).
+** Decode ("exponent-zero", v5 in bench/NOTES.md): a float whose bits 24-31
+** are zero is worth its bits times 2^-149 (subnormal up to bit 22, and the
+** first normal binade continues the same spacing). So a field u at bits
+** p..p+w-1 of a word, masked in place, IS the float u * 2^(p-149): one LOP
+** per weight, no shift, no I2F, no FADD. The staging multiplies x at that
+** column by 2^(149-p-S), a power of two chosen per column position, so the
+** product is x * u * 2^-S exactly as x * u would be (rounded once in the
+** FFMA). u is the offset-binary weight (q + 8 or q + 128, one XOR per
+** 32-bit word); the offset leaves through the sum of x, precomputed per lane
+** and chunk in the staging. The top byte (bits 24-31 would hit the
+** exponent) is first moved to bits 16-23 by one PRMT. Per 32-bit word:
+** int4 1 XOR + 6 AND + 1 PRMT + 2 AND = 10 instructions for 8 weights
+** (was 20), int8 1 + 3 + 1 = 5 for 4 (was 9). S = (exponent of max|x|) +
+** 24 per staging keeps x * 2^(149-p-S) below 2^126 and every product
+** x * u * 2^-S normal unless |x| < 2^-102 max|x|, where the FFMA would
+** round a subnormal: a relative error below 2^-100 of the result's scale.
+** Only needs FTZ off (the default; never --use_fast_math on this file).
 ** Group scales multiply a 16/32-column partial sum (one FFMA per vector, not
 ** an FMUL per weight): a lane's vector never straddles a group. */
-constexpr uint32_t kQ4Mask = 0x78787878u, kQ4Flip = 0xC0C0C0C0u;
 
-/* (a & m) ^ f in one LOP3 (sm_50+; the compiler emitted two LOP32I). */
-__device__ __forceinline__ uint32_t and_xor(uint32_t a, uint32_t m, uint32_t f) {
-    uint32_t d;
-    asm("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(d) : "r"(a), "r"(m), "r"(f));
-    return d;
-}
+/* 2^e as a float, e in [-126, 127] */
+__device__ __forceinline__ float pow2f(int e) { return __int_as_float((e + 127) << 23); }
+/* v * 2^e, e in [-252, 254], exact unless the result under/overflows */
+__device__ __forceinline__ float mul_pow2(float v, int e) { return v * pow2f(e / 2) * pow2f(e - e / 2); }
 
-/* Byte j of t (1 u3 u2 u1 u0 0 0 0) under 0x3F: the float 1 + u/16. */
-__device__ __forceinline__ float nib_to_f(uint32_t t, int j) {
-    return __int_as_float((int)__byte_perm(t, 0x3F000000u, 0x7044 | (j << 8)));
+/* Bit position of column c (mod 8 for int4, mod 4 for int8) after the
+** decode: int4 high nibble = even column, the top byte moved to bits 16-23. */
+template <int WT> __host__ __device__ constexpr int ez_pos(int c) {
+    return WT == M40_DTYPE_Q4 ? (c & 7) / 2 * 8 - ((c & 7) >= 6 ? 8 : 0) + ((c & 1) ? 0 : 4)
+                              : ((c & 3) == 3 ? 16 : (c & 3) * 8);
 }
+/* Top byte of w moved to bits 16-23, zeros elsewhere. */
+__device__ __forceinline__ uint32_t top_byte_to_2(uint32_t w) { return __byte_perm(w, 0u, 0x4344); }
+__device__ __forceinline__ float ezf(uint32_t bits) { return __int_as_float((int)bits); }
 
 template <int WT, int R> struct V3 {
     static constexpr int VC = Fmt<WT>::VC; /* columns per lane vector */
@@ -352,8 +361,9 @@ template <int WT, int R> struct V3 {
     static constexpr int Q = VC / 4;       /* float4 of x per lane vector */
     static constexpr int F4 = KC / 4;      /* float4 of x per chunk */
     static constexpr int D = R == 1 ? 4 : 2; /* chunks of weights in flight per warp */
-    /* shared bytes per chunk of x, per batch row (+ the int4 offset sums) */
-    static constexpr int CB = KC * 4 + (WT == M40_DTYPE_Q4 ? 32 * 4 : 0);
+    /* shared bytes per chunk of x, per batch row (+ the offset sums) */
+    static constexpr int CB = KC * 4 + 32 * 4;
+    static constexpr float OFF = WT == M40_DTYPE_Q4 ? 8.0f : 128.0f; /* u = q + OFF */
 };
 constexpr int kSmemBudget = 48 * 1024; /* the M40's per-block limit */
 
@@ -372,7 +382,8 @@ __device__ __forceinline__ void v3_load(uint4 (&buf)[R], float (&gb)[R], const u
     }
 }
 
-/* acc[r][b] += chunk cl (slot in shared memory) of rows r times x[b]. */
+/* acc[r][b] += one chunk of rows r times x[b] (x pre-scaled, see above);
+** xn: the chunk's offset sums, which start each group-scaled partial sum. */
 template <int WT, int B, int R, bool GROUPED>
 __device__ __forceinline__ void v3_compute(const uint4 (&buf)[R], const float (&gb)[R],
                                            float (&acc)[R][B], const float4 *__restrict__ xp,
@@ -382,18 +393,13 @@ __device__ __forceinline__ void v3_compute(const uint4 (&buf)[R], const float (&
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
-        for (int b = 0; b < B; b++)
-            t[r][b] = GROUPED ? (WT == M40_DTYPE_Q4 ? xn[b * XN] : 0.0f) : acc[r][b];
+        for (int b = 0; b < B; b++) t[r][b] = GROUPED ? xn[b * XN] : acc[r][b];
     if (WT == M40_DTYPE_Q4) {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            uint32_t hi[R], lo[R];
+            uint32_t wx[R];
 #pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t w = word(buf[r], i);
-                hi[r] = and_xor(w >> 1, kQ4Mask, kQ4Flip); /* even columns */
-                lo[r] = and_xor(w << 3, kQ4Mask, kQ4Flip); /* odd columns */
-            }
+            for (int r = 0; r < R; r++) wx[r] = word(buf[r], i) ^ 0x88888888u; /* u = q + 8 */
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 float4 xv[B];
@@ -401,8 +407,15 @@ __device__ __forceinline__ void v3_compute(const uint4 (&buf)[R], const float (&
                 for (int b = 0; b < B; b++) xv[b] = xp[b * XB + (2 * i + h) * 32];
 #pragma unroll
                 for (int r = 0; r < R; r++) {
-                    const float f0 = nib_to_f(hi[r], 2 * h), f1 = nib_to_f(lo[r], 2 * h);
-                    const float f2 = nib_to_f(hi[r], 2 * h + 1), f3 = nib_to_f(lo[r], 2 * h + 1);
+                    /* columns 8i + 4h + j at bits ez_pos<Q4>(4h + j) */
+                    const uint32_t w = h ? top_byte_to_2(wx[r]) : wx[r];
+                    float f0, f1, f2, f3;
+                    if (h == 0) {
+                        f0 = ezf(w & 0xF0u), f1 = ezf(w & 0xFu), f2 = ezf(w & 0xF000u), f3 = ezf(w & 0xF00u);
+                    } else {
+                        f0 = ezf(wx[r] & 0xF00000u), f1 = ezf(wx[r] & 0xF0000u);
+                        f2 = ezf(w & 0xF00000u), f3 = ezf(w & 0xF0000u);
+                    }
 #pragma unroll
                     for (int b = 0; b < B; b++) {
                         t[r][b] = fmaf(f0, xv[b].x, t[r][b]);
@@ -421,9 +434,9 @@ __device__ __forceinline__ void v3_compute(const uint4 (&buf)[R], const float (&
             for (int b = 0; b < B; b++) xv[b] = xp[b * XB + i * 32];
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                const uint32_t w = word(buf[r], i) ^ 0x80808080u; /* s -> s + 128 */
-                const float v0 = byte_to_f(w, 0, kOffQ8), v1 = byte_to_f(w, 1, kOffQ8);
-                const float v2 = byte_to_f(w, 2, kOffQ8), v3 = byte_to_f(w, 3, kOffQ8);
+                const uint32_t w = word(buf[r], i) ^ 0x80808080u; /* u = q + 128 */
+                const float v0 = ezf(w & 0xFFu), v1 = ezf(w & 0xFF00u);
+                const float v2 = ezf(w & 0xFF0000u), v3 = ezf(top_byte_to_2(w));
 #pragma unroll
                 for (int b = 0; b < B; b++) {
                     t[r][b] = fmaf(v0, xv[b].x, t[r][b]);
@@ -440,15 +453,14 @@ __device__ __forceinline__ void v3_compute(const uint4 (&buf)[R], const float (&
         for (int b = 0; b < B; b++) acc[r][b] = GROUPED ? fmaf(gb[r], t[r][b], acc[r][b]) : t[r][b];
 }
 
-/* Scales, warp reduction and the store of one row group. */
+/* Scales (and 2^S), warp reduction and the store of one row group. */
 template <int WT, int B, int R, bool GROUPED>
-__device__ __forceinline__ void v3_finish(float (&acc)[R][B], const float (&sc)[R], int row0, int lane,
-                                          const m40k_qlinear_args &a) {
-    const float mult = WT == M40_DTYPE_Q4 ? 16.0f : 1.0f;
+__device__ __forceinline__ void v3_finish(float (&acc)[R][B], const float (&sc)[R], int S, int row0,
+                                          int lane, const m40k_qlinear_args &a) {
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
-        for (int b = 0; b < B; b++) acc[r][b] *= GROUPED ? mult : sc[r] * mult;
+        for (int b = 0; b < B; b++) acc[r][b] = mul_pow2(GROUPED ? acc[r][b] : acc[r][b] * sc[r], S);
     warp_store<B, R>(acc, row0, lane, a);
 }
 
@@ -457,13 +469,13 @@ __device__ __forceinline__ void v3_finish(float (&acc)[R][B], const float (&sc)[
 ** shared memory: B * cps * CB bytes. */
 template <int WT, int B, int R, bool GROUPED, bool SEG, int D>
 __global__ void __launch_bounds__(kThreads, 1)
-gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps) {
+gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
     using P = V3<WT, R>;
     constexpr int VC = P::VC, KC = P::KC, Q = P::Q, F4 = P::F4;
-    constexpr bool Q4 = WT == M40_DTYPE_Q4;
-    extern __shared__ float4 sm4[]; /* x[b][chunk][q][lane], then Q4: xneg[b][chunk][lane] */
+    extern __shared__ float4 sm4[]; /* x[b][chunk][q][lane], then xneg[b][chunk][lane] */
+    __shared__ int wmax[kWarps];
     const int XB = cps * F4, XN = cps * 32;
-    float *xneg = (float *)(sm4 + B * XB); /* -1.5 * sum of a lane's x in a chunk */
+    float *xneg = (float *)(sm4 + B * XB); /* -OFF * 2^-S * sum of a lane's x in a chunk */
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int N = a.N, K = a.K;
@@ -473,31 +485,46 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps) {
     const int ng = GROUPED ? (K + a.group - 1) / a.group : 1;
     const int gshift = GROUPED ? __ffs(a.group) - 1 : 0, glast = ng - 1;
 
-    /* x chunks [c0, c0 + nch) into slots 0.., zeros past K; block-wide */
-    auto stage = [&](int c0, int nch) {
+    /* x chunks [c0, c0 + nch) into slots 0.., zeros past K; block-wide.
+    ** Returns S: x is stored times 2^(149 - pos - S) (see the decode). */
+    auto stage = [&](int c0, int nch) -> int {
         const int per_b = nch * F4;
+        int mx = 0; /* largest |x| bits */
         for (int f = threadIdx.x; f < B * per_b; f += kThreads) {
             const int b = f / per_b, cf = f - b * per_b, c = cf / F4, w4 = cf % F4;
             const int col = (c0 + c) * KC + 4 * w4;
             float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
             if (col < K) v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
+            mx = max(mx, max(max(__float_as_int(v.x) & 0x7FFFFFFF, __float_as_int(v.y) & 0x7FFFFFFF),
+                             max(__float_as_int(v.z) & 0x7FFFFFFF, __float_as_int(v.w) & 0x7FFFFFFF)));
             sm4[b * XB + c * F4 + (w4 % Q) * 32 + w4 / Q] = v;
         }
-        if (Q4) {
-            __syncthreads();
-            for (int e = threadIdx.x; e < B * nch * 32; e += kThreads) {
-                const int b = e / (nch * 32), rc = e - b * nch * 32;
-                const float4 *p = sm4 + b * XB + (rc >> 5) * F4 + (rc & 31);
-                float s = 0.0f;
 #pragma unroll
-                for (int q = 0; q < Q; q++) {
-                    const float4 v = p[q * 32];
-                    s += (v.x + v.y) + (v.z + v.w);
-                }
-                xneg[b * XN + rc] = -1.5f * s;
+        for (int o = 16; o >= 1; o >>= 1) mx = max(mx, __shfl_xor_sync(kFull, mx, o));
+        if (lane == 0) wmax[warp] = mx;
+        __syncthreads();
+        mx = wmax[0];
+#pragma unroll
+        for (int i = 1; i < kWarps; i++) mx = max(mx, wmax[i]);
+        const int S = min(max((mx >> 23) - 127 + 24, 22), 250);
+        for (int e = threadIdx.x; e < B * nch * 32; e += kThreads) {
+            const int b = e / (nch * 32), rc = e - b * nch * 32;
+            float4 *p = sm4 + b * XB + (rc >> 5) * F4 + (rc & 31);
+            float s = 0.0f;
+#pragma unroll
+            for (int q = 0; q < Q; q++) {
+                float4 v = p[q * 32];
+                s += (v.x + v.y) + (v.z + v.w);
+                v.x *= pow2f(149 - ez_pos<WT>(4 * q + 0) - S);
+                v.y *= pow2f(149 - ez_pos<WT>(4 * q + 1) - S);
+                v.z *= pow2f(149 - ez_pos<WT>(4 * q + 2) - S);
+                v.w *= pow2f(149 - ez_pos<WT>(4 * q + 3) - S);
+                p[q * 32] = v;
             }
+            xneg[b * XN + rc] = mul_pow2(-P::OFF * s, -S);
         }
         __syncthreads();
+        return S;
     };
     /* rows of group g (clamped to N - 1: re-read, never stored) */
     auto rows_of = [&](int g, const uint4 *(&wr)[R], int64_t(&sr)[R], float(&sc)[R]) {
@@ -521,19 +548,29 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps) {
     const float *xnl = xneg + lane;
 
     if (!SEG) {
-        const int gstride = 8 * gridDim.x;
+        /* split-K: block i takes chunks [cb, cb + nch_pad) of every row
+        ** (split i % nsplit) and writes its partial sums, without bias, to
+        ** a.ws[split]; split_sum_kernel adds the splits in order */
+        const int split = blockIdx.x % nsplit, nb = gridDim.x / nsplit, cb = split * nch_pad;
+        m40k_qlinear_args ao = a;
+        if (nsplit > 1) {
+            ao.y = a.ws + (int64_t)split * a.M * N;
+            ao.bias = nullptr;
+        }
+        g = blockIdx.x / nsplit + nb * warp;
+        const int gstride = 8 * nb;
         rows_of(min(g, ngroups - 1), wr, sr, sc);
         if (g < ngroups) {
 #pragma unroll
             for (int s = 0; s < D; s++)
-                v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wr, sr, s, lane, vlast, a, gshift, glast);
+                v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wr, sr, cb + s, lane, vlast, a, gshift, glast);
         }
-        stage(0, nch_pad); /* overlaps the first weight loads */
+        const int S = stage(cb, nch_pad); /* overlaps the first weight loads */
         if (g >= ngroups) return;
         float corr[B];
 #pragma unroll
         for (int b = 0; b < B; b++) corr[b] = 0.0f;
-        if (Q4 && !GROUPED)
+        if (!GROUPED)
             for (int c = 0; c < nch_pad; c++)
 #pragma unroll
                 for (int b = 0; b < B; b++) corr[b] += xnl[b * XN + c * 32];
@@ -553,8 +590,8 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps) {
                 for (int s = 0; s < D; s++) {
                     v3_compute<WT, B, R, GROUPED>(buf[s], gb[s], acc, xl + (c + s) * F4,
                                                   xnl + (c + s) * 32, XB, XN);
-                    v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wr, sr, c + s + D, lane, vlast, a, gshift,
-                                               glast);
+                    v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wr, sr, cb + c + s + D, lane, vlast, a,
+                                               gshift, glast);
                 }
             }
             /* the last D chunks; their slots take the next group's first D */
@@ -563,9 +600,9 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps) {
                 v3_compute<WT, B, R, GROUPED>(buf[s], gb[s], acc, xl + (c + s) * F4, xnl + (c + s) * 32,
                                               XB, XN);
                 if (gn < ngroups)
-                    v3_load<WT, B, R, GROUPED>(buf[s], gb[s], nwr, nsr, s, lane, vlast, a, gshift, glast);
+                    v3_load<WT, B, R, GROUPED>(buf[s], gb[s], nwr, nsr, cb + s, lane, vlast, a, gshift, glast);
             }
-            v3_finish<WT, B, R, GROUPED>(acc, sc, g * R, lane, a);
+            v3_finish<WT, B, R, GROUPED>(acc, sc, S, g * R, lane, ao);
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 wr[r] = nwr[r];
@@ -584,11 +621,18 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps) {
         for (int r = 0; r < R; r++)
 #pragma unroll
             for (int b = 0; b < B; b++) acc[r][b] = 0.0f;
+        int S = 0; /* acc is in units of 2^-S */
         for (int c0 = 0; c0 < nch_pad; c0 += cps) { /* segments of x, block-uniform */
             const int n = min(cps, nch_pad - c0);
             __syncthreads(); /* everyone is done with the last segment */
-            stage(c0, n);
-            if (Q4 && !GROUPED)
+            const int Sn = stage(c0, n);
+            if (c0 > 0 && Sn != S)
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int b = 0; b < B; b++) acc[r][b] = mul_pow2(acc[r][b], S - Sn); /* to units of 2^-Sn */
+            S = Sn;
+            if (!GROUPED)
                 for (int k = 0; k < n; k++)
 #pragma unroll
                     for (int b = 0; b < B; b++) {
@@ -614,7 +658,7 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps) {
                                                glast);
             }
         }
-        if (g < ngroups) v3_finish<WT, B, R, GROUPED>(acc, sc, g * R, lane, a);
+        if (g < ngroups) v3_finish<WT, B, R, GROUPED>(acc, sc, S, g * R, lane, a);
     }
 }
 
@@ -676,9 +720,20 @@ cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
     return cudaGetLastError();
 }
 
+/* Sums the nsplit partials [nsplit][M][N] in split order (deterministic) and
+** adds the bias. */
+__global__ void split_sum_kernel(const float *__restrict__ ws, int nsplit, m40k_qlinear_args a) {
+    const int64_t MN = (int64_t)a.M * a.N;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < MN; i += (int64_t)gridDim.x * blockDim.x) {
+        float v = ws[i];
+        for (int k = 1; k < nsplit; k++) v += ws[k * MN + i];
+        a.y[i] = v + (a.bias ? __ldg(a.bias + i % a.N) : 0.0f);
+    }
+}
+
 template <int WT, int B, int R, bool G, bool SEG, int D>
 cudaError_t launch_v3_inst(cudaStream_t s, const m40k_qlinear_args &a, int nch_pad, int cps, int sm_count,
-                           int bps) {
+                           int bps, int nsplit = 1) {
     using P = V3<WT, R>;
     const size_t smem = (size_t)B * cps * P::CB;
     const int ngroups = (a.N + R - 1) / R;
@@ -708,13 +763,54 @@ cudaError_t launch_v3_inst(cudaStream_t s, const m40k_qlinear_args &a, int nch_p
         ** fewest warps that need no more than q each), so that all finish
         ** together; with "as many warps as fit" some got q and some q - 1,
         ** and the last round ran on a fraction of the warps (run 3). */
-        const long long wmax = (long long)max(1, sm_count) * occ * kWarps;
+        const long long wmax = max(1LL, (long long)max(1, sm_count) * occ * kWarps / nsplit);
         const long long q = (ngroups + wmax - 1) / wmax;
         const long long w = (ngroups + q - 1) / q;
-        grid = (int)min((long long)nblk, (w + kWarps - 1) / kWarps);
+        grid = (int)min((long long)nblk, (w + kWarps - 1) / kWarps) * nsplit;
     }
-    gemv_kernel<WT, B, R, G, SEG, D><<<(unsigned)grid, kThreads, smem, s>>>(a, nch_pad, cps);
+    gemv_kernel<WT, B, R, G, SEG, D><<<(unsigned)grid, kThreads, smem, s>>>(a, nch_pad, cps, nsplit);
+    if (nsplit > 1) {
+        const int64_t MN = (int64_t)a.M * a.N;
+        const int blocks = (int)min((MN + 255) / 256, (int64_t)8 * max(1, sm_count));
+        split_sum_kernel<<<blocks, 256, 0, s>>>(a.ws, nsplit, a);
+    }
     return cudaGetLastError();
+}
+
+/* Split-K plan for v3's whole mode at any batch: x for a K-range of
+** nch chunks (a multiple of D) fits the 48 KB; nsplit ranges cover K. */
+struct SplitPlan {
+    int nch, nsplit, D;
+};
+template <int WT, int R>
+SplitPlan split_plan(int B, int K, bool grouped) {
+    using P = V3<WT, R>;
+    const int Kc = (K + P::KC - 1) / P::KC;
+    const int maxch = kSmemBudget / (B * P::CB); /* >= 1: B * CB <= 33 KB */
+    SplitPlan p;
+    /* D = 2 spilled on sm_52 for int8 with group scales at batch 8 */
+    p.D = maxch >= 2 && Kc >= 2 && !(grouped && B >= 7) ? 2 : 1;
+    const int cap = maxch / p.D * p.D;
+    p.nsplit = (Kc + cap - 1) / cap;
+    p.nch = ((Kc + p.nsplit - 1) / p.nsplit + p.D - 1) / p.D * p.D;
+    return p;
+}
+
+/* version 7: v3 whole mode with split-K (see gemv_kernel); needs
+** a.ws of split_bytes() when nsplit > 1, else cudaErrorInvalidValue. */
+template <int WT, int B, int R>
+cudaError_t launch_split(cudaStream_t s, const m40k_qlinear_args &a, int sm_count, int bps) {
+    const SplitPlan p = split_plan<WT, R>(B, a.K, a.group != 0);
+    if (p.nsplit > 1 && (!a.ws || a.ws_bytes < (size_t)p.nsplit * a.M * a.N * sizeof(float)))
+        return cudaErrorInvalidValue;
+    const bool g = a.group != 0;
+    if (p.D == 2) {
+        if constexpr (B < 7)
+            if (g) return launch_v3_inst<WT, B, R, true, false, 2>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
+        return launch_v3_inst<WT, B, R, false, false, 2>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
+    }
+    return g ? launch_v3_inst<WT, B, R, true, false, 1>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit)
+             : launch_v3_inst<WT, B, R, false, false, 1>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
 }
 
 /* Host view of v3's shared-memory plan: whole mode when x for all of K
@@ -773,7 +869,9 @@ bool v3_whole(int B, int K) {
 }
 
 /* version 2: the v2 kernel; 3: v3 (int8/int4; fp16 always runs v2); 4: v3
-** with 4 chunks in flight in whole mode. */
+** with 4 chunks in flight in whole mode; 7: v3 whole mode with split-K
+** (R = 2 at batch <= 2, else 4; needs a.ws). (5 and 6, v3 and v2 held to
+** 128 registers, were measured and dropped: bench/NOTES.md.) */
 template <int WT, int B>
 cudaError_t launch_r(cudaStream_t s, const m40k_qlinear_args &a, int R, int version, int sm_count, int bps) {
     if (WT == M40_DTYPE_F16 || version == 2) {
@@ -784,6 +882,7 @@ cudaError_t launch_r(cudaStream_t s, const m40k_qlinear_args &a, int R, int vers
         }
     }
     if constexpr (WT != M40_DTYPE_F16) {
+        if (version == 7) return launch_split<WT, B, (B >= 3 ? 4 : 2)>(s, a, sm_count, bps);
         const int deep = version == 4;
         switch (R) {
         case 4: return launch_v3<WT, B, 4>(s, a, sm_count, bps, deep);
@@ -828,30 +927,37 @@ extern "C" int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, i
         else return (int)cudaErrorInvalidValue;
         return (int)cudaGetLastError();
     }
-    /* Defaults from the H200 bench (bench/NOTES.md, run 4): batch 1-2 with x
-    ** for all of K in shared memory ("whole"): v3 with 4 chunks in flight
-    ** (version 4), R = 2; group scales and int4 at batch 2: v3, R = 4.
-    ** Larger K (segmented) and batch >= 3: v2, where v3's segmented mode was
-    ** slower, except int8 at batch 1 (v3, R = 2). */
-    const bool q4 = a->wtype == M40_DTYPE_Q4;
-    const bool whole = a->wtype != M40_DTYPE_F16 &&
-                       (q4 ? v3_whole<M40_DTYPE_Q4>(a->M, a->K) : v3_whole<M40_DTYPE_Q8>(a->M, a->K));
+    /* Defaults from the H200 bench (bench/NOTES.md, runs 4 and 6):
+    ** - batch 1-2 with x for all of K in shared memory ("whole"): v3 with 4
+    **   chunks in flight (version 4), R = 2; group scales and int4 at batch
+    **   2: v3, R = 4;
+    ** - batch 1-2, larger K: int8 v3 with split-K (version 7), int4 v2, R = 2;
+    ** - batch 3-8: split-K (version 7) where it needs at most 4 splits and
+    **   N >= 4608 (the 4096-row shapes ran faster on v2), else v2, R = 4.
+    ** Version 7 needs the scratch in a->ws; without it v2/v3 run. */
+    const bool q4 = a->wtype == M40_DTYPE_Q4, isq = a->wtype != M40_DTYPE_F16;
+    const bool whole = isq && (q4 ? v3_whole<M40_DTYPE_Q4>(a->M, a->K) : v3_whole<M40_DTYPE_Q8>(a->M, a->K));
+    const size_t ws_need = m40k_quant_gemv_workspace(a);
+    const bool split_ok = isq && (ws_need == 0 || (a->ws && a->ws_bytes >= ws_need));
     int R = rows_per_warp;
     const bool auto_r = R != 1 && R != 2 && R != 4;
-    if (version < 2 || version > 4) {
+    if (version < 2 || version == 5 || version == 6 || version > 7) {
         const bool r4 = a->group || (q4 && a->M == 2);
-        version = whole ? (r4 ? 3 : 4) : (a->M == 1 && a->wtype == M40_DTYPE_Q8) ? 3 : 2;
-        if (auto_r && a->M <= 2 && a->wtype != M40_DTYPE_F16) R = whole && r4 ? 4 : 2;
+        const size_t per_split = (size_t)a->M * a->N * sizeof(float);
+        if (a->M >= 3)
+            version = split_ok && a->N >= 4608 && ws_need <= 4 * per_split ? 7 : 2;
+        else if (whole)
+            version = r4 ? 3 : 4;
+        else
+            version = !q4 && split_ok ? 7 : !q4 && a->M == 1 ? 3 : 2;
+        if (auto_r && a->M <= 2 && isq) R = whole && r4 ? 4 : 2;
     }
+    if (version == 7 && !split_ok) version = 2; /* no scratch: v2 */
     if (R != 1 && R != 2 && R != 4) {
-        if (a->wtype == M40_DTYPE_F16 || version == 2) {
-            /* v2 (H200 bench): R = 2 fastest at batch 1-2, R = 4 at 4-8; at
-            ** least two blocks per SM */
-            R = a->M >= 3 ? 4 : 2;
+        R = a->M >= 3 ? 4 : 2;
+        /* fp16 at batch 1-2 (v2): at least two blocks per SM */
+        if (a->M <= 2 && !isq)
             while (R > 1 && (a->N + kWarps * R - 1) / (kWarps * R) < 2 * sm_count) R /= 2;
-        } else {
-            R = 2;
-        }
     }
     switch (a->wtype) {
     case M40_DTYPE_Q4: return (int)launch_b<M40_DTYPE_Q4>(s, *a, R, version, sm_count, blocks_per_sm);
@@ -859,6 +965,17 @@ extern "C" int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, i
     case M40_DTYPE_F16: return (int)launch_b<M40_DTYPE_F16>(s, *a, R, version, sm_count, blocks_per_sm);
     default: return (int)cudaErrorInvalidValue;
     }
+}
+
+extern "C" size_t m40k_quant_gemv_workspace(const m40k_qlinear_args *a) {
+    if (a->M <= 0 || a->M > 8 || a->N <= 0 || a->K <= 0 || a->wtype == M40_DTYPE_F16) return 0;
+    const int B = a->M;
+    const bool g = a->group != 0;
+    const SplitPlan p = a->wtype == M40_DTYPE_Q4 ? (B >= 3 ? split_plan<M40_DTYPE_Q4, 4>(B, a->K, g)
+                                                           : split_plan<M40_DTYPE_Q4, 2>(B, a->K, g))
+                                                 : (B >= 3 ? split_plan<M40_DTYPE_Q8, 4>(B, a->K, g)
+                                                           : split_plan<M40_DTYPE_Q8, 2>(B, a->K, g));
+    return p.nsplit > 1 ? (size_t)p.nsplit * a->M * a->N * sizeof(float) : 0;
 }
 
 extern "C" int m40k_quant_gemv_run(void *stream, const m40k_qlinear_args *a, int sm_count,

@@ -8,12 +8,12 @@ OBJ_OR_SASS: kernels/quant_gemv.cu's object file (cuobjdump runs on it) or
 a saved `cuobjdump -sass` listing. For each gemv_kernel<WT, B, R, GROUPED, SEG, D>
 (v3, int8/int4) and gemv_v2_kernel<WT, B, R, GROUPED> (fp16; int8/int4 at
 batch 1 and 8 for comparison) the script finds the loop over K-chunks (the
-innermost backward branch whose body holds at least one chunk's PRMT / F2F:
-the dequantization), counts the static
+innermost backward branch whose body holds at least one chunk's FFMA (int8,
+int4: B per weight) or F2F (fp16: one per weight)), counts the static
 instructions of that body, including the x-staging code inside it, and
 divides by the weights each thread handles per iteration (R rows x 32
 columns for int4, 16 for int8, 8 for fp16, times the unroll factor, read
-off the number of PRMT/F2F: one per weight). --check fails (exit 1) if a
+off the number of FFMA / F2F). --check fails (exit 1) if a
 batch-1 kernel exceeds the budget: 7 per int4 weight, 12 per int8 weight.
 """
 import argparse
@@ -28,9 +28,9 @@ BUDGET = {65: 7.0, 64: 12.0}
 
 INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s*\{?\s*(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;}]*)[;}]")
 FUNC = re.compile(r"Function : (\S+)")
-# v3 (int8/int4): gemv_kernel<WT, B, R, GROUPED, SEG, D>; v2 (fp16, and the
+# v3 (int8/int4): gemv_kernel<WT, B, R, GROUPED, SEG, D, MINB>; v2 (fp16, and the
 # int8/int4 kernel before v3): gemv_v2_kernel<WT, B, R, GROUPED>
-KERNEL = re.compile(r"gemv(_v2)?_kernelILi(\d+)ELi(\d+)ELi(\d+)ELb([01])E(?:Lb([01])ELi(\d+)E)?")
+KERNEL = re.compile(r"gemv(_v2)?_kernelILi(\d+)ELi(\d+)ELi(\d+)ELb([01])E(?:Lb([01])ELi(\d+)E(?:Li(\d+)E)?)?")
 
 
 def sass_text(path, cuobjdump="cuobjdump"):
@@ -102,15 +102,19 @@ def main():
         depth = int(m.group(7) or 0)  # v3: chunks in flight per warp
         if args.batch and b != args.batch:
             continue
-        marker = "F2F" if wt == 1 else "PRMT"
-        loop = inner_loop(body, marker, r * VEC_COLS[wt])
+        minb = int(m.group(8) or 1)
+        # one F2F per fp16 weight; B FFMA per int8/int4 weight (v3's decode
+        # has no per-weight PRMT any more; group scales add R*B FFMA per
+        # chunk, which the rounding absorbs)
+        marker, per_w = ("F2F", 1) if wt == 1 else ("FFMA", b)
+        loop = inner_loop(body, marker, r * VEC_COLS[wt] * per_w)
         if not loop:
             continue
         ins = [(a, o) for a, o, _ in body if loop[0] <= a <= loop[1]]
-        # one PRMT (int8/int4) or F2F (fp16) per weight: their count tells
-        # how many chunks the compiler unrolled into one loop body
+        # their count tells how many chunks the compiler unrolled into one
+        # loop body
         nmark = sum(1 for _, o in ins if o.startswith(marker))
-        unroll = max(1, round(nmark / (r * VEC_COLS[wt])))
+        unroll = max(1, round(nmark / (r * VEC_COLS[wt] * per_w)))
         weights = r * VEC_COLS[wt] * unroll
         ipw = len(ins) / weights
         ops = collections.Counter(o.split(".")[0] for _, o in ins)
@@ -118,7 +122,8 @@ def main():
         budget = BUDGET.get(wt) if b == 1 else None
         ok = budget is None or ipw <= budget
         failures += not ok
-        kind = "v2" if v2 else ("v3seg" if seg else "v3") + (f"D{depth}" if depth else "")
+        kind = "v2" if v2 else ("v3seg" if seg else "v3") + (f"D{depth}" if depth else "") + \
+            ("m2" if minb == 2 else "")
         rows.append((wt, b, r, grouped, kind, len(ins), weights, ipw, budget, ok, top))
     if not rows:
         sys.exit("no gemv_kernel found (sm_52 SASS expected)")

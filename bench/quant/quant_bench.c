@@ -95,10 +95,16 @@ static float time_median(launch_fn fn, void *ctx, int warm, int reps) {
 enum { GEMV_PER = 16 }; /* GEMV calls per timed sample (weights rotate over nbuf copies) */
 
 /* ---- copy ---- */
-typedef struct { void *a, *b; size_t n; } copy_ctx;
+typedef struct { void *a, *b; size_t n, pool; } copy_ctx;
+/* Copies n bytes; below the pool size, each call takes the next n-byte
+** slot of the two pools, so that L2 never holds the source (as the GEMV
+** rotates over copies of its weights). */
 static void copy_launch(void *c, int i) {
     copy_ctx *k = c;
-    CK(cudaMemcpyAsync(i & 1 ? k->a : k->b, i & 1 ? k->b : k->a, k->n, cudaMemcpyDeviceToDevice, S));
+    size_t off = 0;
+    if (k->pool > k->n) off = ((size_t)i * ((k->n + 255) & ~(size_t)255)) % (k->pool - k->n) & ~(size_t)255;
+    char *a = (char *)k->a + off, *b = (char *)k->b + off;
+    CK(cudaMemcpyAsync(i & 1 ? a : b, i & 1 ? b : a, k->n, cudaMemcpyDeviceToDevice, S));
 }
 
 /* ---- gemv / gemm ---- */
@@ -219,7 +225,7 @@ int main(int argc, char **argv) {
 
     if (do_gemv) {
         /* 1. copy */
-        copy_ctx cc = {.n = (size_t)1 << 30};
+        copy_ctx cc = {.n = (size_t)1 << 30, .pool = (size_t)1 << 30};
         CK(cudaMalloc(&cc.a, cc.n));
         CK(cudaMalloc(&cc.b, cc.n));
         CK(cudaMemset(cc.a, 1, cc.n));
@@ -227,19 +233,24 @@ int main(int argc, char **argv) {
         float tc = time_median(copy_launch, &cc, 3, 15);
         double copy_gbs = 2.0 * (double)cc.n / (tc * 1e-3) / 1e9;
         printf("device copy 1 GiB: %.3f ms, %.0f GB/s (read + write)\n\n", tc, copy_gbs);
-        CK(cudaFree(cc.a));
-        CK(cudaFree(cc.b));
 
-        /* 2. GEMV */
+        /* 2. GEMV; split-K scratch for every shape */
+        const size_t ws_bytes = (size_t)64 << 20;
+        float *ws;
+        CK(cudaMalloc((void **)&ws, ws_bytes));
         static const int shapes[5][2] = {{4608, 4096}, {4096, 4096}, {27392, 4096}, {4096, 13696}, {65024, 4096}};
         static const int batches[4] = {1, 2, 4, 8};
         printf("GEMV: effective GB/s = (weight + scale bytes) / median time per call, %d calls back to back\n"
                "per sample (1x: one call between events, for comparison); frac = / copy GB/s.\n", GEMV_PER);
         printf("auto = what m40_quant_linear runs (int8/int4: kernel v3 at batch <= 2, v2 above; fp16: v2).\n"
                "Then every variant's time in us: v3 R=1/2/4, v4 = v3 with 4 chunks in flight per warp\n"
-               "(batch <= 2), and the previous kernel v2 at R=2/4.\n");
-        printf("%-12s %-9s %2s %9s %9s %6s %6s %7s  %s\n", "shape", "format", "B", "us(auto)", "GB/s", "frac",
-               "B/B1", "frac 1x", "variants (us)");
+               "(batch <= 2), the previous kernel v2 at R=2/4, and v7 = v3 with split-K (R = 2 at batch <= 2,\n"
+               "else 4).\n"
+               "frac sz (batch 1 rows) = GB/s / a device copy moving the same bytes (half read, half\n"
+               "written; %d copies back to back, sources rotating through 1 GiB): what this GPU streams at\n"
+               "this size.\n", GEMV_PER);
+        printf("%-12s %-9s %2s %9s %9s %6s %7s %6s %7s  %s\n", "shape", "format", "B", "us(auto)", "GB/s", "frac",
+               "frac sz", "B/B1", "frac 1x", "variants (us)");
         int reps = quick ? 10 : 15;
         for (int si = 0; si < 5; si++) {
             int N = shapes[si][0], K = shapes[si][1];
@@ -255,12 +266,15 @@ int main(int argc, char **argv) {
                 float *x = dev_random_floats((size_t)8 * K, -1.0f, 1.0f), *y;
                 CK(cudaMalloc((void **)&y, (size_t)8 * N * sizeof(float)));
                 double t1 = 0;
+                copy_ctx cs = cc;
+                cs.n = (wb + sb) / 2;
+                const double copy_sz_gbs = 2.0 * (double)cs.n / (time_median_n(copy_launch, &cs, 3, reps, GEMV_PER) * 1e-3) / 1e9;
                 const int isq = FMTS[fi].f.wtype != M40_DTYPE_F16;
                 for (int bi = 0; bi < 4; bi++) {
                     const int B = batches[bi];
                     q_ctx k = {.a = {.M = B, .N = N, .K = K, .x = x, .wtype = FMTS[fi].f.wtype,
                                      .scale_f16 = 1, .group = FMTS[fi].f.wtype == M40_DTYPE_F16 ? 0 : FMTS[fi].f.group,
-                                     .y = y},
+                                     .y = y, .ws = ws, .ws_bytes = ws_bytes},
                                .w = w, .s = s, .nbuf = nbuf, .R = 0};
                     float ta = time_median_n(q_launch, &k, 3, reps, GEMV_PER);
                     float ta1 = time_median(q_launch, &k, 3, reps);
@@ -269,9 +283,10 @@ int main(int argc, char **argv) {
                     var[0] = 0;
                     /* {version, R, bps}; version 4 = v3 with 4 chunks in flight (B <= 2) */
                     static const int vs[][3] = {{3, 1, 0}, {3, 2, 0}, {3, 4, 0}, {4, 1, 0}, {4, 2, 0},
-                                                {4, 4, 0}, {2, 2, 0}, {2, 4, 0}};
-                    static const char *vn[] = {"v3R1", "v3R2", "v3R4", "v4R1", "v4R2", "v4R4", "v2R2", "v2R4"};
-                    for (int v = 0; v < 8; v++) {
+                                                {4, 4, 0}, {2, 2, 0}, {2, 4, 0}, {7, 0, 0}};
+                    static const char *vn[] = {"v3R1", "v3R2", "v3R4", "v4R1", "v4R2",
+                                               "v4R4", "v2R2", "v2R4", "v7"};
+                    for (int v = 0; v < 9; v++) {
                         if (!isq && v >= 3) continue; /* fp16: v2 only, = R1/2/4 */
                         if (v >= 3 && v <= 5 && B > 2) continue;
                         if (v == 0 && B > 2) continue;
@@ -289,8 +304,9 @@ int main(int argc, char **argv) {
                     }
                     char sh[32];
                     snprintf(sh, sizeof sh, "%dx%d", N, K);
-                    printf("%-12s %-9s %2d %9.2f %9.0f %6.3f %6.2f %7.3f %s\n", sh, FMTS[fi].name, B, ta * 1e3,
-                           gbs, gbs / copy_gbs, ta / t1, (double)(wb + sb) / (ta1 * 1e-3) / 1e9 / copy_gbs, var);
+                    printf("%-12s %-9s %2d %9.2f %9.0f %6.3f %7.3f %6.2f %7.3f %s\n", sh, FMTS[fi].name, B,
+                           ta * 1e3, gbs, gbs / copy_gbs, gbs / copy_sz_gbs, ta / t1,
+                           (double)(wb + sb) / (ta1 * 1e-3) / 1e9 / copy_gbs, var);
                     fflush(stdout);
                 }
                 for (int b = 0; b < nbuf; b++) { CK(cudaFree(w[b])); if (s[b]) CK(cudaFree(s[b])); }
@@ -298,6 +314,10 @@ int main(int argc, char **argv) {
                 CK(cudaFree(y));
             }
         }
+
+        CK(cudaFree(cc.a));
+        CK(cudaFree(cc.b));
+        CK(cudaFree(ws));
 
         /* 4. ChatGLM2-6B decode on an M40, projected */
         const double m40_bw = 288e9;

@@ -3,7 +3,7 @@
 # default), run the quantization tests (the GPU one must run, not skip), the
 # bench (GEMV, then prefill in its own process), then compute-sanitizer
 # memcheck over test_quant_gpu (odd shapes: M40_QUANT_QUICK=1; SANITIZE=0
-# skips it). Logs go to $OUT (or the build
+# skips it; PREFILL=0 skips the prefill bench). Logs go to $OUT (or the build
 # dir); a summary prints last.
 #   bench/quant/run_h200.sh [source-dir] [build-dir]
 # WERROR=OFF builds without -Werror (another part's work in progress).
@@ -38,8 +38,9 @@ timeout 240 "$BUILD/m40-bench-quant" ${BENCH_ARGS:-} --gemv > "$LOGDIR/bench.log
 bench_rc=$?
 echo "bench --gemv: rc $bench_rc, $((SECONDS - t2)) s"
 t2=$SECONDS
-timeout 200 "$BUILD/m40-bench-quant" ${BENCH_ARGS:-} --prefill > "$LOGDIR/prefill.log" 2>&1
-prefill_rc=$?
+prefill_rc=0
+[ "${PREFILL:-1}" = 1 ] && { timeout 200 "$BUILD/m40-bench-quant" ${BENCH_ARGS:-} --prefill > "$LOGDIR/prefill.log" 2>&1
+                            prefill_rc=$?; }
 echo "bench --prefill: rc $prefill_rc, $((SECONDS - t2)) s"
 if [ $prefill_rc -ne 0 ]; then
     # which kernel faulted: memcheck over the first failing point, then the

@@ -81,6 +81,18 @@ m40_status m40_quant_linear(m40_ctx *ctx, const m40_tensor *x, const m40_qweight
             .scale_f16 = w->fmt.scale_dtype == M40_DTYPE_F16, .group = w->fmt.group,
             .bias = bias ? bias->data : NULL, .y = y->data};
         if (w->fmt.wtype == M40_DTYPE_F16) a.group = 0;
+        /* split-K partial sums of the GEMV (batch <= 8) go to the context's
+        ** workspace, grown on first need; if it cannot grow, the launcher
+        ** takes a kernel without split-K */
+        size_t ws_bytes = m40k_quant_gemv_workspace(&a);
+        void *ws = NULL;
+        if (ws_bytes && m40__cuda_workspace(ctx, ws_bytes, &ws) != M40_OK) {
+            if (ctx->lost) return M40_ERR_DEVICE_LOST;
+            ws = NULL;
+            ws_bytes = 0;
+        }
+        a.ws = ws;
+        a.ws_bytes = ws_bytes;
         int e = m40k_quant_linear(ctx->stream, &a, ctx->sm_count);
         return e ? m40__cuda_check(ctx, e, fn) : M40_OK;
     }

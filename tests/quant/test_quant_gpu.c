@@ -94,7 +94,8 @@ static m40t_tol tol_for(int64_t K) {
 ** 6 = generic gemm,
 ** 7 = the v2 gemv kernel (R = 2), 8 = v3 R = 4 on a 2-SM, 1-block-per-SM
 ** grid (each warp walks many row groups), 9 = v3 with 4 chunks in flight
-** (R = 2), 10 = v3 R = 1 (segmented mode at M >= 3). */
+** (R = 2), 10 = v3 R = 1 (segmented mode at M >= 3), 11 = v3 with split-K
+** (version 7) and a poisoned scratch. */
 static int run_variant(int variant, const m40_tensor *x, const qpair *q, const m40_tensor *bias,
                        m40_tensor *y, int64_t M) {
     if (variant == 0) {
@@ -117,6 +118,20 @@ static int run_variant(int variant, const m40_tensor *x, const qpair *q, const m
     else if (variant == 8) e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 2, 3, 4, 1);
     else if (variant == 9) e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 24, 4, 2, 0);
     else if (variant == 10) e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 24, 3, 1, 0);
+    else if (variant == 11) { /* split-K with its scratch, poisoned */
+        const size_t bytes = m40k_quant_gemv_workspace(&a);
+        int64_t n = bytes ? (int64_t)(bytes / 4) : 1;
+        m40_tensor *ws = tnew(G, M40_DTYPE_F32, 1, &n);
+        float *poison = malloc((size_t)n * 4);
+        m40t_poison(poison, n);
+        CHECK_ST(m40_tensor_upload(G, ws, poison, (size_t)n * 4), M40_OK);
+        free(poison);
+        a.ws = m40_tensor_data(ws);
+        a.ws_bytes = bytes;
+        e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 24, 7, 0, 0);
+        CHECK_ST(m40_ctx_sync(G), M40_OK);
+        m40_tensor_free(ws);
+    }
     else e = m40k_quant_gemm_run(m40_ctx_stream(G), &a, variant == 6);
     if (e) fprintf(stderr, "launcher variant %d: CUDA error %d\n", variant, e);
     return e == 0;
@@ -125,9 +140,13 @@ static int run_variant(int variant, const m40_tensor *x, const qpair *q, const m
 static const char *variant_name(int v) {
     static const char *n[] = {"op",   "gemv R1",      "gemv R2", "gemv generic", "gemv R4",
                               "gemm", "gemm generic", "gemv v2", "gemv v3 R4 2x1 blocks",
-                              "gemv v3 deep R2", "gemv v3 R1"};
+                              "gemv v3 deep R2", "gemv v3 R1", "gemv v3 split-K"};
     return n[v];
 }
+
+/* x columns [0, K/2) are multiplied by X_LO and [K/2, K) by X_HI (both 1
+** unless a test of the decode's per-staging power-of-two scale sets them). */
+static float X_LO = 1.0f, X_HI = 1.0f;
 
 /* One case: y = x·Wᵀ (+ bias) on the GPU vs the CPU reference on rows
 ** [0, nr0) and [N - nr1, N) of W (all rows when nr0 + nr1 >= N). */
@@ -140,6 +159,10 @@ static void run_case(const qpair *q, int64_t M, int with_bias, int variant, int6
     m40_tensor *xbase_g = tnew(G, M40_DTYPE_F32, 1, xbs);
     m40_tensor *xh = tnew(C, M40_DTYPE_F32, 2, xs);
     CHECK_ST(m40_fill_random(C, xh, seed, M40_RANDOM_UNIFORM, -1.0f, 1.0f), M40_OK);
+    {
+        float *xp = m40_tensor_data(xh);
+        for (int64_t i = 0; i < M * K; i++) xp[i] *= (i % K) < K / 2 ? X_LO : X_HI;
+    }
     m40_tensor_desc xd = *m40_tensor_get_desc(xh);
     m40_tensor *xg = NULL;
     CHECK_ST(m40_tensor_view(G, xbase_g, &xd, unaligned_x ? 1 : 0, &xg), M40_OK);
@@ -187,7 +210,9 @@ static void run_case(const qpair *q, int64_t M, int with_bias, int variant, int6
         for (int64_t m = 0; m < M; m++) memcpy(got + m * nr, yout + m * N + r0, (size_t)nr * 4);
         char nm[400];
         snprintf(nm, sizeof nm, "%s rows %lld+%lld", name, (long long)r0, (long long)nr);
-        m40t_compare(nm, got, m40_tensor_data(yr), M * nr, tol_for(K));
+        m40t_tol tol = tol_for(K);
+        tol.atol *= fmax(fabs(X_LO), fabs(X_HI));
+        m40t_compare(nm, got, m40_tensor_data(yr), M * nr, tol);
         free(got);
         m40_tensor_free(yr); m40_tensor_free(vd); m40_tensor_free(vs); m40_tensor_free(bv);
     }
@@ -218,6 +243,7 @@ static void test_chatglm_shapes(void) {
                 run_case(&q, 1, 1, 9, 96, 96, 0, 1109);
                 run_case(&q, 8, 0, 8, 96, 96, 0, 1108);
                 run_case(&q, 5, 1, 10, 96, 96, 0, 1110);
+                for (int64_t M = 1; M <= 8; M += 7) run_case(&q, M, 1, 11, 96, 96, 0, 1111);
             }
             run_case(&q, 130, 1, 0, 64, 64, 0, 2000);
             if (s == 0) run_case(&q, 512, 0, 0, 32, 32, 0, 2001);
@@ -252,6 +278,7 @@ static void test_odd_shapes(void) {
                     run_case(&q, M, 0, 8, q.n, 0, 0, 4008);
                     run_case(&q, M, 1, 7, q.n, 0, 0, 4007);
                     run_case(&q, M, 0, 10, q.n, 0, 0, 4010);
+                    run_case(&q, M, M % 2, 11, q.n, 0, 0, 4011);
                     if (M <= 2) run_case(&q, M, 1, 9, q.n, 0, 0, 4009);
                 } else {
                     run_case(&q, M, 1, 6, q.n, 0, 0, 5000);
@@ -263,6 +290,27 @@ static void test_odd_shapes(void) {
         }
 }
 
+/* The int8/int4 decode stores x times 2^(149 - pos - S), S from the
+** largest |x| of each staging: x far from 1, and halves of K (separate
+** stagings at batch >= 3) 2^40 apart, must still match the reference. */
+static void test_x_range(void) {
+    static const float mul[][2] = {{1e30f, 1e30f}, {1e-30f, 1e-30f}, {1e-6f, 1e6f}, {1e6f, 1e-6f}};
+    const m40_quant_format fmts[] = {F_Q4ROW, F_Q8ROW, {M40_DTYPE_Q4, 32, M40_DTYPE_F32}};
+    for (int f = 0; f < 3; f++) {
+        qpair q = make_weight(fmts[f], 300, 13696, 700 + (uint64_t)f);
+        for (int i = 0; i < 4; i++) {
+            X_LO = mul[i][0];
+            X_HI = mul[i][1];
+            for (int64_t M = 1; M <= 8; M += 7) {
+                run_case(&q, M, 0, 0, q.n, 0, 0, 7000 + (uint64_t)i);
+                run_case(&q, M, 0, 11, q.n, 0, 0, 7100 + (uint64_t)i);
+            }
+        }
+        X_LO = X_HI = 1.0f;
+        qpair_free(q);
+    }
+}
+
 int main(void) {
     G = m40t_gpu_ctx_or_skip("test_quant_gpu");
     if (!G) return M40T_SKIP;
@@ -271,6 +319,7 @@ int main(void) {
     d.device = M40_DEVICE_CPU;
     if (m40_ctx_create(&d, &C) != M40_OK) return 1;
     test_odd_shapes();
+    test_x_range();
     /* M40_QUANT_QUICK=1: odd shapes only (compute-sanitizer runs) */
     const char *quick = getenv("M40_QUANT_QUICK");
     if (!quick || strcmp(quick, "1") != 0) test_chatglm_shapes();

@@ -6,7 +6,8 @@
 **
 ** Two kernels, numbered as in bench/NOTES.md ("Quantized GEMV/GEMM"):
 **
-** v2 (gemv_v2_kernel; fp16 weights, and int8/int4 at batch >= 3 or large K):
+** v2 (gemv_v2_kernel; fp16 weights, int4 at batch 1-2 with large K, the
+** 4096-row shapes at batch >= 3):
 ** 256 threads = 8 warps; a warp owns R consecutive rows (R = 1, 2 or 4), a
 ** block 8R rows. K is walked in chunks of 32 lanes x 16 bytes of weights per
 ** row (Q4: 1024 columns, Q8: 512, F16: 256): each lane loads one 128-bit
@@ -18,12 +19,14 @@
 ** per 32-bit word) is placed by PRMT into the mantissa of 2^23
 ** (0x4B0000uu = 2^23 + u) and one FADD removes 2^23 + offset.
 **
-** v3 (gemv_kernel; int8/int4 at batch 1-2 where x fits in shared memory:
-** "version 4" = v3 with 4 chunks of weights in flight per warp at R = 2, or
-** v3 at R = 4 for group scales and int4 batch 2): x is staged once per
-** block, see the comment above gemv_kernel; int4 decodes in 2.5
-** instructions per weight (LOP3 per 4 weights, PRMT + FFMA per weight; the
-** +8 offset leaves through the sum of x once per lane).
+** v3 (gemv_kernel; int8/int4): x staged in shared memory once per
+** persistent block, D chunks of weights in flight per warp ("version 4":
+** D = 4 at R = 2, the batch-1 default), see the comment above gemv_kernel.
+** Where x for all of K does not fit in 48 KB (batch >= 3, K = 13696) the
+** blocks split K ("version 7", split-K: partial sums in the caller's
+** scratch, added in order by split_sum_kernel). Decode "exponent-zero": a
+** masked bit field is itself a subnormal float; int4 1.25 and int8 1.25
+** instructions per weight besides the FFMA (see the comment above pow2f).
 **
 ** Both: per-row scales multiply the accumulators once at the end; a
 ** butterfly ("transpose") reduction folds the R*M accumulators across the
@@ -32,11 +35,11 @@
 ** Resources (sm_52, CUDA 11.8 ptxas -v; docs/quant.md): no spills; v3
 ** dynamic shared memory <= 48 KB (the launcher plans it), v2 M*32*(VC+4)*4
 ** bytes static (Q4 at M=8: 36 KB). Instructions per weight in the inner
-** loop: scripts/sass_quant_ipw.py (int4 v3 2.8-3.3, int8 3.7-4.1, batch 1).
-** M40 roofline: pure bandwidth. ChatGLM2 27392x4096 int4 = 56.1 MB at
-** 288 GB/s = 195 us (int8: 390 us). Measured on an H200 (run 4,
-** bench/quant/run_h200.sh): 27392x4096 int4 0.50 / int8 0.79 of copy
-** bandwidth, 65024x4096 0.67 / 0.93 (bench/NOTES.md).
+** loop: scripts/sass_quant_ipw.py (batch 1, v3: int4 2.5-3.3, int8
+** 2.7-4.1). M40 roofline: pure bandwidth. ChatGLM2 27392x4096 int4 = 56.1 MB
+** at 288 GB/s = 195 us (int8: 390 us). Measured on an H200 (run 8,
+** bench/NOTES.md): 27392x4096 int4 0.61 / int8 0.86 of the 1 GiB copy
+** rate, 65024x4096 0.77 / 0.97.
 **
 ** A generic kernel (one warp per row, byte loads) covers shapes the fast
 ** paths cannot take (K not a multiple of the vector width, unaligned data). */

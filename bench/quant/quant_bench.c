@@ -210,7 +210,8 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) only_shape = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: m40-bench-quant [--quick] [--gemv | --prefill [--no-ours] [--m M] "
-                            "[--shape 0-2]]\n");
+                            "[--shape 0-4]]\n"
+                            "  --shape i: only ChatGLM2 shape i (GEMV: 0-4, prefill: 0-2)\n");
             return 2;
         }
     }
@@ -254,6 +255,7 @@ int main(int argc, char **argv) {
         int reps = quick ? 10 : 15;
         for (int si = 0; si < 5; si++) {
             int N = shapes[si][0], K = shapes[si][1];
+            if (only_shape >= 0 && si != only_shape) continue;
             for (int fi = 0; fi < NFMT; fi++) {
                 if (quick && fi == 2) continue;
                 size_t wb, sb;
@@ -319,28 +321,30 @@ int main(int argc, char **argv) {
         CK(cudaFree(cc.b));
         CK(cudaFree(ws));
 
-        /* 4. ChatGLM2-6B decode on an M40, projected */
+        /* 4. ChatGLM2-6B decode on an M40, projected (needs every shape) */
         const double m40_bw = 288e9;
         /* per layer: qkv 4608x4096, dense 4096x4096, h_to_4h 27392x4096, 4h_to_h 4096x13696;
         ** the output layer 65024x4096 stays fp16 (as in the official quantization) */
-        printf("\nPROJECTION (not measured on an M40): ChatGLM2-6B decode on an M40 (288 GB/s), batch 1,\n"
-               "weights only, each linear at the fraction of copy bandwidth measured above (auto):\n");
-        for (int fi = 0; fi < 2; fi++) {
-            double t = 0, bytes = 0;
-            for (int si = 0; si < 4; si++) {
-                double b = (double)m40_quant_nbytes(&FMTS[fi].f, shapes[si][0], shapes[si][1]) * 28;
-                bytes += b;
-                t += b / (m40_bw * FRAC[si][fi]);
+        if (only_shape < 0) {
+            printf("\nPROJECTION (not measured on an M40): ChatGLM2-6B decode on an M40 (288 GB/s), batch 1,\n"
+                   "weights only, each linear at the fraction of copy bandwidth measured above (auto):\n");
+            for (int fi = 0; fi < 2; fi++) {
+                double t = 0, bytes = 0;
+                for (int si = 0; si < 4; si++) {
+                    double b = (double)m40_quant_nbytes(&FMTS[fi].f, shapes[si][0], shapes[si][1]) * 28;
+                    bytes += b;
+                    t += b / (m40_bw * FRAC[si][fi]);
+                }
+                double bo = (double)m40_quant_nbytes(&FMTS[3].f, 65024, 4096);
+                bytes += bo;
+                t += bo / (m40_bw * FRAC[4][3]);
+                printf("  %s: %.2f GB per token, %.1f tok/s at the measured fractions of copy bandwidth "
+                       "(%.1f tok/s at 100%% of 288 GB/s)\n",
+                       FMTS[fi].name, bytes / 1e9, 1.0 / t, m40_bw / bytes);
             }
-            double bo = (double)m40_quant_nbytes(&FMTS[3].f, 65024, 4096);
-            bytes += bo;
-            t += bo / (m40_bw * FRAC[4][3]);
-            printf("  %s: %.2f GB per token, %.1f tok/s at the measured fractions of copy bandwidth "
-                   "(%.1f tok/s at 100%% of 288 GB/s)\n",
-                   FMTS[fi].name, bytes / 1e9, 1.0 / t, m40_bw / bytes);
+            printf("  (assumes the M40 reaches the same fraction of its copy bandwidth as this GPU; the M40's own\n"
+                   "   copy reaches ~0.8-0.9 of 288 GB/s, so the real figure is lower by that factor)\n");
         }
-        printf("  (assumes the M40 reaches the same fraction of its copy bandwidth as this GPU; the M40's own\n"
-               "   copy reaches ~0.8-0.9 of 288 GB/s, so the real figure is lower by that factor)\n");
     }
     if (do_prefill) {
         /* 3. prefill GEMM vs cuBLAS on the dequantized FP32 matrix */

@@ -123,7 +123,12 @@ M40_API m40_status m40_dequantize(m40_ctx *ctx, const m40_qweight *qw, m40_tenso
 **   y    [..., N]  F32, contiguous, same leading dims as x
 ** GPU: any M, N, K; the fast paths need 16-byte aligned tensors and K a
 ** multiple of 32 (Q4), 16 (Q8) or 8 (F16) (GEMV) or of 8 (GEMM); other
-** shapes take a slower generic path (same results).
+** shapes take a slower generic path (same results). At M <= 8 with large N
+** or K the GPU path splits K and keeps the partial sums in the context's
+** device workspace (at most nsplit*M*N floats, 8.3 MB for 65024 rows at M =
+** 8), grown on first need with one stream synchronize; if it cannot grow,
+** a kernel without split-K runs instead. Those M <= 8 results are
+** deterministic (the partial sums are added in a fixed order).
 ** Returns the op statuses of m40.h: M40_ERR_INVALID_ARG (NULL ctx, x, w,
 ** w->data, y, or w->scale for Q8/Q4), M40_ERR_SHAPE (x, W, bias, y do not
 ** fit), M40_ERR_DTYPE (x/y/bias not F32, data/scale dtypes not those of the

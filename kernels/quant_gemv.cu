@@ -44,6 +44,7 @@
 ** A generic kernel (one warp per row, byte loads) covers shapes the fast
 ** paths cannot take (K not a multiple of the vector width, unaligned data). */
 #include "launch.h"
+#include "quant_plan.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -368,7 +369,11 @@ template <int WT, int R> struct V3 {
     static constexpr int CB = KC * 4 + 32 * 4;
     static constexpr float OFF = WT == M40_DTYPE_Q4 ? 8.0f : 128.0f; /* u = q + OFF */
 };
-constexpr int kSmemBudget = 48 * 1024; /* the M40's per-block limit */
+constexpr int kSmemBudget = M40K_QGEMV_SMEM; /* the M40's per-block limit */
+/* kernels/quant_plan.h states the split-K rule in C for the planner */
+static_assert(V3<M40_DTYPE_Q4, 2>::KC == M40K_QGEMV_KC(1) && V3<M40_DTYPE_Q8, 2>::KC == M40K_QGEMV_KC(0) &&
+                  V3<M40_DTYPE_Q4, 2>::CB == M40K_QGEMV_CB(1) && V3<M40_DTYPE_Q8, 2>::CB == M40K_QGEMV_CB(0),
+              "quant_plan.h and V3 disagree");
 
 template <int WT, int B, int R, bool GROUPED>
 __device__ __forceinline__ void v3_load(uint4 (&buf)[R], float (&gb)[R], const uint4 *const (&wr)[R],
@@ -780,30 +785,11 @@ cudaError_t launch_v3_inst(cudaStream_t s, const m40k_qlinear_args &a, int nch_p
     return cudaGetLastError();
 }
 
-/* Split-K plan for v3's whole mode at any batch: x for a K-range of
-** nch chunks (a multiple of D) fits the 48 KB; nsplit ranges cover K. */
-struct SplitPlan {
-    int nch, nsplit, D;
-};
-template <int WT, int R>
-SplitPlan split_plan(int B, int K, bool grouped) {
-    using P = V3<WT, R>;
-    const int Kc = (K + P::KC - 1) / P::KC;
-    const int maxch = kSmemBudget / (B * P::CB); /* >= 1: B * CB <= 33 KB */
-    SplitPlan p;
-    /* D = 2 spilled on sm_52 for int8 with group scales at batch 8 */
-    p.D = maxch >= 2 && Kc >= 2 && !(grouped && B >= 7) ? 2 : 1;
-    const int cap = maxch / p.D * p.D;
-    p.nsplit = (Kc + cap - 1) / cap;
-    p.nch = ((Kc + p.nsplit - 1) / p.nsplit + p.D - 1) / p.D * p.D;
-    return p;
-}
-
 /* version 7: v3 whole mode with split-K (see gemv_kernel); needs
 ** a.ws of split_bytes() when nsplit > 1, else cudaErrorInvalidValue. */
 template <int WT, int B, int R>
 cudaError_t launch_split(cudaStream_t s, const m40k_qlinear_args &a, int sm_count, int bps) {
-    const SplitPlan p = split_plan<WT, R>(B, a.K, a.group != 0);
+    const m40k_qgemv_split p = m40k_qgemv_split_plan(WT == M40_DTYPE_Q4, B, a.K, a.group != 0);
     if (p.nsplit > 1 && (!a.ws || a.ws_bytes < (size_t)p.nsplit * a.M * a.N * sizeof(float)))
         return cudaErrorInvalidValue;
     const bool g = a.group != 0;
@@ -972,13 +958,7 @@ extern "C" int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, i
 
 extern "C" size_t m40k_quant_gemv_workspace(const m40k_qlinear_args *a) {
     if (a->M <= 0 || a->M > 8 || a->N <= 0 || a->K <= 0 || a->wtype == M40_DTYPE_F16) return 0;
-    const int B = a->M;
-    const bool g = a->group != 0;
-    const SplitPlan p = a->wtype == M40_DTYPE_Q4 ? (B >= 3 ? split_plan<M40_DTYPE_Q4, 4>(B, a->K, g)
-                                                           : split_plan<M40_DTYPE_Q4, 2>(B, a->K, g))
-                                                 : (B >= 3 ? split_plan<M40_DTYPE_Q8, 4>(B, a->K, g)
-                                                           : split_plan<M40_DTYPE_Q8, 2>(B, a->K, g));
-    return p.nsplit > 1 ? (size_t)p.nsplit * a->M * a->N * sizeof(float) : 0;
+    return m40k_qgemv_split_bytes(a->wtype == M40_DTYPE_Q4, a->M, a->N, a->K, a->group != 0);
 }
 
 extern "C" int m40k_quant_gemv_run(void *stream, const m40k_qlinear_args *a, int sm_count,

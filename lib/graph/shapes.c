@@ -3,7 +3,9 @@
 ** whose kernels do not exist yet. Workspace bytes are what the CUDA
 ** executor will need (docs/planner.md lists the assumptions). */
 #include "graph_internal.h"
+#include "../../kernels/quant_plan.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -153,6 +155,16 @@ m40_status m40__graph_infer(m40_graph *g, const m40_node_desc *nd, m40_tensor_de
         memcpy(s, in[0]->shape, sizeof s);
         s[in[0]->ndim - 1] = N;
         desc_set(o, F32, in[0]->ndim, s);
+        /* linear_q at M <= 8 (the GEMV's fast path: K a multiple of 32 int4
+        ** or 16 int8 columns, per-row scales): the split-K sums that
+        ** m40_quant_linear reserves, by the launcher's own rule. The SGEMM's
+        ** split-K sums (linear) are reserved at alloc, not planned. */
+        if (q) {
+            int64_t M = K ? m40_tensor_desc_numel(in[0]) / K : 0;
+            int q4 = nd->bits == 4;
+            if (M >= 1 && M <= 8 && K % (q4 ? 32 : 16) == 0 && N <= INT_MAX && K <= INT_MAX)
+                *ws = m40k_qgemv_split_bytes(q4, (int)M, (int)N, (int)K, 0);
+        }
         return M40_OK;
     }
     case M40_OP_CONV2D: {

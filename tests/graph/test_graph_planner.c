@@ -1,7 +1,7 @@
 /* The planner: random-DAG fuzz (no two live tensors overlap, alignment,
 ** determinism, results equal to eager ops), the arena against the liveness
-** lower bound on ResNet-50, ChatGLM2-6B and a transformer layer, and the
-** model facts m40-plan must get right. CPU only. */
+** lower bound on ResNet-50, ChatGLM2-6B and a transformer layer, the
+** model facts m40-plan must get right, and linear_q's GEMV scratch. CPU only. */
 #include "check.h"
 #include "fixtures.h"
 #include "m40/plan.h"
@@ -196,6 +196,58 @@ static void test_model_facts(void) {
     CHECK_ST(m40_model_plan_build(C, &d, &b24, &mp), M40_ERR_INVALID_ARG);
 }
 
+/* linear_q plans the GEMV's split-K scratch by the launcher's rule
+** (kernels/quant_plan.h): none when x for all of K fits one block's shared
+** memory, nsplit·M·N floats when not, none past the GEMV (M > 8). */
+static void test_linear_q_workspace(void) {
+    static const struct { int64_t M, N, K; int bits; } cases[] = {
+        {1, 4096, 4096, 8}, {8, 27392, 4096, 8}, {8, 27392, 4096, 4}, {1, 4096, 13696, 8},
+        {3, 1000, 4096, 4}, {9, 27392, 4096, 8}, {8, 100, 4100, 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int64_t M = cases[i].M, N = cases[i].N, K = cases[i].K;
+        const int q4 = cases[i].bits == 4;
+        m40_graph *g;
+        CHECK_ST(m40_graph_create(C, &g), M40_OK);
+        int64_t sx[2] = {M, K}, sw[2] = {N, q4 ? (K + 1) / 2 : K}, ss[1] = {N};
+        m40_tensor_desc dx, dw, ds;
+        m40_tensor_desc_make(&dx, M40_DTYPE_F32, 2, sx);
+        m40_tensor_desc_make(&dw, M40_DTYPE_I8, 2, sw);
+        m40_tensor_desc_make(&ds, M40_DTYPE_F16, 1, ss);
+        int x, w, sc, y;
+        CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "x", &dx, &x), M40_OK);
+        CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "w", &dw, &w), M40_OK);
+        CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "s", &ds, &sc), M40_OK);
+        m40_node_desc nd;
+        m40_node_desc_init(&nd, M40_OP_LINEAR_Q);
+        nd.name = "lin";
+        nd.bits = cases[i].bits;
+        nd.ninputs = 3;
+        nd.inputs[0] = x;
+        nd.inputs[1] = w;
+        nd.inputs[2] = sc;
+        CHECK_ST(m40_graph_node(g, &nd, &y), M40_OK);
+        CHECK_ST(m40_graph_mark_output(g, y), M40_OK);
+        m40_plan_info pi;
+        CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_OK);
+        /* the rule written out: chunks of 1024 (int4) / 512 (int8) columns,
+        ** each 4 bytes per column + 128 per batch row of 48 KB, D = 2 */
+        const int64_t kc = q4 ? 1024 : 512, cb = kc * 4 + 128, nck = (K + kc - 1) / kc;
+        int64_t maxch = 49152 / (M * cb), d = maxch >= 2 && nck >= 2 ? 2 : 1, cap = maxch / d * d;
+        int64_t nsplit = (nck + cap - 1) / cap;
+        uint64_t want = M <= 8 && K % (q4 ? 32 : 16) == 0 && nsplit > 1
+                            ? (uint64_t)(nsplit * M * N * 4) : 0;
+        if (pi.region_bytes[M40_REGION_WORKSPACE] < want ||
+            pi.region_bytes[M40_REGION_WORKSPACE] > want + M40_GRAPH_ALIGN)
+            fprintf(stderr, "linear_q M=%lld N=%lld K=%lld int%d: workspace %llu, want %llu\n",
+                    (long long)M, (long long)N, (long long)K, cases[i].bits,
+                    (unsigned long long)pi.region_bytes[M40_REGION_WORKSPACE],
+                    (unsigned long long)want);
+        CHECK(pi.region_bytes[M40_REGION_WORKSPACE] >= want &&
+              pi.region_bytes[M40_REGION_WORKSPACE] <= want + M40_GRAPH_ALIGN);
+        m40_graph_destroy(g);
+    }
+}
+
 int main(void) {
     m40_ctx_desc cd;
     m40_ctx_desc_init(&cd);
@@ -204,6 +256,7 @@ int main(void) {
     test_model_facts();
     test_ratios();
     test_fuzz();
+    test_linear_q_workspace();
     m40_ctx_destroy(C);
     return m40t_finish("test_graph_planner");
 }

@@ -22,6 +22,7 @@
 ** Pooling: one thread per output (max or average over the in-bounds window);
 ** global average: one warp per (n, c) plane (NCHW), one thread per (n, c) (NHWC).
 ** Resources (sm_52, ptxas -v): see the CI resource table. */
+#include "conv_plan.h"
 #include "launch.h"
 #include "launch_conv.h"
 
@@ -359,21 +360,18 @@ static bool plain_gemm(const m40k_conv_shape *s) {
 ** C % 4 != 0 (the 3-channel stem) or x is misaligned, x and w are first
 ** copied into the workspace with C rounded up to a multiple of 4, zeros in
 ** the extra channels (a copy of x, not R·S copies as im2col would make). */
-static int padded_c(const m40k_conv_shape *s) { return (s->C + 3) & ~3; }
+/* (Sizes and the Winograd rule: kernels/conv_plan.h, shared with the planner.) */
+static int padded_c(const m40k_conv_shape *s) { return (int)m40k_padded_c(s->C); }
+
+static bool aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
 
 static bool needs_pad(const m40k_conv_shape *s, const void *x) {
-    return !plain_gemm(s) && (s->C % 4 != 0 || (x && (uintptr_t)x % 16 != 0));
+    return !plain_gemm(s) && (s->C % 4 != 0 || (x && !aligned16(x)));
 }
 
-static size_t align256(size_t b) { return (b + 255) & ~(size_t)255; }
+static size_t pad_x_bytes(const m40k_conv_shape *s) { return m40k_pad_x_bytes(s->N, s->H, s->W, s->C); }
 
-static size_t pad_x_bytes(const m40k_conv_shape *s) {
-    return align256((size_t)s->N * s->H * s->W * padded_c(s) * sizeof(float));
-}
-
-static size_t pad_w_bytes(const m40k_conv_shape *s) {
-    return align256((size_t)s->K * s->R * s->S * padded_c(s) * sizeof(float));
-}
+static size_t pad_w_bytes(const m40k_conv_shape *s) { return m40k_pad_w_bytes(s->K, s->R, s->S, s->C); }
 
 /* Winograd F(2x2, 3x3) applies to 3x3 stride-1 undilated convs on 4-channel
 ** runs. It pays when the GEMM work it saves, (1 - 1/2.25)·72·T·C·K FLOP
@@ -385,46 +383,28 @@ static size_t pad_w_bytes(const m40k_conv_shape *s) {
 ** splits K). Rule: C·K/(C + K) >= 32 and T >= 2 tiles per SM. On the M40
 ** (FLOP:byte 24 vs the H200's ~13) the traffic weighs more; not measured. */
 static bool wino_applies(const m40k_conv_shape *s) {
-    return s->R == 3 && s->S == 3 && s->sh == 1 && s->sw == 1 && s->dh == 1 && s->dw == 1 &&
-           s->C % 4 == 0 && s->K % 4 == 0;
+    return m40k_wino_applies(s->R, s->S, s->sh, s->sw, s->dh, s->dw, s->C, s->K);
 }
 
-static int64_t wino_tiles(const m40k_conv_shape *s) {
-    return (int64_t)s->N * ((s->P + 1) / 2) * ((s->Q + 1) / 2);
-}
+static int64_t wino_tiles(const m40k_conv_shape *s) { return m40k_wino_tiles(s->N, s->P, s->Q); }
 
 static bool wino_chosen(const m40k_conv_shape *s, int sm_count) {
     if (!wino_applies(s) || s->algo == M40K_CONV_IMPLICIT) return false;
-    return s->algo == M40K_CONV_WINOGRAD || ((double)s->C * s->K / (s->C + s->K) >= 32.0 &&
-                                             wino_tiles(s) >= 2LL * sm_count);
+    return s->algo == M40K_CONV_WINOGRAD ||
+           (m40k_wino_pays(s->C, s->K) && wino_tiles(s) >= 2LL * sm_count);
 }
-
-static bool aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
 
 extern "C" int m40k_conv2d_nhwc_algo(const m40k_conv_shape *s, int sm_count) {
     return wino_chosen(s, sm_count) ? M40K_CONV_WINOGRAD : M40K_CONV_IMPLICIT;
 }
 
-/* Tiles per pass: V and M for them in ~128 MiB, within the SGEMM's grid.y. */
-static int64_t wino_chunk(const m40k_conv_shape *s) {
-    int64_t per = (int64_t)16 * (s->C + s->K) * sizeof(float), c = ((int64_t)128 << 20) / per;
-    if (c < 1) c = 1;
-    if (c > 65535 * 64) c = 65535 * 64;
-    int64_t t = wino_tiles(s);
-    return t < c ? t : c;
-}
+static int64_t wino_chunk(const m40k_conv_shape *s) { return m40k_wino_chunk(s->C, s->K, wino_tiles(s)); }
 
-static size_t wino_u_bytes(const m40k_conv_shape *s) {
-    return align256((size_t)16 * s->K * s->C * sizeof(float));
-}
+static size_t wino_u_bytes(const m40k_conv_shape *s) { return m40k_wino_u_bytes(s->C, s->K); }
 
-static size_t wino_v_bytes(const m40k_conv_shape *s) {
-    return align256((size_t)16 * wino_chunk(s) * s->C * sizeof(float));
-}
+static size_t wino_v_bytes(const m40k_conv_shape *s) { return m40k_wino_v_bytes(s->C, wino_chunk(s)); }
 
-static size_t wino_bytes(const m40k_conv_shape *s) {
-    return wino_u_bytes(s) + wino_v_bytes(s) + (size_t)16 * wino_chunk(s) * s->K * sizeof(float);
-}
+static size_t wino_bytes(const m40k_conv_shape *s) { return m40k_wino_bytes(s->C, s->K, wino_tiles(s)); }
 
 static int conv2d_winograd(cudaStream_t st, const m40k_conv_shape *s, const float *x,
                            const float *w, const float *scale, const float *bias,

@@ -3,6 +3,7 @@
 ** whose kernels do not exist yet. Workspace bytes are what the CUDA
 ** executor will need (docs/planner.md lists the assumptions). */
 #include "graph_internal.h"
+#include "../../kernels/conv_plan.h"
 #include "../../kernels/quant_plan.h"
 
 #include <limits.h>
@@ -210,29 +211,20 @@ m40_status m40__graph_infer(m40_graph *g, const m40_node_desc *nd, m40_tensor_de
                     nd->pad[0] == 0 && nd->pad[1] == 0;
         if (gemm) return M40_OK;
         /* kernels/conv.cu (m40k_conv2d_nhwc_workspace gives the exact figure
-        ** at m40_graph_alloc; this is its bound, independent of the GPU): the
-        ** implicit GEMM needs nothing; C % 4 != 0 (an RGB stem) copies x and w
-        ** with C padded to 4; a 3x3/1 conv with C·K/(C+K) >= 32 may run as
-        ** Winograd (whether it does depends on the GPU's SM count): U, and V
-        ** and M for up to ~128 MiB of 2x2 output tiles. The SGEMM's split-K
-        ** sums are reserved at alloc, not planned. NCHW (the direct kernel)
-        ** needs none. */
+        ** at m40_graph_alloc; this is its bound, independent of the GPU, by
+        ** the rules of kernels/conv_plan.h): the implicit GEMM needs nothing;
+        ** C % 4 != 0 (an RGB stem) copies x and w with C padded to 4; a 3x3/1
+        ** conv with C·K/(C+K) >= 32 may run as Winograd (whether it does
+        ** depends on the GPU's SM count): U, and V and M for up to ~128 MiB
+        ** of 2x2 output tiles. The SGEMM's split-K sums are reserved at
+        ** alloc, not planned. NCHW (the direct kernel) needs none. */
         *ws = 0;
         if (nhwc) {
-            uint64_t c4 = (uint64_t)(C + 3) & ~(uint64_t)3, a = 255;
-            bool wino = R == 3 && S == 3 && nd->stride[0] == 1 && nd->stride[1] == 1 &&
-                        C % 4 == 0 && K % 4 == 0 && C * K >= 32 * (C + K);
-            if (C % 4) {
-                *ws = (((uint64_t)(N * H * W) * c4 * 4 + a) & ~a) +
-                      (((uint64_t)(K * R * S) * c4 * 4 + a) & ~a);
-            } else if (wino) {
-                uint64_t t = (uint64_t)(N * ((P + 1) / 2) * ((Q + 1) / 2));
-                uint64_t chunk = ((uint64_t)128 << 20) / (64u * (uint64_t)(C + K));
-                if (chunk < 1) chunk = 1;
-                if (chunk > t) chunk = t;
-                *ws = (((uint64_t)(16 * K * C) * 4 + a) & ~a) +
-                      ((16 * chunk * (uint64_t)C * 4 + a) & ~a) + 16 * chunk * (uint64_t)K * 4;
-            }
+            if (C % 4)
+                *ws = m40k_pad_x_bytes(N, H, W, C) + m40k_pad_w_bytes(K, R, S, C);
+            else if (m40k_wino_applies(R, S, nd->stride[0], nd->stride[1], 1, 1, C, K) &&
+                     m40k_wino_pays(C, K)) /* graph convs are undilated */
+                *ws = m40k_wino_bytes(C, K, m40k_wino_tiles(N, P, Q));
         }
         return M40_OK;
     }

@@ -122,8 +122,8 @@ int m40k_quant_linear(void *stream, const m40k_qlinear_args *a, int sm_count);
 ** generic = 1 forces the slow path used for unaligned shapes (tests). */
 int m40k_quant_gemv_run(void *stream, const m40k_qlinear_args *a, int sm_count,
                         int rows_per_warp, int generic);
-/* GEMV with every knob (bench, tests): version 0 = default (v3 at M <= 2,
-** v2 above), 1 = generic, 2 = the v2 kernel, 3 = v3 (int8/int4; fp16 always
+/* GEMV with every knob (bench, tests): version 0 = default (see
+** m40k_quant_gemv_tuned), 1 = generic, 2 = the v2 kernel, 3 = v3 (int8/int4; fp16 always
 ** runs v2), 4 = v3 with 4 chunks in flight per warp (M <= 2), 7 = v3 with
 ** split-K (needs a->ws when m40k_quant_gemv_workspace > 0); rows_per_warp
 ** 0 = default; blocks_per_sm 0 = as many as fit (v3 persistent grid). */

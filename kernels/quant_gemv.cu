@@ -109,14 +109,15 @@ __device__ __forceinline__ void warp_sum_many(float (&a)[V], int lane, int *idx)
 
 __host__ __device__ constexpr int pow2_at_least(int v) { return v <= 1 ? 1 : 2 * pow2_at_least((v + 1) / 2); }
 
-/* Dequantizes 4 consecutive columns (4h .. 4h+3 of 32-bit word i's span) of
-** one row and adds v·x into acc for every batch row. */
 /* Sums each of the R x B per-lane accumulators over the warp and writes
-** y[b, row0 + r] (+ bias[row]); the lanes whose unsplit low bits are 0
-** write value id = r*B + b. */
-template <int B, int R>
+** y[b, row0 + r] = post(r, sum) (+ bias[row]); the lanes whose unsplit low
+** bits are 0 write value id = r*B + b. */
+struct NoPost {
+    __device__ float operator()(int, float v) const { return v; }
+};
+template <int B, int R, class Post = NoPost>
 __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, int lane,
-                                           const m40k_qlinear_args &a) {
+                                           const m40k_qlinear_args &a, Post post = Post()) {
     constexpr int V = pow2_at_least(R * B);
     float red[V];
 #pragma unroll
@@ -127,10 +128,12 @@ __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, i
     constexpr int low_mask = (1 << (5 - split_bits)) - 1;
     if ((lane & low_mask) == 0 && id < R * B) {
         const int r = id / B, b = id % B, row = row0 + r;
-        if (row < a.N) a.y[(int64_t)b * a.N + row] = red[0] + (a.bias ? __ldg(a.bias + row) : 0.0f);
+        if (row < a.N) a.y[(int64_t)b * a.N + row] = post(r, red[0]) + (a.bias ? __ldg(a.bias + row) : 0.0f);
     }
 }
 
+/* acc[b] += the 4 dequantized weights v times x[b]'s matching 4 columns, for
+** every batch row. */
 template <int WT, int B>
 __device__ __forceinline__ void dot4(const float (&v)[4], const float4 (&xv)[B], float (&acc)[B]) {
 #pragma unroll
@@ -461,15 +464,17 @@ __device__ __forceinline__ void v3_compute(const uint4 (&buf)[R], const float (&
         for (int b = 0; b < B; b++) acc[r][b] = GROUPED ? fmaf(gb[r], t[r][b], acc[r][b]) : t[r][b];
 }
 
-/* Scales (and 2^S), warp reduction and the store of one row group. */
+/* Warp reduction, then the scales (and 2^S) on the one sum each storing lane
+** holds, and the store of one row group. */
 template <int WT, int B, int R, bool GROUPED>
-__device__ __forceinline__ void v3_finish(float (&acc)[R][B], const float (&sc)[R], int S, int row0,
+__device__ __forceinline__ void v3_finish(const float (&acc)[R][B], const float (&sc)[R], int S, int row0,
                                           int lane, const m40k_qlinear_args &a) {
+    warp_store<B, R>(acc, row0, lane, a, [&](int r, float v) {
+        float s = sc[0];
 #pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int b = 0; b < B; b++) acc[r][b] = mul_pow2(GROUPED ? acc[r][b] : acc[r][b] * sc[r], S);
-    warp_store<B, R>(acc, row0, lane, a);
+        for (int i = 1; i < R; i++) s = r == i ? sc[i] : s;
+        return mul_pow2(GROUPED ? v : v * s, S);
+    });
 }
 
 /* nch_pad: chunks per row rounded up to D (chunks of weights in flight per
@@ -493,19 +498,40 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
     const int ng = GROUPED ? (K + a.group - 1) / a.group : 1;
     const int gshift = GROUPED ? __ffs(a.group) - 1 : 0, glast = ng - 1;
 
-    /* x chunks [c0, c0 + nch) into slots 0.., zeros past K; block-wide.
+    /* B * U loads of x in flight per thread (a loop that stored each load
+    ** before issuing the next waited one memory latency per float4) */
+    constexpr int U = B >= 4 ? 1 : 4 / B;
+    auto stage_issue = [&](int c0, int nch, int f0, float4(&v)[U][B]) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int cf = f0 + u * kThreads, col = (c0 + cf / F4) * KC + 4 * (cf % F4);
+#pragma unroll
+            for (int b = 0; b < B; b++) {
+                v[u][b] = make_float4(0.f, 0.f, 0.f, 0.f);
+                if (cf < nch * F4 && col < K) v[u][b] = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
+            }
+        }
+    };
+    /* x chunks [c0, c0 + nch) into slots 0.., zeros past K; block-wide;
+    ** v: this thread's first loads, from stage_issue(c0, nch, threadIdx.x).
     ** Returns S: x is stored times 2^(149 - pos - S) (see the decode). */
-    auto stage = [&](int c0, int nch) -> int {
-        const int per_b = nch * F4;
-        int mx = 0; /* largest |x| bits */
-        for (int f = threadIdx.x; f < B * per_b; f += kThreads) {
-            const int b = f / per_b, cf = f - b * per_b, c = cf / F4, w4 = cf % F4;
-            const int col = (c0 + c) * KC + 4 * w4;
-            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (col < K) v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
-            mx = max(mx, max(max(__float_as_int(v.x) & 0x7FFFFFFF, __float_as_int(v.y) & 0x7FFFFFFF),
-                             max(__float_as_int(v.z) & 0x7FFFFFFF, __float_as_int(v.w) & 0x7FFFFFFF)));
-            sm4[b * XB + c * F4 + (w4 % Q) * 32 + w4 / Q] = v;
+    auto stage = [&](int c0, int nch, float4(&v)[U][B]) -> int {
+        const int per_b = nch * F4; /* float4 of x per batch row */
+        int mx = 0;                 /* largest |x| bits */
+        for (int f0 = threadIdx.x; f0 < per_b; f0 += U * kThreads) {
+            if (f0 != (int)threadIdx.x) stage_issue(c0, nch, f0, v);
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int cf = f0 + u * kThreads, c = cf / F4, w4 = cf % F4;
+                if (cf < per_b)
+#pragma unroll
+                    for (int b = 0; b < B; b++) {
+                        const float4 x4 = v[u][b];
+                        mx = max(mx, max(max(__float_as_int(x4.x) & 0x7FFFFFFF, __float_as_int(x4.y) & 0x7FFFFFFF),
+                                         max(__float_as_int(x4.z) & 0x7FFFFFFF, __float_as_int(x4.w) & 0x7FFFFFFF)));
+                        sm4[b * XB + c * F4 + (w4 % Q) * 32 + w4 / Q] = x4;
+                    }
+            }
         }
 #pragma unroll
         for (int o = 16; o >= 1; o >>= 1) mx = max(mx, __shfl_xor_sync(kFull, mx, o));
@@ -567,13 +593,15 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
         }
         g = blockIdx.x / nsplit + nb * warp;
         const int gstride = 8 * nb;
+        float4 xv[U][B]; /* x first: the weights' bytes would return ahead of it */
+        stage_issue(cb, nch_pad, threadIdx.x, xv);
         rows_of(min(g, ngroups - 1), wr, sr, sc);
         if (g < ngroups) {
 #pragma unroll
             for (int s = 0; s < D; s++)
                 v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wr, sr, cb + s, lane, vlast, a, gshift, glast);
         }
-        const int S = stage(cb, nch_pad); /* overlaps the first weight loads */
+        const int S = stage(cb, nch_pad, xv); /* overlaps the first weight loads */
         if (g >= ngroups) return;
         float corr[B];
 #pragma unroll
@@ -633,7 +661,9 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
         for (int c0 = 0; c0 < nch_pad; c0 += cps) { /* segments of x, block-uniform */
             const int n = min(cps, nch_pad - c0);
             __syncthreads(); /* everyone is done with the last segment */
-            const int Sn = stage(c0, n);
+            float4 xv[U][B];
+            stage_issue(c0, n, threadIdx.x, xv);
+            const int Sn = stage(c0, n, xv);
             if (c0 > 0 && Sn != S)
 #pragma unroll
                 for (int r = 0; r < R; r++)
@@ -859,8 +889,8 @@ bool v3_whole(int B, int K) {
 
 /* version 2: the v2 kernel; 3: v3 (int8/int4; fp16 always runs v2); 4: v3
 ** with 4 chunks in flight in whole mode; 7: v3 whole mode with split-K
-** (R = 2 at batch <= 2, else 4; needs a.ws). (5 and 6, v3 and v2 held to
-** 128 registers, were measured and dropped: bench/NOTES.md.) */
+** (R = 2 at batch <= 2, else 4; needs a.ws). (5, 6, 8 and 10, v3, v2 and
+** split-K held to fewer registers, were measured and dropped: bench/NOTES.md.) */
 template <int WT, int B>
 cudaError_t launch_r(cudaStream_t s, const m40k_qlinear_args &a, int R, int version, int sm_count, int bps) {
     if (WT == M40_DTYPE_F16 || version == 2) {

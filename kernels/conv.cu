@@ -169,9 +169,15 @@ struct wino_shape {
     int N, H, W, C, K, P, Q, ph, pw, TH, TW;
 };
 
-/* Tile t = (n·TH + th)·TW + tw. */
-__device__ __forceinline__ void wino_tile(const wino_shape &s, int64_t t, int64_t *n, int *th,
-                                          int *tw) {
+/* Item i of the loop over (tile, 4 channels of X) for tiles t0 .. t0+nt-1:
+** the tile's place tl in the batch, tile t0 + tl = (n·TH + th)·TW + tw, and
+** the first channel c. */
+__device__ __forceinline__ void wino_item(const wino_shape &s, int64_t t0, int64_t i, int X, int64_t *tl,
+                                          int64_t *n, int *th, int *tw, int *c) {
+    const int X4 = X / 4;
+    *tl = i / X4;
+    *c = (int)(i - *tl * X4) * 4;
+    const int64_t t = t0 + *tl;
     *tw = (int)(t % s.TW);
     *th = (int)((t / s.TW) % s.TH);
     *n = t / ((int64_t)s.TW * s.TH);
@@ -181,13 +187,11 @@ __device__ __forceinline__ void wino_tile(const wino_shape &s, int64_t t, int64_
 ** 2tw - pw)) into V[ξ][t - t0][c]. */
 static __global__ void wino_input_kernel(wino_shape s, int64_t t0, int64_t nt,
                                          const float *__restrict__ x, float *__restrict__ V) {
-    int C4 = s.C / 4;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nt * C4;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nt * (s.C / 4);
          i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t tl = i / C4, t = t0 + tl;
-        int c = (int)(i - tl * C4) * 4, th, tw;
-        int64_t n;
-        wino_tile(s, t, &n, &th, &tw);
+        int64_t tl, n;
+        int th, tw, c;
+        wino_item(s, t0, i, s.C, &tl, &n, &th, &tw, &c);
         int h0 = 2 * th - s.ph, w0 = 2 * tw - s.pw;
         f4 d[4][4];
 #pragma unroll
@@ -257,13 +261,11 @@ static __global__ void wino_output_kernel(wino_shape s, int64_t t0, int64_t nt,
                                           const float *__restrict__ scale,
                                           const float *__restrict__ bias,
                                           const float *__restrict__ res, int relu, float *y) {
-    int K4 = s.K / 4;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nt * K4;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nt * (s.K / 4);
          i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t tl = i / K4, t = t0 + tl;
-        int k = (int)(i - tl * K4) * 4, th, tw;
-        int64_t n;
-        wino_tile(s, t, &n, &th, &tw);
+        int64_t tl, n;
+        int th, tw, k;
+        wino_item(s, t0, i, s.K, &tl, &n, &th, &tw, &k);
         int64_t plane = nt * s.K;
         const float *mp = M + tl * s.K + k;
         f4 r[2][4]; /* Aᵀ m: rows (m0 + m1 + m2, m1 - m2 - m3) */

@@ -125,7 +125,8 @@ int m40k_quant_gemv_run(void *stream, const m40k_qlinear_args *a, int sm_count,
 /* GEMV with every knob (bench, tests): version 0 = default (see
 ** m40k_quant_gemv_tuned), 1 = generic, 2 = the v2 kernel, 3 = v3 (int8/int4; fp16 always
 ** runs v2), 4 = v3 with 4 chunks in flight per warp (M <= 2), 7 = v3 with
-** split-K (needs a->ws when m40k_quant_gemv_workspace > 0); rows_per_warp
+** split-K (needs a->ws when m40k_quant_gemv_workspace > 0), 9 = split-K at
+** R = 8 (M >= 3 with row scales; else as 7); rows_per_warp
 ** 0 = default; blocks_per_sm 0 = as many as fit (v3 persistent grid). */
 int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, int sm_count, int version,
                           int rows_per_warp, int blocks_per_sm);

@@ -118,6 +118,17 @@ struct NoPost {
 template <int B, int R, class Post = NoPost>
 __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, int lane,
                                            const m40k_qlinear_args &a, Post post = Post()) {
+    if constexpr (R * B > 32) { /* more values than lanes: two halves of the rows */
+        constexpr int H = R / 2;
+        float lo[H][B], hi[H][B];
+#pragma unroll
+        for (int r = 0; r < H; r++)
+#pragma unroll
+            for (int b = 0; b < B; b++) lo[r][b] = acc[r][b], hi[r][b] = acc[r + H][b];
+        warp_store<B, H>(lo, row0, lane, a, post);
+        warp_store<B, H>(hi, row0 + H, lane, a, [&](int r, float v) { return post(r + H, v); });
+        return;
+    }
     constexpr int V = pow2_at_least(R * B);
     float red[V];
 #pragma unroll
@@ -367,7 +378,7 @@ template <int WT, int R> struct V3 {
     static constexpr int KC = 32 * VC;     /* columns per chunk */
     static constexpr int Q = VC / 4;       /* float4 of x per lane vector */
     static constexpr int F4 = KC / 4;      /* float4 of x per chunk */
-    static constexpr int D = R == 1 ? 4 : 2; /* chunks of weights in flight per warp */
+    static constexpr int D = R == 1 ? 4 : R == 8 ? 1 : 2; /* chunks of weights in flight per warp */
     /* shared bytes per chunk of x, per batch row (+ the offset sums) */
     static constexpr int CB = KC * 4 + 32 * 4;
     static constexpr float OFF = WT == M40_DTYPE_Q4 ? 8.0f : 128.0f; /* u = q + OFF */
@@ -823,13 +834,17 @@ cudaError_t launch_split(cudaStream_t s, const m40k_qlinear_args &a, int sm_coun
     if (p.nsplit > 1 && (!a.ws || a.ws_bytes < (size_t)p.nsplit * a.M * a.N * sizeof(float)))
         return cudaErrorInvalidValue;
     const bool g = a.group != 0;
-    if (p.D == 2) {
-        if constexpr (B < 7)
-            if (g) return launch_v3_inst<WT, B, R, true, false, 2>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
-        return launch_v3_inst<WT, B, R, false, false, 2>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
+    if constexpr (R == 8) { /* one chunk in flight (p.nch is a multiple of 1); no group scales */
+        return launch_v3_inst<WT, B, R, false, false, V3<WT, R>::D>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
+    } else {
+        if (p.D == 2) {
+            if constexpr (B < 7)
+                if (g) return launch_v3_inst<WT, B, R, true, false, 2>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
+            return launch_v3_inst<WT, B, R, false, false, 2>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
+        }
+        return g ? launch_v3_inst<WT, B, R, true, false, 1>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit)
+                 : launch_v3_inst<WT, B, R, false, false, 1>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
     }
-    return g ? launch_v3_inst<WT, B, R, true, false, 1>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit)
-             : launch_v3_inst<WT, B, R, false, false, 1>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
 }
 
 /* Host view of v3's shared-memory plan: whole mode when x for all of K
@@ -889,8 +904,10 @@ bool v3_whole(int B, int K) {
 
 /* version 2: the v2 kernel; 3: v3 (int8/int4; fp16 always runs v2); 4: v3
 ** with 4 chunks in flight in whole mode; 7: v3 whole mode with split-K
-** (R = 2 at batch <= 2, else 4; needs a.ws). (5, 6, 8 and 10, v3, v2 and
-** split-K held to fewer registers, were measured and dropped: bench/NOTES.md.) */
+** (R = 2 at batch <= 2, else 4; needs a.ws); 9: split-K at R = 8, one chunk
+** in flight (batch >= 3 with row scales, else as 7). (5, 6, 8 and 10, v3,
+** v2 and split-K held to fewer registers, were measured and dropped:
+** bench/NOTES.md.) */
 template <int WT, int B>
 cudaError_t launch_r(cudaStream_t s, const m40k_qlinear_args &a, int R, int version, int sm_count, int bps) {
     if (WT == M40_DTYPE_F16 || version == 2) {
@@ -901,7 +918,9 @@ cudaError_t launch_r(cudaStream_t s, const m40k_qlinear_args &a, int R, int vers
         }
     }
     if constexpr (WT != M40_DTYPE_F16) {
-        if (version == 7) return launch_split<WT, B, (B >= 3 ? 4 : 2)>(s, a, sm_count, bps);
+        if constexpr (B >= 3) /* split-K at R = 8, one chunk in flight, row scales */
+            if (version == 9 && !a.group) return launch_split<WT, B, 8>(s, a, sm_count, bps);
+        if (version >= 7) return launch_split<WT, B, (B >= 3 ? 4 : 2)>(s, a, sm_count, bps);
         const int deep = version == 4;
         switch (R) {
         case 4: return launch_v3<WT, B, 4>(s, a, sm_count, bps, deep);
@@ -946,32 +965,36 @@ extern "C" int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, i
         else return (int)cudaErrorInvalidValue;
         return (int)cudaGetLastError();
     }
-    /* Defaults from the H200 bench (bench/NOTES.md, runs 4 and 6):
+    /* Defaults from the H200 bench (bench/NOTES.md, runs 4, 6 and 11):
     ** - batch 1-2 with x for all of K in shared memory ("whole"): v3 with 4
     **   chunks in flight (version 4), R = 2; group scales and int4 at batch
     **   2: v3, R = 4;
     ** - batch 1-2, larger K: int8 v3 with split-K (version 7), int4 v2, R = 2;
     ** - batch 3-8: split-K (version 7) where it needs at most 4 splits and
-    **   N >= 4608 (the 4096-row shapes ran faster on v2), else v2, R = 4.
-    ** Version 7 needs the scratch in a->ws; without it v2/v3 run. */
+    **   N >= 4608 (the 4096-row shapes ran faster on v2), else v2, R = 4;
+    **   at batch 6-8 with row scales and N >= 16384 split-K at R = 8
+    **   (version 9: half the shared-memory reads of x per weight; run 11).
+    ** Versions 7 and 9 need the scratch in a->ws; without it v2/v3 run. */
     const bool q4 = a->wtype == M40_DTYPE_Q4, isq = a->wtype != M40_DTYPE_F16;
     const bool whole = isq && (q4 ? v3_whole<M40_DTYPE_Q4>(a->M, a->K) : v3_whole<M40_DTYPE_Q8>(a->M, a->K));
     const size_t ws_need = m40k_quant_gemv_workspace(a);
     const bool split_ok = isq && (ws_need == 0 || (a->ws && a->ws_bytes >= ws_need));
     int R = rows_per_warp;
     const bool auto_r = R != 1 && R != 2 && R != 4;
-    if (version < 2 || version == 5 || version == 6 || version > 7) {
+    if (version < 2 || version == 5 || version == 6 || version == 8 || version > 9) {
         const bool r4 = a->group || (q4 && a->M == 2);
         const size_t per_split = (size_t)a->M * a->N * sizeof(float);
         if (a->M >= 3)
-            version = split_ok && a->N >= 4608 && ws_need <= 4 * per_split ? 7 : 2;
+            version = split_ok && a->N >= 4608 && ws_need <= 4 * per_split
+                          ? (!a->group && a->M >= 6 && a->N >= 16384 ? 9 : 7)
+                          : 2;
         else if (whole)
             version = r4 ? 3 : 4;
         else
             version = !q4 && split_ok ? 7 : !q4 && a->M == 1 ? 3 : 2;
         if (auto_r && a->M <= 2 && isq) R = whole && r4 ? 4 : 2;
     }
-    if (version == 7 && !split_ok) version = 2; /* no scratch: v2 */
+    if (version >= 7 && !split_ok) version = 2; /* no scratch: v2 */
     if (R != 1 && R != 2 && R != 4) {
         R = a->M >= 3 ? 4 : 2;
         /* fp16 at batch 1-2 (v2): at least two blocks per SM */

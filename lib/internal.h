@@ -80,6 +80,11 @@ m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle);
 /* The context's device scratch, grown to at least `bytes` (synchronizes the
 ** stream when it must grow). */
 m40_status m40__cuda_workspace(m40_ctx *ctx, size_t bytes, void **p);
+/* An optional scratch (split-K partial sums) in the context workspace: *p
+** gets at least *bytes, or NULL with *bytes = 0 when the workspace cannot
+** grow (the caller then runs a kernel without it). Fails only with
+** M40_ERR_DEVICE_LOST. */
+m40_status m40__cuda_scratch(m40_ctx *ctx, size_t *bytes, void **p);
 /* Scratch bytes m40_conv2d needs on this context for these (checked) descs. */
 size_t m40__conv2d_workspace(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor_desc *x,
                              const m40_tensor_desc *w, const m40_tensor_desc *y);

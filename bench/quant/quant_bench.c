@@ -245,8 +245,8 @@ int main(int argc, char **argv) {
                "per sample (1x: one call between events, for comparison); frac = / copy GB/s.\n", GEMV_PER);
         printf("auto = what m40_quant_linear runs (int8/int4: kernel v3 at batch <= 2, v2 above; fp16: v2).\n"
                "Then every variant's time in us: v3 R=1/2/4, v4 = v3 with 4 chunks in flight per warp\n"
-               "(batch <= 2), the previous kernel v2 at R=2/4, and v7 = v3 with split-K (R = 2 at batch <= 2,\n"
-               "else 4).\n"
+               "(batch <= 2), the previous kernel v2 at R=2/4, v7 = v3 with split-K (R = 2 at batch <= 2,\n"
+               "else 4) and v9 = split-K at R = 8 (batch >= 3, row scales).\n"
                "frac sz (batch 1 rows) = GB/s / a device copy moving the same bytes (half read, half\n"
                "written; %d copies back to back, sources rotating through 1 GiB): what this GPU streams at\n"
                "this size.\n", GEMV_PER);
@@ -285,10 +285,12 @@ int main(int argc, char **argv) {
                     var[0] = 0;
                     /* {version, R, bps}; version 4 = v3 with 4 chunks in flight (B <= 2) */
                     static const int vs[][3] = {{3, 1, 0}, {3, 2, 0}, {3, 4, 0}, {4, 1, 0}, {4, 2, 0},
-                                                {4, 4, 0}, {2, 2, 0}, {2, 4, 0}, {7, 0, 0}};
+                                                {4, 4, 0}, {2, 2, 0}, {2, 4, 0}, {7, 0, 0}, {9, 0, 0}};
                     static const char *vn[] = {"v3R1", "v3R2", "v3R4", "v4R1", "v4R2",
-                                               "v4R4", "v2R2", "v2R4", "v7"};
-                    for (int v = 0; v < 9; v++) {
+                                               "v4R4", "v2R2", "v2R4", "v7", "v9"};
+                    for (int v = 0; v < 10; v++) {
+                        /* v9: split-K at R = 8, batch >= 3, row scales */
+                        if (v == 9 && (B < 3 || FMTS[fi].f.group)) continue;
                         if (!isq && v >= 3) continue; /* fp16: v2 only, = R1/2/4 */
                         if (v >= 3 && v <= 5 && B > 2) continue;
                         if (v == 0 && B > 2) continue;

@@ -266,6 +266,16 @@ m40_status m40__cuda_workspace(m40_ctx *ctx, size_t bytes, void **p) {
     return M40_OK;
 }
 
+m40_status m40__cuda_scratch(m40_ctx *ctx, size_t *bytes, void **p) {
+    *p = NULL;
+    if (*bytes && m40__cuda_workspace(ctx, *bytes, p) != M40_OK) {
+        if (ctx->lost) return M40_ERR_DEVICE_LOST;
+        *p = NULL;
+        *bytes = 0;
+    }
+    return M40_OK;
+}
+
 static m40k_sgemm_args linear_args(int M, int N, int K, const float *x, const float *w,
                                    const float *bias, float *y) {
     m40k_sgemm_args a = {.M = M, .N = N, .K = K, .a = x, .lda = K, .b = w, .ldb = K,
@@ -292,12 +302,9 @@ m40_status m40__cuda_linear(m40_ctx *ctx, int M, int N, int K, const float *x,
         return linear_cublas(ctx, M, N, K, x, w, bias, dbias, y);
     m40k_sgemm_args a = linear_args(M, N, K, x, w, bias, y);
     size_t ws_bytes = m40k_sgemm_workspace_size(&a, ctx->sm_count);
-    void *ws = NULL;
-    if (ws_bytes && m40__cuda_workspace(ctx, ws_bytes, &ws) != M40_OK) {
-        if (ctx->lost) return M40_ERR_DEVICE_LOST;
-        ws = NULL; /* out of memory for the scratch: run without split-K */
-        ws_bytes = 0;
-    }
+    void *ws;
+    m40_status st = m40__cuda_scratch(ctx, &ws_bytes, &ws); /* none: no split-K */
+    if (st != M40_OK) return st;
     int e = m40k_sgemm(ctx->stream, &a, ctx->sm_count, ws, ws_bytes);
     return e ? m40__cuda_check(ctx, e, "m40_matmul (sgemm)") : M40_OK;
 }

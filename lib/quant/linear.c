@@ -85,12 +85,8 @@ m40_status m40_quant_linear(m40_ctx *ctx, const m40_tensor *x, const m40_qweight
         ** workspace, grown on first need; if it cannot grow, the launcher
         ** takes a kernel without split-K */
         size_t ws_bytes = m40k_quant_gemv_workspace(&a);
-        void *ws = NULL;
-        if (ws_bytes && m40__cuda_workspace(ctx, ws_bytes, &ws) != M40_OK) {
-            if (ctx->lost) return M40_ERR_DEVICE_LOST;
-            ws = NULL;
-            ws_bytes = 0;
-        }
+        void *ws;
+        if ((st = m40__cuda_scratch(ctx, &ws_bytes, &ws)) != M40_OK) return st;
         a.ws = ws;
         a.ws_bytes = ws_bytes;
         int e = m40k_quant_linear(ctx->stream, &a, ctx->sm_count);

@@ -95,7 +95,8 @@ static m40t_tol tol_for(int64_t K) {
 ** 7 = the v2 gemv kernel (R = 2), 8 = v3 R = 4 on a 2-SM, 1-block-per-SM
 ** grid (each warp walks many row groups), 9 = v3 with 4 chunks in flight
 ** (R = 2), 10 = v3 R = 1 (segmented mode at M >= 3), 11 = v3 with split-K
-** (version 7) and a poisoned scratch. */
+** (version 7) and a poisoned scratch, 12 = the same at R = 8 (version 9:
+** M >= 3 with row scales; else as 11). */
 static int run_variant(int variant, const m40_tensor *x, const qpair *q, const m40_tensor *bias,
                        m40_tensor *y, int64_t M) {
     if (variant == 0) {
@@ -118,7 +119,7 @@ static int run_variant(int variant, const m40_tensor *x, const qpair *q, const m
     else if (variant == 8) e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 2, 3, 4, 1);
     else if (variant == 9) e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 24, 4, 2, 0);
     else if (variant == 10) e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 24, 3, 1, 0);
-    else if (variant == 11) { /* split-K with its scratch, poisoned */
+    else if (variant == 11 || variant == 12) { /* split-K with its scratch, poisoned */
         const size_t bytes = m40k_quant_gemv_workspace(&a);
         int64_t n = bytes ? (int64_t)(bytes / 4) : 1;
         m40_tensor *ws = tnew(G, M40_DTYPE_F32, 1, &n);
@@ -128,7 +129,7 @@ static int run_variant(int variant, const m40_tensor *x, const qpair *q, const m
         free(poison);
         a.ws = m40_tensor_data(ws);
         a.ws_bytes = bytes;
-        e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 24, 7, 0, 0);
+        e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 24, variant == 11 ? 7 : 9, 0, 0);
         CHECK_ST(m40_ctx_sync(G), M40_OK);
         m40_tensor_free(ws);
     }
@@ -140,7 +141,8 @@ static int run_variant(int variant, const m40_tensor *x, const qpair *q, const m
 static const char *variant_name(int v) {
     static const char *n[] = {"op",   "gemv R1",      "gemv R2", "gemv generic", "gemv R4",
                               "gemm", "gemm generic", "gemv v2", "gemv v3 R4 2x1 blocks",
-                              "gemv v3 deep R2", "gemv v3 R1", "gemv v3 split-K"};
+                              "gemv v3 deep R2", "gemv v3 R1", "gemv v3 split-K",
+                              "gemv v3 split-K R8"};
     return n[v];
 }
 
@@ -244,6 +246,7 @@ static void test_chatglm_shapes(void) {
                 run_case(&q, 8, 0, 8, 96, 96, 0, 1108);
                 run_case(&q, 5, 1, 10, 96, 96, 0, 1110);
                 for (int64_t M = 1; M <= 8; M += 7) run_case(&q, M, 1, 11, 96, 96, 0, 1111);
+                for (int64_t M = 3; M <= 8; M += 5) run_case(&q, M, M == 3, 12, 96, 96, 0, 1112);
             }
             run_case(&q, 130, 1, 0, 64, 64, 0, 2000);
             if (s == 0) run_case(&q, 512, 0, 0, 32, 32, 0, 2001);
@@ -279,6 +282,7 @@ static void test_odd_shapes(void) {
                     run_case(&q, M, 1, 7, q.n, 0, 0, 4007);
                     run_case(&q, M, 0, 10, q.n, 0, 0, 4010);
                     run_case(&q, M, M % 2, 11, q.n, 0, 0, 4011);
+                    if (M >= 3) run_case(&q, M, (M + 1) % 2, 12, q.n, 0, 0, 4012);
                     if (M <= 2) run_case(&q, M, 1, 9, q.n, 0, 0, 4009);
                 } else {
                     run_case(&q, M, 1, 6, q.n, 0, 0, 5000);
@@ -304,6 +308,7 @@ static void test_x_range(void) {
             for (int64_t M = 1; M <= 8; M += 7) {
                 run_case(&q, M, 0, 0, q.n, 0, 0, 7000 + (uint64_t)i);
                 run_case(&q, M, 0, 11, q.n, 0, 0, 7100 + (uint64_t)i);
+                if (M >= 3) run_case(&q, M, 0, 12, q.n, 0, 0, 7200 + (uint64_t)i);
             }
         }
         X_LO = X_HI = 1.0f;

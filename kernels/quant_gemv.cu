@@ -965,15 +965,16 @@ extern "C" int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, i
         else return (int)cudaErrorInvalidValue;
         return (int)cudaGetLastError();
     }
-    /* Defaults from the H200 bench (bench/NOTES.md, runs 4, 6 and 11):
+    /* Defaults from the H200 bench (bench/NOTES.md, runs 4, 6, 11 and 12):
     ** - batch 1-2 with x for all of K in shared memory ("whole"): v3 with 4
     **   chunks in flight (version 4), R = 2; group scales and int4 at batch
-    **   2: v3, R = 4;
+    **   2: R = 4 (run 12: 0-9% faster than v3 R = 4 with 2 in flight);
     ** - batch 1-2, larger K: int8 v3 with split-K (version 7), int4 v2, R = 2;
     ** - batch 3-8: split-K (version 7) where it needs at most 4 splits and
     **   N >= 4608 (the 4096-row shapes ran faster on v2), else v2, R = 4;
     **   at batch 6-8 with row scales and N >= 16384 split-K at R = 8
-    **   (version 9: half the shared-memory reads of x per weight; run 11).
+    **   (version 9: half the shared-memory reads of x per weight; run 11),
+    **   and int8 with row scales at batch 4 and K >= 8192 (runs 11-12).
     ** Versions 7 and 9 need the scratch in a->ws; without it v2/v3 run. */
     const bool q4 = a->wtype == M40_DTYPE_Q4, isq = a->wtype != M40_DTYPE_F16;
     const bool whole = isq && (q4 ? v3_whole<M40_DTYPE_Q4>(a->M, a->K) : v3_whole<M40_DTYPE_Q8>(a->M, a->K));
@@ -984,12 +985,16 @@ extern "C" int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, i
     if (version < 2 || version == 5 || version == 6 || version == 8 || version > 9) {
         const bool r4 = a->group || (q4 && a->M == 2);
         const size_t per_split = (size_t)a->M * a->N * sizeof(float);
-        if (a->M >= 3)
-            version = split_ok && a->N >= 4608 && ws_need <= 4 * per_split
-                          ? (!a->group && a->M >= 6 && a->N >= 16384 ? 9 : 7)
-                          : 2;
+        if (a->M >= 3) {
+            if (split_ok && a->N >= 4608 && ws_need <= 4 * per_split)
+                version = !a->group && a->M >= 6 && a->N >= 16384 ? 9 : 7;
+            else if (split_ok && !q4 && !a->group && a->M == 4 && a->K >= 8192)
+                version = 9; /* int8 4096x13696 at batch 4: 30 vs 40 us (v2 R = 4) */
+            else
+                version = 2;
+        }
         else if (whole)
-            version = r4 ? 3 : 4;
+            version = 4;
         else
             version = !q4 && split_ok ? 7 : !q4 && a->M == 1 ? 3 : 2;
         if (auto_r && a->M <= 2 && isq) R = whole && r4 ? 4 : 2;

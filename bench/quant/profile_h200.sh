@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Nsight Compute on the two GEMV cases issue 6 still misses (H200): int4 at
 # batch 1 on 27392x4096 (v3, R = 2, D = 4, the default) and int8 at batch 8
-# on 65024x4096 (split-K, R = 4, D = 2): speed of light, occupancy, warp
+# on 65024x4096 (split-K, R = 8, D = 1, the default since run 11): speed of light, occupancy, warp
 # stall reasons, memory workload. One kernel launch each, after warm-up.
 #   OUT=DIR bench/quant/profile_h200.sh [build-dir]
 set -uo pipefail
@@ -23,4 +23,4 @@ prof() { # name, kernel regex, shape index
 }
 # ncu's demangled names read gemv_kernel<(int)65, (int)1, ..., (bool)0, ...>
 prof int4-b1 "gemv_kernel<.int.65, .int.1, .int.2, .bool.0, .bool.0, .int.4>" 2
-prof int8-b8 "gemv_kernel<.int.64, .int.8, .int.4, .bool.0, .bool.0, .int.2>" 4
+prof int8-b8 "gemv_kernel<.int.64, .int.8, .int.8, .bool.0, .bool.0, .int.1>" 4

@@ -969,7 +969,8 @@ extern "C" int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, i
     ** - batch 1-2 with x for all of K in shared memory ("whole"): v3 with 4
     **   chunks in flight (version 4), R = 2; group scales and int4 at batch
     **   2: R = 4 (run 12: 0-9% faster than v3 R = 4 with 2 in flight);
-    ** - batch 1-2, larger K: int8 v3 with split-K (version 7), int4 v2, R = 2;
+    ** - batch 1-2, larger K: int8 v3 with split-K (version 7), int4 v2, R = 2
+    **   (split-K for int4 with group scales at batch 2, runs 10 and 12);
     ** - batch 3-8: split-K (version 7) where it needs at most 4 splits and
     **   N >= 4608 (the 4096-row shapes ran faster on v2), else v2, R = 4;
     **   at batch 6-8 with row scales and N >= 16384 split-K at R = 8
@@ -995,8 +996,8 @@ extern "C" int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, i
         }
         else if (whole)
             version = 4;
-        else
-            version = !q4 && split_ok ? 7 : !q4 && a->M == 1 ? 3 : 2;
+        else /* int4 with group scales at batch 2: split-K (4096x13696: 25.4 vs 32.4 us) */
+            version = (!q4 || (a->group && a->M == 2)) && split_ok ? 7 : !q4 && a->M == 1 ? 3 : 2;
         if (auto_r && a->M <= 2 && isq) R = whole && r4 ? 4 : 2;
     }
     if (version >= 7 && !split_ok) version = 2; /* no scratch: v2 */

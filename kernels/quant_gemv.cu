@@ -24,7 +24,8 @@
 ** D = 4 at R = 2, the batch-1 default), see the comment above gemv_kernel.
 ** Where x for all of K does not fit in 48 KB (batch >= 3, K = 13696) the
 ** blocks split K ("version 7", split-K: partial sums in the caller's
-** scratch, added in order by split_sum_kernel). Decode "exponent-zero": a
+** scratch, added in order by split_sum_kernel; "version 9" the same at
+** R = 8 rows per warp). Decode "exponent-zero": a
 ** masked bit field is itself a subnormal float; int4 1.25 and int8 1.25
 ** instructions per weight besides the FFMA (see the comment above pow2f).
 **
@@ -338,7 +339,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
 ** groups and segments), and x sits in shared memory in the order the lanes
 ** read it (float4 q of lane l at q*32 + l: conflict-free, no pad).
 **
-** Decode ("exponent-zero", v5 in bench/NOTES.md): a float whose bits 24-31
+** Decode ("exponent-zero", run 6 in bench/NOTES.md): a float whose bits 24-31
 ** are zero is worth its bits times 2^-149 (subnormal up to bit 22, and the
 ** first normal binade continues the same spacing). So a field u at bits
 ** p..p+w-1 of a word, masked in place, IS the float u * 2^(p-149): one LOP
@@ -826,13 +827,14 @@ cudaError_t launch_v3_inst(cudaStream_t s, const m40k_qlinear_args &a, int nch_p
     return cudaGetLastError();
 }
 
-/* version 7: v3 whole mode with split-K (see gemv_kernel); needs
-** a.ws of split_bytes() when nsplit > 1, else cudaErrorInvalidValue. */
+/* version 7: v3 whole mode with split-K (see gemv_kernel); needs a.ws of
+** m40k_quant_gemv_workspace() bytes when that is > 0, else
+** cudaErrorInvalidValue. */
 template <int WT, int B, int R>
 cudaError_t launch_split(cudaStream_t s, const m40k_qlinear_args &a, int sm_count, int bps) {
     const m40k_qgemv_split p = m40k_qgemv_split_plan(WT == M40_DTYPE_Q4, B, a.K, a.group != 0);
-    if (p.nsplit > 1 && (!a.ws || a.ws_bytes < (size_t)p.nsplit * a.M * a.N * sizeof(float)))
-        return cudaErrorInvalidValue;
+    const size_t need = m40k_quant_gemv_workspace(&a); /* > 0 exactly when p.nsplit > 1 */
+    if (need && (!a.ws || a.ws_bytes < need)) return cudaErrorInvalidValue;
     const bool g = a.group != 0;
     if constexpr (R == 8) { /* one chunk in flight (p.nch is a multiple of 1); no group scales */
         return launch_v3_inst<WT, B, R, false, false, V3<WT, R>::D>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
@@ -983,7 +985,8 @@ extern "C" int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, i
     const bool split_ok = isq && (ws_need == 0 || (a->ws && a->ws_bytes >= ws_need));
     int R = rows_per_warp;
     const bool auto_r = R != 1 && R != 2 && R != 4;
-    if (version < 2 || version == 5 || version == 6 || version == 8 || version > 9) {
+    const bool named = version == 2 || version == 3 || version == 4 || version == 7 || version == 9;
+    if (!named) { /* the defaults */
         const bool r4 = a->group || (q4 && a->M == 2);
         const size_t per_split = (size_t)a->M * a->N * sizeof(float);
         if (a->M >= 3) {

@@ -23,8 +23,9 @@
 ** global average: one warp per (n, c) plane (NCHW), one thread per (n, c) (NHWC).
 ** Resources (sm_52, ptxas -v): see the CI resource table. */
 #include "conv_plan.h"
-#include "launch.h"
-#include "launch_conv.h"
+#include "sgemm.h"
+#include "conv.h"
+#include "pool.h"
 
 #include <cuda_runtime.h>
 #include <float.h>

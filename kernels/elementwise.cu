@@ -7,7 +7,7 @@
 ** These ops move bytes and do almost no arithmetic: on an M40 (288 GB/s)
 ** an F32 unary op over N elements costs >= 8N bytes / 288 GB/s.
 ** Resources (sm_52, ptxas -v): see the CI resource table. */
-#include "launch.h"
+#include "elementwise.h"
 #include "../lib/rng.h"
 
 #include <cuda_fp16.h>

@@ -25,7 +25,7 @@
 **
 ** The generic tile loader (GENERIC = true) reads elements one by one with
 ** bounds checks: any K, any alignment. */
-#include "launch.h"
+#include "quant.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

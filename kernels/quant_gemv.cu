@@ -44,7 +44,7 @@
 **
 ** A generic kernel (one warp per row, byte loads) covers shapes the fast
 ** paths cannot take (K not a multiple of the vector width, unaligned data). */
-#include "launch.h"
+#include "quant.h"
 #include "quant_plan.h"
 
 #include <cuda_fp16.h>

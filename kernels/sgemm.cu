@@ -37,7 +37,7 @@
 ** bench/sgemm/run_h200.sh): 4096^3 47.1 TFLOP/s = 0.95x cuBLAS pedantic FP32;
 ** 8192^3 0.95x; 36-shape geomean 0.945x (bench/sgemm/README.md). No M40
 ** figure yet. */
-#include "launch.h"
+#include "sgemm.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

@@ -7,7 +7,7 @@
 ** Bytes: 2 reads + 1 write of the row (the re-read hits L1/L2 for rows up
 ** to a few thousand floats), so on an M40 the floor is 8 B/elem / 288 GB/s.
 ** Resources (sm_52, ptxas -v): see the CI resource table. */
-#include "launch.h"
+#include "softmax.h"
 
 #include <cuda_runtime.h>
 #include <float.h>

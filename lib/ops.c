@@ -2,7 +2,8 @@
 ** reference (lib/ref/) or launch the CUDA kernel (kernels/). */
 #include "internal.h"
 #include "ref/ref.h"
-#include "../kernels/launch.h"
+#include "../kernels/elementwise.h"
+#include "../kernels/softmax.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -59,7 +60,7 @@ m40_status m40_fill_random(m40_ctx *ctx, m40_tensor *t, uint64_t seed,
         return launched(ctx, m40k_fill_random(ctx->stream, t->desc, t->data, seed,
                                               (int)dist, a, b), "m40_fill_random");
 #endif
-    m40_ref_fill_random(&t->desc, t->data, seed, dist, a, b);
+    m40__ref_fill_random(&t->desc, t->data, seed, dist, a, b);
     return M40_OK;
 }
 
@@ -99,7 +100,7 @@ static m40_status binary(m40_ctx *ctx, const char *fn, int op, const m40_tensor 
         return launched(ctx, m40k_binary(ctx->stream, op, a->desc, a->data, db, b->data,
                                          out->desc, out->data), fn);
 #endif
-    m40_ref_binary(op, &a->desc, a->data, &db, b->data, &out->desc, out->data);
+    m40__ref_binary(op, &a->desc, a->data, &db, b->data, &out->desc, out->data);
     return M40_OK;
 }
 
@@ -132,7 +133,7 @@ static m40_status unary(m40_ctx *ctx, const char *fn, int op, float alpha,
         return launched(ctx, m40k_unary(ctx->stream, op, alpha, x->desc, x->data,
                                         out->desc, out->data), fn);
 #endif
-    m40_ref_unary(op, alpha, &x->desc, x->data, &out->desc, out->data);
+    m40__ref_unary(op, alpha, &x->desc, x->data, &out->desc, out->data);
     return M40_OK;
 }
 
@@ -168,7 +169,7 @@ m40_status m40_softmax(m40_ctx *ctx, const m40_tensor *x, m40_tensor *out) {
         return launched(ctx, m40k_softmax(ctx->stream, x->desc, x->data, out->desc,
                                           out->data), fn);
 #endif
-    m40_ref_softmax(&x->desc, x->data, &out->desc, out->data);
+    m40__ref_softmax(&x->desc, x->data, &out->desc, out->data);
     return M40_OK;
 }
 
@@ -190,7 +191,7 @@ m40_status m40_convert(m40_ctx *ctx, const m40_tensor *src, m40_tensor *dst) {
         return launched(ctx, m40k_convert(ctx->stream, src->desc, src->data, dst->desc,
                                           dst->data), fn);
 #endif
-    m40_ref_convert(&src->desc, src->data, &dst->desc, dst->data);
+    m40__ref_convert(&src->desc, src->data, &dst->desc, dst->data);
     return M40_OK;
 }
 
@@ -235,6 +236,6 @@ m40_status m40_matmul(m40_ctx *ctx, const m40_tensor *x, const m40_tensor *w,
                                 y->data);
     }
 #endif
-    m40_ref_linear(M, N, K, x->data, w->data, bias ? bias->data : NULL, y->data);
+    m40__ref_linear(M, N, K, x->data, w->data, bias ? bias->data : NULL, y->data);
     return M40_OK;
 }

@@ -2,7 +2,8 @@
 ** reference (lib/ref/conv.c) or the CUDA kernels (kernels/conv.cu). */
 #include "internal.h"
 #include "ref/ref.h"
-#include "../kernels/launch_conv.h"
+#include "../kernels/conv.h"
+#include "../kernels/pool.h"
 #include "conv_engine/conv_engine.h"
 
 #include <limits.h>
@@ -152,7 +153,7 @@ m40_status m40__conv2d_sel(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_ten
         return e ? m40__cuda_check(ctx, e, fn) : M40_OK;
     }
 #endif
-    m40_ref_conv2d(d, N, C, H, W, K, R, S, P, Q, x->data, w->data, sp, bp, rp, y->data);
+    m40__ref_conv2d(d, N, C, H, W, K, R, S, P, Q, x->data, w->data, sp, bp, rp, y->data);
     return M40_OK;
 }
 
@@ -189,7 +190,7 @@ m40_status m40_pool2d(m40_ctx *ctx, m40_pool kind, int kh, int kw, int sh, int s
         return e ? m40__cuda_check(ctx, e, fn) : M40_OK;
     }
 #endif
-    m40_ref_pool2d(kind, kh, kw, sh, sw, ph, pw, layout, N, C, H, W, P, Q, x->data, y->data);
+    m40__ref_pool2d(kind, kh, kw, sh, sw, ph, pw, layout, N, C, H, W, P, Q, x->data, y->data);
     return M40_OK;
 }
 
@@ -214,6 +215,6 @@ m40_status m40_global_avgpool(m40_ctx *ctx, const m40_tensor *x, m40_tensor *y,
         return e ? m40__cuda_check(ctx, e, fn) : M40_OK;
     }
 #endif
-    m40_ref_global_avgpool(layout, N, C, HW, x->data, y->data);
+    m40__ref_global_avgpool(layout, N, C, HW, x->data, y->data);
     return M40_OK;
 }

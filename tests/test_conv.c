@@ -20,11 +20,11 @@ static void test_ref_facts(void) {
     for (int i = 0; i < K * Cc; i++) w[i] = cosf((float)i * 0.7f);
     m40_conv2d_desc d;
     m40_conv2d_desc_init(&d);
-    m40_ref_conv2d(&d, N, Cc, H, W, K, 1, 1, H, W, x, w, NULL, NULL, NULL, y);
+    m40__ref_conv2d(&d, N, Cc, H, W, K, 1, 1, H, W, x, w, NULL, NULL, NULL, y);
     for (int n = 0; n < N; n++)
         for (int c = 0; c < Cc; c++)
             for (int p = 0; p < H * W; p++) xt[(n * H * W + p) * Cc + c] = x[(n * Cc + c) * H * W + p];
-    m40_ref_linear(N * H * W, K, Cc, xt, w, NULL, yl);
+    m40__ref_linear(N * H * W, K, Cc, xt, w, NULL, yl);
     int bad = 0;
     for (int n = 0; n < N; n++)
         for (int k = 0; k < K; k++)
@@ -36,18 +36,18 @@ static void test_ref_facts(void) {
     float sc = 2.0f, bi = -1.0f, res[4] = {0, 10, 20, 30};
     d.stride_h = d.stride_w = 2;
     d.pad_h = d.pad_w = 1;
-    m40_ref_conv2d(&d, 1, 1, 3, 3, 1, 3, 3, 2, 2, xr, ones, &sc, &bi, res, yr);
+    m40__ref_conv2d(&d, 1, 1, 3, 3, 1, 3, 3, 2, 2, xr, ones, &sc, &bi, res, yr);
     /* windows: {1,2,4,5}=12, {2,3,5,6}=16, {4,5,7,8}=24, {5,6,8,9}=28 */
     CHECK(yr[0] == 23 && yr[1] == 41 && yr[2] == 67 && yr[3] == 85);
     /* max / avg pool 2x2 stride 2 and global average */
     float xp[16], yp[4];
     for (int i = 0; i < 16; i++) xp[i] = (float)((i * 7) % 16);
-    m40_ref_pool2d(M40_POOL_MAX, 2, 2, 2, 2, 0, 0, M40_LAYOUT_NCHW, 1, 1, 4, 4, 2, 2, xp, yp);
+    m40__ref_pool2d(M40_POOL_MAX, 2, 2, 2, 2, 0, 0, M40_LAYOUT_NCHW, 1, 1, 4, 4, 2, 2, xp, yp);
     CHECK(yp[0] == fmaxf(fmaxf(xp[0], xp[1]), fmaxf(xp[4], xp[5])));
-    m40_ref_pool2d(M40_POOL_AVG, 3, 3, 2, 2, 1, 1, M40_LAYOUT_NCHW, 1, 1, 4, 4, 2, 2, xp, yp);
+    m40__ref_pool2d(M40_POOL_AVG, 3, 3, 2, 2, 1, 1, M40_LAYOUT_NCHW, 1, 1, 4, 4, 2, 2, xp, yp);
     CHECK(fabsf(yp[0] - (xp[0] + xp[1] + xp[4] + xp[5]) / 4) < 1e-6f); /* corner: 4 in bounds */
     float g;
-    m40_ref_global_avgpool(M40_LAYOUT_NCHW, 1, 1, 16, xp, &g);
+    m40__ref_global_avgpool(M40_LAYOUT_NCHW, 1, 1, 16, xp, &g);
     CHECK(g == 7.5f); /* 0..15 permuted */
 }
 
@@ -72,22 +72,22 @@ static void test_layouts_agree(void) {
         for (int s = 0; s < S; s++) wt[((k * R + r) * S + s) * Cc + c] = w[((k * Cc + c) * R + r) * S + s];
     for (int n = 0; n < N; n++) for (int k = 0; k < K; k++) for (int p = 0; p < P * Q; p++)
         rest[(n * P * Q + p) * K + k] = res[(n * K + k) * P * Q + p];
-    m40_ref_conv2d(&d, N, Cc, H, W, K, R, S, P, Q, x, w, NULL, bias, res, y);
+    m40__ref_conv2d(&d, N, Cc, H, W, K, R, S, P, Q, x, w, NULL, bias, res, y);
     d.layout = M40_LAYOUT_NHWC;
-    m40_ref_conv2d(&d, N, Cc, H, W, K, R, S, P, Q, xt, wt, NULL, bias, rest, yt);
+    m40__ref_conv2d(&d, N, Cc, H, W, K, R, S, P, Q, xt, wt, NULL, bias, rest, yt);
     int bad = 0;
     for (int n = 0; n < N; n++) for (int k = 0; k < K; k++) for (int p = 0; p < P * Q; p++)
         bad += y[(n * K + k) * P * Q + p] != yt[(n * P * Q + p) * K + k];
     CHECK(bad == 0);
     float pm[N * Cc * 4 * 3], pmt[N * Cc * 4 * 3], g1[N * Cc], g2[N * Cc];
-    m40_ref_pool2d(M40_POOL_MAX, 3, 3, 2, 2, 1, 1, M40_LAYOUT_NCHW, N, Cc, H, W, 4, 3, x, pm);
-    m40_ref_pool2d(M40_POOL_MAX, 3, 3, 2, 2, 1, 1, M40_LAYOUT_NHWC, N, Cc, H, W, 4, 3, xt, pmt);
+    m40__ref_pool2d(M40_POOL_MAX, 3, 3, 2, 2, 1, 1, M40_LAYOUT_NCHW, N, Cc, H, W, 4, 3, x, pm);
+    m40__ref_pool2d(M40_POOL_MAX, 3, 3, 2, 2, 1, 1, M40_LAYOUT_NHWC, N, Cc, H, W, 4, 3, xt, pmt);
     bad = 0;
     for (int n = 0; n < N; n++) for (int c = 0; c < Cc; c++) for (int p = 0; p < 12; p++)
         bad += pm[(n * Cc + c) * 12 + p] != pmt[(n * 12 + p) * Cc + c];
     CHECK(bad == 0);
-    m40_ref_global_avgpool(M40_LAYOUT_NCHW, N, Cc, H * W, x, g1);
-    m40_ref_global_avgpool(M40_LAYOUT_NHWC, N, Cc, H * W, xt, g2);
+    m40__ref_global_avgpool(M40_LAYOUT_NCHW, N, Cc, H * W, x, g1);
+    m40__ref_global_avgpool(M40_LAYOUT_NHWC, N, Cc, H * W, xt, g2);
     CHECK(memcmp(g1, g2, sizeof g1) == 0);
 }
 

@@ -3,7 +3,7 @@
 ** so). Exits 77 without a GPU. */
 #include "check.h"
 #include "internal.h"
-#include "../kernels/launch.h"
+#include "../kernels/elementwise.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
 #include "check.h"
 #include "half.h"
 #include "ref/ref.h"
-#include "../kernels/launch.h"
+#include "../kernels/elementwise.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -63,7 +63,7 @@ static void test_random(void) {
     int64_t n = N;
     m40_tensor_desc_make(&d, M40_DTYPE_F32, 1, &n);
     float *x = malloc(N * 4);
-    m40_ref_fill_random(&d, x, 42, M40_RANDOM_UNIFORM, -1.0f, 3.0f);
+    m40__ref_fill_random(&d, x, 42, M40_RANDOM_UNIFORM, -1.0f, 3.0f);
     double sum = 0, sq = 0;
     int out = 0;
     for (int i = 0; i < N; i++) {
@@ -75,7 +75,7 @@ static void test_random(void) {
     CHECK(out == 0);
     CHECK(fabs(mean - 1.0) < 0.02);                      /* 4σ ≈ 0.0103 */
     CHECK(fabs(sqrt(sq / N) - 4 / sqrt(12.0)) < 0.01);
-    m40_ref_fill_random(&d, x, 42, M40_RANDOM_NORMAL, 2.0f, 0.5f);
+    m40__ref_fill_random(&d, x, 42, M40_RANDOM_NORMAL, 2.0f, 0.5f);
     sum = sq = 0;
     for (int i = 0; i < N; i++) sum += x[i];
     mean = sum / N;
@@ -92,16 +92,16 @@ static void test_unary_binary(void) {
     m40_tensor_desc d;
     m40_tensor_desc_make(&d, M40_DTYPE_F32, 1, &n);
     float y[6];
-    m40_ref_unary(M40K_RELU, 0, &d, xs, &d, y);
+    m40__ref_unary(M40K_RELU, 0, &d, xs, &d, y);
     for (int i = 0; i < 6; i++) CHECK(y[i] == (xs[i] > 0 ? xs[i] : 0));
-    m40_ref_unary(M40K_SILU, 0, &d, xs, &d, y);
+    m40__ref_unary(M40K_SILU, 0, &d, xs, &d, y);
     for (int i = 0; i < 6; i++) CHECK(fabs(y[i] - xs[i] / (1 + exp(-xs[i]))) < 1e-6);
-    m40_ref_unary(M40K_GELU, 0, &d, xs, &d, y);
+    m40__ref_unary(M40K_GELU, 0, &d, xs, &d, y);
     CHECK(y[2] == 0.0f);
     CHECK(fabs(y[5] - 8.0) < 1e-6);                       /* Phi(8) = 1 - 6e-16 */
     CHECK(fabs(y[4] - 2.0 * 0.9772498680518208) < 1e-6); /* Phi(2) */
     CHECK(fabs(y[0] + 3.0 * 0.0013498980316301) < 1e-6); /* Phi(-3) */
-    m40_ref_unary(M40K_SCALE, -2.0f, &d, xs, &d, y);
+    m40__ref_unary(M40K_SCALE, -2.0f, &d, xs, &d, y);
     for (int i = 0; i < 6; i++) CHECK(y[i] == -2.0f * xs[i]);
     /* broadcast: [2,3] + [3] via a zero stride */
     float a[6] = {1, 2, 3, 4, 5, 6}, b[3] = {10, 20, 30}, o[6];
@@ -110,7 +110,7 @@ static void test_unary_binary(void) {
     m40_tensor_desc_make(&da, M40_DTYPE_F32, 2, s);
     db = da;
     db.stride[0] = 0;
-    m40_ref_binary(M40K_ADD, &da, a, &db, b, &da, o);
+    m40__ref_binary(M40K_ADD, &da, a, &db, b, &da, o);
     float want[6] = {11, 22, 33, 14, 25, 36};
     CHECK(memcmp(o, want, sizeof o) == 0);
 }
@@ -120,7 +120,7 @@ static void test_softmax_matmul(void) {
     int64_t s[2] = {2, 5};
     m40_tensor_desc d;
     m40_tensor_desc_make(&d, M40_DTYPE_F32, 2, s);
-    m40_ref_softmax(&d, &x[0][0], &d, &y[0][0]);
+    m40__ref_softmax(&d, &x[0][0], &d, &y[0][0]);
     for (int r = 0; r < 2; r++) {
         double sum = 0;
         for (int c = 0; c < 5; c++) sum += y[r][c];
@@ -131,16 +131,16 @@ static void test_softmax_matmul(void) {
     CHECK(fabs(y[0][4] - exp(5.0) / z) < 1e-7);
     CHECK(fabs(y[1][2] - 0.5) < 1e-7 && y[1][0] == 0.0f); /* no overflow at 1000 */
     for (int c = 0; c < 5; c++) x[0][c] += 100.0f;        /* shift invariance */
-    m40_ref_softmax(&d, &x[0][0], &d, &y2[0][0]);
+    m40__ref_softmax(&d, &x[0][0], &d, &y2[0][0]);
     for (int c = 0; c < 5; c++) CHECK(fabs(y2[0][c] - y[0][c]) < 1e-6);
 
     /* [2,3]·[2,3]ᵀ + bias, by hand */
     float xa[6] = {1, 2, 3, 4, 5, 6}, w[6] = {1, 0, -1, 0.5f, 0.5f, 0.5f}, b[2] = {10, -1};
     float out[4];
-    m40_ref_linear(2, 2, 3, xa, w, b, out);
+    m40__ref_linear(2, 2, 3, xa, w, b, out);
     float want[4] = {1 - 3 + 10, 3 - 1, 4 - 6 + 10, 7.5f - 1};
     CHECK(memcmp(out, want, sizeof out) == 0);
-    m40_ref_linear(2, 2, 3, xa, w, NULL, out);
+    m40__ref_linear(2, 2, 3, xa, w, NULL, out);
     CHECK(out[0] == -2 && out[3] == 7.5f);
 }
 

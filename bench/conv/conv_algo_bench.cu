@@ -7,7 +7,7 @@
 **   conv_algo_bench [--sizes 1,8,32,64,128] [--repeats 20]
 ** Median of the repeats after 3 warm-up runs, CUDA events, fresh non-zero
 ** random inputs (the host fills them once per shape). */
-#include "launch_conv.h"
+#include "conv.h"
 
 #include <cuda_runtime.h>
 #include <math.h>

@@ -21,7 +21,7 @@
 **    and the KV cache are left out). */
 #include "m40/quant.h"
 #include "half.h"
-#include "../../kernels/launch.h"
+#include "../../kernels/quant.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>

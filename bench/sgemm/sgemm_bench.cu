@@ -9,7 +9,7 @@
 ** Each result is checked: ours against cuBLAS (relative max error), every
 ** trail version against a double-precision CPU dot product on 512 sampled
 ** elements. Exit 1 if any check fails. */
-#include "launch.h"
+#include "sgemm.h"
 
 #include "v1_naive.cuh"
 #include "v2_coalesced.cuh"

@@ -14,7 +14,7 @@
 ** unfused sequence. Scratch comes from the context's workspace. Compiled
 ** only when CMake found cuDNN (M40_HAVE_CUDNN). */
 #include "conv_engine.h"
-#include "../../kernels/launch.h"
+#include "../../kernels/elementwise.h"
 
 #include <cuda_runtime_api.h>
 #include <cudnn.h>

@@ -2,7 +2,8 @@
 ** mapping and cuBLAS. Plain C against the CUDA runtime API; compiled only
 ** with M40_HAVE_CUDA. */
 #include "../internal.h"
-#include "../../kernels/launch.h"
+#include "../../kernels/elementwise.h"
+#include "../../kernels/sgemm.h"
 #include "../conv_engine/conv_engine.h"
 
 #ifdef M40_HAVE_CUBLAS

@@ -12,7 +12,7 @@ static bool fail(m40_json *c, const char *why) {
     return false;
 }
 
-void m40_json_init(m40_json *c, const char *text, size_t len) {
+void m40__json_init(m40_json *c, const char *text, size_t len) {
     c->p = c->start = text;
     c->end = text + len;
     c->err = NULL;
@@ -24,12 +24,12 @@ static void ws(m40_json *c) {
         c->p++;
 }
 
-bool m40_json_peek(m40_json *c, char ch) {
+bool m40__json_peek(m40_json *c, char ch) {
     ws(c);
     return c->p < c->end && *c->p == ch;
 }
 
-bool m40_json_expect(m40_json *c, char ch) {
+bool m40__json_expect(m40_json *c, char ch) {
     ws(c);
     if (c->p >= c->end) return fail(c, "unexpected end of JSON");
     if (*c->p != ch) return fail(c, "unexpected character in JSON");
@@ -123,9 +123,9 @@ static bool string_body(m40_json *c, char *out, size_t *len) {
     return true;
 }
 
-bool m40_json_string(m40_json *c, char **out) {
+bool m40__json_string(m40_json *c, char **out) {
     *out = NULL;
-    if (!m40_json_expect(c, '"')) return false;
+    if (!m40__json_expect(c, '"')) return false;
     const char *start = c->p;
     size_t n;
     if (!string_body(c, NULL, &n)) return false;
@@ -138,7 +138,7 @@ bool m40_json_string(m40_json *c, char **out) {
     return true;
 }
 
-bool m40_json_int(m40_json *c, int64_t *out) {
+bool m40__json_int(m40_json *c, int64_t *out) {
     ws(c);
     bool neg = false;
     if (c->p < c->end && *c->p == '-') { neg = true; c->p++; }
@@ -183,7 +183,7 @@ static bool literal(m40_json *c, const char *w) {
     return true;
 }
 
-bool m40_json_skip(m40_json *c) {
+bool m40__json_skip(m40_json *c) {
     /* iterative, with an explicit stack of closers */
     char stack[64];
     int depth = 0;
@@ -200,9 +200,9 @@ bool m40_json_skip(m40_json *c) {
             if (c->p < c->end && *c->p == stack[depth - 1]) { c->p++; depth--; value_done = true; }
             else if (ch == '{') {
                 char *k;
-                if (!m40_json_string(c, &k)) return false;
+                if (!m40__json_string(c, &k)) return false;
                 free(k);
-                if (!m40_json_expect(c, ':')) return false;
+                if (!m40__json_expect(c, ':')) return false;
                 continue;
             } else continue;
         } else if (ch == '"') {
@@ -224,16 +224,16 @@ bool m40_json_skip(m40_json *c) {
             c->p++;
             if (stack[depth - 1] == '}') {
                 char *k;
-                if (!m40_json_string(c, &k)) return false;
+                if (!m40__json_string(c, &k)) return false;
                 free(k);
-                if (!m40_json_expect(c, ':')) return false;
+                if (!m40__json_expect(c, ':')) return false;
             }
             value_done = false;
         }
     }
 }
 
-bool m40_json_next(m40_json *c, char close, bool *done) {
+bool m40__json_next(m40_json *c, char close, bool *done) {
     ws(c);
     if (c->p >= c->end) return fail(c, "unexpected end of JSON");
     if (*c->p == close) { c->p++; *done = true; return true; }
@@ -243,7 +243,7 @@ bool m40_json_next(m40_json *c, char close, bool *done) {
     return true;
 }
 
-bool m40_json_at_end(m40_json *c) {
+bool m40__json_at_end(m40_json *c) {
     ws(c);
     return c->p == c->end;
 }

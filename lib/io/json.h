@@ -16,22 +16,22 @@ typedef struct m40_json {
     const char *start;
 } m40_json;
 
-void m40_json_init(m40_json *c, const char *text, size_t len);
+void m40__json_init(m40_json *c, const char *text, size_t len);
 /* Skips whitespace; true if the next byte is `ch` (not consumed). */
-bool m40_json_peek(m40_json *c, char ch);
+bool m40__json_peek(m40_json *c, char ch);
 /* Consumes `ch` after whitespace. */
-bool m40_json_expect(m40_json *c, char ch);
+bool m40__json_expect(m40_json *c, char ch);
 /* Parses a string; *out is malloc'd, NUL-terminated UTF-8 (escapes and
 ** \uXXXX surrogate pairs decoded). Strings holding NUL are rejected. */
-bool m40_json_string(m40_json *c, char **out);
+bool m40__json_string(m40_json *c, char **out);
 /* Parses an integer that fits int64 (no fraction or exponent). */
-bool m40_json_int(m40_json *c, int64_t *out);
+bool m40__json_int(m40_json *c, int64_t *out);
 /* Skips any value, nesting depth at most 64. */
-bool m40_json_skip(m40_json *c);
+bool m40__json_skip(m40_json *c);
 /* In an object or array after an element: consumes ',' and returns true,
 ** or sees the closer `close` (consumed) and sets *done. */
-bool m40_json_next(m40_json *c, char close, bool *done);
+bool m40__json_next(m40_json *c, char close, bool *done);
 /* True if only whitespace remains. */
-bool m40_json_at_end(m40_json *c);
+bool m40__json_at_end(m40_json *c);
 
 #endif

@@ -59,17 +59,17 @@ static m40_status parse_tensor(m40_st_file *f, m40_json *c, m40_st_tensor *t,
     bool done = false, have_dt = false, have_shape = false, have_off = false;
     int64_t begin = 0, end = 0;
     int di = -1;
-    if (!m40_json_expect(c, '{')) return json_err(f, c, t->name);
-    if (m40_json_peek(c, '}')) { m40_json_expect(c, '}'); done = true; }
+    if (!m40__json_expect(c, '{')) return json_err(f, c, t->name);
+    if (m40__json_peek(c, '}')) { m40__json_expect(c, '}'); done = true; }
     while (!done) {
         char *key;
-        if (!m40_json_string(c, &key) || !m40_json_expect(c, ':')) {
+        if (!m40__json_string(c, &key) || !m40__json_expect(c, ':')) {
             free(key);
             return json_err(f, c, t->name);
         }
         if (strcmp(key, "dtype") == 0) {
             char *v;
-            if (!m40_json_string(c, &v)) { free(key); return json_err(f, c, t->name); }
+            if (!m40__json_string(c, &v)) { free(key); return json_err(f, c, t->name); }
             di = dtype_index(v);
             if (di < 0) {
                 m40_status s = st_err(f, M40_ERR_FORMAT, "safetensors: tensor '%s' has unknown dtype '%.16s'", t->name, v);
@@ -83,32 +83,32 @@ static m40_status parse_tensor(m40_st_file *f, m40_json *c, m40_st_tensor *t,
         } else if (strcmp(key, "shape") == 0) {
             bool sd = false;
             t->ndim = 0;
-            if (!m40_json_expect(c, '[')) { free(key); return json_err(f, c, t->name); }
-            if (m40_json_peek(c, ']')) { m40_json_expect(c, ']'); sd = true; }
+            if (!m40__json_expect(c, '[')) { free(key); return json_err(f, c, t->name); }
+            if (m40__json_peek(c, ']')) { m40__json_expect(c, ']'); sd = true; }
             while (!sd) {
                 int64_t v;
-                if (!m40_json_int(c, &v)) { free(key); return json_err(f, c, t->name); }
+                if (!m40__json_int(c, &v)) { free(key); return json_err(f, c, t->name); }
                 if (v < 0) { free(key); return st_err(f, M40_ERR_FORMAT, "safetensors: tensor '%s' has a negative dim", t->name); }
                 if (t->ndim == M40_ST_MAX_DIMS) { free(key); return st_err(f, M40_ERR_FORMAT, "safetensors: tensor '%s' has more than %d dims", t->name, M40_ST_MAX_DIMS); }
                 t->shape[t->ndim++] = v;
-                if (!m40_json_next(c, ']', &sd)) { free(key); return json_err(f, c, t->name); }
+                if (!m40__json_next(c, ']', &sd)) { free(key); return json_err(f, c, t->name); }
             }
             have_shape = true;
         } else if (strcmp(key, "data_offsets") == 0) {
             bool od = false;
-            if (!m40_json_expect(c, '[') || !m40_json_int(c, &begin) || !m40_json_next(c, ']', &od) || od ||
-                !m40_json_int(c, &end) || !m40_json_next(c, ']', &od) || !od) {
+            if (!m40__json_expect(c, '[') || !m40__json_int(c, &begin) || !m40__json_next(c, ']', &od) || od ||
+                !m40__json_int(c, &end) || !m40__json_next(c, ']', &od) || !od) {
                 free(key);
                 if (!c->err) return st_err(f, M40_ERR_FORMAT, "safetensors: tensor '%s': data_offsets must be [begin, end]", t->name);
                 return json_err(f, c, t->name);
             }
             have_off = true;
-        } else if (!m40_json_skip(c)) {
+        } else if (!m40__json_skip(c)) {
             free(key);
             return json_err(f, c, t->name);
         }
         free(key);
-        if (!m40_json_next(c, '}', &done)) return json_err(f, c, t->name);
+        if (!m40__json_next(c, '}', &done)) return json_err(f, c, t->name);
     }
     if (!have_dt || !have_shape || !have_off)
         return st_err(f, M40_ERR_FORMAT, "safetensors: tensor '%s' lacks %s", t->name,
@@ -138,11 +138,11 @@ static m40_status parse_tensor(m40_st_file *f, m40_json *c, m40_st_tensor *t,
 
 static m40_status parse_metadata(m40_st_file *f, m40_json *c) {
     bool done = false;
-    if (!m40_json_expect(c, '{')) return json_err(f, c, "__metadata__");
-    if (m40_json_peek(c, '}')) { m40_json_expect(c, '}'); return M40_OK; }
+    if (!m40__json_expect(c, '{')) return json_err(f, c, "__metadata__");
+    if (m40__json_peek(c, '}')) { m40__json_expect(c, '}'); return M40_OK; }
     while (!done) {
         char *k = NULL, *v = NULL;
-        if (!m40_json_string(c, &k) || !m40_json_expect(c, ':') || !m40_json_string(c, &v)) {
+        if (!m40__json_string(c, &k) || !m40__json_expect(c, ':') || !m40__json_string(c, &v)) {
             free(k); free(v);
             if (!c->err) return json_err(f, c, "__metadata__");
             return st_err(f, M40_ERR_FORMAT, "safetensors: __metadata__ must map strings to strings (%s)", c->err);
@@ -152,7 +152,7 @@ static m40_status parse_metadata(m40_st_file *f, m40_json *c) {
         f->meta = m;
         f->meta[f->nmeta++] = k;
         f->meta[f->nmeta++] = v;
-        if (!m40_json_next(c, '}', &done)) return json_err(f, c, "__metadata__");
+        if (!m40__json_next(c, '}', &done)) return json_err(f, c, "__metadata__");
     }
     return M40_OK;
 }
@@ -174,14 +174,14 @@ static m40_status parse_header(m40_st_file *f) {
                       (unsigned long long)hlen, f->map_len);
     uint64_t data_start = 8 + hlen;
     m40_json c;
-    m40_json_init(&c, (const char *)f->map + 8, (size_t)hlen);
+    m40__json_init(&c, (const char *)f->map + 8, (size_t)hlen);
     bool done = false;
-    if (!m40_json_expect(&c, '{')) return json_err(f, &c, "top level");
-    if (m40_json_peek(&c, '}')) { m40_json_expect(&c, '}'); done = true; }
+    if (!m40__json_expect(&c, '{')) return json_err(f, &c, "top level");
+    if (m40__json_peek(&c, '}')) { m40__json_expect(&c, '}'); done = true; }
     while (!done) {
         char *name;
-        if (!m40_json_string(&c, &name)) return json_err(f, &c, "tensor name");
-        if (!m40_json_expect(&c, ':')) { free(name); return json_err(f, &c, "tensor name"); }
+        if (!m40__json_string(&c, &name)) return json_err(f, &c, "tensor name");
+        if (!m40__json_expect(&c, ':')) { free(name); return json_err(f, &c, "tensor name"); }
         m40_status s;
         if (strcmp(name, "__metadata__") == 0) {
             free(name);
@@ -200,9 +200,9 @@ static m40_status parse_header(m40_st_file *f) {
             s = parse_tensor(f, &c, t, data_start);
         }
         if (s != M40_OK) return s;
-        if (!m40_json_next(&c, '}', &done)) return json_err(f, &c, "top level");
+        if (!m40__json_next(&c, '}', &done)) return json_err(f, &c, "top level");
     }
-    if (!m40_json_at_end(&c))
+    if (!m40__json_at_end(&c))
         return st_err(f, M40_ERR_FORMAT, "safetensors: trailing bytes after the header's JSON object");
     qsort(f->tensors, f->ntensors, sizeof *f->tensors, by_offset);
     const m40_st_tensor *last = NULL; /* the non-empty tensor reaching furthest */

@@ -2,7 +2,7 @@
 ** row of W to F32, double-precision dot products) or the CUDA kernels
 ** (kernels/quant_gemv.cu for M <= 8, kernels/quant_gemm.cu above). */
 #include "quant_internal.h"
-#include "../../kernels/launch.h"
+#include "../../kernels/quant.h"
 
 #include <limits.h>
 #include <stdlib.h>

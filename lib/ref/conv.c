@@ -9,7 +9,7 @@ static int64_t act_at(m40_layout l, int64_t n, int64_t c, int64_t h, int64_t w, 
     return l == M40_LAYOUT_NHWC ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w;
 }
 
-void m40_ref_conv2d(const m40_conv2d_desc *d, int64_t N, int64_t C, int64_t H, int64_t W,
+void m40__ref_conv2d(const m40_conv2d_desc *d, int64_t N, int64_t C, int64_t H, int64_t W,
                     int64_t K, int64_t R, int64_t S, int64_t P, int64_t Q,
                     const float *x, const float *w, const float *scale,
                     const float *bias, const float *residual, float *y) {
@@ -41,7 +41,7 @@ void m40_ref_conv2d(const m40_conv2d_desc *d, int64_t N, int64_t C, int64_t H, i
                 }
 }
 
-void m40_ref_pool2d(m40_pool kind, int kh, int kw, int sh, int sw, int ph, int pw,
+void m40__ref_pool2d(m40_pool kind, int kh, int kw, int sh, int sw, int ph, int pw,
                     m40_layout l, int64_t N, int64_t C, int64_t H, int64_t W, int64_t P,
                     int64_t Q, const float *x, float *y) {
     for (int64_t n = 0; n < N; n++)
@@ -67,7 +67,7 @@ void m40_ref_pool2d(m40_pool kind, int kh, int kw, int sh, int sw, int ph, int p
                 }
 }
 
-void m40_ref_global_avgpool(m40_layout l, int64_t N, int64_t C, int64_t HW, const float *x,
+void m40__ref_global_avgpool(m40_layout l, int64_t N, int64_t C, int64_t HW, const float *x,
                             float *y) {
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < C; c++) {

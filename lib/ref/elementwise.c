@@ -1,6 +1,6 @@
 /* Reference elementwise ops: unary activations, binary add/mul, F32<->F16. */
 #include "ref.h"
-#include "../../kernels/launch.h"
+#include "../../kernels/elementwise.h"
 #include "../half.h"
 #include "../internal.h"
 
@@ -15,7 +15,7 @@ static double unary(int op, double alpha, double x) {
     }
 }
 
-void m40_ref_unary(int op, float alpha, const m40_tensor_desc *dx, const float *x,
+void m40__ref_unary(int op, float alpha, const m40_tensor_desc *dx, const float *x,
                    const m40_tensor_desc *dout, float *out) {
     int64_t n = m40_tensor_desc_numel(dx);
     for (int64_t i = 0; i < n; i++)
@@ -23,7 +23,7 @@ void m40_ref_unary(int op, float alpha, const m40_tensor_desc *dx, const float *
             (float)unary(op, alpha, x[m40__elem_offset(dx, i)]);
 }
 
-void m40_ref_binary(int op, const m40_tensor_desc *da, const float *a,
+void m40__ref_binary(int op, const m40_tensor_desc *da, const float *a,
                     const m40_tensor_desc *db, const float *b,
                     const m40_tensor_desc *dout, float *out) {
     int64_t n = m40_tensor_desc_numel(dout);
@@ -33,7 +33,7 @@ void m40_ref_binary(int op, const m40_tensor_desc *da, const float *a,
     }
 }
 
-void m40_ref_convert(const m40_tensor_desc *ds, const void *src,
+void m40__ref_convert(const m40_tensor_desc *ds, const void *src,
                      const m40_tensor_desc *dd, void *dst) {
     int64_t n = m40_tensor_desc_numel(ds);
     for (int64_t i = 0; i < n; i++) {

@@ -1,7 +1,7 @@
 /* Reference matmul in PyTorch Linear layout, double accumulation. */
 #include "ref.h"
 
-void m40_ref_linear(int64_t M, int64_t N, int64_t K, const float *x,
+void m40__ref_linear(int64_t M, int64_t N, int64_t K, const float *x,
                     const float *w, const float *bias, float *y) {
     for (int64_t m = 0; m < M; m++) {
         const float *xr = x + m * K;       /* x[m, :] */

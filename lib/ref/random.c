@@ -6,7 +6,7 @@
 
 #include <math.h>
 
-void m40_ref_fill_random(const m40_tensor_desc *d, void *data, uint64_t seed,
+void m40__ref_fill_random(const m40_tensor_desc *d, void *data, uint64_t seed,
                          m40_random_dist dist, float a, float b) {
     int64_t n = m40_tensor_desc_numel(d);
     for (int64_t i = 0; i < n; i++) {

@@ -4,7 +4,7 @@
 
 #include <math.h>
 
-void m40_ref_softmax(const m40_tensor_desc *dx, const float *x,
+void m40__ref_softmax(const m40_tensor_desc *dx, const float *x,
                      const m40_tensor_desc *dy, float *y) {
     int64_t cols = dx->ndim ? dx->shape[dx->ndim - 1] : 1;
     int64_t rows = cols ? m40_tensor_desc_numel(dx) / cols : 0;

@@ -7,7 +7,7 @@
 ** m40k_conv2d_nhwc_algo says. Exits 77 without a GPU. */
 #include "check.h"
 #include "ref/ref.h"
-#include "../kernels/launch_conv.h"
+#include "../kernels/conv.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -84,7 +84,7 @@ static void check_shape(int N, int C, int H, int W, int K, int R, int S, int st,
     const float *scale = epi & 1 ? sc : NULL, *bias = epi & 2 ? bi : NULL;
     const float *rp = epi & 4 ? res : NULL;
     m40_conv2d_desc d = m40t_conv_desc(M40_LAYOUT_NHWC, st, pad, dil, epi & 8);
-    m40_ref_conv2d(&d, N, C, H, W, K, R, S, s.P, s.Q, x, w, scale, bias, rp, ref);
+    m40__ref_conv2d(&d, N, C, H, W, K, R, S, s.P, s.Q, x, w, scale, bias, rp, ref);
     int wino = R == 3 && S == 3 && st == 1 && dil == 1 && C % 4 == 0 && K % 4 == 0;
     for (int a = M40K_CONV_AUTO; a <= M40K_CONV_WINOGRAD; a++) {
         if (a == M40K_CONV_WINOGRAD && !wino) continue;

@@ -9,7 +9,7 @@
 ** Exits 77 without a GPU. */
 #include "check.h"
 #include "m40/quant.h"
-#include "../../kernels/launch.h"
+#include "../../kernels/quant.h"
 
 #include <math.h>
 #include <stdlib.h>

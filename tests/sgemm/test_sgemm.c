@@ -1,4 +1,4 @@
-/* kernels/sgemm.cu against the CPU reference m40_ref_linear, through the
+/* kernels/sgemm.cu against the CPU reference m40__ref_linear, through the
 ** launcher (every variant forced in turn, plus the automatic plan) and through
 ** m40_matmul. Shapes take each of M, N, K in {1, 7, 127, 128, 129, 1000, 4097};
 ** both layouts (C = A·B and y = x·Wᵀ), F32 and F16 B, every epilogue, split-K,
@@ -7,7 +7,7 @@
 #include "check.h"
 #include "half.h"
 #include "ref/ref.h"
-#include "../kernels/launch.h"
+#include "../kernels/sgemm.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -83,7 +83,7 @@ static void problem_init(problem *p, int M, int N, int K, int b_nk, int b_f16, i
     for (int i = 0; i < N; i++) p->bias[i] = urand();
     for (int64_t i = 0; i < (int64_t)M * p->ldc; i++) p->res[i] = urand();
 
-    /* Reference: m40_ref_linear wants contiguous x [M,K] and w [N,K]. */
+    /* Reference: m40__ref_linear wants contiguous x [M,K] and w [N,K]. */
     float *x = malloc((size_t)M * K * 4 + 4), *w = malloc((size_t)N * K * 4 + 4);
     float *y = malloc((size_t)M * N * 4 + 4);
     for (int m = 0; m < M; m++) memcpy(x + (int64_t)m * K, p->a + m * p->lda, (size_t)K * 4);
@@ -91,7 +91,7 @@ static void problem_init(problem *p, int M, int N, int K, int b_nk, int b_f16, i
         for (int k = 0; k < K; k++)
             w[(int64_t)n * K + k] = b_nk ? p->b32[(int64_t)n * p->ldb + k]
                                          : p->b32[(int64_t)k * p->ldb + n];
-    m40_ref_linear(M, N, K, x, w, NULL, y);
+    m40__ref_linear(M, N, K, x, w, NULL, y);
     p->prod = malloc((size_t)M * N * 8 + 8);
     for (int64_t i = 0; i < (int64_t)M * N; i++) p->prod[i] = y[i];
     free(x); free(w); free(y);

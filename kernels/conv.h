@@ -1,7 +1,9 @@
-/* Launchers for convolution and pooling (kernels/conv.cu). Same contract as
-** kernels/launch.h: stream as void*, returns a cudaError_t as int. */
-#ifndef M40_KERNELS_LAUNCH_CONV_H
-#define M40_KERNELS_LAUNCH_CONV_H
+/* Convolution launchers (kernels/conv.cu).
+** Launcher contract (every kernels/<family>.h): callable from C, the stream
+** comes as void* (a cudaStream_t), the return value is a cudaError_t as int
+** (0 on success). The caller (lib/ops/) has already checked shapes. */
+#ifndef M40_KERNELS_CONV_H
+#define M40_KERNELS_CONV_H
 
 #include "m40/m40.h"
 
@@ -39,9 +41,6 @@ size_t m40k_conv2d_nhwc_workspace(const m40k_conv_shape *s, const void *x, int s
 /* The algorithm m40k_conv2d_nhwc runs for s (aligned tensors, enough
 ** workspace): M40K_CONV_WINOGRAD or M40K_CONV_IMPLICIT (also 1x1 plain GEMMs). */
 int m40k_conv2d_nhwc_algo(const m40k_conv_shape *s, int sm_count);
-int m40k_pool2d(void *stream, int kind, int kh, int kw, int sh, int sw, int ph, int pw,
-                int nhwc, int N, int C, int H, int W, int P, int Q, const float *x, float *y);
-int m40k_global_avgpool(void *stream, int nhwc, int N, int C, int HW, const float *x, float *y);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 /* Tensor descriptors, storage, views and host<->device transfers. */
 #include "internal.h"
+#include "checked.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,18 +27,60 @@ const char *m40_dtype_name(m40_dtype dt) {
     }
 }
 
+/* The size rules every tensor obeys (m40.h, M40_MAX_TENSOR_BYTES): the
+** product of the non-zero extents times the element size, and the bytes from
+** the first element to one past the last, are at most 2^62. Then no offset
+** or byte count computed from a checked desc can wrap, in int64 or size_t. */
+_Static_assert(M40_MAX_TENSOR_BYTES == M40_MAX_BYTES, "one size cap");
+
+/* Elements of the shape, counting zero extents as 1 (so a shape with a zero
+** dim cannot hide a wrapping product in its other dims); false on overflow. */
+static bool nonzero_numel(int ndim, const int64_t *shape, int64_t *n) {
+    int64_t p = 1;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] > 0 && m40__mul_i64(p, shape[i], &p)) return false;
+    *n = p;
+    return true;
+}
+
+/* Bytes spanned from the first element to one past the last one, for a desc
+** with non-negative extents and strides; false when over M40_MAX_BYTES. */
+static bool span_checked(const m40_tensor_desc *d, uint64_t *bytes) {
+    int64_t last = 0, t;
+    for (int i = 0; i < d->ndim; i++) {
+        if (d->shape[i] == 0) {
+            *bytes = 0;
+            return true;
+        }
+        if (m40__mul_i64(d->shape[i] - 1, d->stride[i], &t) || m40__add_i64(last, t, &last))
+            return false;
+    }
+    uint64_t b;
+    if (m40__mul_u64((uint64_t)last + 1, m40_dtype_size(d->dtype), &b) || b > M40_MAX_BYTES)
+        return false;
+    *bytes = b;
+    return true;
+}
+
 m40_status m40_tensor_desc_make(m40_tensor_desc *d, m40_dtype dtype, int ndim,
                                 const int64_t *shape) {
-    if (!d || ndim < 0 || ndim > M40_MAX_DIMS || (ndim > 0 && !shape))
-        return M40_ERR_INVALID_ARG;
-    if (m40_dtype_size(dtype) == 0) return M40_ERR_DTYPE;
+    if (!d) return M40_ERR_INVALID_ARG;
     memset(d, 0, sizeof *d);
+    if (ndim < 0 || ndim > M40_MAX_DIMS || (ndim > 0 && !shape))
+        return M40_ERR_INVALID_ARG;
+    /* keep dtype and shape even when they are refused, so a caller can name them */
     d->dtype = dtype;
     d->ndim = ndim;
-    int64_t s = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
+    for (int i = 0; i < ndim; i++) d->shape[i] = shape[i];
+    if (m40_dtype_size(dtype) == 0) return M40_ERR_DTYPE;
+    int64_t nz;
+    for (int i = 0; i < ndim; i++)
         if (shape[i] < 0) return M40_ERR_INVALID_ARG;
-        d->shape[i] = shape[i];
+    if (!nonzero_numel(ndim, shape, &nz) ||
+        (uint64_t)nz > M40_MAX_BYTES / m40_dtype_size(dtype))
+        return M40_ERR_INVALID_ARG;
+    int64_t s = 1; /* <= nz: cannot wrap */
+    for (int i = ndim - 1; i >= 0; i--) {
         d->stride[i] = s;
         s *= shape[i];
     }
@@ -45,16 +88,19 @@ m40_status m40_tensor_desc_make(m40_tensor_desc *d, m40_dtype dtype, int ndim,
 }
 
 int64_t m40_tensor_desc_numel(const m40_tensor_desc *d) {
+    if (!d || d->ndim < 0 || d->ndim > M40_MAX_DIMS) return -1;
     int64_t n = 1;
-    for (int i = 0; i < d->ndim; i++) n *= d->shape[i];
+    for (int i = 0; i < d->ndim; i++)
+        if (d->shape[i] < 0 || m40__mul_i64(n, d->shape[i], &n)) return -1;
     return n;
 }
 
 int m40_tensor_desc_is_contiguous(const m40_tensor_desc *d) {
+    if (!d || d->ndim < 0 || d->ndim > M40_MAX_DIMS) return 0;
     int64_t s = 1;
     for (int i = d->ndim - 1; i >= 0; i--) {
         if (d->shape[i] != 1 && d->stride[i] != s) return 0;
-        s *= d->shape[i];
+        if (m40__mul_i64(s, d->shape[i], &s)) return 0;
     }
     return 1;
 }
@@ -86,7 +132,8 @@ int64_t m40__elem_offset(const m40_tensor_desc *d, int64_t i) {
     return off;
 }
 
-m40_status m40__check_desc(m40_ctx *ctx, const m40_tensor_desc *d) {
+/* ndim, dtype, extents and the size rule; strides are not looked at. */
+static m40_status check_shape(m40_ctx *ctx, const m40_tensor_desc *d) {
     if (!d) return m40__err(ctx, M40_ERR_INVALID_ARG, "tensor descriptor is NULL");
     if (d->ndim < 0 || d->ndim > M40_MAX_DIMS)
         return m40__err(ctx, M40_ERR_INVALID_ARG,
@@ -99,11 +146,32 @@ m40_status m40__check_desc(m40_ctx *ctx, const m40_tensor_desc *d) {
             return m40__err(ctx, M40_ERR_INVALID_ARG,
                             "dim %d has negative extent %lld", i,
                             (long long)d->shape[i]);
+    }
+    char b[96];
+    int64_t nz;
+    if (!nonzero_numel(d->ndim, d->shape, &nz) ||
+        (uint64_t)nz > M40_MAX_BYTES / m40_dtype_size(d->dtype))
+        return m40__err(ctx, M40_ERR_INVALID_ARG,
+                        "%s tensor %s is larger than 2^62 bytes (M40_MAX_TENSOR_BYTES)",
+                        m40_dtype_name(d->dtype), m40__shape_str(d, b, sizeof b));
+    return M40_OK;
+}
+
+m40_status m40__check_desc(m40_ctx *ctx, const m40_tensor_desc *d) {
+    m40_status st = check_shape(ctx, d);
+    if (st != M40_OK) return st;
+    for (int i = 0; i < d->ndim; i++)
         if (d->stride[i] < 0)
             return m40__err(ctx, M40_ERR_INVALID_ARG,
                             "dim %d has negative stride %lld", i,
                             (long long)d->stride[i]);
-    }
+    char b[96];
+    uint64_t span;
+    if (!span_checked(d, &span))
+        return m40__err(ctx, M40_ERR_INVALID_ARG,
+                        "%s tensor %s: its strides span more than 2^62 bytes "
+                        "(M40_MAX_TENSOR_BYTES)",
+                        m40_dtype_name(d->dtype), m40__shape_str(d, b, sizeof b));
     return M40_OK;
 }
 
@@ -118,13 +186,11 @@ m40_status m40__check_tensor(m40_ctx *ctx, const m40_tensor *t, const char *what
     return M40_OK;
 }
 
-/* Bytes spanned from the first element to one past the last one. */
+/* Bytes spanned by a desc that m40__check_desc accepted. */
 static size_t span_bytes(const m40_tensor_desc *d) {
-    int64_t numel = m40_tensor_desc_numel(d);
-    if (numel == 0) return 0;
-    int64_t last = 0;
-    for (int i = 0; i < d->ndim; i++) last += (d->shape[i] - 1) * d->stride[i];
-    return (size_t)(last + 1) * m40_dtype_size(d->dtype);
+    uint64_t b = 0;
+    span_checked(d, &b);
+    return (size_t)b;
 }
 
 static m40_status tensor_alloc_struct(m40_ctx *ctx, const m40_tensor_desc *desc,
@@ -144,15 +210,20 @@ m40_status m40_tensor_create(m40_ctx *ctx, const m40_tensor_desc *desc,
     if (st != M40_OK) return st;
     if (!out) return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_tensor_create: out is NULL");
     *out = NULL;
-    if ((st = m40__check_desc(ctx, desc)) != M40_OK) return st;
+    if ((st = check_shape(ctx, desc)) != M40_OK) return st; /* strides are ignored */
     if (loc != M40_LOC_HOST && loc != M40_LOC_DEVICE)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "invalid location %d", (int)loc);
     if (loc == M40_LOC_DEVICE && !ctx->is_gpu)
         return m40__err(ctx, M40_ERR_NO_DEVICE,
                         "device tensor requested on a CPU context");
     m40_tensor_desc d;
-    m40_tensor_desc_make(&d, desc->dtype, desc->ndim, desc->shape);
-    size_t bytes = (size_t)m40_tensor_desc_numel(&d) * m40_dtype_size(d.dtype);
+    m40_tensor_desc_make(&d, desc->dtype, desc->ndim, desc->shape); /* checked above */
+    uint64_t bytes64 = (uint64_t)m40_tensor_desc_numel(&d) * m40_dtype_size(d.dtype);
+    if (bytes64 > SIZE_MAX)
+        return m40__err(ctx, loc == M40_LOC_HOST ? M40_ERR_OOM_HOST : M40_ERR_OOM_DEVICE,
+                        "a tensor of %llu bytes does not fit this address space",
+                        (unsigned long long)bytes64);
+    size_t bytes = (size_t)bytes64;
     m40_tensor *t = NULL;
     if ((st = tensor_alloc_struct(ctx, &d, loc, &t)) != M40_OK) return st;
     size_t alloc = bytes ? bytes : 1;
@@ -186,8 +257,15 @@ m40_status m40_tensor_new(m40_ctx *ctx, m40_dtype dtype, int ndim,
     st = m40_tensor_desc_make(&d, dtype, ndim, shape);
     if (st != M40_OK) {
         if (out) *out = NULL;
-        return m40__err(ctx, st, "m40_tensor_new: invalid dtype %d or shape (ndim %d)",
-                        (int)dtype, ndim);
+        if (st == M40_ERR_DTYPE)
+            return m40__err(ctx, st, "m40_tensor_new: invalid dtype %d", (int)dtype);
+        if (ndim < 0 || ndim > M40_MAX_DIMS || (ndim > 0 && !shape))
+            return m40__err(ctx, st, "m40_tensor_new: ndim %d (0..%d) or shape NULL", ndim,
+                            M40_MAX_DIMS);
+        char b[96];
+        return m40__err(ctx, st, "m40_tensor_new: %s shape %s has a negative extent or is "
+                        "larger than 2^62 bytes (M40_MAX_TENSOR_BYTES)",
+                        m40_dtype_name(dtype), m40__shape_str(&d, b, sizeof b));
     }
     return m40_tensor_create(ctx, &d, ctx->is_gpu ? M40_LOC_DEVICE : M40_LOC_HOST, out);
 }
@@ -212,10 +290,18 @@ m40_status m40_tensor_wrap(m40_ctx *ctx, const m40_tensor_desc *desc,
     if ((st = m40__check_desc(ctx, desc)) != M40_OK) return st;
     if (!data && m40_tensor_desc_numel(desc) > 0)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_tensor_wrap: data is NULL");
-    if (loc == M40_LOC_DEVICE && !ctx->is_gpu)
-        return m40__err(ctx, M40_ERR_NO_DEVICE, "device tensor on a CPU context");
     if (loc != M40_LOC_HOST && loc != M40_LOC_DEVICE)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "invalid location %d", (int)loc);
+    if (loc == M40_LOC_DEVICE && !ctx->is_gpu)
+        return m40__err(ctx, M40_ERR_NO_DEVICE, "device tensor on a CPU context");
+    /* ops load whole elements (and the CPU reference dereferences float*):
+    ** refuse rather than copy, so wrap stays zero-copy and says why */
+    size_t es = m40_dtype_size(desc->dtype);
+    if ((uintptr_t)data % es != 0)
+        return m40__err(ctx, M40_ERR_INVALID_ARG,
+                        "m40_tensor_wrap: data %p is not aligned to %zu bytes, the size of "
+                        "a %s element; copy it to aligned memory (m40_tensor_create + "
+                        "m40_tensor_upload)", data, es, m40_dtype_name(desc->dtype));
     m40_tensor *t = NULL;
     if ((st = tensor_alloc_struct(ctx, desc, loc, &t)) != M40_OK) return st;
     t->base = t->data = data;
@@ -242,17 +328,21 @@ m40_status m40_tensor_view(m40_ctx *ctx, const m40_tensor *base,
     if (offset < 0)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "view offset %lld < 0",
                         (long long)offset);
-    size_t start = (size_t)((char *)base->data - (char *)base->base) +
-                   (size_t)offset * es;
-    size_t span = span_bytes(desc);
-    if (span > 0 && start + span > base->storage_bytes) {
-        char b[96];
+    /* base was checked when made: its data lies inside its storage and
+    ** storage_bytes <= 2^62, as is span; so start + span cannot wrap once
+    ** offset * es is known to be below 2^62 too */
+    size_t skip = (size_t)((char *)base->data - (char *)base->base);
+    size_t span = span_bytes(desc), start = 0;
+    uint64_t off_bytes;
+    char b[96];
+    if (m40__mul_u64((uint64_t)offset, es, &off_bytes) || off_bytes > M40_MAX_BYTES ||
+        (start = skip + (size_t)off_bytes) > base->storage_bytes ||
+        span > base->storage_bytes - start)
         return m40__err(ctx, M40_ERR_INVALID_ARG,
-                        "view %s at offset %lld needs %zu bytes but the base "
-                        "storage has %zu",
-                        m40__shape_str(desc, b, sizeof b), (long long)offset,
-                        start + span, base->storage_bytes);
-    }
+                        "view %s at offset %lld (element size %zu) does not lie inside "
+                        "the base storage of %zu bytes (%zu bytes from its start)",
+                        m40__shape_str(desc, b, sizeof b), (long long)offset, es,
+                        base->storage_bytes, skip);
     m40_tensor *t = NULL;
     if ((st = tensor_alloc_struct(ctx, desc, base->loc, &t)) != M40_OK) return st;
     t->base = base->base;

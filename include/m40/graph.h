@@ -165,8 +165,11 @@ M40_API m40_status m40_graph_tensor(m40_graph *g, m40_tensor_role role,
 /* Gives a WEIGHT (or STATE) tensor its initial contents: m40_graph_alloc
 ** copies `nbytes` (= the tensor's bytes) from `host` into its region. The
 ** pointer must stay valid until m40_graph_alloc returns. Without data a
-** weight is left uninitialized (planning needs none).
-** Returns M40_OK, M40_ERR_INVALID_ARG (bad id, size, role), M40_ERR_STATE. */
+** weight is left uninitialized (planning needs none). The values of an F32
+** or F16 WEIGHT are read once here: a NaN or Inf is refused.
+** Returns M40_OK, M40_ERR_INVALID_ARG (bad id, size, role), M40_ERR_STATE,
+** M40_ERR_FORMAT (a non-finite weight: the message names the tensor and
+** the index of its first non-finite element). */
 M40_API m40_status m40_graph_set_data(m40_graph *g, int id, const void *host,
                                       size_t nbytes);
 

@@ -189,13 +189,25 @@ typedef struct m40_tensor_desc {
     int64_t stride[M40_MAX_DIMS];    /* in elements */
 } m40_tensor_desc;
 
-/* Fills `d` as a contiguous (row-major) tensor.
+/* Size rule of every tensor: the product of its non-zero extents times the
+** element size, and the bytes from its first element to one past its last
+** (with strides), are at most M40_MAX_TENSOR_BYTES (2^62). Larger shapes,
+** or shapes whose product would wrap int64, get M40_ERR_INVALID_ARG from
+** every call that takes a desc or a shape, so no byte count the library
+** computes from a checked desc can overflow. */
+#define M40_MAX_TENSOR_BYTES ((uint64_t)1 << 62)
+
+/* Fills `d` as a contiguous (row-major) tensor. On an error *d is not
+** usable, but keeps dtype, ndim and the given shape (to name in a message).
 ** Returns M40_OK, M40_ERR_INVALID_ARG (NULL d, ndim outside 0..4, negative
-** extent or shape NULL with ndim > 0), M40_ERR_DTYPE. */
+** extent, shape NULL with ndim > 0, or over the size rule above),
+** M40_ERR_DTYPE. */
 M40_API m40_status m40_tensor_desc_make(m40_tensor_desc *d, m40_dtype dtype,
                                         int ndim, const int64_t *shape);
 
-/* Number of elements (product of the shape; 1 for a scalar). */
+/* Number of elements (product of the shape; 1 for a scalar); -1 for NULL,
+** a bad ndim, a negative extent or a product that overflows int64 (only
+** possible for a desc no call has checked). */
 M40_API int64_t m40_tensor_desc_numel(const m40_tensor_desc *d);
 /* 1 if the strides are row-major contiguous for the shape. */
 M40_API int m40_tensor_desc_is_contiguous(const m40_tensor_desc *d);
@@ -211,7 +223,8 @@ typedef struct m40_tensor m40_tensor;
 ** are ignored) at `loc`. Contents are undefined.
 ** Returns
 **   M40_OK
-**   M40_ERR_INVALID_ARG   NULL ctx/desc/out, bad ndim or negative extent
+**   M40_ERR_INVALID_ARG   NULL ctx/desc/out, bad ndim, negative extent or
+**                         stride, over the size rule (M40_MAX_TENSOR_BYTES)
 **   M40_ERR_DTYPE         invalid dtype
 **   M40_ERR_NO_DEVICE     loc is DEVICE on a CPU context
 **   M40_ERR_OOM_HOST, M40_ERR_OOM_DEVICE, M40_ERR_CUDA, M40_ERR_DEVICE_LOST */
@@ -228,16 +241,25 @@ M40_API m40_status m40_tensor_new(m40_ctx *ctx, m40_dtype dtype, int ndim,
 M40_API void m40_tensor_free(m40_tensor *t);
 
 /* Wraps memory the caller owns (host pointer for HOST, device pointer for
-** DEVICE) without copying; freeing the tensor does not free `data`.
-** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_DTYPE, M40_ERR_NO_DEVICE,
-** M40_ERR_OOM_HOST. */
+** DEVICE) without copying; freeing the tensor does not free `data`. desc's
+** strides are used as given (non-negative; the size rule above applies to
+** the bytes they span), and the caller promises that many bytes at `data`.
+** Alignment rule: `data` must be a multiple of the element size (4 for F32
+** and I32, 2 for F16, 1 for I8). Misaligned data (tensors inside a
+** safetensors file often are) is refused, not copied: copy it into a
+** tensor from m40_tensor_create with m40_tensor_upload.
+** Returns M40_OK, M40_ERR_INVALID_ARG (NULL out, data NULL for a non-empty
+** tensor, misaligned data, bad desc, bad loc), M40_ERR_DTYPE,
+** M40_ERR_NO_DEVICE, M40_ERR_OOM_HOST. */
 M40_API m40_status m40_tensor_wrap(m40_ctx *ctx, const m40_tensor_desc *desc,
                                    m40_location loc, void *data,
                                    m40_tensor **out);
 
 /* A view of `base`: same storage, desc's dtype/shape/strides, starting
 ** `offset` elements (of desc's dtype) after base's first element. The view
-** must lie inside base's storage.
+** must lie inside base's storage: offset >= 0, strides >= 0, and every
+** element of the view, and its start even when it has no elements, inside
+** the storage (checked without overflow for any int64 offset or stride).
 ** Returns M40_OK, M40_ERR_INVALID_ARG (NULL, bad desc, out of bounds),
 ** M40_ERR_DTYPE (element size differs from base), M40_ERR_OOM_HOST. */
 M40_API m40_status m40_tensor_view(m40_ctx *ctx, const m40_tensor *base,

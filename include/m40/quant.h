@@ -80,14 +80,16 @@ M40_API const char *m40_quant_format_name(const m40_quant_format *f);
 /* Descriptors of the data and scale tensors for a format and W [n, k]
 ** (scale_desc gets ndim 0 and dtype F16 for F16 weights; either out-param
 ** may be NULL).
-** Returns M40_OK, M40_ERR_INVALID_ARG (f NULL, n or k negative),
+** Returns M40_OK, M40_ERR_INVALID_ARG (f NULL, n or k negative, or n*k F32
+** values or either tensor over M40_MAX_TENSOR_BYTES),
 ** M40_ERR_DTYPE (wtype or scale_dtype not listed above),
 ** M40_ERR_UNSUPPORTED (group not 0/32/64/128). */
 M40_API m40_status m40_quant_descs(const m40_quant_format *f, int64_t n, int64_t k,
                                    m40_tensor_desc *data_desc,
                                    m40_tensor_desc *scale_desc);
 
-/* Bytes of weights plus scales for a format and shape (0 if invalid). */
+/* Bytes of weights plus scales for a format and shape (0 if invalid or too
+** large: the rule of m40_quant_descs). */
 M40_API size_t m40_quant_nbytes(const m40_quant_format *f, int64_t n, int64_t k);
 
 /* Quantizes w (F32 or F16 [n, k], contiguous, host memory) into `data` and

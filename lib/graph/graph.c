@@ -1,6 +1,10 @@
 /* Building a graph: tensors, nodes, bindings. Planning is in planner.c,
 ** shape rules in shapes.c, execution in exec.c. */
 #include "graph_internal.h"
+#include "../half.h"
+
+#include <limits.h>
+#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +122,8 @@ static char *dupstr(const char *s) {
 static m40_status add_tensor(m40_graph *g, m40_tensor_role role, const char *name,
                              const m40_tensor_desc *desc, int *id) {
     if (g->ntensors == g->cap_tensors) {
+        if (g->cap_tensors > INT_MAX / 2)
+            return m40__err(g->ctx, M40_ERR_INVALID_ARG, "graph: more than %d tensors", INT_MAX / 2);
         int cap = g->cap_tensors ? 2 * g->cap_tensors : 64;
         m40__gtensor *p = realloc(g->tensors, (size_t)cap * sizeof *p);
         if (!p) return m40__err(g->ctx, M40_ERR_OOM_HOST, "graph: out of host memory");
@@ -129,13 +135,25 @@ static m40_status add_tensor(m40_graph *g, m40_tensor_role role, const char *nam
         snprintf(auto_name, sizeof auto_name, "t%d", g->ntensors);
         name = auto_name;
     }
+    /* declared descs were checked; inferred ones (shapes.c) are checked here:
+    ** a shape over M40_MAX_TENSOR_BYTES or with a negative extent stops now,
+    ** so every t->bytes below, and the planner's sums of them, are in range */
+    m40_tensor_desc d;
+    if (m40_tensor_desc_make(&d, desc->dtype, desc->ndim, desc->shape) != M40_OK) {
+        char b[96];
+        return m40__err(g->ctx, M40_ERR_INVALID_ARG,
+                        "graph: tensor '%s' would be %s %s: ndim %d outside 0..%d, a negative "
+                        "extent, or larger than 2^62 bytes (M40_MAX_TENSOR_BYTES)", name,
+                        m40_dtype_name(desc->dtype), m40__shape_str(&d, b, sizeof b),
+                        desc->ndim, M40_MAX_DIMS);
+    }
     m40__gtensor *t = &g->tensors[g->ntensors];
     memset(t, 0, sizeof *t);
     if (!(t->name = dupstr(name)))
         return m40__err(g->ctx, M40_ERR_OOM_HOST, "graph: out of host memory");
     t->role = role;
-    m40_tensor_desc_make(&t->desc, desc->dtype, desc->ndim, desc->shape);
-    t->bytes = (uint64_t)m40_tensor_desc_numel(&t->desc) * m40_dtype_size(t->desc.dtype);
+    t->desc = d;
+    t->bytes = (uint64_t)m40_tensor_desc_numel(&d) * m40_dtype_size(d.dtype);
     t->producer = -1;
     t->region = -1;
     t->storage = -1;
@@ -152,7 +170,11 @@ m40_status m40_graph_tensor(m40_graph *g, m40_tensor_role role, const char *name
     if ((int)role < 0 || role > M40_ROLE_STATE)
         return m40__err(g->ctx, M40_ERR_INVALID_ARG, "m40_graph_tensor: bad role %d",
                         (int)role);
-    if ((st = m40__check_desc(g->ctx, desc)) != M40_OK) return st;
+    /* strides are ignored: only dtype and shape are checked (in add_tensor) */
+    if (!desc) return m40__err(g->ctx, M40_ERR_INVALID_ARG, "m40_graph_tensor: desc is NULL");
+    if (m40_dtype_size(desc->dtype) == 0)
+        return m40__err(g->ctx, M40_ERR_DTYPE, "m40_graph_tensor: invalid dtype %d",
+                        (int)desc->dtype);
     return add_tensor(g, role, name, desc, id);
 }
 
@@ -161,6 +183,40 @@ static m40_status check_id(m40_graph *g, int id, const char *fn) {
         return m40__err(g->ctx, M40_ERR_INVALID_ARG, "%s: tensor id %d is not in the graph "
                         "(%d tensors)", fn, id, g->ntensors);
     return M40_OK;
+}
+
+/* A NaN or Inf weight poisons every output it touches (a classifier then
+** prints "-nan%"): refuse it here, where the tensor's name is known. One
+** pass over the data, once per set_data. */
+static m40_status check_finite(m40_graph *g, const m40__gtensor *t, const void *host) {
+    uint64_t n = t->bytes / m40_dtype_size(t->desc.dtype);
+    uint64_t bad = UINT64_MAX;
+    double v = 0;
+    if (t->desc.dtype == M40_DTYPE_F32) {
+        const float *p = host;
+        for (uint64_t i = 0; i < n && bad == UINT64_MAX; i++)
+            if (!isfinite(p[i])) bad = i, v = p[i];
+    } else if (t->desc.dtype == M40_DTYPE_F16) {
+        const uint16_t *p = host;
+        for (uint64_t i = 0; i < n && bad == UINT64_MAX; i++)
+            if ((p[i] & 0x7C00u) == 0x7C00u) bad = i, v = m40__f16_to_f32(p[i]);
+    }
+    if (bad == UINT64_MAX) return M40_OK;
+    /* name the element by its index in each dim, outermost first */
+    char idx[96];
+    size_t k = 0;
+    int64_t at[M40_MAX_DIMS] = {0};
+    uint64_t r = bad;
+    for (int i = t->desc.ndim - 1; i >= 0; i--) {
+        at[i] = t->desc.shape[i] ? (int64_t)(r % (uint64_t)t->desc.shape[i]) : 0;
+        r = t->desc.shape[i] ? r / (uint64_t)t->desc.shape[i] : 0;
+    }
+    for (int i = 0; i < t->desc.ndim && k < sizeof idx; i++)
+        k += (size_t)snprintf(idx + k, sizeof idx - k, "%s%lld", i ? ", " : "", (long long)at[i]);
+    return m40__err(g->ctx, M40_ERR_FORMAT,
+                    "m40_graph_set_data: weight '%s' has a non-finite value (%g) at [%s] "
+                    "(element %llu of %llu)", t->name, v, idx, (unsigned long long)bad,
+                    (unsigned long long)n);
 }
 
 m40_status m40_graph_set_data(m40_graph *g, int id, const void *host, size_t nbytes) {
@@ -175,6 +231,7 @@ m40_status m40_graph_set_data(m40_graph *g, int id, const void *host, size_t nby
         return m40__err(g->ctx, M40_ERR_INVALID_ARG,
                         "%s: '%s' needs %llu bytes of host data, got %zu%s", fn, t->name,
                         (unsigned long long)t->bytes, nbytes, host ? "" : " (NULL)");
+    if (t->role == M40_ROLE_WEIGHT && (st = check_finite(g, t, host)) != M40_OK) return st;
     t->init = host;
     return M40_OK;
 }
@@ -267,6 +324,8 @@ m40_status m40_graph_node(m40_graph *g, const m40_node_desc *nd, int *out) {
         }
     }
     if (g->nnodes == g->cap_nodes) {
+        if (g->cap_nodes > INT_MAX / 2)
+            return m40__err(g->ctx, M40_ERR_INVALID_ARG, "graph: more than %d nodes", INT_MAX / 2);
         int cap = g->cap_nodes ? 2 * g->cap_nodes : 64;
         m40__gnode *p = realloc(g->nodes, (size_t)cap * sizeof *p);
         if (!p) return m40__err(g->ctx, M40_ERR_OOM_HOST, "graph: out of host memory");

@@ -42,8 +42,9 @@ m40_status m40__quant_check_format(m40_ctx *ctx, const char *fn, const m40_quant
 #undef QERR
 }
 
+/* k >= 0; written so that k near INT64_MAX cannot wrap */
 int64_t m40__quant_groups(const m40_quant_format *f, int64_t k) {
-    return f->group ? (k + f->group - 1) / f->group : 1;
+    return f->group ? k / f->group + (k % f->group != 0) : 1;
 }
 
 m40_status m40_quant_descs(const m40_quant_format *f, int64_t n, int64_t k,
@@ -51,31 +52,39 @@ m40_status m40_quant_descs(const m40_quant_format *f, int64_t n, int64_t k,
     m40_status st = m40__quant_check_format(NULL, "", f);
     if (st != M40_OK) return st;
     if (n < 0 || k < 0) return M40_ERR_INVALID_ARG;
-    if (data_desc) {
-        int64_t shape[2] = {n, f->wtype == M40_DTYPE_Q4 ? (k + 1) / 2 : k};
-        m40_tensor_desc_make(data_desc, f->wtype == M40_DTYPE_F16 ? M40_DTYPE_F16 : M40_DTYPE_I8,
-                             2, shape);
+    /* made even when the caller wants neither, so both sizes are checked
+    ** (each within M40_MAX_TENSOR_BYTES, else INVALID_ARG) */
+    m40_tensor_desc dd, sd;
+    int64_t dshape[2] = {n, f->wtype == M40_DTYPE_Q4 ? k / 2 + k % 2 : k};
+    st = m40_tensor_desc_make(&dd, f->wtype == M40_DTYPE_F16 ? M40_DTYPE_F16 : M40_DTYPE_I8, 2,
+                              dshape);
+    if (st != M40_OK) return st;
+    if (f->wtype == M40_DTYPE_F16) {
+        memset(&sd, 0, sizeof sd);
+        sd.dtype = M40_DTYPE_F16;
+    } else if (f->group == 0) {
+        st = m40_tensor_desc_make(&sd, f->scale_dtype, 1, &n);
+    } else {
+        int64_t shape[2] = {n, m40__quant_groups(f, k)};
+        st = m40_tensor_desc_make(&sd, f->scale_dtype, 2, shape);
     }
-    if (scale_desc) {
-        if (f->wtype == M40_DTYPE_F16) {
-            memset(scale_desc, 0, sizeof *scale_desc);
-            scale_desc->dtype = M40_DTYPE_F16;
-        } else if (f->group == 0) {
-            m40_tensor_desc_make(scale_desc, f->scale_dtype, 1, &n);
-        } else {
-            int64_t shape[2] = {n, m40__quant_groups(f, k)};
-            m40_tensor_desc_make(scale_desc, f->scale_dtype, 2, shape);
-        }
-    }
+    if (st != M40_OK) return st;
+    /* Q4 packs two per byte, but kernels and the dequantizer index n*k
+    ** elements and dequantizing gives n*k floats: keep that within the rule */
+    if (n && k > (int64_t)(M40_MAX_TENSOR_BYTES / 4) / n) return M40_ERR_INVALID_ARG;
+    if (data_desc) *data_desc = dd;
+    if (scale_desc) *scale_desc = sd;
     return M40_OK;
 }
 
 size_t m40_quant_nbytes(const m40_quant_format *f, int64_t n, int64_t k) {
     m40_tensor_desc d, s;
     if (m40_quant_descs(f, n, k, &d, &s) != M40_OK) return 0;
-    size_t b = (size_t)m40_tensor_desc_numel(&d) * m40_dtype_size(d.dtype);
-    if (f->wtype != M40_DTYPE_F16) b += (size_t)m40_tensor_desc_numel(&s) * m40_dtype_size(s.dtype);
-    return b;
+    /* each part is <= M40_MAX_TENSOR_BYTES (2^62), so the sum cannot wrap
+    ** a uint64; on a 32-bit size_t a total that does not fit reads as 0 */
+    uint64_t b = (uint64_t)m40_tensor_desc_numel(&d) * m40_dtype_size(d.dtype);
+    if (f->wtype != M40_DTYPE_F16) b += (uint64_t)m40_tensor_desc_numel(&s) * m40_dtype_size(s.dtype);
+    return b > SIZE_MAX ? 0 : (size_t)b;
 }
 
 /* t must have exactly desc's dtype and shape and be contiguous. */
@@ -102,7 +111,10 @@ m40_status m40__quant_check_qweight(m40_ctx *ctx, const char *fn, const m40_qwei
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: weight shape [%lld, %lld] is negative", fn,
                         (long long)qw->n, (long long)qw->k);
     m40_tensor_desc dd, sd;
-    m40_quant_descs(&qw->fmt, qw->n, qw->k, &dd, &sd);
+    if (m40_quant_descs(&qw->fmt, qw->n, qw->k, &dd, &sd) != M40_OK)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: weight shape [%lld, %lld] is larger "
+                        "than 2^62 bytes (M40_MAX_TENSOR_BYTES)", fn, (long long)qw->n,
+                        (long long)qw->k);
     if ((st = check_like(ctx, fn, "weight data", qw->data, &dd)) != M40_OK) return st;
     if (qw->fmt.wtype != M40_DTYPE_F16 &&
         (st = check_like(ctx, fn, "weight scale", qw->scale, &sd)) != M40_OK)
@@ -146,7 +158,9 @@ m40_status m40_quantize(m40_ctx *ctx, const m40_quant_format *f, const m40_tenso
         return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: w must be contiguous", fn);
     const int64_t N = w->desc.shape[0], K = w->desc.shape[1];
     m40_tensor_desc dd, sd;
-    m40_quant_descs(f, N, K, &dd, &sd);
+    if (m40_quant_descs(f, N, K, &dd, &sd) != M40_OK) /* w's own size was checked */
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: w [%lld, %lld] is too large", fn,
+                        (long long)N, (long long)K);
     if ((st = check_like(ctx, fn, "data", data, &dd)) != M40_OK) return st;
     if (f->wtype != M40_DTYPE_F16 && (st = check_like(ctx, fn, "scale", scale, &sd)) != M40_OK)
         return st;
@@ -172,7 +186,7 @@ m40_status m40_quantize(m40_ctx *ctx, const m40_quant_format *f, const m40_tenso
     const float qmax = f->wtype == M40_DTYPE_Q8 ? 127.0f : 7.0f;
     const int64_t G = f->group ? f->group : K, ng = m40__quant_groups(f, K);
     const bool s16 = f->scale_dtype == M40_DTYPE_F16;
-    const int64_t rowbytes = f->wtype == M40_DTYPE_Q4 ? (K + 1) / 2 : K;
+    const int64_t rowbytes = f->wtype == M40_DTYPE_Q4 ? K / 2 + K % 2 : K;
     unsigned char *qd = data->data;
     memset(qd, 0, (size_t)(N * rowbytes));
     for (int64_t n = 0; n < N; n++) {
@@ -220,7 +234,7 @@ void m40__quant_dequant_row(const m40_quant_format *f, int64_t k, const void *da
     const int64_t ng = m40__quant_groups(f, k);
     const int64_t G = f->group ? f->group : (k ? k : 1);
     const bool s16 = f->scale_dtype == M40_DTYPE_F16;
-    const int64_t rowbytes = f->wtype == M40_DTYPE_Q4 ? (k + 1) / 2 : k;
+    const int64_t rowbytes = f->wtype == M40_DTYPE_Q4 ? k / 2 + k % 2 : k;
     const unsigned char *q = (const unsigned char *)data + n * rowbytes;
     for (int64_t i = 0; i < k; i++) {
         int64_t si = n * ng + i / G;
@@ -246,7 +260,9 @@ m40_status m40_dequantize(m40_ctx *ctx, const m40_qweight *qw, m40_tensor *out) 
         return st;
     int64_t shape[2] = {qw->n, qw->k};
     m40_tensor_desc od;
-    m40_tensor_desc_make(&od, M40_DTYPE_F32, 2, shape);
+    if (m40_tensor_desc_make(&od, M40_DTYPE_F32, 2, shape) != M40_OK)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: the f32 output [%lld, %lld] would be "
+                        "larger than 2^62 bytes", fn, (long long)qw->n, (long long)qw->k);
     if ((st = check_like(ctx, fn, "out", out, &od)) != M40_OK) return st;
     if ((st = need_host(ctx, fn, "out", out)) != M40_OK) return st;
     for (int64_t n = 0; n < qw->n; n++)

@@ -66,4 +66,13 @@ static inline uint64_t m40__sat_mul_u64(uint64_t a, uint64_t b) {
     return m40__mul_u64(a, b, &r) ? UINT64_MAX : r;
 }
 
+/* usable - total as a signed headroom (m40_plan_info.headroom_bytes): exact,
+** or clamped to INT64_MAX / -INT64_MAX when the difference does not fit, so
+** a huge budget never reads as a negative headroom. */
+static inline int64_t m40__headroom(uint64_t usable, uint64_t total) {
+    uint64_t d = usable >= total ? usable - total : total - usable;
+    int64_t m = d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d;
+    return usable >= total ? m : -m;
+}
+
 #endif /* M40_CHECKED_H */

@@ -263,9 +263,12 @@ m40_status m40_tensor_new(m40_ctx *ctx, m40_dtype dtype, int ndim,
             return m40__err(ctx, st, "m40_tensor_new: ndim %d (0..%d) or shape NULL", ndim,
                             M40_MAX_DIMS);
         char b[96];
-        return m40__err(ctx, st, "m40_tensor_new: %s shape %s has a negative extent or is "
-                        "larger than 2^62 bytes (M40_MAX_TENSOR_BYTES)",
-                        m40_dtype_name(dtype), m40__shape_str(&d, b, sizeof b));
+        bool neg = false;
+        for (int i = 0; i < ndim; i++) neg = neg || shape[i] < 0;
+        return m40__err(ctx, st, "m40_tensor_new: %s shape %s %s", m40_dtype_name(dtype),
+                        m40__shape_str(&d, b, sizeof b),
+                        neg ? "has a negative extent"
+                            : "is larger than 2^62 bytes (M40_MAX_TENSOR_BYTES)");
     }
     return m40_tensor_create(ctx, &d, ctx->is_gpu ? M40_LOC_DEVICE : M40_LOC_HOST, out);
 }

@@ -43,11 +43,17 @@ static m40_status copy_op(bench_env *e, void *arg) {
     return m40_tensor_copy(e->ctx, a->dst, a->src);
 }
 
+#define COPY_MAX_MIB (1 << 20)
+
 static int run_copy(bench_env *e) {
     int64_t sz[M40B_MAX_SIZES][3];
     int ns = parse_sizes(e->o->sizes, sz, M40B_MAX_SIZES);
+    /* 1 TiB per tensor is beyond any GPU's memory and keeps mib * 2^18 exact */
+    for (int i = 0; i < ns; i++)
+        if (sz[i][0] > COPY_MAX_MIB) ns = -1;
     if (ns <= 0) {
-        fprintf(stderr, "m40-bench copy: --sizes takes MiB counts, e.g. 1,64,1024\n");
+        fprintf(stderr, "m40-bench copy: --sizes takes MiB counts in 1..%d, e.g. 1,64,1024\n",
+                COPY_MAX_MIB);
         return 2;
     }
     for (int i = 0; i < ns; i++) {

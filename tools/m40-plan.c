@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,23 +52,44 @@ static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     return 1;
 }
 
-/* "11.5GiB", "12000000000", "512M" */
-static int parse_bytes(const char *s, uint64_t *out) {
+/* "11.5GiB", "12000000000", "512M". Returns 1, or 0 with *why set: a
+** budget must be a finite number of bytes from 1 MiB (a bare "0.5" is half
+** a byte, almost surely a missing suffix: said, not silently planned as
+** "no budget") to 2^62 (M40_MAX_TENSOR_BYTES; beyond that no sum of
+** planned bytes is exact). */
+static int parse_bytes(const char *s, uint64_t *out, const char **why) {
+    *why = "is not a byte count (e.g. 11GiB, 11500M, 12000000000)";
     if (!s || !*s) return 0;
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || v <= 0) return 0;
+    if (end == s) return 0;
+    if (!isfinite(v)) {
+        *why = "is not a finite number of bytes (e.g. 11GiB)";
+        return 0;
+    }
+    if (errno == ERANGE || v <= 0) {
+        *why = "must be a positive byte count (e.g. 11GiB)";
+        return 0;
+    }
     static const struct { const char *suf; double mul; } sufs[] = {
         {"", 1}, {"B", 1}, {"K", 1e3}, {"KB", 1e3}, {"M", 1e6}, {"MB", 1e6}, {"G", 1e9},
         {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
     for (size_t i = 0; i < sizeof sufs / sizeof sufs[0]; i++)
         if (strcmp(end, sufs[i].suf) == 0) {
             double b = v * sufs[i].mul;
-            if (b >= 1.8e19) return 0;
+            if (b < 1048576.0) {
+                *why = "is under 1 MiB (budgets are in bytes: add a suffix, e.g. 0.5GiB)";
+                return 0;
+            }
+            if (b > 4611686018427387904.0) { /* 2^62, exact in a double */
+                *why = "is over 2^62 bytes (4 EiB), more than any device";
+                return 0;
+            }
             *out = (uint64_t)b;
             return 1;
         }
+    *why = "has an unknown suffix (K M G KB MB GB KiB MiB GiB)";
     return 0;
 }
 
@@ -314,9 +336,8 @@ int main(int argc, char **argv) {
             if (!parse_i64(v, 0, 1024, &dv)) return bad("--device '%s' is not a GPU ordinal%s", v, "");
             o.device = (int)dv;
         } else if (strcmp(key, "--budget") == 0) {
-            if (!parse_bytes(v, &o.budget))
-                return bad("--budget '%s' is not a byte count (e.g. 11GiB, 11500M, %s)", v,
-                           "12000000000");
+            const char *why = NULL;
+            if (!parse_bytes(v, &o.budget, &why)) return bad("--budget '%s' %s", v, why);
         }
     }
     if (!model) return bad("--model is required (resnet50 or chatglm2-6b)%s%s", "", "");

@@ -68,6 +68,6 @@ m40_status m40_budget_device(m40_ctx *ctx, m40_budget *b) {
     b->board_bytes = info.total_bytes;
     uint64_t margin = DEVICE_MARGIN_MIB * MIB;
     b->usable_bytes = info.free_bytes > margin ? info.free_bytes - margin : 0;
-    b->reserved_bytes = info.total_bytes - b->usable_bytes;
+    b->reserved_bytes = info.total_bytes > b->usable_bytes ? info.total_bytes - b->usable_bytes : 0;
     return M40_OK;
 }

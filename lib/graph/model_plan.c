@@ -5,6 +5,7 @@
 ** probe is a full graph plan, so the answers follow the planner exactly. */
 #include "graph_internal.h"
 #include "m40/plan.h"
+#include "../checked.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -49,7 +50,8 @@ static m40_status eval(m40_ctx *ctx, const m40_model_desc *d, evald *e) {
             c->region_bytes[M40_REGION_WORKSPACE] = pi.region_bytes[M40_REGION_WORKSPACE];
     }
     e->plan.total_bytes = 0;
-    for (int r = 0; r < M40_REGION_COUNT; r++) e->plan.total_bytes += e->plan.region_bytes[r];
+    for (int r = 0; r < M40_REGION_COUNT; r++) /* each <= 2^62, four may pass 2^64 */
+        e->plan.total_bytes = m40__sat_add_u64(e->plan.total_bytes, e->plan.region_bytes[r]);
     return M40_OK;
 }
 
@@ -105,7 +107,7 @@ m40_status m40_model_max_ctx(m40_ctx *ctx, const m40_model_desc *d, const m40_bu
 static int first_over(const m40_plan_info *p, uint64_t usable) {
     uint64_t sum = 0;
     for (int r = 0; r < M40_REGION_COUNT; r++) {
-        sum += p->region_bytes[r];
+        sum = m40__sat_add_u64(sum, p->region_bytes[r]);
         if (sum > usable) return r;
     }
     return M40_REGION_ACTIVATIONS;
@@ -164,7 +166,7 @@ m40_status m40_model_plan_build(m40_ctx *ctx, const m40_model_desc *d, const m40
     m40_plan_info *p = &out->plan;
     p->usable_bytes = b->usable_bytes;
     p->fits = p->total_bytes <= b->usable_bytes;
-    p->headroom_bytes = (int64_t)b->usable_bytes - (int64_t)p->total_bytes;
+    p->headroom_bytes = m40__headroom(b->usable_bytes, p->total_bytes);
     for (int f = 0; f < M40_WFMT_COUNT; f++) {
         out->fits_format[f] = -1;
         out->max_ctx_format[f] = -1;

@@ -9,6 +9,7 @@
 ** id, so the plan is deterministic. The lower bound is the largest sum of live bytes
 ** over the steps; no placement can beat it. */
 #include "graph_internal.h"
+#include "../checked.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,7 +302,7 @@ static m40_status place(planner *p, uint64_t *arena) {
             const storage *s = &p->st[i];
             uint64_t life = (uint64_t)(s->last - s->first + 1);
             if (mode == 0) order[i] = (sref){s->size, s->first, i};
-            else if (mode == 1) order[i] = (sref){s->size * life, s->first, i};
+            else if (mode == 1) order[i] = (sref){m40__sat_mul_u64(s->size, life), s->first, i};
             else order[i] = (sref){UINT64_MAX - (uint64_t)s->first, -(int64_t)s->size, i};
         }
         qsort(order, (size_t)p->nst, sizeof *order, sref_cmp);
@@ -340,11 +341,18 @@ static m40_status lower_bound(planner *p, uint64_t *lb, int *peak) {
     return M40_OK;
 }
 
+static m40_status too_large(m40_graph *g, const char *what, const char *tensor) {
+    return m40__err(g->ctx, M40_ERR_INVALID_ARG,
+                    "m40_graph_plan: the %s bytes%s%s%s exceed 2^62 (M40_MAX_TENSOR_BYTES); no "
+                    "device has that much memory", what, tensor ? " (at '" : "",
+                    tensor ? tensor : "", tensor ? "')" : "");
+}
+
 static m40_status budget_check(m40_graph *g, const m40_budget *b) {
     m40_plan_info *in = &g->info;
     in->usable_bytes = b ? b->usable_bytes : UINT64_MAX;
     in->fits = !b || in->total_bytes <= b->usable_bytes;
-    in->headroom_bytes = b ? (int64_t)b->usable_bytes - (int64_t)in->total_bytes : INT64_MAX;
+    in->headroom_bytes = b ? m40__headroom(b->usable_bytes, in->total_bytes) : INT64_MAX;
     if (in->fits) return M40_OK;
     /* the first region, in allocation order, that crosses the budget */
     uint64_t before = 0;
@@ -396,35 +404,59 @@ m40_status m40_graph_plan(m40_graph *g, const m40_budget *budget, m40_plan_info 
     if ((st = build_consumers(&p)) != M40_OK || (st = validate(&p)) != M40_OK ||
         (st = topo_order(&p)) != M40_OK || (st = liveness(&p)) != M40_OK)
         goto out;
+    /* offsets are at most the sum of all blocks: keep that sum in range so
+    ** that no offset + size in place() or lower_bound() can wrap */
+    uint64_t all = 0;
+    for (int i = 0; i < p.nst; i++)
+        if (m40__add_u64(all, p.st[i].size, &all) || all > M40_MAX_BYTES) {
+            st = too_large(g, "activations", g->tensors[p.st[i].owner].name);
+            goto out;
+        }
     uint64_t arena = 0;
     if ((st = place(&p, &arena)) != M40_OK ||
         (st = lower_bound(&p, &g->info.arena_lower_bound, &g->info.peak_step)) != M40_OK)
         goto out;
-    /* persistent regions: declaration order; workspace: the largest op's */
+    /* persistent regions: declaration order; workspace: the largest op's.
+    ** Every tensor is <= M40_MAX_BYTES (add_tensor), but a graph of many
+    ** can sum past 2^64: each sum is checked against the same cap. */
     uint64_t *rb = g->info.region_bytes, ws = 0;
     for (int t = 0; t < g->ntensors; t++) {
         m40__gtensor *x = &g->tensors[t];
         if (x->bound) {
             x->region = -1;
-            g->info.external_bytes += x->bytes;
+            g->info.external_bytes = m40__sat_add_u64(g->info.external_bytes, x->bytes);
             continue;
         }
         if (x->role == M40_ROLE_WEIGHT || x->role == M40_ROLE_STATE) {
             x->region = x->role == M40_ROLE_WEIGHT ? M40_REGION_WEIGHTS : M40_REGION_KV;
             x->offset = rb[x->region];
             x->size = m40__align_up(x->bytes, M40_GRAPH_ALIGN);
-            rb[x->region] += x->size;
+            if (m40__add_u64(rb[x->region], x->size, &rb[x->region]) ||
+                rb[x->region] > M40_MAX_BYTES) {
+                st = too_large(g, m40_region_name((m40_region)x->region), x->name);
+                goto out;
+            }
         } else {
             x->region = M40_REGION_ACTIVATIONS;
             x->offset = p.st[x->storage].offset;
             x->size = p.st[x->storage].size;
         }
     }
+    int wsn = -1;
     for (int n = 0; n < g->nnodes; n++)
-        if (g->nodes[n].workspace > ws) ws = g->nodes[n].workspace;
+        if (g->nodes[n].workspace > ws) ws = g->nodes[n].workspace, wsn = n;
+    if (ws > M40_MAX_BYTES) {
+        st = too_large(g, "workspace", g->nodes[wsn].name);
+        goto out;
+    }
     rb[M40_REGION_WORKSPACE] = m40__align_up(ws, M40_GRAPH_ALIGN);
     rb[M40_REGION_ACTIVATIONS] = arena;
-    for (int r = 0; r < M40_REGION_COUNT; r++) g->info.total_bytes += rb[r];
+    for (int r = 0; r < M40_REGION_COUNT; r++)
+        if (m40__add_u64(g->info.total_bytes, rb[r], &g->info.total_bytes) ||
+            g->info.total_bytes > M40_MAX_BYTES) {
+            st = too_large(g, "total", NULL);
+            goto out;
+        }
     g->info.nodes = g->nnodes;
     g->info.tensors = g->ntensors;
     g->state = M40__G_PLANNED;

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,20 +99,31 @@ m40__bench_result *new_result(bench_env *e, const char *workload, const char *im
     return r;
 }
 
+/* One size in 1..SIZE_LIMIT; every workload takes its sizes as op
+** dimensions (int M, N, K) or MiB counts, so 2^31 - 1 bounds them all and
+** keeps products of two of them inside int64. */
+#define SIZE_LIMIT 2147483647LL
+static int parse_one(const char *p, char **end, int64_t *v) {
+    errno = 0;
+    long long x = strtoll(p, end, 10);
+    if (*end == p || errno == ERANGE || x < 1 || x > SIZE_LIMIT) return 0;
+    *v = x;
+    return 1;
+}
+
 int parse_sizes(const char *list, int64_t dims[][3], int max) {
     int n = 0;
     const char *p = list;
     while (p && *p && n < max) {
         char *end;
-        int64_t a = strtoll(p, &end, 10), b = a, c = a;
-        if (end == p || a < 1) return -1;
+        int64_t a, b, c;
+        if (!parse_one(p, &end, &a)) return -1;
+        b = c = a;
         if (*end == 'x') {
             p = end + 1;
-            b = strtoll(p, &end, 10);
-            if (end == p || *end != 'x' || b < 1) return -1;
+            if (!parse_one(p, &end, &b) || *end != 'x') return -1;
             p = end + 1;
-            c = strtoll(p, &end, 10);
-            if (end == p || c < 1) return -1;
+            if (!parse_one(p, &end, &c)) return -1;
         }
         dims[n][0] = a;
         dims[n][1] = b;
@@ -123,7 +135,6 @@ int parse_sizes(const char *list, int64_t dims[][3], int max) {
     }
     return n;
 }
-
 
 double rel_err(bench_env *e, m40_tensor *got, m40_tensor *ref) {
     size_t nb = m40_tensor_nbytes(ref);

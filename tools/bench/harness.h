@@ -45,7 +45,8 @@ int measure(bench_env *e, op_fn op, void *arg, m40__bench_result *r);
 void print_result(const m40__bench_result *r);
 m40__bench_result *new_result(bench_env *e, const char *workload, const char *impl,
                               const char *label, const char *unit);
-/* Parses a comma-separated list of sizes, each "A" or "AxBxC". */
+/* Parses a comma-separated list of sizes, each "A" or "AxBxC", every number
+** in 1..2^31-1; -1 for a malformed list or a number outside that range. */
 int parse_sizes(const char *list, int64_t dims[][3], int max);
 /* max |a-b| / max |b| over two downloaded outputs */
 double rel_err(bench_env *e, m40_tensor *got, m40_tensor *ref);

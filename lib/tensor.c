@@ -47,11 +47,10 @@ static bool nonzero_numel(int ndim, const int64_t *shape, int64_t *n) {
 ** with non-negative extents and strides; false when over M40_MAX_BYTES. */
 static bool span_checked(const m40_tensor_desc *d, uint64_t *bytes) {
     int64_t last = 0, t;
+    *bytes = 0;
+    for (int i = 0; i < d->ndim; i++) /* no elements: strides do not matter */
+        if (d->shape[i] == 0) return true;
     for (int i = 0; i < d->ndim; i++) {
-        if (d->shape[i] == 0) {
-            *bytes = 0;
-            return true;
-        }
         if (m40__mul_i64(d->shape[i] - 1, d->stride[i], &t) || m40__add_i64(last, t, &last))
             return false;
     }

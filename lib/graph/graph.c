@@ -139,9 +139,13 @@ static m40_status add_tensor(m40_graph *g, m40_tensor_role role, const char *nam
     ** a shape over M40_MAX_TENSOR_BYTES or with a negative extent stops now,
     ** so every t->bytes below, and the planner's sums of them, are in range */
     m40_tensor_desc d;
-    if (m40_tensor_desc_make(&d, desc->dtype, desc->ndim, desc->shape) != M40_OK) {
+    m40_status st = m40_tensor_desc_make(&d, desc->dtype, desc->ndim, desc->shape);
+    if (st == M40_ERR_DTYPE)
+        return m40__err(g->ctx, st, "graph: tensor '%s' has invalid dtype %d", name,
+                        (int)desc->dtype);
+    if (st != M40_OK) {
         char b[96];
-        return m40__err(g->ctx, M40_ERR_INVALID_ARG,
+        return m40__err(g->ctx, st,
                         "graph: tensor '%s' would be %s %s: ndim %d outside 0..%d, a negative "
                         "extent, or larger than 2^62 bytes (M40_MAX_TENSOR_BYTES)", name,
                         m40_dtype_name(desc->dtype), m40__shape_str(&d, b, sizeof b),
@@ -172,9 +176,6 @@ m40_status m40_graph_tensor(m40_graph *g, m40_tensor_role role, const char *name
                         (int)role);
     /* strides are ignored: only dtype and shape are checked (in add_tensor) */
     if (!desc) return m40__err(g->ctx, M40_ERR_INVALID_ARG, "m40_graph_tensor: desc is NULL");
-    if (m40_dtype_size(desc->dtype) == 0)
-        return m40__err(g->ctx, M40_ERR_DTYPE, "m40_graph_tensor: invalid dtype %d",
-                        (int)desc->dtype);
     return add_tensor(g, role, name, desc, id);
 }
 

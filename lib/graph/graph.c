@@ -193,14 +193,20 @@ static m40_status check_finite(m40_graph *g, const m40__gtensor *t, const void *
     uint64_t n = t->bytes / m40_dtype_size(t->desc.dtype);
     uint64_t bad = UINT64_MAX;
     double v = 0;
+    /* host data may be misaligned (a safetensors mapping): read by memcpy */
+    const unsigned char *p = host;
     if (t->desc.dtype == M40_DTYPE_F32) {
-        const float *p = host;
-        for (uint64_t i = 0; i < n && bad == UINT64_MAX; i++)
-            if (!isfinite(p[i])) bad = i, v = p[i];
+        for (uint64_t i = 0; i < n && bad == UINT64_MAX; i++) {
+            float f;
+            memcpy(&f, p + 4 * i, 4);
+            if (!isfinite(f)) bad = i, v = f;
+        }
     } else if (t->desc.dtype == M40_DTYPE_F16) {
-        const uint16_t *p = host;
-        for (uint64_t i = 0; i < n && bad == UINT64_MAX; i++)
-            if ((p[i] & 0x7C00u) == 0x7C00u) bad = i, v = m40__f16_to_f32(p[i]);
+        for (uint64_t i = 0; i < n && bad == UINT64_MAX; i++) {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            if ((h & 0x7C00u) == 0x7C00u) bad = i, v = m40__f16_to_f32(h);
+        }
     }
     if (bad == UINT64_MAX) return M40_OK;
     /* name the element by its index in each dim, outermost first */

@@ -592,18 +592,20 @@ static void prop_graph(void) {
             if (nb != bytes) EXPECT(m40_graph_set_data(g, id, dummy, nb), M40_ERR_INVALID_ARG);
             continue;
         }
-        unsigned char *h = calloc(1, bytes + 4);
+        unsigned char *buf = calloc(1, bytes + 4), *h = buf + range(0, 3); /* may be misaligned */
         m40_status sw = M40_OK;
         size_t nb = (size_t)bytes;
         if (chance(20)) nb = (size_t)hostile_i64(), sw = nb == bytes ? M40_OK : M40_ERR_INVALID_ARG;
         if (sw == M40_OK && bytes && chance(30) && (d.dtype == M40_DTYPE_F32 || d.dtype == M40_DTYPE_F16)) {
             int64_t e = range(0, (int64_t)(bytes / esz(d.dtype)) - 1);
-            if (d.dtype == M40_DTYPE_F32) ((float *)h)[e] = chance(50) ? NAN : -INFINITY;
-            else ((uint16_t *)h)[e] = chance(50) ? 0x7E00 : 0xFC00;
+            float f = chance(50) ? NAN : -INFINITY;
+            uint16_t hf = chance(50) ? 0x7E00 : 0xFC00;
+            if (d.dtype == M40_DTYPE_F32) memcpy(h + 4 * e, &f, 4);
+            else memcpy(h + 2 * e, &hf, 2);
             sw = M40_ERR_FORMAT;
         }
         EXPECT(m40_graph_set_data(g, id, h, nb), sw);
-        free(h);
+        free(buf);
     }
     /* nodes over them, then a plan against any budget */
     for (int k = 0; k < 4 && nid; k++) {

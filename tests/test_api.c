@@ -2,6 +2,7 @@
 ** and every bad-input case returning a status and a message while the
 ** context stays usable. Runs everywhere. */
 #include "check.h"
+#include "m40/quant.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -254,6 +255,103 @@ static void test_op_errors(void) {
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) m40_tensor_free(ts[i]);
 }
 
+/* Issue 15: the probe's cases, each one closed. Sizes that wrap are
+** refused with a message; views stay inside their base for any int64. */
+static void test_hostile_sizes(void) {
+    m40_tensor *t = NULL;
+    m40_tensor_desc d;
+    /* {2^62} f32 is 2^64 bytes: used to wrap to 0 and return a 1-byte buffer */
+    int64_t s62[1] = {(int64_t)1 << 62}, wrap[2] = {(int64_t)1 << 32, ((int64_t)1 << 32) + 1};
+    int64_t wrap4[4] = {65536, 65536, 65536, 65537}, edge[1] = {(int64_t)1 << 60};
+    EXPECT(m40_tensor_new(C, M40_DTYPE_F32, 1, s62, &t), M40_ERR_INVALID_ARG);
+    CHECK(t == NULL && strstr(m40_errmsg(C), "2^62"));
+    EXPECT(m40_tensor_new(C, M40_DTYPE_I8, 2, wrap, &t), M40_ERR_INVALID_ARG);
+    EXPECT(m40_tensor_new(C, M40_DTYPE_F16, 4, wrap4, &t), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_tensor_desc_make(&d, M40_DTYPE_F32, 1, s62), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_tensor_desc_make(&d, M40_DTYPE_I8, 4, wrap4), M40_ERR_INVALID_ARG);
+    /* exactly 2^62 bytes is within the rule (the allocation then fails) */
+    CHECK_ST(m40_tensor_desc_make(&d, M40_DTYPE_F32, 1, edge), M40_OK);
+    edge[0]++;
+    CHECK_ST(m40_tensor_desc_make(&d, M40_DTYPE_F32, 1, edge), M40_ERR_INVALID_ARG);
+    /* a zero extent does not excuse a wrapping product elsewhere */
+    int64_t zwrap[3] = {0, (int64_t)1 << 40, (int64_t)1 << 40};
+    CHECK_ST(m40_tensor_desc_make(&d, M40_DTYPE_F32, 3, zwrap), M40_ERR_INVALID_ARG);
+    CHECK(m40_tensor_desc_numel(NULL) == -1);
+    m40_tensor_desc raw = {.dtype = M40_DTYPE_F32, .ndim = 4,
+                           .shape = {INT64_MAX, INT64_MAX, 2, 2}};
+    CHECK(m40_tensor_desc_numel(&raw) == -1); /* unchecked desc: -1, not a wrapped product */
+    /* create: strides ignored, size rule applied */
+    raw.ndim = 2;
+    EXPECT(m40_tensor_create(C, &raw, M40_LOC_HOST, &t), M40_ERR_INVALID_ARG);
+
+    /* views: offsets and strides whose byte counts wrap */
+    int64_t s16[1] = {16};
+    m40_tensor *base = NULL, *v = (m40_tensor *)&d;
+    CHECK_ST(m40_tensor_new(C, M40_DTYPE_F32, 1, s16, &base), M40_OK);
+    m40_tensor_desc one = {.dtype = M40_DTYPE_F32, .ndim = 1, .shape = {1}, .stride = {1}};
+    /* 2^62 * 4 wraps to 0: used to give a view at the base's start */
+    EXPECT(m40_tensor_view(C, base, &one, (int64_t)1 << 62, &v), M40_ERR_INVALID_ARG);
+    CHECK(v == NULL);
+    EXPECT(m40_tensor_view(C, base, &one, INT64_MAX, &v), M40_ERR_INVALID_ARG);
+    EXPECT(m40_tensor_view(C, base, &one, INT64_MIN, &v), M40_ERR_INVALID_ARG);
+    /* (2^62 + 1) * 4 wraps to 4: once a view at element 1 */
+    EXPECT(m40_tensor_view(C, base, &one, ((int64_t)1 << 62) + 1, &v), M40_ERR_INVALID_ARG);
+    m40_tensor_desc st = {.dtype = M40_DTYPE_F32, .ndim = 2, .shape = {2, 2},
+                          .stride = {(int64_t)1 << 62, 1}};
+    EXPECT(m40_tensor_view(C, base, &st, 0, &v), M40_ERR_INVALID_ARG); /* stride x extent wraps */
+    st.stride[0] = INT64_MAX;
+    EXPECT(m40_tensor_view(C, base, &st, 0, &v), M40_ERR_INVALID_ARG);
+    st.stride[0] = -4; /* negative strides would reach before the base */
+    EXPECT(m40_tensor_view(C, base, &st, 8, &v), M40_ERR_INVALID_ARG);
+    st.stride[0] = 4;
+    st.shape[0] = 0; /* empty: strides do not matter, but the start must be inside */
+    st.stride[1] = INT64_MAX;
+    CHECK_ST(m40_tensor_view(C, base, &st, 16, &v), M40_OK);
+    m40_tensor_free(v);
+    EXPECT(m40_tensor_view(C, base, &st, 17, &v), M40_ERR_INVALID_ARG);
+    /* a view of a view: bounds are those of the storage, from the inner start */
+    m40_tensor *v1 = NULL, *v2 = NULL;
+    m40_tensor_desc eight = {.dtype = M40_DTYPE_I32, .ndim = 1, .shape = {8}, .stride = {1}};
+    CHECK_ST(m40_tensor_view(C, base, &eight, 8, &v1), M40_OK);
+    CHECK_ST(m40_tensor_view(C, v1, &eight, 0, &v2), M40_OK);
+    m40_tensor_free(v2);
+    EXPECT(m40_tensor_view(C, v1, &eight, 1, &v2), M40_ERR_INVALID_ARG);
+    m40_tensor_free(v1);
+
+    /* wrap: the alignment rule, and strides that span more than 2^62 */
+    _Alignas(8) unsigned char buf[64] = {0};
+    m40_tensor_desc w4 = {.dtype = M40_DTYPE_F32, .ndim = 1, .shape = {4}, .stride = {1}};
+    m40_tensor *w = NULL;
+    EXPECT(m40_tensor_wrap(C, &w4, M40_LOC_HOST, buf + 2, &w), M40_ERR_INVALID_ARG);
+    CHECK(w == NULL && strstr(m40_errmsg(C), "aligned"));
+    w4.dtype = M40_DTYPE_F16;
+    CHECK_ST(m40_tensor_wrap(C, &w4, M40_LOC_HOST, buf + 2, &w), M40_OK);
+    m40_tensor_free(w);
+    EXPECT(m40_tensor_wrap(C, &w4, M40_LOC_HOST, buf + 1, &w), M40_ERR_INVALID_ARG);
+    w4.dtype = M40_DTYPE_I8;
+    CHECK_ST(m40_tensor_wrap(C, &w4, M40_LOC_HOST, buf + 1, &w), M40_OK);
+    m40_tensor_free(w);
+    w4.dtype = M40_DTYPE_F32;
+    w4.stride[0] = (int64_t)1 << 61;
+    EXPECT(m40_tensor_wrap(C, &w4, M40_LOC_HOST, buf, &w), M40_ERR_INVALID_ARG);
+
+    /* transfers: a size that would wrap is refused before memory is touched */
+    EXPECT(m40_tensor_upload(C, base, buf, SIZE_MAX), M40_ERR_INVALID_ARG);
+    EXPECT(m40_tensor_download(C, base, buf, (size_t)1 << 63), M40_ERR_INVALID_ARG);
+    m40_tensor_free(base);
+
+    /* quantized sizes: 0 (invalid) rather than a wrapped byte count */
+    m40_quant_format q4 = {M40_DTYPE_Q4, 32, M40_DTYPE_F16}, q8 = {M40_DTYPE_Q8, 0, M40_DTYPE_F32};
+    CHECK(m40_quant_nbytes(&q4, INT64_MAX, INT64_MAX) == 0);
+    CHECK(m40_quant_nbytes(&q4, 1, INT64_MAX) == 0); /* (k + 1) / 2 used to overflow */
+    CHECK(m40_quant_nbytes(&q8, (int64_t)1 << 31, (int64_t)1 << 33) == 0);
+    CHECK(m40_quant_nbytes(&q8, 4096, 4096) == 4096 * 4096 + 4096 * 4);
+    CHECK(m40_quant_nbytes(&q4, 3, 65) == 3 * 33 + 3 * 3 * 2);
+    m40_tensor_desc qd, qs;
+    CHECK_ST(m40_quant_descs(&q4, 1, INT64_MAX, &qd, &qs), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_quant_descs(&q8, INT64_MAX / 2, 3, &qd, &qs), M40_ERR_INVALID_ARG);
+}
+
 int main(void) {
     m40_ctx_desc d;
     m40_ctx_desc_init(&d);
@@ -267,6 +365,7 @@ int main(void) {
     test_log();
     test_tensors();
     test_op_errors();
+    test_hostile_sizes();
     m40_ctx_destroy(C);
     return m40t_finish("test_api");
 }

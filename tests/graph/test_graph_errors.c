@@ -4,6 +4,7 @@
 #include "check.h"
 #include "m40/graph.h"
 
+#include <stdint.h>
 #include <string.h>
 
 static m40_ctx *C;
@@ -210,6 +211,95 @@ static void test_budget_and_states(void) {
     m40_graph_destroy(NULL);
 }
 
+/* Issue 15: hostile sizes and values at the graph API. */
+static void test_hostile(void) {
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    /* declared shapes: a wrapping product and one over 2^62 bytes are refused */
+    int64_t wrap[2] = {(int64_t)1 << 32, ((int64_t)1 << 32) + 1}, big[1] = {((int64_t)1 << 60) + 1};
+    m40_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = M40_DTYPE_F32;
+    d.ndim = 2;
+    memcpy(d.shape, wrap, sizeof wrap);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "wrap", &d, NULL), M40_ERR_INVALID_ARG);
+    CHECK(has("'wrap'") && has("2^62"));
+    d.ndim = 1;
+    d.shape[0] = big[0];
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "big", &d, NULL), M40_ERR_INVALID_ARG);
+    d.shape[0] = -1;
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "neg", &d, NULL), M40_ERR_INVALID_ARG);
+    CHECK(has("negative"));
+    d.shape[0] = 4;
+    d.stride[0] = INT64_MIN; /* strides of declared tensors are ignored */
+    int w = -1, w16 = -1;
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "w", &d, &w), M40_OK);
+    d.dtype = M40_DTYPE_F16;
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "w16", &d, &w16), M40_OK);
+    /* set_data: a wrong size, however large, is refused before reading */
+    float wv[4] = {1, 2, 3, 4};
+    CHECK_ST(m40_graph_set_data(g, w, wv, SIZE_MAX), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_graph_set_data(g, w, wv, 15), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_graph_set_data(g, w, wv, sizeof wv), M40_OK);
+    /* NaN and Inf weights: named, with the first bad element */
+    wv[2] = 0.0f / 0.0f;
+    wv[3] = 1.0f / 0.0f;
+    CHECK_ST(m40_graph_set_data(g, w, wv, sizeof wv), M40_ERR_FORMAT);
+    CHECK(has("'w'") && has("[2]") && has("non-finite"));
+    printf("NaN weight: %s\n", m40_errmsg(C));
+    uint16_t hv[4] = {0x3C00, 0x3C00, 0x3C00, 0x7C00}; /* 1, 1, 1, +inf */
+    CHECK_ST(m40_graph_set_data(g, w16, hv, sizeof hv), M40_ERR_FORMAT);
+    CHECK(has("'w16'") && has("[3]"));
+    hv[3] = 0x7BFF; /* 65504, the largest finite f16 */
+    CHECK_ST(m40_graph_set_data(g, w16, hv, sizeof hv), M40_OK);
+    /* misaligned host data (a safetensors mapping) is read safely */
+    unsigned char raw[sizeof wv + 1];
+    float ok4[4] = {1, 2, 3, 4};
+    memcpy(raw + 1, ok4, sizeof ok4);
+    CHECK_ST(m40_graph_set_data(g, w, raw + 1, sizeof ok4), M40_OK);
+    m40_graph_destroy(g);
+
+    /* planner sums: each tensor within 2^62 bytes, their sum not */
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    int64_t q[1] = {(int64_t)1 << 59}; /* 2^61 bytes of f32 each */
+    m40_tensor_desc dq;
+    m40_tensor_desc_make(&dq, M40_DTYPE_F32, 1, q);
+    int x = -1, y = -1;
+    for (int i = 0; i < 4; i++) CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, NULL, &dq, NULL), M40_OK);
+    int64_t one[1] = {1};
+    m40_tensor_desc d1;
+    m40_tensor_desc_make(&d1, M40_DTYPE_F32, 1, one);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "x", &d1, &x), M40_OK);
+    CHECK_ST(node(g, M40_OP_SCALE, "s", x, M40_NO_TENSOR, M40_TENSOR_NEW, &y), M40_OK);
+    CHECK_ST(m40_graph_mark_output(g, y), M40_OK);
+    m40_plan_info pi;
+    CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_ERR_INVALID_ARG);
+    CHECK(has("weights") && has("2^62"));
+    m40_graph_destroy(g);
+
+    /* headroom: exact, never a wrapped sign, for any budget */
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "x", &d1, &x), M40_OK);
+    CHECK_ST(node(g, M40_OP_SCALE, "s", x, M40_NO_TENSOR, M40_TENSOR_NEW, &y), M40_OK);
+    CHECK_ST(m40_graph_mark_output(g, y), M40_OK);
+    m40_budget b;
+    const uint64_t budgets[] = {UINT64_MAX, (uint64_t)1e19, ((uint64_t)1 << 63) + 5, 0, 511, 512};
+    for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
+        m40_budget_bytes(budgets[i], &b);
+        m40_status st = m40_graph_plan(g, &b, &pi);
+        CHECK(st == (pi.fits ? M40_OK : M40_ERR_OOM_DEVICE));
+        CHECK(pi.fits == (pi.total_bytes <= budgets[i]));
+        CHECK(pi.fits ? pi.headroom_bytes >= 0 : pi.headroom_bytes < 0);
+        if (pi.fits) { /* usable - total, or INT64_MAX when that does not fit */
+            uint64_t h = budgets[i] - pi.total_bytes;
+            CHECK(pi.headroom_bytes == (h > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)h));
+        } else {
+            CHECK(pi.headroom_bytes == -(int64_t)(pi.total_bytes - budgets[i]));
+        }
+    }
+    m40_graph_destroy(g);
+}
+
 int main(void) {
     m40_ctx_desc cd;
     m40_ctx_desc_init(&cd);
@@ -219,6 +309,7 @@ int main(void) {
     test_dangling();
     test_shapes();
     test_budget_and_states();
+    test_hostile();
     m40_ctx_destroy(C);
     return m40t_finish("test_graph_errors");
 }

@@ -156,8 +156,9 @@ M40_API void m40_graph_destroy(m40_graph *g);
 
 /* Declares a tensor; its desc's strides are ignored (graph tensors are
 ** contiguous). *id receives its id (0, 1, 2 ... in declaration order).
-** Returns M40_OK, M40_ERR_INVALID_ARG (NULL, bad role or desc),
-** M40_ERR_DTYPE, M40_ERR_STATE (graph already allocated), M40_ERR_OOM_HOST. */
+** Returns M40_OK, M40_ERR_INVALID_ARG (NULL, bad role, bad ndim, negative
+** extent, or over the size rule of m40.h: M40_MAX_TENSOR_BYTES), M40_ERR_DTYPE,
+** M40_ERR_STATE (graph already allocated), M40_ERR_OOM_HOST. */
 M40_API m40_status m40_graph_tensor(m40_graph *g, m40_tensor_role role,
                                     const char *name, const m40_tensor_desc *desc,
                                     int *id);
@@ -224,7 +225,10 @@ typedef struct m40_budget {
 /* Fills b for "m40-12g" or "m40-24g" (docs/planner.md derives them).
 ** Returns M40_OK or M40_ERR_INVALID_ARG (NULL or unknown name). */
 M40_API m40_status m40_budget_preset(const char *name, m40_budget *b);
-/* An explicit usable byte count. b NULL does nothing. */
+/* An explicit usable byte count; any value is safe (a plan's headroom is
+** clamped, never wrapped). Parse user text with care: m40-plan refuses NaN,
+** fractions of a byte and values under 1 MiB or over 2^62. b NULL does
+** nothing. */
 M40_API void m40_budget_bytes(uint64_t usable_bytes, m40_budget *b);
 /* The current free memory of ctx's device less a 64 MiB margin (the
 ** context and its handles already exist, so they are already subtracted).
@@ -253,7 +257,8 @@ typedef struct m40_plan_info {
     uint64_t arena_lower_bound; /* max over steps of live activation bytes */
     int peak_step;              /* a step where that maximum is reached */
     uint64_t usable_bytes;      /* the budget's (UINT64_MAX without one) */
-    int64_t headroom_bytes;     /* usable - total; negative when over */
+    int64_t headroom_bytes;     /* usable - total; negative when over; clamped
+                                ** to INT64_MAX (-INT64_MAX) if it does not fit */
     int fits;                   /* total <= usable */
     int nodes, tensors, inplace; /* counts; inplace = outputs sharing input 0 */
 } m40_plan_info;
@@ -267,7 +272,9 @@ typedef struct m40_plan_info {
 **   M40_OK
 **   M40_ERR_INVALID_ARG   NULL graph, an empty graph, a dangling tensor
 **                         (used but never produced, or produced but never
-**                         used and not an output), a cycle (named)
+**                         used and not an output), a cycle (named), a
+**                         region or total over 2^62 bytes (M40_MAX_TENSOR_BYTES;
+**                         every sum is checked, none wraps)
 **   M40_ERR_OOM_DEVICE    over budget: the message names the region that
 **                         does not fit, the shortfall and what would fit
 **   M40_ERR_STATE         already allocated

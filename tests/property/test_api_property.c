@@ -10,7 +10,7 @@
 ** here (exact 128-bit arithmetic): desc_make/new/create/view/wrap must
 ** accept exactly the inputs the size and bounds rules of m40.h allow.
 **
-**   test_api_property [iterations [seed]]      (default 4000, seed 15)
+**   test_api_property [iterations [seed]]      (default 10000, seed 15)
 **   test_api_property --iter N [seed]          replays iteration N alone
 **
 ** Each iteration seeds its own generator from (seed, N), so a failure line
@@ -752,7 +752,7 @@ static void run_iter(uint64_t seed, long long i) {
 }
 
 int main(int argc, char **argv) {
-    long long iters = 4000, only = -1;
+    long long iters = 10000, only = -1;
     uint64_t seed = 15;
     int a = 1;
     if (a < argc && strcmp(argv[a], "--iter") == 0 && a + 1 < argc) only = atoll(argv[a + 1]), a += 2;

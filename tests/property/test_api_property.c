@@ -37,6 +37,7 @@ static bool all_params;  /* M40_PROPERTY_ALL */
 static long long iter;   /* current iteration, for messages */
 static int skipped_big;  /* legal shapes too large to allocate here */
 static long long ncalls, nok; /* calls judged, and how many succeeded */
+static int nruns;             /* random graphs allocated and run */
 
 /* ---- generator --------------------------------------------------------------- */
 
@@ -573,9 +574,11 @@ static void prop_graph(void) {
     if (CALL(m40_graph_create(C, &g)) != M40_OK) return;
     /* declared tensors: the same shape rule as tensors (strides ignored) */
     int ids[6], nid = 0;
+    void *keep[6] = {NULL}; /* set_data buffers live until m40_graph_alloc returns */
+    int hostile = chance(50) ? 40 : 3; /* half the graphs small enough to run */
     for (int k = 0; k < 6; k++) {
         m40_tensor_desc d;
-        random_desc(&d, 40);
+        random_desc(&d, hostile);
         if (chance(50)) d.dtype = M40_DTYPE_F32;
         m40_tensor_role role = chance(90) ? (m40_tensor_role)range(0, 1) : (m40_tensor_role)hostile_int();
         m40_status want = (int)role < 0 || role > M40_ROLE_STATE ? M40_ERR_INVALID_ARG : rule_shape(d.dtype, d.ndim, d.shape);
@@ -605,7 +608,7 @@ static void prop_graph(void) {
             sw = M40_ERR_FORMAT;
         }
         EXPECT(m40_graph_set_data(g, id, h, nb), sw);
-        free(buf);
+        keep[k] = buf;
     }
     /* nodes over them, then a plan against any budget */
     for (int k = 0; k < 4 && nid; k++) {
@@ -635,7 +638,11 @@ static void prop_graph(void) {
             (st == M40_OK) != fits || pi.total_bytes > (uint64_t)CAP)
             fail("m40_graph_plan", __LINE__, "fits %lld with headroom %lld", pi.fits, pi.headroom_bytes);
     }
+    /* small enough to run here: allocate and run it (the executor's checks) */
+    if (st == M40_OK && pi.total_bytes <= (1u << 20) && CALL(m40_graph_alloc(g)) == M40_OK)
+        nruns += CALL(m40_graph_run(g)) == M40_OK;
     m40_graph_destroy(g);
+    for (int k = 0; k < 6; k++) free(keep[k]);
 }
 
 /* Planner sums: every tensor within the rule, their sum far beyond it. */
@@ -782,7 +789,7 @@ int main(int argc, char **argv) {
     m40_tensor_free(t);
     m40_ctx_destroy(C);
     printf("test_api_property: %lld calls, %lld succeeded, the rest refused with a status and "
-           "message; %d legal shapes too large to allocate here were skipped\n", ncalls, nok,
-           skipped_big);
+           "message; %d random graphs ran; %d legal shapes too large to allocate here were "
+           "skipped\n", ncalls, nok, nruns, skipped_big);
     return m40t_finish("test_api_property");
 }

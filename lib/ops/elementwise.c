@@ -6,9 +6,9 @@
 #ifdef M40_HAVE_CUDA
 #include "../../kernels/elementwise.h"
 /* the reference's op codes are the launchers' */
-_Static_assert(M40__UNARY_SCALE == M40K_SCALE && M40__UNARY_RELU == M40K_RELU &&
-               M40__UNARY_SILU == M40K_SILU && M40__UNARY_GELU == M40K_GELU &&
-               M40__BINARY_ADD == M40K_ADD && M40__BINARY_MUL == M40K_MUL,
+_Static_assert((int)M40__UNARY_SCALE == (int)M40K_SCALE && (int)M40__UNARY_RELU == (int)M40K_RELU &&
+               (int)M40__UNARY_SILU == (int)M40K_SILU && (int)M40__UNARY_GELU == (int)M40K_GELU &&
+               (int)M40__BINARY_ADD == (int)M40K_ADD && (int)M40__BINARY_MUL == (int)M40K_MUL,
                "op codes of lib/ref/ref.h and kernels/elementwise.h differ");
 #endif
 

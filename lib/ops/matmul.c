@@ -30,6 +30,8 @@ static m40_status linear_rule(const m40__op_call *c, m40_tensor_desc *out) {
     int64_t K = x->shape[x->ndim - 1], N = w->shape[0];
     if (w->shape[1] != K || (b && b->shape[0] != N))
         return m40__rule_shape(c, "need x [...,K], w [N,K], bias [N] for y = x·wᵀ + bias");
+    if (m40__dims_product(x, 0, x->ndim) < 0)
+        return m40__rule_shape(c, "x has 2^62 elements or more");
     int64_t s[M40_MAX_DIMS];
     for (int i = 0; i < x->ndim; i++) s[i] = x->shape[i];
     s[x->ndim - 1] = N;

@@ -101,8 +101,6 @@ int64_t m40__dims_product(const m40_tensor_desc *d, int lo, int hi);
 m40_status m40__run_need_f32(const m40__op_call *c, int i);
 /* Every present input contiguous: UNSUPPORTED otherwise (run checks). */
 m40_status m40__run_need_contiguous(const m40__op_call *c, const m40_tensor_desc *out);
-/* Dims of input i below 2^31 (GPU run checks). */
-m40_status m40__run_need_int_dims(const m40__op_call *c, int i);
 
 /* Bounds on user-supplied ints of the rules: strides, pads, dilations,
 ** windows (2^20) and attention sizes (2^20 heads, 2^16 head_dim), far

@@ -137,14 +137,6 @@ m40_status m40__run_need_contiguous(const m40__op_call *c, const m40_tensor_desc
     return M40_OK;
 }
 
-m40_status m40__run_need_int_dims(const m40__op_call *c, int i) {
-    const m40_tensor_desc *d = c->in[i];
-    for (int k = 0; d && k < d->ndim; k++)
-        if (d->shape[k] > INT32_MAX)
-            return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "%s dim %d over 2^31", in_name(c, i), k);
-    return M40_OK;
-}
-
 /* ---- the shared front ------------------------------------------------------ */
 
 m40_status m40__op_infer(const m40__op_call *c, m40_tensor_desc *out) {

@@ -6,26 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* m40_op_name, m40_op_inplace, m40_op_runs: lib/ops/registry.c */
+/* m40_op_name, m40_op_inplace, m40_op_runs, m40_node_desc_init: lib/ops/registry.c */
 
 const char *m40_region_name(m40_region r) {
     static const char *const names[] = {"weights", "kv_cache", "workspace", "activations"};
     return (int)r >= 0 && r < M40_REGION_COUNT ? names[r] : "?";
-}
-
-void m40_node_desc_init(m40_node_desc *nd, m40_op op) {
-    if (!nd) return;
-    memset(nd, 0, sizeof *nd);
-    nd->struct_size = sizeof *nd;
-    nd->op = op;
-    nd->output = M40_TENSOR_NEW;
-    for (int i = 0; i < M40_NODE_MAX_INPUTS; i++) nd->inputs[i] = M40_NO_TENSOR;
-    nd->out_dtype = M40_DTYPE_F32;
-    nd->alpha = 1.0f;
-    nd->groups = 1;
-    nd->stride[0] = nd->stride[1] = 1;
-    nd->dilation[0] = nd->dilation[1] = 1;
-    nd->eps = 1e-5f;
 }
 
 uint64_t m40__align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }

@@ -42,6 +42,22 @@ int m40_op_runs(m40_op op) {
     return d && d->run_cpu ? 1 : 0;
 }
 
+/* The op's parameters, also what every eager entry point fills. */
+void m40_node_desc_init(m40_node_desc *nd, m40_op op) {
+    if (!nd) return;
+    memset(nd, 0, sizeof *nd);
+    nd->struct_size = sizeof *nd;
+    nd->op = op;
+    nd->output = M40_TENSOR_NEW;
+    for (int i = 0; i < M40_NODE_MAX_INPUTS; i++) nd->inputs[i] = M40_NO_TENSOR;
+    nd->out_dtype = M40_DTYPE_F32;
+    nd->alpha = 1.0f;
+    nd->groups = 1;
+    nd->stride[0] = nd->stride[1] = 1;
+    nd->dilation[0] = nd->dilation[1] = 1;
+    nd->eps = 1e-5f;
+}
+
 /* ---- helpers of the rules ------------------------------------------------ */
 
 m40_status m40__rule_fail(const m40__op_call *c, m40_status st, const char *fmt, ...) {

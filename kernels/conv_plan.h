@@ -1,5 +1,5 @@
 /* The NHWC convolution's Winograd rule and scratch sizes (kernels/conv.cu),
-** in C so that the graph planner (lib/graph/shapes.c) plans with the
+** in C so that the graph planner (lib/ops/) plans with the
 ** launcher's own rule. Host code only; sizes in bytes, each piece aligned to
 ** 256 as the launcher lays them out in the workspace.
 **

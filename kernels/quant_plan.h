@@ -1,5 +1,5 @@
 /* The quantized GEMV's split-K plan (kernels/quant_gemv.cu, v3 "version 7"),
-** in C so that the graph planner (lib/graph/shapes.c) sizes the scratch
+** in C so that the graph planner (lib/ops/) sizes the scratch
 ** with the rule the launcher uses. Host code only.
 **
 ** v3 stages x for a K-range in shared memory once per persistent block: a

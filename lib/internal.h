@@ -76,6 +76,7 @@ m40_status m40__cuda_memcpy(m40_ctx *ctx, void *dst, const void *src,
 /* Turns a cudaError_t (as int) from `what` into a status + message;
 ** marks the context lost on a sticky error. */
 m40_status m40__cuda_check(m40_ctx *ctx, int err, const char *what);
+/* The context's cuBLAS handle, created on first use (pedantic FP32 math). */
 m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle);
 /* The context's device scratch, grown to at least `bytes` (synchronizes the
 ** stream when it must grow). */
@@ -85,16 +86,7 @@ m40_status m40__cuda_workspace(m40_ctx *ctx, size_t bytes, void **p);
 ** grow (the caller then runs a kernel without it). Fails only with
 ** M40_ERR_DEVICE_LOST. */
 m40_status m40__cuda_scratch(m40_ctx *ctx, size_t *bytes, void **p);
-/* Scratch bytes m40_conv2d needs on this context for these (checked) descs. */
-size_t m40__conv2d_workspace(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor_desc *x,
-                             const m40_tensor_desc *w, const m40_tensor_desc *y);
-/* Scratch bytes m40__cuda_linear needs for this shape on this device. */
-size_t m40__cuda_linear_workspace(m40_ctx *ctx, int M, int N, int K);
 m40_status m40__cuda_copy_strided(m40_ctx *ctx, m40_tensor *dst, const m40_tensor *src);
-/* y[M,N] = x[M,K]·w[N,K]ᵀ (+ bias[N]) through cuBLAS, pedantic FP32. */
-m40_status m40__cuda_linear(m40_ctx *ctx, int M, int N, int K, const float *x,
-                            const float *w, const float *bias,
-                            const m40_tensor_desc *dbias, float *y);
 #endif
 
 #endif /* M40_INTERNAL_H */

@@ -22,6 +22,7 @@
 #include "m40/quant.h"
 #include "half.h"
 #include "../../kernels/quant.h"
+#include "../../kernels/sgemm.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>

@@ -22,8 +22,8 @@ else
     echo "full build failed (see build.log tail below); falling back to a direct nvcc build"
     tail -20 "$OUT/build.log"
     T=build-sgemm-direct; mkdir -p $T
-    CORE="lib/core.c lib/tensor.c lib/ops.c lib/ref/random.c lib/ref/elementwise.c lib/ref/softmax.c lib/ref/matmul.c lib/cuda/backend.c"
-    KER="kernels/elementwise.cu kernels/softmax.cu kernels/sgemm.cu"
+    CORE="lib/core.c lib/tensor.c $(echo lib/ops/*.c lib/ref/*.c) lib/quant/quantize.c lib/cuda/backend.c"
+    KER="$(echo kernels/*.cu)"
     objs=()
     for f in $CORE; do o=$T/$(echo $f | tr / _).o
         gcc -O2 -std=c11 -DM40_HAVE_CUDA -DM40_CUDA_VERSION_STRING=\"13\" -DM40_CUDA_ARCHS_STRING=\"90\" \

@@ -56,10 +56,11 @@ typedef enum m40_tensor_role {
     M40_ROLE_STATE = 3       /* persistent, read-write by its op (KV cache) */
 } m40_tensor_role;
 
-/* Op kinds. The table gives the name and whether the output may share
-** storage with input 0 (in place). Kinds marked "plan" are sized by the
-** planner (shapes, workspace) but have no kernel yet: m40_graph_alloc
-** refuses a graph that holds one with M40_ERR_UNSUPPORTED.
+/* Op kinds, with their inputs and output. Kinds marked "plan" are sized
+** by the planner (shapes, workspace) but have no kernel yet:
+** m40_graph_alloc refuses a graph that holds one with M40_ERR_UNSUPPORTED
+** (m40_op_runs says which run). m40_op_inplace says whether the output
+** may share storage with input 0.
 **
 **   op              inputs                               output
 **   ADD, MUL        a, b (b = a's shape or its trailing dims)  a's shape
@@ -68,10 +69,15 @@ typedef enum m40_tensor_role {
 **   SOFTMAX         x (over the last dim)                x's shape
 **   CONVERT         x (out_dtype)                        x's shape
 **   LINEAR          x [...,K], w [N,K], bias [N]?        [...,N]
-**   LINEAR_Q  plan  x [...,K], wq i8 [N,K] (bits 8) or [N,K/2] (bits 4,
-**                   two per byte), scale f16 [N], bias [N]?   [...,N]
+**                   (runs with f32 weights: m40_matmul)
+**   LINEAR_Q        x [...,K]; wq i8 [N,K] (bits 8) or [N,(K+1)/2] (bits
+**                   4, two per byte), or f16 [N,K] (bits 16); scale f16 or
+**                   f32 [N] (group 0) or [N,ceil(K/group)] (group 32, 64,
+**                   128), absent for bits 16; bias [N]?     [...,N]
+**                   (m40_quant_linear; formats in m40/quant.h)
 **   CONV2D          x [N,C,H,W], w [K,C/groups,R,S], bias [K]?, residual
-**                   [N,K,P,Q]? (fuse_relu)                  [N,K,P,Q]
+**                   [N,K,P,Q]?, scale [K]? (stride, pad, dilation,
+**                   fuse_relu)                              [N,K,P,Q]
 **                   NHWC (layout): x [N,H,W,C], w [K,R,S,C], [N,P,Q,K]
 **                   (runs with groups 1 and f32 weights: m40_conv2d)
 **   POOL2D          x [N,C,H,W] (pool, kernel, stride, pad) [N,C,P,Q];
@@ -86,27 +92,27 @@ typedef enum m40_tensor_role {
 **                   appends K,V at pos, causal softmax   [B,T,H·D]
 **   TAKE_LAST plan  x [B,T,C]: the last position         [B,1,C]
 */
-#define M40_OP_TABLE(X)                    \
-    X(M40_OP_ADD, "add", 1, 1)             \
-    X(M40_OP_MUL, "mul", 1, 1)             \
-    X(M40_OP_SCALE, "scale", 1, 1)         \
-    X(M40_OP_ACTIVATION, "activation", 1, 1) \
-    X(M40_OP_SOFTMAX, "softmax", 1, 1)     \
-    X(M40_OP_CONVERT, "convert", 0, 1)     \
-    X(M40_OP_LINEAR, "linear", 0, 1)       \
-    X(M40_OP_LINEAR_Q, "linear_q", 0, 0)   \
-    X(M40_OP_CONV2D, "conv2d", 0, 1)       \
-    X(M40_OP_POOL2D, "pool2d", 0, 1)       \
-    X(M40_OP_RMSNORM, "rmsnorm", 1, 0)     \
-    X(M40_OP_LAYERNORM, "layernorm", 1, 0) \
-    X(M40_OP_EMBEDDING, "embedding", 0, 0) \
-    X(M40_OP_SWIGLU, "swiglu", 0, 0)       \
-    X(M40_OP_ATTENTION, "attention", 0, 0) \
-    X(M40_OP_TAKE_LAST, "take_last", 0, 0)
-/* columns: enum, name, in place capable, has a kernel (runs today) */
+#define M40_OP_TABLE(X)                \
+    X(M40_OP_ADD, "add")               \
+    X(M40_OP_MUL, "mul")               \
+    X(M40_OP_SCALE, "scale")           \
+    X(M40_OP_ACTIVATION, "activation") \
+    X(M40_OP_SOFTMAX, "softmax")       \
+    X(M40_OP_CONVERT, "convert")       \
+    X(M40_OP_LINEAR, "linear")         \
+    X(M40_OP_LINEAR_Q, "linear_q")     \
+    X(M40_OP_CONV2D, "conv2d")         \
+    X(M40_OP_POOL2D, "pool2d")         \
+    X(M40_OP_RMSNORM, "rmsnorm")       \
+    X(M40_OP_LAYERNORM, "layernorm")   \
+    X(M40_OP_EMBEDDING, "embedding")   \
+    X(M40_OP_SWIGLU, "swiglu")         \
+    X(M40_OP_ATTENTION, "attention")   \
+    X(M40_OP_TAKE_LAST, "take_last")
+/* columns: enum, name (m40_op_name) */
 
 typedef enum m40_op {
-#define M40__OP_ENUM(e, name, inplace, runs) e,
+#define M40__OP_ENUM(e, name) e,
     M40_OP_TABLE(M40__OP_ENUM)
 #undef M40__OP_ENUM
     M40_OP_COUNT
@@ -122,27 +128,36 @@ M40_API int m40_op_runs(m40_op op);
 /* m40_pool (MAX, AVG, GLOBAL_AVG) is defined in m40/m40.h with the eager
 ** pooling ops (m40_pool2d, m40_global_avgpool); m40_conv2d is there too. */
 
+/* A node. Versioned: struct_size (set by m40_node_desc_init) lets the
+** struct grow; m40_graph_node refuses a smaller one than this version's
+** with M40_ERR_INVALID_ARG. Always start from m40_node_desc_init. */
 typedef struct m40_node_desc {
+    size_t struct_size;                /* sizeof(m40_node_desc) */
     m40_op op;
     const char *name;                  /* optional, copied; for messages */
     int ninputs;
     int inputs[M40_NODE_MAX_INPUTS];   /* tensor ids, or M40_NO_TENSOR */
     int output;                        /* tensor id, or M40_TENSOR_NEW */
-    /* Parameters; each op reads only its own. */
+    /* Parameters; each op reads only its own. Every int is checked (bounds
+    ** in the op's rule; strides, pads, dilations, windows at most 2^20). */
     m40_dtype out_dtype;   /* CONVERT */
     float alpha;           /* SCALE */
     m40_act act;           /* ACTIVATION */
-    float eps;             /* RMSNORM, LAYERNORM */
+    float eps;             /* RMSNORM, LAYERNORM: finite, > 0 */
     int kernel[2], stride[2], pad[2], groups; /* CONV2D (kernel from w), POOL2D */
     m40_pool pool;         /* POOL2D */
     int heads, kv_heads, head_dim, rope_dims; /* ATTENTION */
-    int bits;              /* LINEAR_Q: 8 or 4 */
+    int bits;              /* LINEAR_Q: 8, 4 or 16 (f16 weights) */
     m40_layout layout;     /* CONV2D, POOL2D: NCHW (0, default) or NHWC */
     int fuse_relu;         /* CONV2D: ReLU in the conv's epilogue */
+    int dilation[2];       /* CONV2D (default 1) */
+    int group;             /* LINEAR_Q: 0 = one scale per row; 32, 64, 128 =
+                           ** per K-group (the scale dtype is the scale tensor's) */
 } m40_node_desc;
 
-/* Zeroes nd, then sets op, output = M40_TENSOR_NEW, every input
-** M40_NO_TENSOR, out_dtype F32, alpha 1, groups 1, strides 1, eps 1e-5. */
+/* Zeroes nd, then sets struct_size, op, output = M40_TENSOR_NEW, every
+** input M40_NO_TENSOR, out_dtype F32, alpha 1, groups 1, strides and
+** dilations 1, eps 1e-5. */
 M40_API void m40_node_desc_init(m40_node_desc *nd, m40_op op);
 
 /* Creates an empty graph whose ops will run on ctx (CPU or GPU).
@@ -196,8 +211,8 @@ M40_API m40_status m40_graph_mark_output(m40_graph *g, int id);
 ** declared output must be an ACTIVATION with exactly the inferred desc.
 ** Returns
 **   M40_OK
-**   M40_ERR_INVALID_ARG  NULL, unknown op, bad tensor id, wrong number of
-**                        inputs, bad parameter, output not an ACTIVATION
+**   M40_ERR_INVALID_ARG  NULL, struct_size too small, unknown op, bad
+**                        tensor id, wrong number of inputs, bad parameter, output not an ACTIVATION
 **   M40_ERR_SHAPE        inputs that do not fit the op's shape rule, or a
 **                        declared output of another shape
 **   M40_ERR_DTYPE        a dtype the op does not take

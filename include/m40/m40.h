@@ -386,9 +386,9 @@ typedef enum m40_layout {
 } m40_layout;
 
 typedef struct m40_conv2d_desc {
-    int stride_h, stride_w;     /* >= 1 */
-    int pad_h, pad_w;           /* >= 0, zero padding */
-    int dilation_h, dilation_w; /* >= 1 */
+    int stride_h, stride_w;     /* 1 .. 2^20 */
+    int pad_h, pad_w;           /* 0 .. 2^20, zero padding */
+    int dilation_h, dilation_w; /* 1 .. 2^20 */
     int relu;                   /* apply ReLU last */
     m40_layout layout;          /* of x, w, residual and y */
 } m40_conv2d_desc;
@@ -468,7 +468,8 @@ typedef enum m40_pool {
 
 /* Pooling over [N,C,H,W] -> [N,C,P,Q] (NHWC: [N,H,W,C] -> [N,P,Q,C]),
 ** window kh×kw, stride, zero padding, P = (H + 2ph − kh)/sh + 1.
-** Contiguous F32. M40_ERR_INVALID_ARG also for an unknown layout. */
+** Window and stride 1 .. 2^20, 0 <= pad <= window/2. Contiguous F32.
+** M40_ERR_INVALID_ARG for other values and an unknown layout. */
 M40_API m40_status m40_pool2d(m40_ctx *ctx, m40_pool kind, int kh, int kw, int sh,
                               int sw, int ph, int pw, const m40_tensor *x,
                               m40_tensor *y, m40_layout layout);

@@ -6,7 +6,7 @@
 **   cudnn_conv.c  the cuDNN path: descriptors, algorithm, fused epilogue
 **                 (only when CMake found cuDNN: M40_HAVE_CUDNN)
 **
-** lib/ops_conv.c calls m40__cudnn_conv2d from its GPU branch (the dispatch
+** lib/ops/conv.c calls m40__cudnn_conv2d from its GPU branch (the dispatch
 ** hook) when the conv's engine is CUDNN. */
 #ifndef M40_CONV_ENGINE_H
 #define M40_CONV_ENGINE_H
@@ -32,7 +32,7 @@ typedef struct m40__conv_dims {
     int N, C, H, W, K, R, S, P, Q;
 } m40__conv_dims;
 
-/* lib/ops_conv.c: m40_conv2d with the engine of `sel` (NULL: the context's). */
+/* lib/ops/conv.c: m40_conv2d with the engine of `sel` (NULL: the context's). */
 m40_status m40__conv2d_sel(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor *x,
                            const m40_tensor *w, const m40_tensor *scale, const m40_tensor *bias,
                            const m40_tensor *residual, m40_tensor *y, const m40__conv_sel *sel);

@@ -3,7 +3,6 @@
 ** with M40_HAVE_CUDA. */
 #include "../internal.h"
 #include "../../kernels/elementwise.h"
-#include "../../kernels/sgemm.h"
 #include "../conv_engine/conv_engine.h"
 
 #ifdef M40_HAVE_CUBLAS
@@ -194,39 +193,6 @@ m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle) {
     return M40_OK;
 }
 
-/* The cuBLAS path: the baseline, and what M40_MATMUL=cublas selects. */
-static m40_status linear_cublas(m40_ctx *ctx, int M, int N, int K, const float *x,
-                                const float *w, const float *bias,
-                                const m40_tensor_desc *dbias, float *y) {
-    void *hv = NULL;
-    m40_status st = m40__cuda_cublas(ctx, &hv);
-    if (st != M40_OK) return st;
-    cublasHandle_t h = (cublasHandle_t)hv;
-    const float one = 1.0f, zero = 0.0f;
-    /* Row-major y[M,N] = x[M,K]·w[N,K]ᵀ is column-major yᵀ[N,M] =
-    ** (w as col-major [K,N])ᵀ · (x as col-major [K,M]). */
-    if (K == 0) {
-        CK(cudaMemsetAsync(y, 0, (size_t)M * N * sizeof(float), (cudaStream_t)ctx->stream),
-           "cudaMemsetAsync");
-    } else {
-        cublasStatus_t s = cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, w, K,
-                                       x, K, &zero, y, N);
-        if (s != CUBLAS_STATUS_SUCCESS) {
-            cudaError_t e = cudaGetLastError();
-            if (e != cudaSuccess) return m40__cuda_check(ctx, (int)e, "cublasSgemm");
-            return m40__err(ctx, M40_ERR_CUDA, "cublasSgemm: %s", cublas_name(s));
-        }
-    }
-    if (bias) {
-        /* y += bias, broadcast over rows (a second pass) */
-        m40_tensor_desc d2 = {.dtype = M40_DTYPE_F32, .ndim = 2, .shape = {M, N}, .stride = {N, 1}};
-        m40_tensor_desc db = {.dtype = M40_DTYPE_F32, .ndim = 2, .shape = {M, N},
-                              .stride = {0, dbias->stride[0]}};
-        int e = m40k_binary(ctx->stream, M40K_ADD, d2, y, db, bias, d2, y);
-        if (e) return m40__cuda_check(ctx, e, "m40_matmul bias");
-    }
-    return M40_OK;
-}
 #else
 m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle) {
     *handle = NULL;
@@ -234,13 +200,6 @@ m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle) {
                     "this libm40 was built without cuBLAS (M40_CUBLAS=OFF): no cuBLAS baseline");
 }
 
-static m40_status linear_cublas(m40_ctx *ctx, int M, int N, int K, const float *x,
-                                const float *w, const float *bias,
-                                const m40_tensor_desc *dbias, float *y) {
-    (void)M; (void)N; (void)K; (void)x; (void)w; (void)bias; (void)dbias; (void)y;
-    void *h;
-    return m40__cuda_cublas(ctx, &h);
-}
 #endif
 
 m40_status m40__cuda_workspace(m40_ctx *ctx, size_t bytes, void **p) {
@@ -275,37 +234,4 @@ m40_status m40__cuda_scratch(m40_ctx *ctx, size_t *bytes, void **p) {
         *bytes = 0;
     }
     return M40_OK;
-}
-
-static m40k_sgemm_args linear_args(int M, int N, int K, const float *x, const float *w,
-                                   const float *bias, float *y) {
-    m40k_sgemm_args a = {.M = M, .N = N, .K = K, .a = x, .lda = K, .b = w, .ldb = K,
-                         .b_nk = 1, .b_f16 = 0, .c = y, .ldc = N, .bias = bias,
-                         .res = NULL, .ldr = 0, .act = M40K_SGEMM_ACT_NONE};
-    return a;
-}
-
-size_t m40__cuda_linear_workspace(m40_ctx *ctx, int M, int N, int K) {
-    m40k_sgemm_args a = linear_args(M, N, K, NULL, NULL, NULL, NULL);
-    return M > 0 && N > 0 ? m40k_sgemm_workspace_size(&a, ctx->sm_count) : 0;
-}
-
-/* y[M,N] = x[M,K]·w[N,K]ᵀ + bias through kernels/sgemm.cu (bias fused).
-** Split-K partial sums go to the context's workspace, which grows on first
-** need (graphs reserve it at m40_graph_alloc, so their runs never allocate);
-** if it cannot grow, K is not split. M40_MATMUL=cublas in the environment
-** when the context was created selects the cuBLAS baseline. */
-m40_status m40__cuda_linear(m40_ctx *ctx, int M, int N, int K, const float *x,
-                            const float *w, const float *bias,
-                            const m40_tensor_desc *dbias, float *y) {
-    if ((long long)M * N == 0) return M40_OK;
-    if (ctx->matmul_cublas)
-        return linear_cublas(ctx, M, N, K, x, w, bias, dbias, y);
-    m40k_sgemm_args a = linear_args(M, N, K, x, w, bias, y);
-    size_t ws_bytes = m40k_sgemm_workspace_size(&a, ctx->sm_count);
-    void *ws;
-    m40_status st = m40__cuda_scratch(ctx, &ws_bytes, &ws); /* none: no split-K */
-    if (st != M40_OK) return st;
-    int e = m40k_sgemm(ctx->stream, &a, ctx->sm_count, ws, ws_bytes);
-    return e ? m40__cuda_check(ctx, e, "m40_matmul (sgemm)") : M40_OK;
 }

@@ -10,41 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct {
-    const char *name;
-    int inplace, runs;
-} op_table[] = {
-#define M40__OP_ROW(e, name, inplace, runs) {name, inplace, runs},
-    M40_OP_TABLE(M40__OP_ROW)
-#undef M40__OP_ROW
-};
-
-const char *m40_op_name(m40_op op) {
-    return (int)op >= 0 && op < M40_OP_COUNT ? op_table[op].name : "?";
-}
-int m40_op_inplace(m40_op op) {
-    return (int)op >= 0 && op < M40_OP_COUNT ? op_table[op].inplace : 0;
-}
-int m40_op_runs(m40_op op) {
-    return (int)op >= 0 && op < M40_OP_COUNT ? op_table[op].runs : 0;
-}
+/* m40_op_name, m40_op_inplace, m40_op_runs, m40_node_desc_init: lib/ops/registry.c */
 
 const char *m40_region_name(m40_region r) {
     static const char *const names[] = {"weights", "kv_cache", "workspace", "activations"};
     return (int)r >= 0 && r < M40_REGION_COUNT ? names[r] : "?";
-}
-
-void m40_node_desc_init(m40_node_desc *nd, m40_op op) {
-    if (!nd) return;
-    memset(nd, 0, sizeof *nd);
-    nd->op = op;
-    nd->output = M40_TENSOR_NEW;
-    for (int i = 0; i < M40_NODE_MAX_INPUTS; i++) nd->inputs[i] = M40_NO_TENSOR;
-    nd->out_dtype = M40_DTYPE_F32;
-    nd->alpha = 1.0f;
-    nd->groups = 1;
-    nd->stride[0] = nd->stride[1] = 1;
-    nd->eps = 1e-5f;
 }
 
 uint64_t m40__align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
@@ -286,6 +256,11 @@ m40_status m40_graph_node(m40_graph *g, const m40_node_desc *nd, int *out) {
     if (st != M40_OK) return st;
     if (out) *out = -1;
     if (!nd) return m40__err(g->ctx, M40_ERR_INVALID_ARG, "%s: nd is NULL", fn);
+    /* the first version with struct_size is this one: nothing smaller is valid */
+    if (nd->struct_size < sizeof(m40_node_desc))
+        return m40__err(g->ctx, M40_ERR_INVALID_ARG,
+                        "%s: nd->struct_size is %zu, this libm40 needs %zu (call "
+                        "m40_node_desc_init)", fn, nd->struct_size, sizeof(m40_node_desc));
     if ((int)nd->op < 0 || nd->op >= M40_OP_COUNT)
         return m40__err(g->ctx, M40_ERR_INVALID_ARG, "%s: unknown op %d", fn, (int)nd->op);
     char auto_name[48];

@@ -53,6 +53,10 @@ struct m40_graph {
 ** the output desc and the op's workspace bytes. Records errors on ctx. */
 m40_status m40__graph_infer(m40_graph *g, const m40_node_desc *nd,
                             m40_tensor_desc *out, uint64_t *workspace);
+/* The op rule's view of node nd of g (shapes.c); fn prefixes messages. */
+struct m40__op_call;
+void m40__graph_node_call(m40_graph *g, const m40_node_desc *nd, const char *fn,
+                          struct m40__op_call *c);
 /* Frees the executor's tensor views and region allocations (not bound tensors). */
 void m40__graph_free_views(m40_graph *g);
 /* Runs every node in order through the eager op entry points (exec.c). */

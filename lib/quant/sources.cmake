@@ -1,5 +1,5 @@
-# Weight-only quantization (issue 6): formats, quantizer, CPU reference and
-# the m40_quant_linear entry point (include/m40/quant.h).
+# Weight-only quantization (issue 6): formats and the quantizer
+# (include/m40/quant.h). The op m40_quant_linear is lib/ops/quant_linear.c,
+# its reference lib/ref/quant.c.
 list(APPEND M40_C_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/quantize.c
-  ${CMAKE_CURRENT_LIST_DIR}/linear.c)
+  ${CMAKE_CURRENT_LIST_DIR}/quantize.c)

@@ -1,6 +1,5 @@
 /* Reference elementwise ops: unary activations, binary add/mul, F32<->F16. */
 #include "ref.h"
-#include "../../kernels/elementwise.h"
 #include "../half.h"
 #include "../internal.h"
 
@@ -8,9 +7,9 @@
 
 static double unary(int op, double alpha, double x) {
     switch (op) {
-    case M40K_SCALE: return alpha * x;
-    case M40K_RELU: return x > 0.0 ? x : 0.0;
-    case M40K_SILU: return x / (1.0 + exp(-x));
+    case M40__UNARY_SCALE: return alpha * x;
+    case M40__UNARY_RELU: return x > 0.0 ? x : 0.0;
+    case M40__UNARY_SILU: return x / (1.0 + exp(-x));
     default: return 0.5 * x * erfc(-x / sqrt(2.0)); /* GELU: x·Phi(x), no cancellation */
     }
 }
@@ -29,7 +28,7 @@ void m40__ref_binary(int op, const m40_tensor_desc *da, const float *a,
     int64_t n = m40_tensor_desc_numel(dout);
     for (int64_t i = 0; i < n; i++) {
         float va = a[m40__elem_offset(da, i)], vb = b[m40__elem_offset(db, i)];
-        out[m40__elem_offset(dout, i)] = op == M40K_ADD ? va + vb : va * vb;
+        out[m40__elem_offset(dout, i)] = op == M40__BINARY_ADD ? va + vb : va * vb;
     }
 }
 

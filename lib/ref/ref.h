@@ -1,7 +1,9 @@
 /* The CPU reference: plain C, one file per op family, double accumulators
 ** where a sum is involved, no intrinsics. It is the test oracle, a readable
 ** statement of what each op computes, and the CPU execution path.
-** Shapes and strides arrive already checked by lib/ops.c. */
+** Shapes and strides arrive already checked by the op files (lib/ops/).
+** Plain C only: no kernel headers (the op codes below are the reference's
+** own; lib/ops/elementwise.c checks that the launchers use the same). */
 #ifndef M40_REF_H
 #define M40_REF_H
 
@@ -9,10 +11,20 @@
 
 void m40__ref_fill_random(const m40_tensor_desc *d, void *data, uint64_t seed,
                          m40_random_dist dist, float a, float b);
-/* op: M40K_SCALE / RELU / SILU / GELU (kernels/elementwise.h) */
+/* Unary elementwise ops: out = f(x). */
+enum m40__unary_op {
+    M40__UNARY_SCALE = 0, /* alpha * x */
+    M40__UNARY_RELU = 1,
+    M40__UNARY_SILU = 2,
+    M40__UNARY_GELU = 3   /* x·Phi(x), erf form */
+};
+/* Binary elementwise ops: out = a (op) b. */
+enum m40__binary_op { M40__BINARY_ADD = 0, M40__BINARY_MUL = 1 };
+
+/* op: enum m40__unary_op */
 void m40__ref_unary(int op, float alpha, const m40_tensor_desc *dx, const float *x,
                    const m40_tensor_desc *dout, float *out);
-/* op: M40K_ADD / MUL; db may have zero strides (broadcast). */
+/* op: enum m40__binary_op; db may have zero strides (broadcast). */
 void m40__ref_binary(int op, const m40_tensor_desc *da, const float *a,
                     const m40_tensor_desc *db, const float *b,
                     const m40_tensor_desc *dout, float *out);
@@ -36,5 +48,14 @@ void m40__ref_pool2d(m40_pool kind, int kh, int kw, int sh, int sw, int ph, int 
                     int64_t Q, const float *x, float *y);
 void m40__ref_global_avgpool(m40_layout layout, int64_t N, int64_t C, int64_t HW,
                             const float *x, float *y);
+
+/* y[M,N] = x[M,K] · Wᵀ + bias with W quantized (include/m40/quant.h):
+** each row of W dequantized to F32, double-precision dot products.
+** data/scale: the qweight's tensors' first elements (scale NULL for F16).
+** Returns 0, or -1 when the row buffer cannot be allocated. */
+struct m40_quant_format;
+int m40__ref_quant_linear(const struct m40_quant_format *f, int64_t M, int64_t N, int64_t K,
+                          const float *x, const void *data, const void *scale,
+                          const float *bias, float *y);
 
 #endif

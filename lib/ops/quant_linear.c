@@ -1,0 +1,198 @@
+/* Weight-only quantized linear (LINEAR_Q, m40_quant_linear):
+** y[...,N] = x[...,K] · Wᵀ + bias, W int8 / int4 with f16 or f32 scales per
+** row or per K-group, or f16 (include/m40/quant.h). CPU: lib/ref/quant.c;
+** GPU: kernels/quant.h (GEMV for M <= 8, with split-K partial sums in the
+** context's workspace; GEMM above). */
+#include "op.h"
+#include "../ref/ref.h"
+#include "../quant/quant_internal.h"
+#include "../../kernels/quant_plan.h"
+#ifdef M40_HAVE_CUDA
+#include "../../kernels/quant.h"
+#endif
+
+#include <limits.h>
+
+enum { IX = 0, IW = 1, ISCALE = 2, IBIAS = 3 }; /* input slots */
+
+static m40_dtype wtype_of(int bits) {
+    return bits == 8 ? M40_DTYPE_Q8 : bits == 4 ? M40_DTYPE_Q4 : M40_DTYPE_F16;
+}
+
+/* The format of a node: bits and group from its parameters, the scale
+** dtype from the scale tensor. */
+static m40_quant_format format_of(const m40_node_desc *nd, const m40_tensor_desc *scale) {
+    m40_quant_format f = {.wtype = wtype_of(nd->bits), .group = nd->bits == 16 ? 0 : nd->group,
+                          .scale_dtype = scale ? scale->dtype : M40_DTYPE_F16};
+    return f;
+}
+
+static int64_t rows(const m40_tensor_desc *x) { return m40__dims_product(x, 0, x->ndim - 1); }
+
+/* x f32 [...,K]; bits 8: wq i8 [N,K]; bits 4: wq i8 [N,(K+1)/2] (two per
+** byte); bits 16: w f16 [N,K]; scale f16/f32 [N] (group 0) or
+** [N,ceil(K/group)] (absent for bits 16); bias [N]? -> f32 [...,N] */
+static m40_status qlinear_rule(const m40__op_call *c, m40_tensor_desc *out) {
+    const m40_node_desc *nd = c->nd;
+    const int n = nd->ninputs, bits = nd->bits;
+    m40_status st;
+    if (bits != 8 && bits != 4 && bits != 16)
+        return m40__rule_fail(c, M40_ERR_INVALID_ARG, "bits %d: must be 8, 4 or 16", bits);
+    const int group = bits == 16 ? 0 : nd->group;
+    if (group != 0 && group != 32 && group != 64 && group != 128)
+        return m40__rule_fail(c, M40_ERR_INVALID_ARG, "group %d: must be 0 (per row), 32, 64 "
+                              "or 128", group);
+    m40_dtype wdt = bits == 16 ? M40_DTYPE_F16 : M40_DTYPE_I8;
+    if ((st = m40__rule_dtype(c, IX, M40_DTYPE_F32, M40_DTYPE_F32)) ||
+        (st = m40__rule_ndim(c, IX, 1, M40_MAX_DIMS)) || (st = m40__rule_dtype(c, IW, wdt, wdt)) ||
+        (st = m40__rule_ndim(c, IW, 2, 2)))
+        return st;
+    const m40_tensor_desc *x = c->in[IX], *w = c->in[IW];
+    const m40_tensor_desc *scale = n > ISCALE ? c->in[ISCALE] : NULL;
+    const m40_tensor_desc *bias = n > IBIAS ? c->in[IBIAS] : NULL;
+    if (bits == 16 && scale)
+        return m40__rule_fail(c, M40_ERR_INVALID_ARG, "f16 weights (bits 16) take no scale");
+    if (bits != 16) {
+        if (!scale)
+            return m40__rule_fail(c, M40_ERR_INVALID_ARG, "input %d (scale) is required for "
+                                  "bits %d", ISCALE, bits);
+        if ((st = m40__rule_dtype(c, ISCALE, M40_DTYPE_F16, M40_DTYPE_F32)) ||
+            (st = m40__rule_ndim(c, ISCALE, group ? 2 : 1, group ? 2 : 1)))
+            return st;
+    }
+    if (bias && ((st = m40__rule_dtype(c, IBIAS, M40_DTYPE_F32, M40_DTYPE_F16)) ||
+                 (st = m40__rule_ndim(c, IBIAS, 1, 1))))
+        return st;
+    const int64_t K = x->shape[x->ndim - 1], N = w->shape[0];
+    bool ok = w->shape[1] == (bits == 4 ? K / 2 + K % 2 : K) && (!bias || bias->shape[0] == N);
+    if (scale) ok = ok && scale->shape[0] == N && (!group || scale->shape[1] == K / group + (K % group != 0));
+    if (!ok)
+        return m40__rule_shape(c, "need x [...,K], wq [N,K] (8 bit), [N,(K+1)/2] (4 bit) or "
+                               "f16 [N,K], scale [N] or [N,ceil(K/group)], bias [N]");
+    if (m40__dims_product(x, 0, x->ndim) < 0)
+        return m40__rule_shape(c, "x has 2^62 elements or more");
+    int64_t s[M40_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) s[i] = x->shape[i];
+    s[x->ndim - 1] = N;
+    return m40__rule_out(c, out, M40_DTYPE_F32, x->ndim, s);
+}
+
+static m40_status qlinear_run_check(const m40__op_call *c, const m40_tensor_desc *out) {
+    m40_status st;
+    if ((c->nd->ninputs > IBIAS && (st = m40__run_need_f32(c, IBIAS))) ||
+        (st = m40__run_need_contiguous(c, out)))
+        return st;
+    if (!c->ctx->is_gpu) return M40_OK;
+    const m40_tensor_desc *x = c->in[IX];
+    int64_t M = rows(x);
+    if (M > INT_MAX || c->in[IW]->shape[0] > INT_MAX || x->shape[x->ndim - 1] > INT_MAX)
+        return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "dims of 2^31 or more");
+    if (M > 65535LL * 128)
+        return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "M = %lld rows; at most %lld per call",
+                              (long long)M, 65535LL * 128);
+    return M40_OK;
+}
+
+static m40_status qlinear_cpu(m40_ctx *ctx, const m40__op_run *r) {
+    const int n = r->nd->ninputs;
+    const m40_tensor *x = r->in[IX], *w = r->in[IW];
+    const m40_tensor *scale = n > ISCALE ? r->in[ISCALE] : NULL, *bias = n > IBIAS ? r->in[IBIAS] : NULL;
+    m40_quant_format f = format_of(r->nd, scale ? &scale->desc : NULL);
+    int64_t K = x->desc.shape[x->desc.ndim - 1];
+    if (m40__ref_quant_linear(&f, rows(&x->desc), w->desc.shape[0], K, x->data, w->data,
+                              scale ? scale->data : NULL, bias ? bias->data : NULL,
+                              r->out->data))
+        return m40__err(ctx, M40_ERR_OOM_HOST, "%s: out of host memory", r->fn);
+    return M40_OK;
+}
+
+#ifdef M40_HAVE_CUDA
+/* The launcher's arguments (pointers NULL when only sizing). */
+static m40k_qlinear_args qargs(const m40_node_desc *nd, const m40_tensor_desc *x,
+                               const m40_tensor_desc *w, const m40_tensor_desc *scale) {
+    m40_quant_format f = format_of(nd, scale);
+    m40k_qlinear_args a = {.M = (int)rows(x), .N = (int)w->shape[0],
+                           .K = (int)x->shape[x->ndim - 1], .wtype = (int)f.wtype,
+                           .scale_f16 = f.scale_dtype == M40_DTYPE_F16, .group = f.group};
+    return a;
+}
+
+static m40_status qlinear_gpu(m40_ctx *ctx, const m40__op_run *r) {
+    const int n = r->nd->ninputs;
+    const m40_tensor *x = r->in[IX], *w = r->in[IW];
+    const m40_tensor *scale = n > ISCALE ? r->in[ISCALE] : NULL, *bias = n > IBIAS ? r->in[IBIAS] : NULL;
+    m40k_qlinear_args a = qargs(r->nd, &x->desc, &w->desc, scale ? &scale->desc : NULL);
+    a.x = x->data;
+    a.w = w->data;
+    a.scale = scale ? scale->data : NULL;
+    a.bias = bias ? bias->data : NULL;
+    a.y = r->out->data;
+    /* split-K partial sums of the GEMV (batch <= 8) go to the context's
+    ** workspace, grown on first need (graphs reserve it at alloc); if it
+    ** cannot grow, the launcher takes a kernel without split-K */
+    size_t ws_bytes = m40k_quant_gemv_workspace(&a);
+    void *ws;
+    m40_status st = m40__cuda_scratch(ctx, &ws_bytes, &ws);
+    if (st != M40_OK) return st;
+    a.ws = ws;
+    a.ws_bytes = ws_bytes;
+    int e = m40k_quant_linear(ctx->stream, &a, ctx->sm_count);
+    return e ? m40__cuda_check(ctx, e, "m40_quant_linear") : M40_OK;
+}
+#endif
+
+/* The GEMV's split-K sums (M <= 8), by the launcher's rule with the real
+** group: m40k_quant_gemv_workspace in a CUDA build; without CUDA the plan
+** rule it returns (kernels/quant_plan.h). The same on every GPU. */
+static m40_status qlinear_workspace(const m40__op_call *c, const m40_tensor_desc *out,
+                                    int sm_count, uint64_t *bytes) {
+    (void)out;
+    (void)sm_count;
+    *bytes = 0;
+    const m40_tensor_desc *x = c->in[IX], *w = c->in[IW];
+    int64_t M = rows(x), N = w->shape[0], K = x->shape[x->ndim - 1];
+    if (M < 1 || M > 8 || N > INT_MAX || K > INT_MAX) return M40_OK;
+#ifdef M40_HAVE_CUDA
+    m40k_qlinear_args a = qargs(c->nd, x, w, c->nd->ninputs > ISCALE ? c->in[ISCALE] : NULL);
+    *bytes = m40k_quant_gemv_workspace(&a);
+#else
+    if (c->nd->bits != 16 && N > 0 && K > 0)
+        *bytes = m40k_qgemv_split_bytes(c->nd->bits == 4, (int)M, (int)N, (int)K, c->nd->group != 0);
+#endif
+    return M40_OK;
+}
+
+const m40__op_def m40__op_linear_q = {
+    .op = M40_OP_LINEAR_Q, .name = "linear_q", .inplace = 0, .min_in = 2, .max_in = 4,
+    .in_names = {"x", "wq", "scale", "bias"}, .out_name = "y", .rule = qlinear_rule,
+    .workspace = qlinear_workspace, .run_check = qlinear_run_check, .run_cpu = qlinear_cpu,
+    M40__GPU(qlinear_gpu)};
+
+m40_status m40_quant_linear(m40_ctx *ctx, const m40_tensor *x, const m40_qweight *w,
+                            const m40_tensor *bias, m40_tensor *y) {
+    static const char fn[] = "m40_quant_linear";
+    m40_status st = m40__ctx_check(ctx);
+    if (st != M40_OK) return st;
+    if (!w) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: w is NULL", fn);
+    if (!w->data) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: w->data is NULL", fn);
+    if (w->fmt.wtype != M40_DTYPE_F16 && !w->scale &&
+        m40__quant_check_format(NULL, fn, &w->fmt) == M40_OK)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: w->scale is NULL (needed for %s)", fn,
+                        m40_quant_format_name(&w->fmt));
+    if ((st = m40__quant_check_qweight(ctx, fn, w)) != M40_OK) return st;
+    /* int4 rows of K and K + 1 columns take the same bytes: K is w->k */
+    if (x && x->desc.ndim >= 1 && x->desc.shape[x->desc.ndim - 1] != w->k) {
+        char s[96];
+        return m40__err(ctx, M40_ERR_SHAPE, "%s: x %s, W [%lld, %lld] do not fit y = x·Wᵀ + "
+                        "bias", fn, m40__shape_str(&x->desc, s, sizeof s), (long long)w->n,
+                        (long long)w->k);
+    }
+    m40_node_desc nd;
+    m40_node_desc_init(&nd, M40_OP_LINEAR_Q);
+    bool f16 = w->fmt.wtype == M40_DTYPE_F16;
+    nd.bits = f16 ? 16 : w->fmt.wtype == M40_DTYPE_Q4 ? 4 : 8;
+    nd.group = f16 ? 0 : w->fmt.group;
+    nd.ninputs = 4;
+    const m40_tensor *in[4] = {x, w->data, f16 ? NULL : w->scale, bias};
+    return m40__op_eager(ctx, fn, &nd, in, y, NULL);
+}

@@ -21,7 +21,6 @@ if(M40_HAVE_CUDA)
   endif()
   target_link_libraries(m40-quant-versions PRIVATE m40_static CUDA::cudart_static m)
   target_compile_options(m40-quant-versions PRIVATE -Wall -Wextra $<$<BOOL:${M40_WERROR}>:-Werror>)
-  set_target_properties(m40-quant-versions PROPERTIES LINKER_LANGUAGE CXX)
 endif()
 if(M40_HAVE_CUDA AND M40_CUBLAS)  # the baselines are cuBLAS
   add_executable(m40-bench-quant ${PROJECT_SOURCE_DIR}/bench/quant/quant_bench.c
@@ -32,5 +31,4 @@ if(M40_HAVE_CUDA AND M40_CUBLAS)  # the baselines are cuBLAS
   endif()
   target_link_libraries(m40-bench-quant PRIVATE m40_static CUDA::cudart_static CUDA::cublas m)
   target_compile_options(m40-bench-quant PRIVATE -Wall -Wextra $<$<BOOL:${M40_WERROR}>:-Werror>)
-  set_target_properties(m40-bench-quant PROPERTIES LINKER_LANGUAGE CXX)
 endif()

@@ -67,7 +67,6 @@ template <int WT, int B>
 cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40k_qgemv_variant &v,
                            int sm_count) {
     constexpr int RB = B >= 3 ? 4 : 2;
-    const int bps = v.blocks_per_sm;
     if (v.kernel == M40K_QGEMV_V2) {
         if (v.R == 0 || v.R == RB) return launch_v2<WT, B, RB>(s, a);
         if constexpr (WT == M40_DTYPE_F16 && B <= 2)
@@ -75,6 +74,7 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
         return cudaErrorInvalidValue;
     }
     if constexpr (WT != M40_DTYPE_F16) {
+        const int bps = v.blocks_per_sm;
         if (v.kernel == M40K_QGEMV_SPLIT) {
             if constexpr (B >= 3) /* split-K at R = 8, one chunk in flight, row scales */
                 if (v.R == 8 && !a.group) return launch_split<WT, B, 8>(s, a, sm_count, bps);

@@ -40,7 +40,12 @@
 ** warp in 31 shuffles for 32 values.
 **
 ** Resources (sm_52, CUDA 11.8 ptxas -v, scripts/quant_ptxas.py; docs/quant.md):
-** RESOURCES_LINE no spills; v3
+** 144 kernel instances (348 before the settings the defaults never pick
+** moved to bench/quant/gemv_versions.cu), all __launch_bounds__(256, 1):
+** v3 and split-K at batch 1-2 76-253 registers (batch 1, R = 2, row
+** scales: int4 93 / int8 92 at D = 2, 109 / 111 at D = 4), split-K at
+** batch 3-8 124-255 (R = 4) and 203-255 (R = 8); v2 int8/int4 52-252, fp16
+** 32-123; generic 40-48; the split-K sum 40. No spills; v3
 ** dynamic shared memory <= 48 KB (the launcher plans it), v2 M*32*(VC+4)*4
 ** bytes static (Q4 at M=8: 36 KB). Instructions per weight in the inner
 ** loop: scripts/sass_quant_ipw.py (batch 1, v3: int4 2.5-3.3, int8

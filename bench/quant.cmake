@@ -1,7 +1,30 @@
 # Quantized GEMV/GEMM bench (issue 6): bench/quant/quant_bench.c -> m40-bench-quant.
 # Talks to the CUDA runtime and cuBLAS directly (baselines, events).
+# The GEMV's numbered versions (bench/quant/gemv_versions.cu: every kernel and
+# rows-per-warp setting, from the library's kernel code) are built once and
+# used by the bench and by m40-quant-versions (bench/quant/gemv_check.c),
+# which checks each against the CPU reference.
+if(M40_HAVE_CUDA)
+  add_library(m40_quant_versions OBJECT ${PROJECT_SOURCE_DIR}/bench/quant/gemv_versions.cu)
+  target_include_directories(m40_quant_versions PRIVATE ${PROJECT_SOURCE_DIR}/kernels
+                             ${PROJECT_SOURCE_DIR}/include)
+  if(M40_CUDA_OVERLAY_DIR)
+    target_include_directories(m40_quant_versions BEFORE PRIVATE ${M40_CUDA_OVERLAY_DIR})
+  endif()
+  target_compile_options(m40_quant_versions PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>
+    $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${M40_PTXAS_VERBOSE}>>:-Xptxas=-v>)
+  add_executable(m40-quant-versions ${PROJECT_SOURCE_DIR}/bench/quant/gemv_check.c
+                 $<TARGET_OBJECTS:m40_quant_versions>)
+  if(M40_CUDA_OVERLAY_DIR)
+    target_include_directories(m40-quant-versions BEFORE PRIVATE ${M40_CUDA_OVERLAY_DIR})
+  endif()
+  target_link_libraries(m40-quant-versions PRIVATE m40_static CUDA::cudart_static m)
+  target_compile_options(m40-quant-versions PRIVATE -Wall -Wextra $<$<BOOL:${M40_WERROR}>:-Werror>)
+endif()
 if(M40_HAVE_CUDA AND M40_CUBLAS)  # the baselines are cuBLAS
-  add_executable(m40-bench-quant ${PROJECT_SOURCE_DIR}/bench/quant/quant_bench.c)
+  add_executable(m40-bench-quant ${PROJECT_SOURCE_DIR}/bench/quant/quant_bench.c
+                 $<TARGET_OBJECTS:m40_quant_versions>)
   target_include_directories(m40-bench-quant PRIVATE ${PROJECT_SOURCE_DIR}/lib)
   if(M40_CUDA_OVERLAY_DIR)
     target_include_directories(m40-bench-quant BEFORE PRIVATE ${M40_CUDA_OVERLAY_DIR})

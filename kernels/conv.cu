@@ -1,5 +1,7 @@
-/* Convolution and pooling, F32, NCHW (direct kernel: the correctness baseline)
-** and NHWC (the fast path, picked by measurement: bench/NOTES.md).
+/* Convolution, F32: NCHW direct (the correctness baseline) and NHWC (the
+** fast path, picked by measurement: bench/NOTES.md), and the NHWC
+** algorithm choice. Winograd's passes: kernels/winograd.cu; pooling:
+** kernels/pool.cu.
 **
 ** NHWC, m40k_conv2d_nhwc: every conv is one SGEMM over all N·P·Q output
 ** pixels (kernels/sgemm.cu), epilogue (bias, residual, ReLU) fused:
@@ -9,8 +11,8 @@
 **     C % 4 != 0 (the RGB stem) or a misaligned x: x and w are first copied
 **     with C padded to 4 (one copy of x, not the R·S copies of im2col)
 **   3x3 stride 1 with enough channels and tiles (wino_chosen): Winograd
-**     F(2x2, 3x3): input/weight transforms, 16 batched SGEMMs, output
-**     transform with the epilogue.
+**     F(2x2, 3x3) (kernels/winograd.cu): input/weight transforms, 16 batched
+**     SGEMMs, output transform with the epilogue.
 ** NHWC because each 4-channel run is one 16-byte load, so the gather costs
 ** a few integer instructions per 8-wide k-tile (FFMA share of the implicit
 ** loop 85.8% vs 91.1% for the plain SGEMM, scripts/sass_ffma_ratio.py).
@@ -19,16 +21,15 @@
 ** C·R·S, then the fused epilogue (scale, bias, residual, ReLU). No data reuse
 ** through shared memory; it is the oracle the NHWC kernels are tested
 ** against on the GPU (tests/test_conv.c), and 0.02-0.09x their speed.
-** Pooling: one thread per output (max or average over the in-bounds window);
-** global average: one warp per (n, c) plane (NCHW), one thread per (n, c) (NHWC).
-** Resources (sm_52, ptxas -v): see the CI resource table. */
+** Resources (sm_52, CUDA 11.8 ptxas -v): conv2d_direct_kernel 56 registers,
+** pad_channels_kernel 35, scale_epilogue_kernel 33; no shared memory, no
+** spills (the implicit GEMM's kernels: kernels/sgemm.cu). */
 #include "conv_plan.h"
 #include "sgemm.h"
 #include "conv.h"
-#include "pool.h"
+#include "winograd.h"
 
 #include <cuda_runtime.h>
-#include <float.h>
 
 constexpr int kThreads = 256;
 
@@ -66,63 +67,6 @@ static __global__ void conv2d_direct_kernel(m40k_conv_shape s, const float *__re
     }
 }
 
-static __global__ void pool2d_kernel(int kind, int kh, int kw, int sh, int sw, int ph, int pw,
-                                     int nhwc, int C, int H, int W, int P, int Q,
-                                     const float *__restrict__ x, float *__restrict__ y,
-                                     int64_t total) {
-    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < total;
-         o += (int64_t)gridDim.x * blockDim.x) {
-        int c, p, q;
-        int64_t n;
-        if (nhwc) { /* o = ((n*P + p)*Q + q)*C + c: c fastest, coalesced */
-            c = (int)(o % C); q = (int)((o / C) % Q); p = (int)((o / ((int64_t)C * Q)) % P);
-            n = o / ((int64_t)C * Q * P);
-        } else {
-            q = (int)(o % Q); p = (int)((o / Q) % P); c = (int)((o / ((int64_t)Q * P)) % C);
-            n = o / ((int64_t)Q * P * C);
-        }
-        float acc = kind == M40_POOL_MAX ? -FLT_MAX : 0.0f;
-        int count = 0;
-        for (int r = 0; r < kh; r++) {
-            int h = p * sh - ph + r;
-            if (h < 0 || h >= H) continue;
-            for (int t = 0; t < kw; t++) {
-                int v = q * sw - pw + t;
-                if (v < 0 || v >= W) continue;
-                float e = nhwc ? x[((n * H + h) * W + v) * C + c] : x[((n * C + c) * H + h) * W + v];
-                acc = kind == M40_POOL_MAX ? fmaxf(acc, e) : acc + e;
-                count++;
-            }
-        }
-        y[o] = kind == M40_POOL_MAX ? acc : acc / (float)(count ? count : 1);
-    }
-}
-
-/* NCHW: one warp per (n, c) plane. */
-static __global__ void global_avgpool_kernel(int NC, int HW, const float *__restrict__ x,
-                                             float *__restrict__ y) {
-    int lane = threadIdx.x & 31;
-    int plane = (int)((blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5);
-    if (plane >= NC) return;
-    const float *xp = x + (int64_t)plane * HW;
-    float s = 0.0f;
-    for (int i = lane; i < HW; i += 32) s += xp[i];
-    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-    if (lane == 0) y[plane] = HW ? s / (float)HW : 0.0f;
-}
-
-/* NHWC: one thread per (n, c); neighbouring threads read neighbouring c. */
-static __global__ void global_avgpool_nhwc_kernel(int N, int C, int HW, const float *__restrict__ x,
-                                                  float *__restrict__ y) {
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i >= (int64_t)N * C) return;
-    int64_t n = i / C, c = i % C;
-    const float *xp = x + n * HW * C + c;
-    float s = 0.0f;
-    for (int j = 0; j < HW; j++) s += xp[(int64_t)j * C];
-    y[i] = HW ? s / (float)HW : 0.0f;
-}
-
 /* Channel padding for NHWC: dst[i, c] = c < C ? src[i, c] : 0 over rows of
 ** C4 >= C channels (x as [N·H·W, C], w as [K·R·S, C]). Used when C % 4 != 0
 ** (the 3-channel stem) or x is not 16-byte aligned, so that every conv can
@@ -134,166 +78,6 @@ static __global__ void pad_channels_kernel(const float *__restrict__ src, int C,
         int64_t row = i / C4;
         int c = (int)(i - row * C4);
         dst[i] = c < C ? src[row * C + c] : 0.0f;
-    }
-}
-
-/* ---- Winograd F(2x2, 3x3), NHWC, stride 1 (Lavin & Gray 2015) ---------------
-** Y = Aᵀ[(G g Gᵀ) ⊙ (Bᵀ d B)]A per 2x2 output tile, d its 4x4 input tile:
-** 16 multiplies per output pair-of-rows instead of 36, i.e. the GEMM work is
-** 2.25x smaller. Three passes, the middle one our batched SGEMM:
-**   V[ξ][t][c] = (Bᵀ d B)[ξ]        wino_input_kernel   (t: tile, ξ: 0..15)
-**   U[ξ][k][c] = (G g Gᵀ)[ξ]        wino_weight_kernel
-**   M[ξ] = V[ξ]·U[ξ]ᵀ               m40k_sgemm, batch 16
-**   y = Aᵀ M A + epilogue           wino_output_kernel
-** V and M are 4x the input and output: the passes cost 16·T·(C + K) floats
-** of traffic on top of the GEMM, so Winograd wins only when C·K/(C + K) is
-** large against the machine's FLOP:byte ratio (see winograd_pays). Each
-** thread handles 4 channels with 16-byte loads (C, K % 4 == 0). */
-struct f4 {
-    float x, y, z, w;
-};
-__device__ __forceinline__ f4 operator+(f4 a, f4 b) {
-    return {a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w};
-}
-__device__ __forceinline__ f4 operator-(f4 a, f4 b) {
-    return {a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w};
-}
-__device__ __forceinline__ f4 ld4(const float *p) {
-    float4 v = __ldg((const float4 *)p);
-    return {v.x, v.y, v.z, v.w};
-}
-__device__ __forceinline__ void st4(float *p, f4 v) {
-    *(float4 *)p = make_float4(v.x, v.y, v.z, v.w);
-}
-
-struct wino_shape {
-    int N, H, W, C, K, P, Q, ph, pw, TH, TW;
-};
-
-/* Item i of the loop over (tile, 4 channels of X) for tiles t0 .. t0+nt-1:
-** the tile's place tl in the batch, tile t0 + tl = (n·TH + th)·TW + tw, and
-** the first channel c. */
-__device__ __forceinline__ void wino_item(const wino_shape &s, int64_t t0, int64_t i, int X, int64_t *tl,
-                                          int64_t *n, int *th, int *tw, int *c) {
-    const int X4 = X / 4;
-    *tl = i / X4;
-    *c = (int)(i - *tl * X4) * 4;
-    const int64_t t = t0 + *tl;
-    *tw = (int)(t % s.TW);
-    *th = (int)((t / s.TW) % s.TH);
-    *n = t / ((int64_t)s.TW * s.TH);
-}
-
-/* Tiles t0 .. t0+nt-1 (t = (n·TH + th)·TW + tw, input origin (2th - ph,
-** 2tw - pw)) into V[ξ][t - t0][c]. */
-static __global__ void wino_input_kernel(wino_shape s, int64_t t0, int64_t nt,
-                                         const float *__restrict__ x, float *__restrict__ V) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nt * (s.C / 4);
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t tl, n;
-        int th, tw, c;
-        wino_item(s, t0, i, s.C, &tl, &n, &th, &tw, &c);
-        int h0 = 2 * th - s.ph, w0 = 2 * tw - s.pw;
-        f4 d[4][4];
-#pragma unroll
-        for (int a = 0; a < 4; a++)
-#pragma unroll
-            for (int b = 0; b < 4; b++) {
-                int h = h0 + a, w = w0 + b;
-                d[a][b] = (unsigned)h < (unsigned)s.H && (unsigned)w < (unsigned)s.W
-                              ? ld4(x + ((n * s.H + h) * s.W + w) * s.C + c)
-                              : f4{0.0f, 0.0f, 0.0f, 0.0f};
-            }
-        f4 r[4][4]; /* Bᵀ d: rows (d0 - d2, d1 + d2, d2 - d1, d1 - d3) */
-#pragma unroll
-        for (int b = 0; b < 4; b++) {
-            r[0][b] = d[0][b] - d[2][b];
-            r[1][b] = d[1][b] + d[2][b];
-            r[2][b] = d[2][b] - d[1][b];
-            r[3][b] = d[1][b] - d[3][b];
-        }
-        int64_t plane = nt * s.C; /* one ξ */
-        float *v = V + tl * s.C + c;
-#pragma unroll
-        for (int a = 0; a < 4; a++) { /* (Bᵀ d) B: the same on columns */
-            st4(v + (a * 4 + 0) * plane, r[a][0] - r[a][2]);
-            st4(v + (a * 4 + 1) * plane, r[a][1] + r[a][2]);
-            st4(v + (a * 4 + 2) * plane, r[a][2] - r[a][1]);
-            st4(v + (a * 4 + 3) * plane, r[a][1] - r[a][3]);
-        }
-    }
-}
-
-/* w [K,3,3,C] -> U[ξ][k][c] = (G g Gᵀ)[ξ], G = [1 0 0; ½ ½ ½; ½ -½ ½; 0 0 1]. */
-static __global__ void wino_weight_kernel(int K, int C, const float *__restrict__ w,
-                                          float *__restrict__ U) {
-    int64_t total = (int64_t)K * C;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t k = i / C;
-        int c = (int)(i - k * C);
-        float g[3][3], r[4][3];
-#pragma unroll
-        for (int a = 0; a < 3; a++)
-#pragma unroll
-            for (int b = 0; b < 3; b++) g[a][b] = __ldg(w + ((k * 3 + a) * 3 + b) * C + c);
-#pragma unroll
-        for (int b = 0; b < 3; b++) {
-            r[0][b] = g[0][b];
-            r[1][b] = 0.5f * (g[0][b] + g[1][b] + g[2][b]);
-            r[2][b] = 0.5f * (g[0][b] - g[1][b] + g[2][b]);
-            r[3][b] = g[2][b];
-        }
-#pragma unroll
-        for (int a = 0; a < 4; a++) {
-            float *u = U + (int64_t)(a * 4) * total + i;
-            u[0] = r[a][0];
-            u[total] = 0.5f * (r[a][0] + r[a][1] + r[a][2]);
-            u[2 * total] = 0.5f * (r[a][0] - r[a][1] + r[a][2]);
-            u[3 * total] = r[a][2];
-        }
-    }
-}
-
-/* M[ξ][t - t0][k] -> y[n, 2th + a, 2tw + b, k] = (Aᵀ M A)[a][b], then
-** act(·scale + bias + residual); A = [1 0; 1 1; 1 -1; 0 -1]. */
-static __global__ void wino_output_kernel(wino_shape s, int64_t t0, int64_t nt,
-                                          const float *__restrict__ M,
-                                          const float *__restrict__ scale,
-                                          const float *__restrict__ bias,
-                                          const float *__restrict__ res, int relu, float *y) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nt * (s.K / 4);
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t tl, n;
-        int th, tw, k;
-        wino_item(s, t0, i, s.K, &tl, &n, &th, &tw, &k);
-        int64_t plane = nt * s.K;
-        const float *mp = M + tl * s.K + k;
-        f4 r[2][4]; /* Aᵀ m: rows (m0 + m1 + m2, m1 - m2 - m3) */
-#pragma unroll
-        for (int b = 0; b < 4; b++) {
-            f4 m0 = ld4(mp + (0 * 4 + b) * plane), m1 = ld4(mp + (1 * 4 + b) * plane);
-            f4 m2 = ld4(mp + (2 * 4 + b) * plane), m3 = ld4(mp + (3 * 4 + b) * plane);
-            r[0][b] = m0 + m1 + m2;
-            r[1][b] = m1 - m2 - m3;
-        }
-        f4 sc = scale ? ld4(scale + k) : f4{1.0f, 1.0f, 1.0f, 1.0f};
-        f4 bi = bias ? ld4(bias + k) : f4{0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int a = 0; a < 2; a++)
-#pragma unroll
-            for (int b = 0; b < 2; b++) {
-                int p = 2 * th + a, q = 2 * tw + b;
-                if (p >= s.P || q >= s.Q) continue;
-                f4 v = b == 0 ? r[a][0] + r[a][1] + r[a][2] : r[a][1] - r[a][2] - r[a][3];
-                v = {v.x * sc.x, v.y * sc.y, v.z * sc.z, v.w * sc.w};
-                v = v + bi;
-                int64_t o = ((n * s.P + p) * s.Q + q) * s.K + k;
-                if (res) v = v + ld4(res + o);
-                if (relu)
-                    v = {fmaxf(v.x, 0.0f), fmaxf(v.y, 0.0f), fmaxf(v.z, 0.0f), fmaxf(v.w, 0.0f)};
-                st4(y + o, v);
-            }
     }
 }
 
@@ -325,31 +109,6 @@ extern "C" int m40k_conv2d_direct(void *stream, const m40k_conv_shape *s, const 
     if (total == 0) return 0;
     conv2d_direct_kernel<<<grid_for(total), kThreads, 0, (cudaStream_t)stream>>>(
         *s, x, w, scale, bias, residual, y, total);
-    return (int)cudaGetLastError();
-}
-
-extern "C" int m40k_pool2d(void *stream, int kind, int kh, int kw, int sh, int sw, int ph,
-                           int pw, int nhwc, int N, int C, int H, int W, int P, int Q,
-                           const float *x, float *y) {
-    int64_t total = (int64_t)N * C * P * Q;
-    if (total == 0) return 0;
-    pool2d_kernel<<<grid_for(total), kThreads, 0, (cudaStream_t)stream>>>(
-        kind, kh, kw, sh, sw, ph, pw, nhwc, C, H, W, P, Q, x, y, total);
-    return (int)cudaGetLastError();
-}
-
-extern "C" int m40k_global_avgpool(void *stream, int nhwc, int N, int C, int HW, const float *x,
-                                   float *y) {
-    int64_t NC = (int64_t)N * C;
-    if (NC == 0) return 0;
-    if (nhwc) {
-        global_avgpool_nhwc_kernel<<<(unsigned)((NC + kThreads - 1) / kThreads), kThreads, 0,
-                                     (cudaStream_t)stream>>>(N, C, HW, x, y);
-    } else {
-        int64_t threads = NC * 32;
-        global_avgpool_kernel<<<(unsigned)((threads + kThreads - 1) / kThreads), kThreads, 0,
-                                (cudaStream_t)stream>>>((int)NC, HW, x, y);
-    }
     return (int)cudaGetLastError();
 }
 
@@ -401,41 +160,7 @@ extern "C" int m40k_conv2d_nhwc_algo(const m40k_conv_shape *s, int sm_count) {
     return wino_chosen(s, sm_count) ? M40K_CONV_WINOGRAD : M40K_CONV_IMPLICIT;
 }
 
-static int64_t wino_chunk(const m40k_conv_shape *s) { return m40k_wino_chunk(s->C, s->K, wino_tiles(s)); }
-
-static size_t wino_u_bytes(const m40k_conv_shape *s) { return m40k_wino_u_bytes(s->C, s->K); }
-
-static size_t wino_v_bytes(const m40k_conv_shape *s) { return m40k_wino_v_bytes(s->C, wino_chunk(s)); }
-
 static size_t wino_bytes(const m40k_conv_shape *s) { return m40k_wino_bytes(s->C, s->K, wino_tiles(s)); }
-
-static int conv2d_winograd(cudaStream_t st, const m40k_conv_shape *s, const float *x,
-                           const float *w, const float *scale, const float *bias,
-                           const float *residual, float *y, void *ws, int sm_count) {
-    wino_shape ws_ = {s->N, s->H, s->W, s->C, s->K, s->P, s->Q, s->ph, s->pw,
-                      (s->P + 1) / 2, (s->Q + 1) / 2};
-    int64_t T = wino_tiles(s), chunk = wino_chunk(s);
-    float *U = (float *)ws, *V = (float *)((char *)ws + wino_u_bytes(s));
-    float *M = (float *)((char *)V + wino_v_bytes(s));
-    int64_t kc = (int64_t)s->K * s->C;
-    wino_weight_kernel<<<grid_for(kc), kThreads, 0, st>>>(s->K, s->C, w, U);
-    for (int64_t t0 = 0; t0 < T; t0 += chunk) {
-        int64_t nt = T - t0 < chunk ? T - t0 : chunk;
-        wino_input_kernel<<<grid_for(nt * s->C / 4), kThreads, 0, st>>>(ws_, t0, nt, x, V);
-        m40k_sgemm_args g = {};
-        g.M = (int)nt; g.N = s->K; g.K = s->C;
-        g.a = V; g.lda = s->C;
-        g.b = U; g.ldb = s->C; g.b_nk = 1;
-        g.c = M; g.ldc = s->K;
-        g.batch = 16;
-        g.stride_a = nt * s->C; g.stride_b = kc; g.stride_c = nt * s->K;
-        int e = m40k_sgemm(st, &g, sm_count, nullptr, 0);
-        if (e) return e;
-        wino_output_kernel<<<grid_for(nt * s->K / 4), kThreads, 0, st>>>(
-            ws_, t0, nt, M, scale, bias, residual, s->relu, y);
-    }
-    return (int)cudaGetLastError();
-}
 
 /* Rows (pixels) per GEMM: the SGEMM's grid.y limit for the 64x64 tile. */
 static int64_t nhwc_chunk_rows(const m40k_conv_shape *s) {
@@ -491,7 +216,7 @@ extern "C" int m40k_conv2d_nhwc(void *stream, const m40k_conv_shape *s, const fl
     if (wino_chosen(s, sm_count) && aligned16(x) && aligned16(w) && aligned16(y) &&
         (!residual || aligned16(residual)) && (!bias || aligned16(bias)) &&
         (!scale || aligned16(scale)) && ws && ws_bytes >= wino_bytes(s))
-        return conv2d_winograd(st, s, x, w, scale, bias, residual, y, ws, sm_count);
+        return m40k_conv2d_winograd(stream, s, x, w, scale, bias, residual, y, ws, sm_count);
     int C = s->C;
     if ((int64_t)s->H * s->W * padded_c(s) >= ((int64_t)1 << 31))
         return (int)cudaErrorInvalidValue; /* the gather indexes one image with int */

@@ -1,4 +1,4 @@
-/* Convolution launchers (kernels/conv.cu).
+/* Convolution launchers (kernels/conv.cu; Winograd passes in kernels/winograd.cu).
 ** Launcher contract (every kernels/<family>.h): callable from C, the stream
 ** comes as void* (a cudaStream_t), the return value is a cudaError_t as int
 ** (0 on success). The caller (lib/ops/) has already checked shapes. */

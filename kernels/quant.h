@@ -1,4 +1,5 @@
-/* Weight-only quantized linear launchers (kernels/quant_gemv.cu, quant_gemm.cu).
+/* Weight-only quantized linear launchers (kernels/quant_gemv.cu, quant_dispatch.cu,
+** quant_gemm.cu).
 ** Launcher contract (every kernels/<family>.h): callable from C, the stream
 ** comes as void* (a cudaStream_t), the return value is a cudaError_t as int
 ** (0 on success). The caller (lib/ops/) has already checked shapes. */
@@ -31,20 +32,48 @@ typedef struct m40k_qlinear_args {
 /* Device scratch the GEMV's split-K path needs for this call (0: none);
 ** without it the launcher takes a kernel that needs none. */
 size_t m40k_quant_gemv_workspace(const m40k_qlinear_args *a);
-/* Picks GEMV (M <= 8) or GEMM (M > 8) and runs it. */
+/* Picks GEMV (M <= 8, the variant m40k_quant_gemv_choose names) or GEMM
+** (M > 8) and runs it. */
 int m40k_quant_linear(void *stream, const m40k_qlinear_args *a, int sm_count);
-/* GEMV for M <= 8. rows_per_warp 1, 2 or 4 (0 = pick for sm_count);
-** generic = 1 forces the slow path used for unaligned shapes (tests). */
-int m40k_quant_gemv_run(void *stream, const m40k_qlinear_args *a, int sm_count,
-                        int rows_per_warp, int generic);
-/* GEMV with every knob (bench, tests): version 0 = default (see
-** m40k_quant_gemv_tuned), 1 = generic, 2 = the v2 kernel, 3 = v3 (int8/int4; fp16 always
-** runs v2), 4 = v3 with 4 chunks in flight per warp (M <= 2), 7 = v3 with
-** split-K (needs a->ws when m40k_quant_gemv_workspace > 0), 9 = split-K at
-** R = 8 (M >= 3 with row scales; else as 7); rows_per_warp
-** 0 = default; blocks_per_sm 0 = as many as fit (v3 persistent grid). */
-int m40k_quant_gemv_tuned(void *stream, const m40k_qlinear_args *a, int sm_count, int version,
-                          int rows_per_warp, int blocks_per_sm);
+
+/* The GEMV kernels the library carries (kernels/quant_gemv.cu); the
+** teaching versions and every other knob setting: bench/quant/. */
+enum m40k_qgemv_kernel {
+    M40K_QGEMV_GENERIC = 1, /* one warp per row, element loads: any K, any alignment */
+    M40K_QGEMV_V2 = 2,      /* x staged per K-chunk; fp16, and int8/int4 where v3 does not fit */
+    M40K_QGEMV_V3 = 3,      /* int8/int4 at M <= 2: x for all of K staged once per block */
+    M40K_QGEMV_SPLIT = 7    /* int8/int4: v3 with K split over blocks, partial sums in a->ws */
+};
+/* One GEMV variant. The library has these instances (other settings give
+** cudaErrorInvalidValue):
+**   GENERIC  any M, format
+**   V2       R = 2 at M <= 2, 4 at M >= 3 (0: that); fp16 at M <= 2 also R = 1
+**   V3       int8/int4, M <= 2, R = 2 or 4 (0: 2), D = 2 or 4 chunks of
+**            weights in flight (0: 2; 4 falls back to 2 where x for 4 does
+**            not fit). Needs x for all of K in shared memory
+**            (m40k_quant_gemv_whole), except int8 at M = 1, R = 2, which
+**            then stages K in segments.
+**   SPLIT    int8/int4, R = 2 at M <= 2, 4 at M >= 3, or 8 at M >= 3 with
+**            row scales (R = 8; else R is ignored); without enough a->ws
+**            it runs V2.
+** Every variant runs GENERIC where K is not a multiple of the 16-byte
+** vector's columns (32 int4, 16 int8, 8 fp16) or x or w is not 16-byte
+** aligned. blocks_per_sm (V3, SPLIT): 0 = as many as fit. */
+typedef struct m40k_qgemv_variant {
+    int kernel; /* enum m40k_qgemv_kernel */
+    int R;      /* rows of W per warp */
+    int D;      /* V3: chunks of weights in flight per warp */
+    int blocks_per_sm;
+} m40k_qgemv_variant;
+/* The variant the library runs for a (M 1..8) on sm_count SMs, from the
+** H200 bench (kernels/quant_dispatch.cu). */
+m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count);
+/* Runs one variant (tests, bench). M <= 0 or N <= 0: nothing; M > 8:
+** cudaErrorInvalidValue. */
+int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a, int sm_count,
+                            const m40k_qgemv_variant *v);
+/* 1 if V3 holds x for all of K in shared memory at batch M (int8/int4). */
+int m40k_quant_gemv_whole(int wtype, int M, int K);
 /* Tiled GEMM (128x128x16 tiles, weights dequantized into shared memory);
 ** any M; generic = 1 forces the element-wise tile loader (tests). */
 int m40k_quant_gemm_run(void *stream, const m40k_qlinear_args *a, int generic);

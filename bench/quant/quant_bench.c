@@ -22,6 +22,7 @@
 #include "m40/quant.h"
 #include "half.h"
 #include "../../kernels/quant.h"
+#include "gemv_versions.h"
 #include "../../kernels/sgemm.h"
 
 #include <cublas_v2.h>
@@ -112,16 +113,15 @@ static void copy_launch(void *c, int i) {
 typedef struct {
     m40k_qlinear_args a;
     void **w, **s; /* nbuf copies */
-    int nbuf, R, gemm, version, bps; /* gemv: version 2/3 (0 = library default), blocks per SM */
+    int nbuf, R, gemm, version, bps; /* gemv: bench/quant/gemv_versions.cu (0 = library), blocks per SM */
 } q_ctx;
 static void q_launch(void *c, int i) {
     q_ctx *k = c;
     m40k_qlinear_args a = k->a;
     a.w = k->w[i % k->nbuf];
     a.scale = k->s[i % k->nbuf];
-    int e = k->gemm      ? m40k_quant_gemm_run(S, &a, 0)
-            : k->version ? m40k_quant_gemv_tuned(S, &a, SMS, k->version, k->R, k->bps)
-                         : m40k_quant_gemv_run(S, &a, SMS, k->R, 0);
+    int e = k->gemm ? m40k_quant_gemm_run(S, &a, 0)
+                    : m40b_quant_gemv_version(S, &a, SMS, k->version, k->R, k->bps);
     if (e) { fprintf(stderr, "launch failed: %s\n", cudaGetErrorString((cudaError_t)e)); exit(1); }
 }
 

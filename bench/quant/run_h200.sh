@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 6 on the GPU machine in one call: build (CUDA 12/13, arch 90 by
-# default), run the quantization tests (the GPU one must run, not skip), the
+# default), run the quantization tests (the GPU one must run, not skip) and
+# the numbered GEMV versions' check (m40-quant-versions), the
 # bench (GEMV, then prefill in its own process), then compute-sanitizer
 # memcheck over test_quant_gpu (odd shapes: M40_QUANT_QUICK=1; SANITIZE=0
 # skips it; PREFILL=0 skips the prefill bench). Logs go to $OUT (or the build
@@ -21,7 +22,7 @@ t0=$SECONDS
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 if ! { cmake -S "$SRC" -B "$BUILD" "${gen[@]}" -DCMAKE_CUDA_COMPILER="$NVCC" \
          -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DM40_CUDA=ON -DM40_WERROR="${WERROR:-ON}" -DM40_PTXAS_VERBOSE=ON &&
-       cmake --build "$BUILD" -j"$(nproc)" --target test_quant_cpu test_quant_gpu m40-bench-quant; } \
+       cmake --build "$BUILD" -j"$(nproc)" --target test_quant_cpu test_quant_gpu m40-bench-quant m40-quant-versions; } \
        > "$LOGDIR/build.log" 2>&1; then
     tail -40 "$LOGDIR/build.log"; echo "BUILD FAILED"; exit 1
 fi
@@ -32,6 +33,9 @@ t1=$SECONDS
 ( cd "$SRC" && timeout 240 "$BUILD/test_quant_gpu" ) > "$LOGDIR/test_quant_gpu.log" 2>&1
 gpu_rc=$?
 echo "test_quant_gpu: rc $gpu_rc, $((SECONDS - t1)) s"
+# the teaching versions (bench/quant/gemv_versions.cu) against the same reference
+timeout 240 "$BUILD/m40-quant-versions" > "$LOGDIR/versions.log" 2>&1
+echo "m40-quant-versions: rc $?, $(tail -1 "$LOGDIR/versions.log")"
 t2=$SECONDS
 # GEMV and prefill in separate processes: a fault in one keeps the other
 timeout 240 "$BUILD/m40-bench-quant" ${BENCH_ARGS:-} --gemv > "$LOGDIR/bench.log" 2>&1

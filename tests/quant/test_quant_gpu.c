@@ -3,7 +3,9 @@
 ** 32/64/128 with f16/f32 scales, fp16 weights), the ChatGLM2 shapes
 ** (4608x4096, 4096x4096, 27392x4096, 4096x13696) at batch 1..8 (GEMV) and
 ** M > 8 (GEMM), odd shapes (1, 7, 127, 129 rows; K = 4097, 1000, ...), the
-** forced generic paths and every rows-per-warp variant, unaligned x, with
+** forced generic paths and every GEMV variant the library carries
+** (kernels/quant.h: kernel, rows per warp, chunks in flight, split-K R = 4
+** and 8), unaligned x, with
 ** poisoned outputs. For the large shapes the CPU reference covers a slice of
 ** rows at each end; the whole output is checked for unwritten (NaN) values.
 ** Exits 77 without a GPU. */
@@ -89,17 +91,57 @@ static m40t_tol tol_for(int64_t K) {
     return (m40t_tol){4e-7 * s + 1e-6, 1e-4, 1e-9};
 }
 
-/* 0 = m40_quant_linear; else a launcher variant: 1..4 gemv rows-per-warp
-** with the launcher's choice of kernel (3 = generic gemv), 5 = gemm,
-** 6 = generic gemm,
-** 7 = the v2 gemv kernel (R = 2), 8 = v3 R = 4 on a 2-SM, 1-block-per-SM
-** grid (each warp walks many row groups), 9 = v3 with 4 chunks in flight
-** (R = 2), 10 = v3 R = 1 (segmented mode at M >= 3), 11 = v3 with split-K
-** (version 7) and a poisoned scratch, 12 = the same at R = 8 (version 9:
-** M >= 3 with row scales; else as 11). */
+/* 0 = m40_quant_linear; else a launcher variant: every GEMV variant the
+** library carries (kernels/quant.h, m40k_qgemv_variant), the GEMM and its
+** generic loader. The teaching versions (every other setting) are checked
+** by bench/quant/gemv_check.c (m40-quant-versions). */
+enum {
+    V_OP, V_GENERIC, V_V2, V_V2_R1, V_V3, V_V3_R4_2SM, V_V3_D4, V_V3_R4_D4, V_SPLIT, V_SPLIT_R8,
+    V_GEMM, V_GEMM_GENERIC, V_COUNT
+};
+static const struct {
+    const char *name;
+    m40k_qgemv_variant v;
+    int sms;
+} VARIANTS[V_COUNT] = {
+    [V_OP] = {"op", {0, 0, 0, 0}, 0},
+    [V_GENERIC] = {"gemv generic", {M40K_QGEMV_GENERIC, 0, 0, 0}, 24},
+    [V_V2] = {"gemv v2", {M40K_QGEMV_V2, 0, 0, 0}, 24},
+    [V_V2_R1] = {"gemv v2 R1", {M40K_QGEMV_V2, 1, 0, 0}, 24},
+    [V_V3] = {"gemv v3 R2", {M40K_QGEMV_V3, 2, 2, 0}, 24},
+    /* each warp walks many row groups */
+    [V_V3_R4_2SM] = {"gemv v3 R4 2x1 blocks", {M40K_QGEMV_V3, 4, 2, 1}, 2},
+    [V_V3_D4] = {"gemv v3 R2 D4", {M40K_QGEMV_V3, 2, 4, 0}, 24},
+    [V_V3_R4_D4] = {"gemv v3 R4 D4", {M40K_QGEMV_V3, 4, 4, 0}, 24},
+    [V_SPLIT] = {"gemv split-K", {M40K_QGEMV_SPLIT, 0, 0, 0}, 24},
+    [V_SPLIT_R8] = {"gemv split-K R8", {M40K_QGEMV_SPLIT, 8, 0, 0}, 24},
+    [V_GEMM] = {"gemm", {0, 0, 0, 0}, 0},
+    [V_GEMM_GENERIC] = {"gemm generic", {0, 0, 0, 0}, 0},
+};
+
+/* Does the library carry this variant for the format, batch and K (as
+** kernels/quant.h lists them)? Shapes the vector loads cannot take run the
+** generic kernel under every variant. */
+static int carried(int variant, m40_dtype wt, int64_t M, int64_t K, int unaligned_x) {
+    const int vc = wt == M40_DTYPE_Q4 ? 32 : wt == M40_DTYPE_Q8 ? 16 : 8;
+    const int isq = wt != M40_DTYPE_F16;
+    if (variant == V_OP || variant >= V_GEMM || variant == V_GENERIC || variant == V_V2) return 1;
+    if (M > 8) return 0;
+    if (K <= 0 || K % vc != 0 || unaligned_x) return 1; /* generic */
+    switch (variant) {
+    case V_V2_R1: return !isq && M <= 2;
+    case V_SPLIT: case V_SPLIT_R8: return isq;
+    default: { /* v3: whole K in shared memory; int8 at batch 1, R = 2 also in segments */
+        const int r2 = VARIANTS[variant].v.R == 2;
+        return isq && M <= 2 &&
+               (m40k_quant_gemv_whole((int)wt, (int)M, (int)K) || (r2 && wt == M40_DTYPE_Q8 && M == 1));
+    }
+    }
+}
+
 static int run_variant(int variant, const m40_tensor *x, const qpair *q, const m40_tensor *bias,
                        m40_tensor *y, int64_t M) {
-    if (variant == 0) {
+    if (variant == V_OP) {
         m40_qweight w = {q->fmt, q->n, q->k, q->gd, q->gs};
         m40_status st = m40_quant_linear(G, x, &w, bias, y);
         if (st != M40_OK) fprintf(stderr, "m40_quant_linear: %s\n", m40_errmsg(G));
@@ -113,13 +155,9 @@ static int run_variant(int variant, const m40_tensor *x, const qpair *q, const m
         .group = q->fmt.wtype == M40_DTYPE_F16 ? 0 : q->fmt.group,
         .bias = bias ? m40_tensor_data(bias) : NULL, .y = m40_tensor_data(y)};
     int e;
-    if (variant <= 4) e = m40k_quant_gemv_run(m40_ctx_stream(G), &a, 24, variant == 3 ? 1 : variant,
-                                              variant == 3);
-    else if (variant == 7) e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 24, 2, 2, 0);
-    else if (variant == 8) e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 2, 3, 4, 1);
-    else if (variant == 9) e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 24, 4, 2, 0);
-    else if (variant == 10) e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 24, 3, 1, 0);
-    else if (variant == 11 || variant == 12) { /* split-K with its scratch, poisoned */
+    if (variant >= V_GEMM) {
+        e = m40k_quant_gemm_run(m40_ctx_stream(G), &a, variant == V_GEMM_GENERIC);
+    } else if (variant == V_SPLIT || variant == V_SPLIT_R8) { /* with its scratch, poisoned */
         const size_t bytes = m40k_quant_gemv_workspace(&a);
         int64_t n = bytes ? (int64_t)(bytes / 4) : 1;
         m40_tensor *ws = tnew(G, M40_DTYPE_F32, 1, &n);
@@ -129,21 +167,14 @@ static int run_variant(int variant, const m40_tensor *x, const qpair *q, const m
         free(poison);
         a.ws = m40_tensor_data(ws);
         a.ws_bytes = bytes;
-        e = m40k_quant_gemv_tuned(m40_ctx_stream(G), &a, 24, variant == 11 ? 7 : 9, 0, 0);
+        e = m40k_quant_gemv_variant(m40_ctx_stream(G), &a, VARIANTS[variant].sms, &VARIANTS[variant].v);
         CHECK_ST(m40_ctx_sync(G), M40_OK);
         m40_tensor_free(ws);
+    } else {
+        e = m40k_quant_gemv_variant(m40_ctx_stream(G), &a, VARIANTS[variant].sms, &VARIANTS[variant].v);
     }
-    else e = m40k_quant_gemm_run(m40_ctx_stream(G), &a, variant == 6);
-    if (e) fprintf(stderr, "launcher variant %d: CUDA error %d\n", variant, e);
+    if (e) fprintf(stderr, "launcher variant %s: CUDA error %d\n", VARIANTS[variant].name, e);
     return e == 0;
-}
-
-static const char *variant_name(int v) {
-    static const char *n[] = {"op",   "gemv R1",      "gemv R2", "gemv generic", "gemv R4",
-                              "gemm", "gemm generic", "gemv v2", "gemv v3 R4 2x1 blocks",
-                              "gemv v3 deep R2", "gemv v3 R1", "gemv v3 split-K",
-                              "gemv v3 split-K R8"};
-    return n[v];
 }
 
 /* x columns [0, K/2) are multiplied by X_LO and [K/2, K) by X_HI (both 1
@@ -155,6 +186,7 @@ static float X_LO = 1.0f, X_HI = 1.0f;
 static void run_case(const qpair *q, int64_t M, int with_bias, int variant, int64_t nr0,
                      int64_t nr1, int unaligned_x, uint64_t seed) {
     const int64_t N = q->n, K = q->k;
+    if (!carried(variant, q->fmt.wtype, M, K, unaligned_x)) return;
     int64_t xs[2] = {M, K}, ys[2] = {M, N}, bs[1] = {N};
     /* x lives one element into a bigger buffer when unaligned_x */
     int64_t xbs[1] = {M * K + 4};
@@ -189,7 +221,7 @@ static void run_case(const qpair *q, int64_t M, int with_bias, int variant, int6
     CHECK(unwritten == 0);
 
     char name[160];
-    snprintf(name, sizeof name, "%s %s [%lld,%lld] M=%lld%s%s", variant_name(variant),
+    snprintf(name, sizeof name, "%s %s [%lld,%lld] M=%lld%s%s", VARIANTS[variant].name,
              m40_quant_format_name(&q->fmt), (long long)N, (long long)K, (long long)M,
              with_bias ? " +b" : "", unaligned_x ? " x+1" : "");
     if (unwritten) printf("FAIL %s: %lld outputs not finite (unwritten?)\n", name, (long long)unwritten);
@@ -239,14 +271,13 @@ static void test_chatglm_shapes(void) {
             for (int64_t M = 1; M <= 8; M++)
                 if (f < 2 || M == 1 || M == 5 || M == 8)
                     run_case(&q, M, M % 2, 0, 96, 96, 0, 1000 + (uint64_t)M);
-            if (f < 2) { /* the other choices of the new kernel */
-                run_case(&q, 1, 0, 1, 96, 96, 0, 1101);
-                run_case(&q, 1, 1, 4, 96, 96, 0, 1104);
-                run_case(&q, 1, 1, 9, 96, 96, 0, 1109);
-                run_case(&q, 8, 0, 8, 96, 96, 0, 1108);
-                run_case(&q, 5, 1, 10, 96, 96, 0, 1110);
-                for (int64_t M = 1; M <= 8; M += 7) run_case(&q, M, 1, 11, 96, 96, 0, 1111);
-                for (int64_t M = 3; M <= 8; M += 5) run_case(&q, M, M == 3, 12, 96, 96, 0, 1112);
+            if (f < 2) { /* every variant the library carries (those it does not: skipped) */
+                for (int64_t M = 1; M <= 2; M++)
+                    for (int v = V_V2; v <= V_V3_R4_D4; v++)
+                        run_case(&q, M, (int)(M + v) % 2, v, 96, 96, 0, 1100 + (uint64_t)v);
+                run_case(&q, 8, 0, V_V2, 96, 96, 0, 1108);
+                for (int64_t M = 1; M <= 8; M += 7) run_case(&q, M, 1, V_SPLIT, 96, 96, 0, 1111);
+                for (int64_t M = 3; M <= 8; M += 5) run_case(&q, M, M == 3, V_SPLIT_R8, 96, 96, 0, 1112);
             }
             run_case(&q, 130, 1, 0, 64, 64, 0, 2000);
             if (s == 0) run_case(&q, 512, 0, 0, 32, 32, 0, 2001);
@@ -275,17 +306,12 @@ static void test_odd_shapes(void) {
                 int64_t M = Ms[mi];
                 if (f % 3 != 0 && mi % 2) continue; /* thin the grid a little */
                 run_case(&q, M, (mi + f) % 2, 0, q.n, 0, 0, 3000 + (uint64_t)mi);
-                if (M <= 8) {
-                    for (int v = 1; v <= 4; v++)
-                        if (mi % 3 == 0 || v == 3) run_case(&q, M, 1, v, q.n, 0, 0, 4000 + (uint64_t)v);
-                    run_case(&q, M, 0, 8, q.n, 0, 0, 4008);
-                    run_case(&q, M, 1, 7, q.n, 0, 0, 4007);
-                    run_case(&q, M, 0, 10, q.n, 0, 0, 4010);
-                    run_case(&q, M, M % 2, 11, q.n, 0, 0, 4011);
-                    if (M >= 3) run_case(&q, M, (M + 1) % 2, 12, q.n, 0, 0, 4012);
-                    if (M <= 2) run_case(&q, M, 1, 9, q.n, 0, 0, 4009);
+                if (M <= 8) { /* every GEMV variant (not carried: skipped) */
+                    for (int v = V_GENERIC; v <= V_SPLIT_R8; v++)
+                        if (mi % 3 == 0 || v != V_V2_R1)
+                            run_case(&q, M, (int)(M + v) % 2, v, q.n, 0, 0, 4000 + (uint64_t)v);
                 } else {
-                    run_case(&q, M, 1, 6, q.n, 0, 0, 5000);
+                    run_case(&q, M, 1, V_GEMM_GENERIC, q.n, 0, 0, 5000);
                 }
             }
             run_case(&q, 3, 1, 0, q.n, 0, 1, 6000);  /* unaligned x: generic gemv */
@@ -306,9 +332,9 @@ static void test_x_range(void) {
             X_LO = mul[i][0];
             X_HI = mul[i][1];
             for (int64_t M = 1; M <= 8; M += 7) {
-                run_case(&q, M, 0, 0, q.n, 0, 0, 7000 + (uint64_t)i);
-                run_case(&q, M, 0, 11, q.n, 0, 0, 7100 + (uint64_t)i);
-                if (M >= 3) run_case(&q, M, 0, 12, q.n, 0, 0, 7200 + (uint64_t)i);
+                run_case(&q, M, 0, V_OP, q.n, 0, 0, 7000 + (uint64_t)i);
+                run_case(&q, M, 0, V_SPLIT, q.n, 0, 0, 7100 + (uint64_t)i);
+                if (M >= 3) run_case(&q, M, 0, V_SPLIT_R8, q.n, 0, 0, 7200 + (uint64_t)i);
             }
         }
         X_LO = X_HI = 1.0f;

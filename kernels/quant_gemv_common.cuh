@@ -1,0 +1,170 @@
+/* Quantized GEMV (kernels/quant_gemv.cu): what the v2 and v3 kernels share
+** (formats, byte-to-float, the warp reduction and store) and the generic
+** kernel for shapes the vector kernels cannot take. Device code and host
+** templates, in an anonymous namespace: each including .cu (the library's
+** kernels/quant_gemv.cu, bench/quant/gemv_versions.cu) gets its own
+** instances of exactly the kernels it launches. */
+#ifndef M40_KERNELS_QUANT_GEMV_COMMON_CUH
+#define M40_KERNELS_QUANT_GEMV_COMMON_CUH
+
+#include "quant.h"
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr unsigned kFull = 0xFFFFFFFFu;
+
+/* Columns per 16-byte weight vector. */
+template <int WT> struct Fmt;
+template <> struct Fmt<M40_DTYPE_Q4> { static constexpr int VC = 32; };
+template <> struct Fmt<M40_DTYPE_Q8> { static constexpr int VC = 16; };
+template <> struct Fmt<M40_DTYPE_F16> { static constexpr int VC = 8; };
+
+/* Byte `sel` of u (0..255) as the float 2^23 + u, minus `off`: exact. */
+__device__ __forceinline__ float byte_to_f(uint32_t u, int sel, float off) {
+    return __int_as_float((int)__byte_perm(u, 0x4B000000u, 0x7440 | sel)) - off;
+}
+constexpr float kOffQ4 = 8388616.0f; /* 2^23 + 8   */
+constexpr float kOffQ8 = 8388736.0f; /* 2^23 + 128 */
+
+__device__ __forceinline__ uint32_t word(const uint4 &v, int i) {
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+__device__ __forceinline__ float load_scale(const void *s, int64_t i, bool f16) {
+    return f16 ? __half2float(__ldg((const __half *)s + i)) : __ldg((const float *)s + i);
+}
+
+/* Sum each of V values (V a power of two <= 32) over the warp. Afterwards
+** lane l holds the total of value *idx; lanes agreeing in the low bits that
+** were not used for splitting hold the same total. */
+template <int V>
+__device__ __forceinline__ void warp_sum_many(float (&a)[V], int lane, int *idx) {
+    int id = 0;
+    int S = V;
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) {
+        if (S > 1) {
+            bool upper = (lane & o) != 0;
+#pragma unroll
+            for (int i = 0; i < V / 2; i++) {
+                if (i < S / 2) {
+                    float send = upper ? a[i] : a[i + S / 2];
+                    float keep = upper ? a[i + S / 2] : a[i];
+                    a[i] = keep + __shfl_xor_sync(kFull, send, o);
+                }
+            }
+            if (upper) id += S / 2;
+            S >>= 1;
+        } else {
+            a[0] += __shfl_xor_sync(kFull, a[0], o);
+        }
+    }
+    *idx = id;
+}
+
+__host__ __device__ constexpr int pow2_at_least(int v) { return v <= 1 ? 1 : 2 * pow2_at_least((v + 1) / 2); }
+
+/* Sums each of the R x B per-lane accumulators over the warp and writes
+** y[b, row0 + r] = post(r, sum) (+ bias[row]); the lanes whose unsplit low
+** bits are 0 write value id = r*B + b. */
+struct NoPost {
+    __device__ float operator()(int, float v) const { return v; }
+};
+template <int B, int R, class Post = NoPost>
+__device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, int lane,
+                                           const m40k_qlinear_args &a, Post post = Post()) {
+    if constexpr (R * B > 32) { /* more values than lanes: two halves of the rows */
+        constexpr int H = R / 2;
+        float lo[H][B], hi[H][B];
+#pragma unroll
+        for (int r = 0; r < H; r++)
+#pragma unroll
+            for (int b = 0; b < B; b++) lo[r][b] = acc[r][b], hi[r][b] = acc[r + H][b];
+        warp_store<B, H>(lo, row0, lane, a, post);
+        warp_store<B, H>(hi, row0 + H, lane, a, [&](int r, float v) { return post(r + H, v); });
+        return;
+    }
+    constexpr int V = pow2_at_least(R * B);
+    float red[V];
+#pragma unroll
+    for (int i = 0; i < V; i++) red[i] = i < R * B ? acc[i / B][i % B] : 0.0f;
+    int id;
+    warp_sum_many<V>(red, lane, &id);
+    constexpr int split_bits = V == 1 ? 0 : V == 2 ? 1 : V == 4 ? 2 : V == 8 ? 3 : V == 16 ? 4 : 5;
+    constexpr int low_mask = (1 << (5 - split_bits)) - 1;
+    if ((lane & low_mask) == 0 && id < R * B) {
+        const int r = id / B, b = id % B, row = row0 + r;
+        if (row < a.N) a.y[(int64_t)b * a.N + row] = post(r, red[0]) + (a.bias ? __ldg(a.bias + row) : 0.0f);
+    }
+}
+
+/* acc[b] += the 4 dequantized weights v times x[b]'s matching 4 columns, for
+** every batch row. */
+template <int WT, int B>
+__device__ __forceinline__ void dot4(const float (&v)[4], const float4 (&xv)[B], float (&acc)[B]) {
+#pragma unroll
+    for (int b = 0; b < B; b++) {
+        acc[b] = fmaf(v[0], xv[b].x, acc[b]);
+        acc[b] = fmaf(v[1], xv[b].y, acc[b]);
+        acc[b] = fmaf(v[2], xv[b].z, acc[b]);
+        acc[b] = fmaf(v[3], xv[b].w, acc[b]);
+    }
+}
+
+/* The generic kernel: one warp per row, element-wise loads; any K and
+** alignment. */
+template <int WT>
+__device__ __forceinline__ float weight_at(const m40k_qlinear_args &a, int64_t n, int64_t k) {
+    /* WT is a template parameter so that no scale load exists for F16
+    ** (scale is NULL there; a speculated __ldg of it faulted) */
+    if (WT == M40_DTYPE_F16)
+        return __half2float(__ldg((const __half *)a.w + n * a.K + k));
+    int q;
+    if (WT == M40_DTYPE_Q8) {
+        q = (int)(signed char)__ldg((const unsigned char *)a.w + n * a.K + k);
+    } else {
+        int64_t rb = ((int64_t)a.K + 1) / 2;
+        unsigned byte = __ldg((const unsigned char *)a.w + n * rb + k / 2);
+        unsigned nib = (k & 1) ? (byte & 0xFu) : (byte >> 4);
+        q = (int)nib - (int)((nib & 8u) << 1); /* two's complement */
+    }
+    float s;
+    if (a.group) {
+        int64_t ng = ((int64_t)a.K + a.group - 1) / a.group;
+        s = load_scale(a.scale, n * ng + k / a.group, a.scale_f16 != 0);
+    } else {
+        s = load_scale(a.scale, n, a.scale_f16 != 0);
+    }
+    return (float)q * s;
+}
+
+template <int WT>
+__global__ void __launch_bounds__(kThreads) gemv_generic_kernel(m40k_qlinear_args a) {
+    const int lane = threadIdx.x & 31;
+    const int64_t n = (int64_t)blockIdx.x * kWarps + (threadIdx.x >> 5);
+    if (n >= a.N) return;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t k = lane; k < a.K; k += 32) {
+        float w = weight_at<WT>(a, n, k);
+#pragma unroll
+        for (int b = 0; b < 8; b++)
+            if (b < a.M) acc[b] = fmaf(w, __ldg(a.x + (int64_t)b * a.K + k), acc[b]);
+    }
+#pragma unroll
+    for (int b = 0; b < 8; b++) {
+        float v = acc[b];
+#pragma unroll
+        for (int o = 16; o >= 1; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
+        if (lane == 0 && b < a.M) a.y[(int64_t)b * a.N + n] = v + (a.bias ? __ldg(a.bias + n) : 0.0f);
+    }
+}
+
+} // namespace
+
+#endif

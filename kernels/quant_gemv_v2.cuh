@@ -1,0 +1,197 @@
+/* Quantized GEMV kernel v2 (kernels/quant_gemv.cu says when it runs): x
+** staged per K-chunk behind two barriers, one 16-byte weight vector per row
+** prefetched one chunk ahead; fp16 weights, and int8/int4 where v3 does not
+** take the shape. Template and launcher only; instances live in the .cu
+** files that launch them. */
+#ifndef M40_KERNELS_QUANT_GEMV_V2_CUH
+#define M40_KERNELS_QUANT_GEMV_V2_CUH
+
+#include "quant_gemv_common.cuh"
+
+namespace {
+
+/* The fast kernel. B = batch rows (1..8), R = rows per warp, GROUPED =
+** group scales (else per-row scales, or none for F16). */
+template <int WT, int B, int R, bool GROUPED>
+__global__ void __launch_bounds__(kThreads, 1)
+gemv_v2_kernel(m40k_qlinear_args a) {
+    constexpr int VC = Fmt<WT>::VC;   /* columns per lane-vector */
+    constexpr int KC = 32 * VC;        /* columns per chunk */
+    constexpr int LS = VC + 4;         /* padded floats per lane in xs */
+    constexpr int XS = 32 * LS;        /* floats per batch row in xs */
+    /* XG: fp16 weights at batch <= 2 read x straight from global memory (L1
+    ** hits), with no barrier in the loop: +2-9% on the H200. For int8/int4
+    ** (2-4x more weights per byte, so 2-4x more x reads per byte) it was
+    ** 1.2-2x slower there, so they, and larger batches, stage x[:, chunk] in
+    ** shared memory (bench/NOTES.md, runs 1 and 2). */
+    constexpr bool XG = WT == M40_DTYPE_F16 && B <= 2;
+    __shared__ __align__(16) float xs[XG ? 4 : B * XS]; /* x[b][chunk cols], padded */
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int N = a.N, K = a.K;
+    const int row0 = (blockIdx.x * kWarps + warp) * R;
+    const int64_t rowvecs = (int64_t)K / VC;            /* uint4 per row */
+    const uint4 *wv = (const uint4 *)a.w;
+    const bool sf16 = a.scale_f16 != 0;
+
+    /* Rows past N re-read the last row (no branch in the loop); not stored. */
+    const uint4 *wr[R];
+    int64_t sbase[R]; /* index of the row's first scale */
+    const int64_t ng = GROUPED ? (K + a.group - 1) / a.group : 1;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        int row = min(row0 + r, N - 1);
+        wr[r] = wv + (int64_t)row * rowvecs;
+        sbase[r] = (int64_t)row * ng;
+    }
+    const int gshift = GROUPED ? __ffs(a.group) - 1 : 0; /* group is a power of two */
+    const int glast = (int)ng - 1;
+
+    float acc[R][B];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int b = 0; b < B; b++) acc[r][b] = 0.0f;
+
+    const int nchunks = (K + KC - 1) / KC;
+    const int nvec = (int)rowvecs;
+    uint4 wcur[R], wnext[R];
+    const uint4 zero4 = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int r = 0; r < R; r++) wcur[r] = lane < nvec ? __ldg(wr[r] + lane) : zero4;
+    /* Past the end of a row the prefetch re-reads the row's last vector
+    ** instead of branching: those columns meet x = 0 in xs (staged as zeros
+    ** past K), and dequantized weights are finite, so they add nothing. */
+    const int vlast = nvec - 1;
+
+    /* x staging: NF float4 per chunk, a compile-time number of rounds */
+    constexpr int F4 = KC / 4, NF = B * F4, ITERS = (NF + kThreads - 1) / kThreads;
+#pragma unroll 2
+    for (int c = 0; c < nchunks; c++) {
+        const int kc0 = c * KC;
+        if (!XG && c > 0) __syncthreads(); /* everyone is done with xs */
+#pragma unroll
+        for (int it = 0; it < (XG ? 0 : ITERS); it++) {
+            const int f = threadIdx.x + it * kThreads;
+            if (NF % kThreads == 0 || f < NF) {
+                const int b = f / F4, c4 = f % F4, col = kc0 + 4 * c4;
+                float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+                if (col < K) v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
+                *(float4 *)&xs[b * XS + (c4 / (VC / 4)) * LS + 4 * (c4 % (VC / 4))] = v;
+            }
+        }
+        if (!XG) __syncthreads();
+        /* prefetch the next chunk's weights while this one is computed */
+        const int vn = (c + 1) * 32 + lane;
+#pragma unroll
+        for (int r = 0; r < R; r++) wnext[r] = __ldg(wr[r] + min(vn, vlast));
+
+        float gs[R];
+        if (GROUPED) {
+            const int g = min((kc0 + lane * VC) >> gshift, glast);
+#pragma unroll
+            for (int r = 0; r < R; r++) gs[r] = load_scale(a.scale, sbase[r] + g, sf16);
+        }
+
+        const float *xl = xs + lane * LS;
+        const float *xg = a.x + kc0 + lane * VC; /* XG: this lane's columns of x row 0 */
+        /* x[b][lane's column + off] */
+        auto xv4 = [&](int b, int off) -> float4 {
+            if (XG) return __ldg((const float4 *)(xg + (int64_t)b * K + off));
+            return *(const float4 *)&xl[b * XS + off];
+        };
+        /* XG: lanes past K skip (their re-read weights would meet real x) */
+        if (XG && kc0 + lane * VC >= K) {
+        } else if (WT == M40_DTYPE_Q4) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                uint32_t lo[R], hi[R];
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    uint32_t w = word(wcur[r], i) ^ 0x88888888u; /* s -> s + 8 */
+                    lo[r] = w & 0x0F0F0F0Fu;         /* odd columns  */
+                    hi[r] = (w >> 4) & 0x0F0F0F0Fu;  /* even columns */
+                }
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float4 xv[B];
+#pragma unroll
+                    for (int b = 0; b < B; b++) xv[b] = xv4(b, 8 * i + 4 * h);
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        float v[4] = {byte_to_f(hi[r], 2 * h, kOffQ4), byte_to_f(lo[r], 2 * h, kOffQ4),
+                                      byte_to_f(hi[r], 2 * h + 1, kOffQ4),
+                                      byte_to_f(lo[r], 2 * h + 1, kOffQ4)};
+                        if (GROUPED)
+#pragma unroll
+                            for (int j = 0; j < 4; j++) v[j] *= gs[r];
+                        dot4<WT, B>(v, xv, acc[r]);
+                    }
+                }
+            }
+        } else if (WT == M40_DTYPE_Q8) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                float4 xv[B];
+#pragma unroll
+                for (int b = 0; b < B; b++) xv[b] = xv4(b, 4 * i);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    uint32_t w = word(wcur[r], i) ^ 0x80808080u; /* s -> s + 128 */
+                    float v[4] = {byte_to_f(w, 0, kOffQ8), byte_to_f(w, 1, kOffQ8),
+                                  byte_to_f(w, 2, kOffQ8), byte_to_f(w, 3, kOffQ8)};
+                    if (GROUPED)
+#pragma unroll
+                        for (int j = 0; j < 4; j++) v[j] *= gs[r];
+                    dot4<WT, B>(v, xv, acc[r]);
+                }
+            }
+        } else { /* F16: store fp16, compute fp32 */
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float4 xv[B];
+#pragma unroll
+                for (int b = 0; b < B; b++) xv[b] = xv4(b, 4 * h);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    uint32_t w0 = word(wcur[r], 2 * h), w1 = word(wcur[r], 2 * h + 1);
+                    float v[4] = {__half2float(__ushort_as_half((unsigned short)(w0 & 0xFFFFu))),
+                                  __half2float(__ushort_as_half((unsigned short)(w0 >> 16))),
+                                  __half2float(__ushort_as_half((unsigned short)(w1 & 0xFFFFu))),
+                                  __half2float(__ushort_as_half((unsigned short)(w1 >> 16)))};
+                    dot4<WT, B>(v, xv, acc[r]);
+                }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) wcur[r] = wnext[r];
+    }
+
+    /* per-row scales apply once, to the sums */
+    if (!GROUPED && WT != M40_DTYPE_F16) {
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float s = load_scale(a.scale, min(row0 + r, N - 1), sf16);
+#pragma unroll
+            for (int b = 0; b < B; b++) acc[r][b] *= s;
+        }
+    }
+
+    warp_store<B, R>(acc, row0, lane, a);
+}
+
+template <int WT, int B, int R>
+cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
+    dim3 grid((unsigned)((a.N + kWarps * R - 1) / (kWarps * R)));
+    if constexpr (WT != M40_DTYPE_F16) /* fp16 has no scales, so no group instance */
+        if (a.group) {
+            gemv_v2_kernel<WT, B, R, true><<<grid, kThreads, 0, s>>>(a);
+            return cudaGetLastError();
+        }
+    gemv_v2_kernel<WT, B, R, false><<<grid, kThreads, 0, s>>>(a);
+    return cudaGetLastError();
+}
+
+} // namespace
+
+#endif

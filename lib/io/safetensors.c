@@ -230,11 +230,12 @@ static m40_status parse_header(m40_st_file *f) {
     /* Sort twice, O(n log n): by offset (the table's order, for the overlap
     ** scan) and an index by name (duplicates side by side, and find). A name
     ** listed twice is checked first: its two entries may also overlap. */
-    qsort(f->tensors, f->ntensors, sizeof *f->tensors, by_offset);
+    if (f->ntensors > 1) /* qsort's pointer must not be NULL, even for 0 items */
+        qsort(f->tensors, f->ntensors, sizeof *f->tensors, by_offset);
     f->by_name = malloc((f->ntensors ? f->ntensors : 1) * sizeof *f->by_name);
     if (!f->by_name) return st_err(f, M40_ERR_OOM_HOST, "out of memory");
     for (size_t i = 0; i < f->ntensors; i++) f->by_name[i] = &f->tensors[i];
-    qsort(f->by_name, f->ntensors, sizeof *f->by_name, by_name);
+    if (f->ntensors > 1) qsort(f->by_name, f->ntensors, sizeof *f->by_name, by_name);
     for (size_t i = 1; i < f->ntensors; i++)
         if (strcmp(f->by_name[i - 1]->name, f->by_name[i]->name) == 0)
             return st_err(f, M40_ERR_FORMAT, "safetensors: tensor '%s' is listed twice in the header",

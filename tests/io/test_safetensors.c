@@ -236,7 +236,7 @@ static void test_scale(void) {
     CHECK_ST(open_bytes(b, n, "tensor listed twice", "'w' is listed twice"), M40_ERR_FORMAT);
     free(b);
 
-    /* over the tensor cap: 1,048,577 empty tensors (a 40 MB header) */
+    /* over the tensor cap: 1,048,577 empty tensors (a 60 MB header) */
     enum { M = (1 << 20) + 1 };
     free(j);
     cap = (size_t)M * 64 + 64;

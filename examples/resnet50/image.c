@@ -89,7 +89,8 @@ truncated:
 
 /* ---- PNG: libpng's simplified API --------------------------------------- */
 
-static int load_png(FILE *f, rn_image *img, char *err, size_t n) {
+/* `size`: the stream's length when known, else -1. */
+static int load_png(FILE *f, long long size, rn_image *img, char *err, size_t n) {
     png_image p;
     memset(&p, 0, sizeof p);
     p.version = PNG_IMAGE_VERSION;
@@ -99,6 +100,14 @@ static int load_png(FILE *f, rn_image *img, char *err, size_t n) {
     if (check_size(p.width, p.height, "PNG", err, n)) {
         png_image_free(&p);
         return -1;
+    }
+    /* Deflate expands at most ~1032:1 and a row holds at least a filter byte
+    ** and one bit per pixel: a file too small for its rows is refused before
+    ** the RGB buffer is allocated (a 1 KB PNG cannot claim 100 MB). */
+    uint64_t min_raw = (uint64_t)p.height * (1 + ((uint64_t)p.width + 7) / 8);
+    if (size >= 0 && min_raw > 1032 * (uint64_t)size + 4096) {
+        png_image_free(&p);
+        return set_err(err, n, "truncated PNG: too short for the size it declares%s", "");
     }
     img->rgb = malloc(PNG_IMAGE_SIZE(p));
     if (!img->rgb) {
@@ -210,7 +219,7 @@ static int load_stream(FILE *f, long long size, rn_image *img, char *err, size_t
     size_t got = fread(m, 1, sizeof m, f);
     rewind(f);
     if (got >= 2 && m[0] == 0xFF && m[1] == 0xD8) return load_jpeg(f, img, err, errlen);
-    if (got >= 8 && !memcmp(m, "\x89PNG\r\n\x1a\n", 8)) return load_png(f, img, err, errlen);
+    if (got >= 8 && !memcmp(m, "\x89PNG\r\n\x1a\n", 8)) return load_png(f, size, img, err, errlen);
     if (got >= 2 && m[0] == 'P' && m[1] >= '2' && m[1] <= '6' && m[1] != '4') {
         if (fseek(f, 2, SEEK_SET) != 0) return set_err(err, errlen, "cannot seek in the image%s", "");
         return load_ppm(f, m[1] - '0', size, img, err, errlen);

@@ -6,7 +6,8 @@
 ** RN_IMAGE_MAX_PIXELS pixels, is refused from its header before any pixel
 ** memory is allocated (at the limit the RGB buffer is 768 MiB); a PPM/PGM
 ** whose file is too short for the pixels it declares is refused before
-** allocating; a progressive JPEG may have at most RN_IMAGE_MAX_JPEG_SCANS
+** allocating, and so is a PNG too short for its rows even at deflate's
+** best ratio (~1032:1); a progressive JPEG may have at most RN_IMAGE_MAX_JPEG_SCANS
 ** scans, so work stays proportional to the pixel count; libjpeg's
 ** corrupt-data and premature-end warnings are errors (a truncated JPEG is
 ** refused, not padded with grey). Every allocation is checked. */

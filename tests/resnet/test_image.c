@@ -95,6 +95,20 @@ static void hostile(void) {
     write_bytes("wide.png", png, n);
     expect_fail("wide.png", "too large");
     CHECK(rn_image_load_memory(png, n, &img, err, sizeof err) == -1 && strstr(err, "too large"));
+    /* 30000 x 30000 passes the side limit but not the pixel limit; 16384 x
+    ** 16384 passes both, but 100 bytes cannot hold its rows */
+    const unsigned char ihdr2[13] = {0, 0, 0x75, 0x30, 0, 0, 0x75, 0x30, 8, 2, 0, 0, 0};
+    n = 8 + png_chunk(png + 8, "IHDR", ihdr2, 13);
+    n += png_chunk(png + n, "IDAT", (const unsigned char *)"\x78\x9c\x03\x00\x00\x00\x00\x01", 8);
+    n += png_chunk(png + n, "IEND", NULL, 0);
+    write_bytes("huge.png", png, n);
+    expect_fail("huge.png", "too large");
+    const unsigned char ihdr3[13] = {0, 0, 0x40, 0, 0, 0, 0x40, 0, 8, 2, 0, 0, 0};
+    n = 8 + png_chunk(png + 8, "IHDR", ihdr3, 13);
+    n += png_chunk(png + n, "IDAT", (const unsigned char *)"\x78\x9c\x03\x00\x00\x00\x00\x01", 8);
+    n += png_chunk(png + n, "IEND", NULL, 0);
+    write_bytes("short.png", png, n);
+    expect_fail("short.png", "too short");
     /* a 1,000,000 x 1 PGM with 1 KB of data */
     static char pgm[1100];
     int hl = snprintf(pgm, sizeof pgm, "P5\n1000000 1\n255\n");

@@ -239,7 +239,7 @@ m40_status m40_tokenizer_load_memory(const void *data, size_t size, m40_tokenize
 
 /* Reads at most M40__TOK_MAX_MODEL_BYTES + 1 bytes of f: a regular file's
 ** size is checked first; a device or FIFO (/dev/zero) is read only up to the
-** limit. Returns the status; *why says what failed for IO. */
+** limit. Returns the status; for M40_ERR_IO, *err is the errno. */
 static m40_status read_model(FILE *f, char **out, size_t *n, int *err) {
     struct stat sb;
     size_t cap = 1 << 20, len = 0;

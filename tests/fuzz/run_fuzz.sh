@@ -52,7 +52,6 @@ cmake -S "$ROOT" -B "$OUT/lib" "${GEN[@]}" -DCMAKE_C_COMPILER="$CC" -DM40_CUDA=O
     -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link -DRN_IMAGE_MAX_PIXELS=4194304u" > "$OUT/lib.configure.log" 2>&1 \
     || { cat "$OUT/lib.configure.log"; exit 1; }
 LIBS=(m40_static m40_tokenizer)
-grep -q "m40_resnet_example" "$OUT/lib/CMakeCache.txt" 2>/dev/null || true
 HAVE_IMAGE=0
 if cmake --build "$OUT/lib" --target help 2>/dev/null | grep -q m40_resnet_example; then
     LIBS+=(m40_resnet_example); HAVE_IMAGE=1

@@ -8,6 +8,7 @@
 ** Exit status: 0 no FAIL, 1 at least one FAIL, 2 bad usage or internal error. */
 #include <m40/doctor.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,19 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) json = 1;
         else if (strcmp(argv[i], "--quick") == 0) opt.functional = 0;
-        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) opt.device = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+            /* a CUDA ordinal: digits only, 0..1023 (atoi took "-5" and "x") */
+            const char *v = argv[++i];
+            char *end;
+            errno = 0;
+            long d = strtol(v, &end, 10);
+            if (end == v || *end || errno || d < 0 || d > 1023 || v[0] == '-' || v[0] == '+' ||
+                v[0] == ' ') {
+                fprintf(stderr, "m40-doctor: --device wants a CUDA device number 0..1023, not '%s'\n", v);
+                return 2;
+            }
+            opt.device = (int)d;
+        }
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;

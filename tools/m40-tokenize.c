@@ -22,6 +22,9 @@ static void usage(FILE *f) {
                "  --chatglm:        ChatGLM2 prompt format / answer post-processing\n");
 }
 
+/* stdin over this is refused (`< /dev/zero` would grow without bound). */
+#define MAX_INPUT ((size_t)256 << 20)
+
 static char *read_all(FILE *f, size_t *n) {
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap + 1);
@@ -29,6 +32,11 @@ static char *read_all(FILE *f, size_t *n) {
     size_t got;
     while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
         len += got;
+        if (len > MAX_INPUT) {
+            free(buf);
+            errno = EFBIG;
+            return NULL;
+        }
         if (len == cap) {
             char *nb = realloc(buf, cap * 2 + 1);
             if (!nb) {
@@ -72,15 +80,19 @@ int main(int argc, char **argv) {
     m40_tokenizer *tok = NULL;
     m40_status st = m40_tokenizer_load_file(model, &tok);
     if (st) {
-        fprintf(stderr, "m40-tokenize: cannot load model: %s (%s)\n", m40_tokenizer_errmsg(tok),
-                m40_status_str(st));
+        /* the tokenizer's own message: this tool links only m40_tokenizer */
+        fprintf(stderr, "m40-tokenize: cannot load model: %s\n",
+                tok ? m40_tokenizer_errmsg(tok) : "out of memory");
         m40_tokenizer_free(tok);
         return 1;
     }
     size_t n = 0;
     char *in = read_all(stdin, &n);
     if (!in) {
-        fprintf(stderr, "m40-tokenize: cannot read stdin: %s\n", strerror(errno));
+        if (errno == EFBIG)
+            fprintf(stderr, "m40-tokenize: stdin is over the %zu MiB limit\n", MAX_INPUT >> 20);
+        else
+            fprintf(stderr, "m40-tokenize: cannot read stdin: %s\n", strerror(errno));
         m40_tokenizer_free(tok);
         return 1;
     }

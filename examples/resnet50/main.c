@@ -187,7 +187,10 @@ int main(int argc, char **argv) {
             fprintf(stderr, "resnet50: %s: %s\n", images[i], err);
             return 1;
         }
-        rn_preprocess(&img, 256, 224, input + (size_t)i * 3 * 224 * 224);
+        if (rn_preprocess(&img, 256, 224, input + (size_t)i * 3 * 224 * 224) != 0) {
+            fprintf(stderr, "resnet50: %s: out of memory preprocessing the image\n", images[i]);
+            return 1;
+        }
         rn_image_free(&img);
     }
 

@@ -62,7 +62,9 @@ typedef enum m40_piece_type {
 ** byte fallback without all 256 byte pieces, broken character map, ...);
 ** M40_ERR_UNSUPPORTED (WORD/CHAR model, denormalizer map); M40_ERR_OOM_HOST.
 ** On any error other than INVALID_ARG, *out may hold a handle whose errmsg says
-** what failed; free it with m40_tokenizer_free(). */
+** what failed; free it with m40_tokenizer_free(). Models over 64 MiB (real
+** ones are a few MB) are M40_ERR_FORMAT; a device or FIFO (/dev/zero) is read
+** only up to that limit. */
 M40_API m40_status m40_tokenizer_load_file(const char *path, m40_tokenizer **out);
 
 /* Loads a model from the serialized bytes of a `.model` file; the bytes are

@@ -183,6 +183,12 @@ static bool literal(m40_json *c, const char *w) {
     return true;
 }
 
+/* An object's key and its ':', validated but not copied. */
+static bool skip_key(m40_json *c) {
+    size_t n;
+    return m40__json_expect(c, '"') && string_body(c, NULL, &n) && m40__json_expect(c, ':');
+}
+
 bool m40__json_skip(m40_json *c) {
     /* iterative, with an explicit stack of closers */
     char stack[64];
@@ -199,10 +205,7 @@ bool m40__json_skip(m40_json *c) {
             ws(c);
             if (c->p < c->end && *c->p == stack[depth - 1]) { c->p++; depth--; value_done = true; }
             else if (ch == '{') {
-                char *k;
-                if (!m40__json_string(c, &k)) return false;
-                free(k);
-                if (!m40__json_expect(c, ':')) return false;
+                if (!skip_key(c)) return false;
                 continue;
             } else continue;
         } else if (ch == '"') {
@@ -222,12 +225,7 @@ bool m40__json_skip(m40_json *c) {
             if (*c->p == stack[depth - 1]) { c->p++; depth--; continue; }
             if (*c->p != ',') return fail(c, "expected ',' in JSON");
             c->p++;
-            if (stack[depth - 1] == '}') {
-                char *k;
-                if (!m40__json_string(c, &k)) return false;
-                free(k);
-                if (!m40__json_expect(c, ':')) return false;
-            }
+            if (stack[depth - 1] == '}' && !skip_key(c)) return false;
             value_done = false;
         }
     }

@@ -1,7 +1,11 @@
 /* A cursor over JSON text, for reading small headers and configs without
 ** building a tree: the caller walks the structure it expects and skips the
 ** rest. Every function returns false on malformed input and leaves a short
-** reason in c->err. Input need not be NUL-terminated. */
+** reason in c->err. Input need not be NUL-terminated.
+** Bounds: every call is linear in the bytes it consumes and reads nothing
+** past `end`; skip uses a fixed 64-deep stack (no recursion) and allocates
+** nothing; a string's copy is at most its encoded length + 1 bytes; the
+** callers cap the text itself (safetensors: 100 MB). */
 #ifndef M40_IO_JSON_H
 #define M40_IO_JSON_H
 

@@ -15,14 +15,20 @@
 
 /* Headers over this are treated as corrupt (the reference library uses 100 MB). */
 #define ST_MAX_HEADER (100u << 20)
+/* More tensors, or metadata entries, than any model has (a 70B LLM has ~1000
+** tensors). With the header cap it bounds the tables; all checks below are
+** O(n log n), so even a header at both limits opens in about a second. */
+#define ST_MAX_TENSORS (1u << 20)
+#define ST_MAX_META (1u << 16)
 
 struct m40_st_file {
     char errmsg[512];
     unsigned char *map;   /* whole file */
     size_t map_len;
     size_t ntensors, cap;
-    m40_st_tensor *tensors;
-    size_t nmeta;
+    m40_st_tensor *tensors;   /* [ntensors], by offset */
+    const m40_st_tensor **by_name; /* [ntensors], sorted by name, for find */
+    size_t nmeta, cap_meta;
     char **meta;          /* key, value, key, value, ... */
 };
 
@@ -147,9 +153,17 @@ static m40_status parse_metadata(m40_st_file *f, m40_json *c) {
             if (!c->err) return json_err(f, c, "__metadata__");
             return st_err(f, M40_ERR_FORMAT, "safetensors: __metadata__ must map strings to strings (%s)", c->err);
         }
-        char **m = realloc(f->meta, (f->nmeta + 2) * sizeof *m);
-        if (!m) { free(k); free(v); return st_err(f, M40_ERR_OOM_HOST, "out of memory"); }
-        f->meta = m;
+        if (f->nmeta == f->cap_meta) {
+            if (f->nmeta / 2 >= ST_MAX_META) {
+                free(k); free(v);
+                return st_err(f, M40_ERR_FORMAT, "safetensors: __metadata__ has more than %u entries", ST_MAX_META);
+            }
+            size_t nc = f->cap_meta ? f->cap_meta * 2 : 16;
+            char **m = realloc(f->meta, nc * sizeof *m);
+            if (!m) { free(k); free(v); return st_err(f, M40_ERR_OOM_HOST, "out of memory"); }
+            f->meta = m;
+            f->cap_meta = nc;
+        }
         f->meta[f->nmeta++] = k;
         f->meta[f->nmeta++] = v;
         if (!m40__json_next(c, '}', &done)) return json_err(f, c, "__metadata__");
@@ -160,6 +174,11 @@ static m40_status parse_metadata(m40_st_file *f, m40_json *c) {
 static int by_offset(const void *a, const void *b) {
     const m40_st_tensor *x = a, *y = b;
     return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+static int by_name(const void *a, const void *b) {
+    const m40_st_tensor *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
 }
 
 static m40_status parse_header(m40_st_file *f) {
@@ -188,6 +207,10 @@ static m40_status parse_header(m40_st_file *f) {
             s = parse_metadata(f, &c);
         } else {
             if (f->ntensors == f->cap) {
+                if (f->ntensors >= ST_MAX_TENSORS) {
+                    free(name);
+                    return st_err(f, M40_ERR_FORMAT, "safetensors: more than %u tensors", ST_MAX_TENSORS);
+                }
                 size_t nc = f->cap ? f->cap * 2 : 64;
                 m40_st_tensor *nt = realloc(f->tensors, nc * sizeof *nt);
                 if (!nt) { free(name); return st_err(f, M40_ERR_OOM_HOST, "out of memory"); }
@@ -204,7 +227,19 @@ static m40_status parse_header(m40_st_file *f) {
     }
     if (!m40__json_at_end(&c))
         return st_err(f, M40_ERR_FORMAT, "safetensors: trailing bytes after the header's JSON object");
-    qsort(f->tensors, f->ntensors, sizeof *f->tensors, by_offset);
+    /* Sort twice, O(n log n): by offset (the table's order, for the overlap
+    ** scan) and an index by name (duplicates side by side, and find). A name
+    ** listed twice is checked first: its two entries may also overlap. */
+    if (f->ntensors > 1) /* qsort's pointer must not be NULL, even for 0 items */
+        qsort(f->tensors, f->ntensors, sizeof *f->tensors, by_offset);
+    f->by_name = malloc((f->ntensors ? f->ntensors : 1) * sizeof *f->by_name);
+    if (!f->by_name) return st_err(f, M40_ERR_OOM_HOST, "out of memory");
+    for (size_t i = 0; i < f->ntensors; i++) f->by_name[i] = &f->tensors[i];
+    if (f->ntensors > 1) qsort(f->by_name, f->ntensors, sizeof *f->by_name, by_name);
+    for (size_t i = 1; i < f->ntensors; i++)
+        if (strcmp(f->by_name[i - 1]->name, f->by_name[i]->name) == 0)
+            return st_err(f, M40_ERR_FORMAT, "safetensors: tensor '%s' is listed twice in the header",
+                          f->by_name[i]->name);
     const m40_st_tensor *last = NULL; /* the non-empty tensor reaching furthest */
     for (size_t i = 0; i < f->ntensors; i++) {
         const m40_st_tensor *t = &f->tensors[i];
@@ -213,10 +248,6 @@ static m40_status parse_header(m40_st_file *f) {
             return st_err(f, M40_ERR_FORMAT, "safetensors: tensors '%s' and '%s' overlap", last->name, t->name);
         if (!last || t->offset + t->nbytes > last->offset + last->nbytes) last = t;
     }
-    for (size_t i = 0; i < f->ntensors; i++) /* names are unique */
-        for (size_t j = i + 1; j < f->ntensors; j++)
-            if (strcmp(f->tensors[i].name, f->tensors[j].name) == 0)
-                return st_err(f, M40_ERR_FORMAT, "safetensors: tensor '%s' appears twice", f->tensors[i].name);
     return M40_OK;
 }
 
@@ -253,6 +284,8 @@ m40_status m40_st_open(const char *path, m40_st_file **out) {
         snprintf(f->errmsg, sizeof f->errmsg, "%.200s: %.300s", path, msg);
         for (size_t i = 0; i < f->ntensors; i++) free((char *)f->tensors[i].name);
         f->ntensors = 0;
+        free(f->by_name);
+        f->by_name = NULL;
     }
     return s;
 }
@@ -263,6 +296,7 @@ void m40_st_close(m40_st_file *f) {
     for (size_t i = 0; i < f->ntensors; i++) free((char *)f->tensors[i].name);
     for (size_t i = 0; i < f->nmeta; i++) free(f->meta[i]);
     free(f->meta);
+    free(f->by_name);
     free(f->tensors);
     free(f);
 }
@@ -275,9 +309,15 @@ const m40_st_tensor *m40_st_get(const m40_st_file *f, size_t i) {
 }
 
 const m40_st_tensor *m40_st_find(const m40_st_file *f, const char *name) {
-    if (!f || !name) return NULL;
-    for (size_t i = 0; i < f->ntensors; i++)
-        if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
+    if (!f || !name || !f->by_name) return NULL;
+    size_t lo = 0, hi = f->ntensors; /* binary search of the name index */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(f->by_name[mid]->name, name);
+        if (c == 0) return f->by_name[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return NULL;
 }
 

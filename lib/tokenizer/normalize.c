@@ -14,40 +14,6 @@
 /* ... and this many user-defined symbol matches. */
 #define USER_MAX_RESULTS 64
 
-uint32_t m40__utf8_decode(const uint8_t *p, size_t n, size_t *mblen) {
-    /* Same acceptance rules as sentencepiece's DecodeUTF8: no overlongs, no
-    ** surrogates, nothing above U+10FFFF; a failure consumes one byte. */
-    uint8_t c = p[0];
-    if (c < 0x80) {
-        *mblen = 1;
-        return c;
-    }
-    if (n >= 2 && (c & 0xE0) == 0xC0) {
-        uint32_t cp = ((uint32_t)(c & 0x1F) << 6) | (p[1] & 0x3F);
-        if ((p[1] & 0xC0) == 0x80 && cp >= 0x80) {
-            *mblen = 2;
-            return cp;
-        }
-    } else if (n >= 3 && (c & 0xF0) == 0xE0) {
-        uint32_t cp = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
-        if ((p[1] & 0xC0) == 0x80 && (p[2] & 0xC0) == 0x80 && cp >= 0x800 &&
-            (cp < 0xD800 || cp >= 0xE000)) {
-            *mblen = 3;
-            return cp;
-        }
-    } else if (n >= 4 && (c & 0xF8) == 0xF0) {
-        uint32_t cp = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
-                      ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
-        if ((p[1] & 0xC0) == 0x80 && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 &&
-            cp >= 0x10000 && cp <= 0x10FFFF) {
-            *mblen = 4;
-            return cp;
-        }
-    }
-    *mblen = 1;
-    return 0xFFFD;
-}
-
 size_t m40__user_match(const m40_tokenizer *tok, const uint8_t *p, size_t n) {
     const m40__trie *t = &tok->user;
     uint32_t node = 0;
@@ -173,17 +139,10 @@ static prefix normalize_prefix(const m40_tokenizer *tok, const uint8_t *in, size
 }
 
 static bool norm_reserve(m40_tokenizer *tok, size_t need) {
-    if (need <= tok->norm_cap) return true;
-    size_t cap = tok->norm_cap ? tok->norm_cap : 256;
-    while (cap < need) {
-        if (cap > SIZE_MAX / 2) return false;
-        cap *= 2;
-    }
-    char *p = realloc(tok->norm, cap);
-    if (!p) return false;
+    void *p = tok->norm;
+    bool ok = m40__tok_grow(&p, &tok->norm_cap, need, 1, 256);
     tok->norm = p;
-    tok->norm_cap = cap;
-    return true;
+    return ok;
 }
 
 size_t m40__normalize(m40_tokenizer *tok, const uint8_t *in, size_t n) {

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "m40/tokenizer.h"
+#include "util.h"
 
 /* Defaults from sentencepiece_model.proto; used when a field is absent. */
 #define M40__UNK_SURFACE_DEFAULT " \xE2\x81\x87 "
@@ -92,7 +93,7 @@ struct m40_tokenizer {
     char errmsg[256];
 };
 
-/* errors.c-like helper in tokenizer.c: records and returns `st`. */
+/* tokenizer.c: records the message in tok (if not NULL) and returns `st`. */
 m40_status m40__tok_err(m40_tokenizer *tok, m40_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -129,18 +130,6 @@ void m40__trie_free(m40__trie *t);
 
 /* normalize.c */
 m40_status m40__charsmap_init(m40_tokenizer *tok);
-/* Length of one "character" as sentencepiece's OneCharLen: from the lead byte. */
-static inline size_t m40__one_char_len(uint8_t c) {
-    static const uint8_t tbl[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-    return tbl[c >> 4];
-}
-/* Decodes one UTF-8 character like sentencepiece's DecodeUTF8: returns the
-** code point or 0xFFFD with *mblen = 1 when invalid. */
-uint32_t m40__utf8_decode(const uint8_t *p, size_t n, size_t *mblen);
-static inline bool m40__utf8_valid_prefix(const uint8_t *p, size_t n, size_t *mblen) {
-    uint32_t c = m40__utf8_decode(p, n, mblen);
-    return c != 0xFFFD || *mblen == 3;
-}
 /* Longest user-defined symbol at p (sentencepiece's PrefixMatcher), 0 if none. */
 size_t m40__user_match(const m40_tokenizer *tok, const uint8_t *p, size_t n);
 /* Normalizes text into tok->norm; returns the length or (size_t)-1 on OOM. */

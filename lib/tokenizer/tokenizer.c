@@ -1,6 +1,7 @@
 /* Public tokenizer API: loading and checking a model the way sentencepiece's
 ** SentencePieceProcessor::Load and ModelInterface::InitializePieces do, the
 ** encode post-pass (byte fallback, merged unknowns) and the decoder. */
+#define _POSIX_C_SOURCE 200809L /* fileno */
 #include "tok_internal.h"
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* The reference refuses pieces this long. */
 #define MAX_PIECE_SIZE 8000
@@ -17,7 +19,7 @@ m40_status m40__tok_err(m40_tokenizer *tok, m40_status st, const char *fmt, ...)
     if (!tok) return st;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tok->errmsg, sizeof tok->errmsg, fmt, ap);
+    m40__tok_vmsg(tok->errmsg, sizeof tok->errmsg, st, fmt, ap);
     va_end(ap);
     return st;
 }
@@ -25,17 +27,7 @@ m40_status m40__tok_err(m40_tokenizer *tok, m40_status st, const char *fmt, ...)
 const char *m40_tokenizer_errmsg(const m40_tokenizer *tok) { return tok ? tok->errmsg : ""; }
 
 bool m40__work_reserve(m40_tokenizer *tok, size_t bytes) {
-    if (bytes <= tok->work_cap) return true;
-    size_t cap = tok->work_cap ? tok->work_cap : 4096;
-    while (cap < bytes) {
-        if (cap > SIZE_MAX / 2) return false;
-        cap *= 2;
-    }
-    void *p = realloc(tok->work, cap);
-    if (!p) return false;
-    tok->work = p;
-    tok->work_cap = cap;
-    return true;
+    return m40__tok_grow(&tok->work, &tok->work_cap, bytes, 1, 4096);
 }
 
 bool m40__res_push(m40_tokenizer *tok, uint32_t off, uint32_t len, int32_t id) {
@@ -236,10 +228,66 @@ m40_status m40_tokenizer_load_memory(const void *data, size_t size, m40_tokenize
     m40_tokenizer *tok = calloc(1, sizeof *tok);
     if (!tok) return M40_ERR_OOM_HOST;
     *out = tok;
+    if (size > M40__TOK_MAX_MODEL_BYTES)
+        return m40__tok_err(tok, M40_ERR_FORMAT, "model is %zu bytes, over the %zu MiB limit", size,
+                            M40__TOK_MAX_MODEL_BYTES >> 20);
     m40_status st = m40__model_parse(tok, data, size);
     if (!st) st = init_pieces(tok);
     if (!st) st = m40__charsmap_init(tok);
     return st;
+}
+
+/* Reads at most M40__TOK_MAX_MODEL_BYTES + 1 bytes of f: a regular file's
+** size is checked first; a device or FIFO (/dev/zero) is read only up to the
+** limit. Returns the status; for M40_ERR_IO, *err is the errno. */
+static m40_status read_model(FILE *f, char **out, size_t *n, int *err) {
+    struct stat sb;
+    size_t cap = 1 << 20, len = 0;
+    if (fstat(fileno(f), &sb) == 0) {
+        if (S_ISDIR(sb.st_mode)) {
+            *err = EISDIR;
+            return M40_ERR_IO;
+        }
+        if (S_ISREG(sb.st_mode)) {
+            if ((uint64_t)sb.st_size > M40__TOK_MAX_MODEL_BYTES) {
+                *n = (size_t)M40__TOK_MAX_MODEL_BYTES + 1;
+                return M40_ERR_FORMAT;
+            }
+            cap = (size_t)sb.st_size + 1; /* +1 sees growth since the stat */
+        }
+    }
+    char *buf = NULL;
+    for (;;) {
+        if (len == cap || !buf) {
+            size_t nc = !buf ? cap : cap * 2;
+            if (nc > M40__TOK_MAX_MODEL_BYTES + 1) nc = M40__TOK_MAX_MODEL_BYTES + 1;
+            char *nb = realloc(buf, nc);
+            if (!nb) {
+                free(buf);
+                return M40_ERR_OOM_HOST;
+            }
+            buf = nb;
+            cap = nc;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (len > M40__TOK_MAX_MODEL_BYTES) {
+            free(buf);
+            *n = len;
+            return M40_ERR_FORMAT;
+        }
+        if (got == 0) {
+            if (ferror(f)) {
+                *err = errno;
+                free(buf);
+                return M40_ERR_IO;
+            }
+            break;
+        }
+    }
+    *out = buf;
+    *n = len;
+    return M40_OK;
 }
 
 m40_status m40_tokenizer_load_file(const char *path, m40_tokenizer **out) {
@@ -247,49 +295,29 @@ m40_status m40_tokenizer_load_file(const char *path, m40_tokenizer **out) {
     *out = NULL;
     if (!path) return M40_ERR_INVALID_ARG;
     FILE *f = fopen(path, "rb");
-    m40_tokenizer *tok = NULL;
-    m40_status st = M40_OK;
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    if (!f) {
-        st = M40_ERR_IO;
-    } else {
-        for (;;) {
-            if (len == cap) {
-                cap = cap ? cap * 2 : 1 << 20;
-                char *nb = realloc(buf, cap);
-                if (!nb) {
-                    st = M40_ERR_OOM_HOST;
-                    break;
-                }
-                buf = nb;
-            }
-            size_t got = fread(buf + len, 1, cap - len, f);
-            len += got;
-            if (got == 0) {
-                if (ferror(f)) st = M40_ERR_IO;
-                break;
-            }
-        }
-    }
     int err = errno;
+    char *buf = NULL;
+    size_t len = 0;
+    m40_status st = f ? read_model(f, &buf, &len, &err) : M40_ERR_IO;
     if (f) fclose(f);
     if (st == M40_OK) {
         st = m40_tokenizer_load_memory(buf, len, out);
         free(buf);
         if (st && *out) {
-            char prev[sizeof tok->errmsg];
+            char prev[sizeof (*out)->errmsg];
             memcpy(prev, (*out)->errmsg, sizeof prev);
             m40__tok_err(*out, st, "%s: %s", path, prev);
         }
         return st;
     }
-    free(buf);
-    tok = calloc(1, sizeof *tok);
+    m40_tokenizer *tok = calloc(1, sizeof *tok);
     if (!tok) return st;
     *out = tok;
     if (st == M40_ERR_IO)
         return m40__tok_err(tok, st, "%s: cannot read: %s", path, strerror(err));
+    if (st == M40_ERR_FORMAT)
+        return m40__tok_err(tok, st, "%s: model file over the %zu MiB limit (not a SentencePiece model)",
+                            path, M40__TOK_MAX_MODEL_BYTES >> 20);
     return m40__tok_err(tok, st, "%s: out of memory reading file", path);
 }
 
@@ -343,7 +371,7 @@ m40_status m40_tokenizer_encode(m40_tokenizer *tok, const char *text, size_t len
         return m40__tok_err(tok, M40_ERR_UNSUPPORTED, "encode: input too long (%zu bytes)", len);
     m40_status st = tok->m.model_type == M40_TOKENIZER_BPE ? m40__bpe_encode(tok, n)
                                                           : m40__unigram_encode(tok, n);
-    if (st) return m40__tok_err(tok, st, "encode: %s", m40_status_str(st));
+    if (st) return m40__tok_err(tok, st, "encode: %s", m40__tok_status_text(st));
 
     const m40__piece *pieces = tok->m.pieces;
     const uint8_t *norm = (const uint8_t *)tok->norm;

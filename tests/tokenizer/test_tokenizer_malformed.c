@@ -1,9 +1,12 @@
 /* Malformed and hostile model files must be rejected with a status, never a
 ** crash (run under ASan/UBSan in CI), and a loaded model must encode and decode
 ** any bytes. usage: test_tokenizer_malformed MODEL... */
+#define _POSIX_C_SOURCE 200809L /* ftruncate, getpid */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "m40/tokenizer.h"
 
@@ -212,6 +215,44 @@ static void api_misuse(const unsigned char *model, size_t n) {
     m40_tokenizer_free(tok);
 }
 
+/* Issue 15: a model file without end (/dev/zero), a huge sparse file, a
+** directory and an oversized buffer are refused quickly with a message. */
+static void big_files(void) {
+    m40_tokenizer *tok = NULL;
+    clock_t t0 = clock();
+    m40_status st = m40_tokenizer_load_file("/dev/zero", &tok);
+    double sec = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    printf("/dev/zero: %s in %.3f s: %s\n", m40_status_str(st), sec, m40_tokenizer_errmsg(tok));
+    CHECK(st == M40_ERR_FORMAT && strstr(m40_tokenizer_errmsg(tok), "64 MiB limit"), "/dev/zero: %d", (int)st);
+    CHECK(sec < 5.0, "/dev/zero took %.2f s", sec);
+    m40_tokenizer_free(tok);
+
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/m40_tok_big_%d.model", (int)getpid());
+    FILE *f = fopen(path, "wb");
+    CHECK(f && ftruncate(fileno(f), (off_t)(65 << 20)) == 0, "cannot make a sparse file");
+    if (f) fclose(f);
+    tok = NULL;
+    st = m40_tokenizer_load_file(path, &tok); /* refused from its size, unread */
+    CHECK(st == M40_ERR_FORMAT && strstr(m40_tokenizer_errmsg(tok), "limit"), "65 MiB file: %d", (int)st);
+    m40_tokenizer_free(tok);
+    remove(path);
+
+    tok = NULL;
+    st = m40_tokenizer_load_file("/tmp", &tok);
+    CHECK(st == M40_ERR_IO && strstr(m40_tokenizer_errmsg(tok), "directory"), "directory: %d %s", (int)st,
+          m40_tokenizer_errmsg(tok));
+    m40_tokenizer_free(tok);
+
+    size_t n = ((size_t)64 << 20) + 1;
+    unsigned char *z = calloc(1, n);
+    tok = NULL;
+    st = m40_tokenizer_load_memory(z, n, &tok);
+    CHECK(st == M40_ERR_FORMAT && strstr(m40_tokenizer_errmsg(tok), "limit"), "64 MiB + 1 buffer: %d", (int)st);
+    m40_tokenizer_free(tok);
+    free(z);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s MODEL...\n", argv[0]);
@@ -254,6 +295,7 @@ int main(int argc, char **argv) {
         loads++;
     }
     handmade();
+    big_files();
     printf("malformed: %d loads, %d failures\n", loads, fails);
     return fails ? 1 : 0;
 }

@@ -18,3 +18,9 @@ m40_add_test(NAME tokenizer_chatglm
 m40_add_test(NAME tokenizer_chatglm2_real
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_chatglm2_real.c
     LABELS tokenizer)
+# Issue 15: a model path that never ends is refused quickly, with the limit named.
+if(TARGET m40-tokenize)
+  add_test(NAME m40_tokenize_dev_zero COMMAND m40-tokenize --model /dev/zero)
+  set_tests_properties(m40_tokenize_dev_zero PROPERTIES LABELS tokenizer TIMEOUT 30
+                       PASS_REGULAR_EXPRESSION "over the 64 MiB limit")
+endif()

@@ -314,8 +314,8 @@ size_t m40__cuda_linear_workspace(m40_ctx *ctx, int M, int N, int K) {
 /* y[M,N] = x[M,K]·w[N,K]ᵀ + bias through kernels/sgemm.cu (bias fused).
 ** Split-K partial sums go to the context's workspace, which grows on first
 ** need (graphs reserve it at m40_graph_alloc, so their runs never allocate);
-** if it cannot grow, K is not split. ctx->matmul_cublas (m40_ctx_desc.matmul
-** or M40_MATMUL=cublas, settled in m40_ctx_create) selects the cuBLAS baseline. */
+** if it cannot grow, K is not split. M40_MATMUL=cublas in the environment
+** when the context was created selects the cuBLAS baseline. */
 m40_status m40__cuda_linear(m40_ctx *ctx, int M, int N, int K, const float *x,
                             const float *w, const float *bias,
                             const m40_tensor_desc *dbias, float *y) {

@@ -23,8 +23,9 @@
 **     same device. The library has no global mutable state of its own: no
 **     lazy process-wide initialisation (the cuBLAS and cuDNN handles are per
 **     context, created on first use inside a call on that context; NVML is
-**     opened per m40_doctor call), and it reads the environment (M40_MATMUL)
-**     only in m40_ctx_create. The calls without a context (m40_status_str,
+**     opened per m40_doctor_run), and it reads the environment (M40_MATMUL)
+**     only in m40_ctx_create. CUDA graph capture uses the relaxed mode, so
+**     it does not disturb other threads' CUDA calls. The calls without a context (m40_status_str,
 **     m40_version, m40_build_info, m40_dtype_*, m40_tensor_desc_*,
 **     m40_cudnn_version, the *_desc_init functions) may be called from any
 **     thread at any time. The CUDA runtime's current device is per thread;

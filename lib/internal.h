@@ -21,10 +21,19 @@ struct m40_ctx {
     void *ws;           /* device scratch (split-K partial sums), grown on need */
     size_t ws_bytes;
     int cc_major, cc_minor, sm_count;
-    bool matmul_cublas; /* M40_MATMUL=cublas at creation: m40_matmul runs cuBLAS */
+    bool matmul_cublas; /* desc.matmul (or M40_MATMUL=cublas): m40_matmul runs cuBLAS */
     char device_name[256];
     m40_conv_engine conv_engine; /* m40_ctx_set_conv_engine (lib/conv_engine/) */
     void *cudnn;        /* cuDNN handle + eager plan cache, created on first use */
+    /* Lifetime (core.c): children hold the context; m40_ctx_destroy with live
+    ** children only closes it, the last child's release frees it. */
+    int64_t live_tensors, live_graphs;
+    bool closing;
+    uint64_t workspace_fallbacks; /* m40_ctx_stats */
+    /* Teardown hooks of upper layers (the conv engine's cuDNN state), run
+    ** newest first before the CUDA stream is destroyed. */
+    void (*fini[4])(m40_ctx *ctx);
+    int nfini;
 };
 
 struct m40_tensor {
@@ -50,10 +59,23 @@ void m40__log(m40_ctx *ctx, m40_log_level level, const char *fmt, ...)
 #endif
     ;
 
-/* Common checks at the top of each public call on a context. */
+/* Common checks at the top of each public call on a context: usable, not
+** lost, not closing. On success it clears the last error (a call that
+** succeeds leaves none behind) and makes a GPU context's device current. */
 m40_status m40__ctx_check(m40_ctx *ctx);
-/* Checks that t is non-NULL and lives on the context's side. `what` names
-** the argument in the message. */
+/* Makes ctx's device current without other checks (for destroy paths). */
+void m40__ctx_enter(m40_ctx *ctx);
+/* Lifetime: a tensor or graph made on ctx holds it (what is a tensor or a
+** graph, the M40__CHILD_* kind). Release may free a closing context, so it
+** is the last thing a destroy function does with ctx. */
+enum { M40__CHILD_TENSOR = 0, M40__CHILD_GRAPH = 1 };
+void m40__ctx_hold(m40_ctx *ctx, int kind);
+void m40__ctx_release(m40_ctx *ctx, int kind);
+/* Registers fn to run at the context's teardown, before the CUDA stream
+** goes (at most 4; a hook already registered is not added again). */
+void m40__ctx_on_fini(m40_ctx *ctx, void (*fn)(m40_ctx *ctx));
+/* Checks that t is non-NULL, belongs to ctx and lives on the context's
+** side. `what` names the argument in the message. */
 m40_status m40__check_tensor(m40_ctx *ctx, const m40_tensor *t, const char *what);
 m40_status m40__check_desc(m40_ctx *ctx, const m40_tensor_desc *d);
 bool m40__same_shape(const m40_tensor_desc *a, const m40_tensor_desc *b);
@@ -68,8 +90,11 @@ m40_status m40__cuda_ctx_init(m40_ctx *ctx);
 void m40__cuda_ctx_fini(m40_ctx *ctx);
 m40_status m40__cuda_info(m40_ctx *ctx, m40_device_info *info);
 m40_status m40__cuda_sync(m40_ctx *ctx);
+/* Makes ctx's device current in this thread (cudaSetDevice only when
+** another device is current). */
+m40_status m40__cuda_enter(m40_ctx *ctx);
 m40_status m40__cuda_malloc(m40_ctx *ctx, size_t bytes, void **p);
-void m40__cuda_free(void *p);
+void m40__cuda_free(m40_ctx *ctx, void *p);
 /* kind: 0 = H2D, 1 = D2H, 2 = D2D. Synchronous for H2D/D2H. */
 m40_status m40__cuda_memcpy(m40_ctx *ctx, void *dst, const void *src,
                             size_t bytes, int kind);
@@ -83,7 +108,8 @@ m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle);
 m40_status m40__cuda_workspace(m40_ctx *ctx, size_t bytes, void **p);
 /* An optional scratch (split-K partial sums) in the context workspace: *p
 ** gets at least *bytes, or NULL with *bytes = 0 when the workspace cannot
-** grow (the caller then runs a kernel without it). Fails only with
+** grow (the caller then runs a kernel without it; that fallback is logged
+** at WARN and counted, and leaves no error behind). Fails only with
 ** M40_ERR_DEVICE_LOST. */
 m40_status m40__cuda_scratch(m40_ctx *ctx, size_t *bytes, void **p);
 m40_status m40__cuda_copy_strided(m40_ctx *ctx, m40_tensor *dst, const m40_tensor *src);

@@ -176,6 +176,8 @@ m40_status m40__check_desc(m40_ctx *ctx, const m40_tensor_desc *d) {
 
 m40_status m40__check_tensor(m40_ctx *ctx, const m40_tensor *t, const char *what) {
     if (!t) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s is NULL", what);
+    if (t->ctx != ctx) /* the Devices rule in m40.h */
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s belongs to another context", what);
     m40_location want = ctx->is_gpu ? M40_LOC_DEVICE : M40_LOC_HOST;
     if (t->loc != want)
         return m40__err(ctx, M40_ERR_LOCATION,
@@ -199,6 +201,7 @@ static m40_status tensor_alloc_struct(m40_ctx *ctx, const m40_tensor_desc *desc,
     t->desc = *desc;
     t->loc = loc;
     t->ctx = ctx;
+    m40__ctx_hold(ctx, M40__CHILD_TENSOR); /* lifetime: released by m40_tensor_free */
     *out = t;
     return M40_OK;
 }
@@ -229,14 +232,14 @@ m40_status m40_tensor_create(m40_ctx *ctx, const m40_tensor_desc *desc,
     if (loc == M40_LOC_HOST) {
         t->base = malloc(alloc);
         if (!t->base) {
-            free(t);
+            m40_tensor_free(t);
             return m40__err(ctx, M40_ERR_OOM_HOST,
                             "out of host memory allocating %zu bytes", bytes);
         }
     } else {
 #ifdef M40_HAVE_CUDA
         if ((st = m40__cuda_malloc(ctx, alloc, &t->base)) != M40_OK) {
-            free(t);
+            m40_tensor_free(t);
             return st;
         }
 #endif
@@ -274,13 +277,15 @@ m40_status m40_tensor_new(m40_ctx *ctx, m40_dtype dtype, int ndim,
 
 void m40_tensor_free(m40_tensor *t) {
     if (!t) return;
+    m40_ctx *ctx = t->ctx;
     if (t->owns) {
         if (t->loc == M40_LOC_HOST) free(t->base);
 #ifdef M40_HAVE_CUDA
-        else m40__cuda_free(t->base);
+        else m40__cuda_free(ctx, t->base);
 #endif
     }
     free(t);
+    m40__ctx_release(ctx, M40__CHILD_TENSOR); /* may free a destroyed context */
 }
 
 m40_status m40_tensor_wrap(m40_ctx *ctx, const m40_tensor_desc *desc,
@@ -321,6 +326,8 @@ m40_status m40_tensor_view(m40_ctx *ctx, const m40_tensor *base,
     if (!out) return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_tensor_view: out is NULL");
     *out = NULL;
     if (!base) return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_tensor_view: base is NULL");
+    if (base->ctx != ctx)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_tensor_view: base belongs to another context");
     if ((st = m40__check_desc(ctx, desc)) != M40_OK) return st;
     size_t es = m40_dtype_size(desc->dtype);
     if (es != m40_dtype_size(base->desc.dtype))
@@ -372,6 +379,8 @@ static m40_status transfer_check(m40_ctx *ctx, const m40_tensor *t,
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
     if (!t) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: tensor is NULL", fn);
+    if (t->ctx != ctx)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: tensor belongs to another context", fn);
     if (!host && nbytes) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: host pointer is NULL", fn);
     if (nbytes != m40_tensor_nbytes(t))
         return m40__err(ctx, M40_ERR_INVALID_ARG,
@@ -432,6 +441,13 @@ m40_status m40_tensor_copy(m40_ctx *ctx, m40_tensor *dst, const m40_tensor *src)
     if (!dst || !src)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_tensor_copy: %s is NULL",
                         dst ? "src" : "dst");
+    /* the bridge between contexts: host memory belongs to no device, so a
+    ** host tensor of another context may be either side */
+    bool dst_foreign = dst->ctx != ctx && dst->loc == M40_LOC_DEVICE;
+    if (dst_foreign || (src->ctx != ctx && src->loc == M40_LOC_DEVICE))
+        return m40__err(ctx, M40_ERR_INVALID_ARG,
+                        "m40_tensor_copy: %s is a device tensor that belongs to another context",
+                        dst_foreign ? "dst" : "src");
     if (dst->desc.dtype != src->desc.dtype)
         return m40__err(ctx, M40_ERR_DTYPE, "m40_tensor_copy: dtypes %s and %s differ",
                         m40_dtype_name(dst->desc.dtype), m40_dtype_name(src->desc.dtype));

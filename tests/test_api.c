@@ -1,17 +1,26 @@
 /* The core API on the CPU: statuses, contexts, tensors, views, transfers,
 ** and every bad-input case returning a status and a message while the
 ** context stays usable. Runs everywhere. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "check.h"
 #include "m40/quant.h"
 
+#include "internal.h" /* ctx fields the rules tests look at */
+#include "m40/graph.h"
+
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 static m40_ctx *C;
+/* The message of the last EXPECTed error (the calls still_usable makes
+** succeed, and a call that succeeds clears the context's message). */
+static char last_err[512];
 
 /* After an expected error: a message was recorded and the context works. */
 static void still_usable(const char *what) {
     m40t_checks++;
+    snprintf(last_err, sizeof last_err, "%s", m40_errmsg(C));
     if (m40_errmsg(C)[0] == '\0') {
         m40t_failures++;
         fprintf(stderr, "%s: no error message recorded\n", what);
@@ -120,7 +129,7 @@ static void test_tensors(void) {
     m40_tensor_desc too_many = d;
     too_many.ndim = 5;
     EXPECT(m40_tensor_create(C, &too_many, M40_LOC_HOST, &t), M40_ERR_INVALID_ARG);
-    CHECK(strstr(m40_errmsg(C), "dims") != NULL);
+    CHECK(strstr(last_err, "dims") != NULL);
     EXPECT(m40_tensor_create(C, NULL, M40_LOC_HOST, &t), M40_ERR_INVALID_ARG);
     EXPECT(m40_tensor_create(C, &d, M40_LOC_HOST, NULL), M40_ERR_INVALID_ARG);
     EXPECT(m40_tensor_create(C, &d, M40_LOC_DEVICE, &t), M40_ERR_NO_DEVICE);
@@ -147,7 +156,7 @@ static void test_tensors(void) {
     CHECK(memcmp(r, src + 12, sizeof r) == 0);
     m40_tensor_free(v);
     EXPECT(m40_tensor_view(C, t, &row, 19, &v), M40_ERR_INVALID_ARG);
-    CHECK(strstr(m40_errmsg(C), "storage") != NULL);
+    CHECK(strstr(last_err, "storage") != NULL);
     EXPECT(m40_tensor_view(C, t, &row, -1, &v), M40_ERR_INVALID_ARG);
     m40_tensor_desc hrow = row;
     hrow.dtype = M40_DTYPE_F16;
@@ -215,7 +224,7 @@ static void test_op_errors(void) {
     EXPECT(m40_add(C, a, b, y), M40_ERR_SHAPE);
     EXPECT(m40_add(C, a, wrong, y), M40_ERR_SHAPE);
     EXPECT(m40_mul(C, a, h, y), M40_ERR_DTYPE);
-    EXPECT(m40_add(NULL, a, a, y), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_add(NULL, a, a, y), M40_ERR_INVALID_ARG);
     EXPECT(m40_scale(C, a, 2.0f, b), M40_ERR_SHAPE);
     EXPECT(m40_scale(C, h, 2.0f, h), M40_ERR_DTYPE);
     EXPECT(m40_activation(C, (m40_act)17, a, y), M40_ERR_INVALID_ARG);
@@ -240,7 +249,7 @@ static void test_op_errors(void) {
     EXPECT(m40_matmul(C, a, w, NULL, outbad), M40_ERR_SHAPE);
     EXPECT(m40_matmul(C, a, b, NULL, out), M40_ERR_SHAPE);
     EXPECT(m40_matmul(C, a, w, bias, out), M40_ERR_SHAPE); /* bias [5] for N=4 */
-    EXPECT(m40_matmul(C, a, w, wrong, out), M40_OK);        /* bias [4] fits */
+    CHECK_ST(m40_matmul(C, a, w, wrong, out), M40_OK);        /* bias [4] fits */
     EXPECT(m40_matmul(C, h, w, NULL, out), M40_ERR_DTYPE);
     EXPECT(m40_matmul(C, v, w, NULL, out), M40_ERR_SHAPE);
     m40_tensor *x5;
@@ -264,7 +273,7 @@ static void test_hostile_sizes(void) {
     int64_t s62[1] = {(int64_t)1 << 62}, wrap[2] = {(int64_t)1 << 32, ((int64_t)1 << 32) + 1};
     int64_t wrap4[4] = {65536, 65536, 65536, 65537}, edge[1] = {(int64_t)1 << 60};
     EXPECT(m40_tensor_new(C, M40_DTYPE_F32, 1, s62, &t), M40_ERR_INVALID_ARG);
-    CHECK(t == NULL && strstr(m40_errmsg(C), "2^62"));
+    CHECK(t == NULL && strstr(last_err, "2^62"));
     EXPECT(m40_tensor_new(C, M40_DTYPE_I8, 2, wrap, &t), M40_ERR_INVALID_ARG);
     EXPECT(m40_tensor_new(C, M40_DTYPE_F16, 4, wrap4, &t), M40_ERR_INVALID_ARG);
     CHECK_ST(m40_tensor_desc_make(&d, M40_DTYPE_F32, 1, s62), M40_ERR_INVALID_ARG);
@@ -323,7 +332,7 @@ static void test_hostile_sizes(void) {
     m40_tensor_desc w4 = {.dtype = M40_DTYPE_F32, .ndim = 1, .shape = {4}, .stride = {1}};
     m40_tensor *w = NULL;
     EXPECT(m40_tensor_wrap(C, &w4, M40_LOC_HOST, buf + 2, &w), M40_ERR_INVALID_ARG);
-    CHECK(w == NULL && strstr(m40_errmsg(C), "aligned"));
+    CHECK(w == NULL && strstr(last_err, "aligned"));
     w4.dtype = M40_DTYPE_F16;
     CHECK_ST(m40_tensor_wrap(C, &w4, M40_LOC_HOST, buf + 2, &w), M40_OK);
     m40_tensor_free(w);
@@ -352,6 +361,279 @@ static void test_hostile_sizes(void) {
     CHECK_ST(m40_quant_descs(&q8, INT64_MAX / 2, 3, &qd, &qs), M40_ERR_INVALID_ARG);
 }
 
+/* ---- Rules (m40.h): errors, contexts, lifetime, versioned descriptors ------ */
+
+static m40_ctx *cpu_ctx(void) {
+    m40_ctx_desc d;
+    m40_ctx_desc_init(&d);
+    d.device = M40_DEVICE_CPU;
+    m40_ctx *c = NULL;
+    CHECK_ST(m40_ctx_create(&d, &c), M40_OK);
+    return c;
+}
+
+static int no_error(m40_ctx *c) {
+    return m40_errcode(c) == M40_OK && m40_errmsg(c)[0] == '\0';
+}
+
+/* A call that succeeds leaves no error behind, whatever failed before. */
+static void test_error_reset(void) {
+    int64_t s[2] = {3, 4};
+    m40_tensor *a = NULL, *b = NULL;
+    CHECK(no_error(C) || m40_errcode(C) != M40_OK); /* whatever earlier tests left */
+    CHECK_ST(m40_tensor_new(C, M40_DTYPE_F32, 2, s, &a), M40_OK);
+    CHECK(no_error(C));
+    CHECK_ST(m40_scale(C, NULL, 1.0f, a), M40_ERR_INVALID_ARG);
+    CHECK(m40_errcode(C) == M40_ERR_INVALID_ARG && m40_errmsg(C)[0] != '\0');
+    /* the error stays until the next call on the context ... */
+    CHECK(m40_tensor_data(a) != NULL && m40_errcode(C) == M40_ERR_INVALID_ARG);
+    /* ... which, succeeding, clears it: each kind of call */
+    CHECK_ST(m40_ctx_sync(C), M40_OK);
+    CHECK(no_error(C));
+    m40_device_info info;
+    CHECK_ST(m40_ctx_info(C, NULL), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_ctx_info(C, &info), M40_OK);
+    CHECK(no_error(C));
+    CHECK_ST(m40_tensor_new(C, M40_DTYPE_F32, 5, s, &b), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_fill_random(C, a, 7, M40_RANDOM_NORMAL, 0, 1), M40_OK);
+    CHECK(no_error(C));
+    CHECK_ST(m40_tensor_new(C, M40_DTYPE_F32, 2, s, &b), M40_OK);
+    CHECK_ST(m40_softmax(C, a, b), M40_OK);
+    CHECK(no_error(C));
+    float h[12];
+    CHECK_ST(m40_tensor_download(C, b, h, 5), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_tensor_download(C, b, h, sizeof h), M40_OK);
+    CHECK(no_error(C));
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(C, NULL), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    CHECK(no_error(C));
+    m40_graph_destroy(g);
+    CHECK_ST(m40_ctx_set_conv_engine(C, (m40_conv_engine)99), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_ctx_set_conv_engine(C, M40_CONV_ENGINE_OURS), M40_OK);
+    CHECK(no_error(C));
+    m40_tensor_free(a);
+    m40_tensor_free(b);
+}
+
+/* Ops refuse tensors of another context; m40_tensor_copy bridges host ones. */
+static void test_foreign_tensors(void) {
+    m40_ctx *c2 = cpu_ctx();
+    if (!c2) return;
+    int64_t s[2] = {4, 4};
+    m40_tensor *mine = NULL, *theirs = NULL, *out = NULL, *v = NULL;
+    CHECK_ST(m40_tensor_new(C, M40_DTYPE_F32, 2, s, &mine), M40_OK);
+    CHECK_ST(m40_tensor_new(C, M40_DTYPE_F32, 2, s, &out), M40_OK);
+    CHECK_ST(m40_tensor_new(c2, M40_DTYPE_F32, 2, s, &theirs), M40_OK);
+    CHECK_ST(m40_fill_random(c2, theirs, 3, M40_RANDOM_UNIFORM, -1, 1), M40_OK);
+    EXPECT(m40_add(C, mine, theirs, out), M40_ERR_INVALID_ARG);
+    CHECK(strstr(last_err, "belongs to another context") != NULL);
+    EXPECT(m40_scale(C, theirs, 2.0f, out), M40_ERR_INVALID_ARG);
+    EXPECT(m40_matmul(C, mine, theirs, NULL, out), M40_ERR_INVALID_ARG);
+    EXPECT(m40_softmax(C, mine, theirs), M40_ERR_INVALID_ARG);
+    EXPECT(m40_fill_random(C, theirs, 1, M40_RANDOM_UNIFORM, 0, 1), M40_ERR_INVALID_ARG);
+    EXPECT(m40_tensor_view(C, theirs, m40_tensor_get_desc(theirs), 0, &v), M40_ERR_INVALID_ARG);
+    float h[16];
+    EXPECT(m40_tensor_download(C, theirs, h, sizeof h), M40_ERR_INVALID_ARG);
+    EXPECT(m40_tensor_upload(C, theirs, h, sizeof h), M40_ERR_INVALID_ARG);
+    /* host tensors may cross contexts through m40_tensor_copy */
+    CHECK_ST(m40_tensor_copy(C, mine, theirs), M40_OK);
+    float a[16], b[16];
+    CHECK_ST(m40_tensor_download(C, mine, a, sizeof a), M40_OK);
+    CHECK_ST(m40_tensor_download(c2, theirs, b, sizeof b), M40_OK);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    /* a graph refuses to bind another context's tensor */
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    m40_tensor_desc d;
+    m40_tensor_desc_make(&d, M40_DTYPE_F32, 2, s);
+    int id = -1;
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "x", &d, &id), M40_OK);
+    CHECK(m40_graph_bind(g, id, theirs) != M40_OK);
+    m40_graph_destroy(g);
+    m40_tensor_free(mine);
+    m40_tensor_free(out);
+    m40_tensor_free(theirs);
+    m40_ctx_destroy(c2);
+}
+
+/* y = softmax(relu(x·wᵀ)) on ctx: x [4,8] input, w [6,8] weight. */
+static m40_graph *small_graph(m40_ctx *c, const float *w, int *x_id, int *y_id) {
+    m40_graph *g = NULL;
+    if (m40_graph_create(c, &g) != M40_OK) return NULL;
+    int64_t xs[2] = {4, 8}, ws[2] = {6, 8};
+    m40_tensor_desc xd, wd;
+    m40_tensor_desc_make(&xd, M40_DTYPE_F32, 2, xs);
+    m40_tensor_desc_make(&wd, M40_DTYPE_F32, 2, ws);
+    int wi = -1, h = -1;
+    m40_status st = m40_graph_tensor(g, M40_ROLE_INPUT, "x", &xd, x_id);
+    if (st == M40_OK) st = m40_graph_tensor(g, M40_ROLE_WEIGHT, "w", &wd, &wi);
+    if (st == M40_OK) st = m40_graph_set_data(g, wi, w, 6 * 8 * sizeof(float));
+    m40_node_desc nd;
+    m40_node_desc_init(&nd, M40_OP_LINEAR);
+    nd.ninputs = 2;
+    nd.inputs[0] = *x_id;
+    nd.inputs[1] = wi;
+    if (st == M40_OK) st = m40_graph_node(g, &nd, &h);
+    m40_node_desc_init(&nd, M40_OP_ACTIVATION);
+    nd.act = M40_ACT_RELU;
+    nd.ninputs = 1;
+    nd.inputs[0] = h;
+    if (st == M40_OK) st = m40_graph_node(g, &nd, &h);
+    m40_node_desc_init(&nd, M40_OP_SOFTMAX);
+    nd.ninputs = 1;
+    nd.inputs[0] = h;
+    if (st == M40_OK) st = m40_graph_node(g, &nd, y_id);
+    if (st == M40_OK) st = m40_graph_mark_output(g, *y_id);
+    if (st == M40_OK) st = m40_graph_alloc(g);
+    if (st != M40_OK) {
+        fprintf(stderr, "small_graph: %s\n", m40_errmsg(c));
+        m40_graph_destroy(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Destroy order is free: a context destroyed before its tensors and graphs
+** lives on (closing) until the last of them goes. Run under ASan, this
+** finds a use after free or a leak in any order. */
+static void test_lifetime(void) {
+    m40_ctx_destroy(NULL);
+    m40_tensor_free(NULL);
+    m40_graph_destroy(NULL);
+    float w[48];
+    for (int i = 0; i < 48; i++) w[i] = (float)(i % 7) * 0.25f - 0.5f;
+    for (int order = 0; order < 4; order++) {
+        m40_ctx *c = cpu_ctx();
+        if (!c) return;
+        int64_t s[2] = {4, 8};
+        m40_tensor *t = NULL, *v = NULL, *wr = NULL;
+        float host[32];
+        for (int i = 0; i < 32; i++) host[i] = (float)i;
+        CHECK_ST(m40_tensor_new(c, M40_DTYPE_F32, 2, s, &t), M40_OK);
+        CHECK_ST(m40_tensor_upload(c, t, host, sizeof host), M40_OK);
+        m40_tensor_desc row = {.dtype = M40_DTYPE_F32, .ndim = 1, .shape = {8}, .stride = {1}};
+        CHECK_ST(m40_tensor_view(c, t, &row, 8, &v), M40_OK);
+        m40_tensor_desc hd;
+        m40_tensor_desc_make(&hd, M40_DTYPE_F32, 2, s);
+        CHECK_ST(m40_tensor_wrap(c, &hd, M40_LOC_HOST, host, &wr), M40_OK);
+        int x = -1, y = -1;
+        m40_graph *g = small_graph(c, w, &x, &y);
+        CHECK(g != NULL);
+        m40_tensor *gx = NULL;
+        if (g) {
+            CHECK_ST(m40_graph_get_tensor(g, x, &gx), M40_OK);
+            CHECK_ST(m40_tensor_copy(c, gx, t), M40_OK);
+            CHECK_ST(m40_graph_run(g), M40_OK);
+        }
+        m40_ctx_stats st;
+        memset(&st, 0, sizeof st);
+        st.struct_size = sizeof st;
+        CHECK_ST(m40_ctx_get_stats(c, &st), M40_OK);
+        CHECK(st.live_tensors >= 3 && st.live_graphs == (g ? 1 : 0));
+        CHECK(st.workspace_fallbacks == 0);
+        st.struct_size = 4;
+        CHECK_ST(m40_ctx_get_stats(c, &st), M40_ERR_INVALID_ARG);
+        CHECK_ST(m40_ctx_get_stats(c, NULL), M40_ERR_INVALID_ARG);
+        if (order == 0) { /* children first: the usual order */
+            m40_tensor_free(v);
+            m40_graph_destroy(g);
+            m40_tensor_free(wr);
+            m40_tensor_free(t);
+            m40_ctx_destroy(c);
+        } else if (order == 1) { /* context first, then every child */
+            m40_ctx_destroy(c);
+            m40_graph_destroy(g);
+            m40_tensor_free(v);
+            m40_tensor_free(wr);
+            m40_tensor_free(t);
+        } else if (order == 2) { /* context between children; a call on it now fails */
+            m40_tensor_free(v);
+            m40_ctx_destroy(c);
+            m40_tensor_free(t);
+            m40_tensor_free(wr);
+            m40_graph_destroy(g);
+        } else { /* the graph's own tensors outlive nothing: graph last */
+            m40_ctx_destroy(c);
+            m40_tensor_free(wr);
+            m40_tensor_free(v);
+            m40_tensor_free(t);
+            m40_graph_destroy(g);
+        }
+    }
+    /* a context whose creation failed is freed at once */
+    m40_ctx_desc d;
+    m40_ctx_desc_init(&d);
+    d.device = -7;
+    m40_ctx *bad = NULL;
+    CHECK_ST(m40_ctx_create(&d, &bad), M40_ERR_NO_DEVICE);
+    CHECK(bad != NULL);
+    m40_ctx_destroy(bad);
+}
+
+/* m40_ctx_desc grows by struct_size: older sizes get defaults, others fail. */
+static void test_desc_versions(void) {
+    m40_ctx_desc d;
+    m40_ctx *c = NULL;
+    m40_ctx_desc_init(&d);
+    CHECK(d.matmul == M40_MATMUL_OURS && d.struct_size == sizeof d);
+    d.device = M40_DEVICE_CPU;
+    d.matmul = M40_MATMUL_CUBLAS;
+    d.struct_size = offsetof(m40_ctx_desc, matmul); /* a 0.1.0 caller */
+    CHECK_ST(m40_ctx_create(&d, &c), M40_OK);
+    CHECK(c && !c->matmul_cublas); /* the field it lacks got the default */
+    m40_ctx_destroy(c);
+    d.struct_size = offsetof(m40_ctx_desc, matmul) - 1;
+    CHECK_ST(m40_ctx_create(&d, &c), M40_ERR_INVALID_ARG);
+    CHECK(strstr(m40_errmsg(c), "struct_size") != NULL);
+    m40_ctx_destroy(c);
+    d.struct_size = sizeof d + 8;
+    CHECK_ST(m40_ctx_create(&d, &c), M40_ERR_INVALID_ARG);
+    m40_ctx_destroy(c);
+    d.struct_size = sizeof d;
+    d.matmul = (m40_matmul_engine)7;
+    CHECK_ST(m40_ctx_create(&d, &c), M40_ERR_INVALID_ARG);
+    CHECK(strstr(m40_errmsg(c), "matmul") != NULL);
+    m40_ctx_destroy(c);
+    /* the descriptor chooses cuBLAS; the environment overrides it both ways */
+    const char *env = getenv("M40_MATMUL");
+    char saved[64] = "";
+    if (env) snprintf(saved, sizeof saved, "%s", env);
+    unsetenv("M40_MATMUL");
+    d.matmul = M40_MATMUL_CUBLAS;
+    CHECK_ST(m40_ctx_create(&d, &c), M40_OK);
+    CHECK(c && c->matmul_cublas);
+    m40_ctx_destroy(c);
+    setenv("M40_MATMUL", "ours", 1);
+    CHECK_ST(m40_ctx_create(&d, &c), M40_OK);
+    CHECK(c && !c->matmul_cublas);
+    m40_ctx_destroy(c);
+    setenv("M40_MATMUL", "cublas", 1);
+    d.matmul = M40_MATMUL_OURS;
+    CHECK_ST(m40_ctx_create(&d, &c), M40_OK);
+    CHECK(c && c->matmul_cublas);
+    m40_ctx_destroy(c);
+    if (env) setenv("M40_MATMUL", saved, 1);
+    else unsetenv("M40_MATMUL");
+}
+
+/* After m40_ctx_destroy with live children, calls on the context fail
+** cleanly instead of touching freed memory. (Reading a destroyed context is
+** the caller's bug; this checks the library's side of the closing state.) */
+static void test_closing_refuses(void) {
+    m40_ctx *c = cpu_ctx();
+    if (!c) return;
+    int64_t s[1] = {4};
+    m40_tensor *t = NULL, *u = NULL;
+    CHECK_ST(m40_tensor_new(c, M40_DTYPE_F32, 1, s, &t), M40_OK);
+    m40_ctx_destroy(c);
+    CHECK(c->closing); /* still allocated: t holds it */
+    CHECK_ST(m40_tensor_new(c, M40_DTYPE_F32, 1, s, &u), M40_ERR_STATE);
+    CHECK_ST(m40_fill_random(c, t, 1, M40_RANDOM_UNIFORM, 0, 1), M40_ERR_STATE);
+    m40_ctx_destroy(c); /* a second destroy while closing does nothing */
+    m40_tensor_free(t); /* frees c */
+}
+
 int main(void) {
     m40_ctx_desc d;
     m40_ctx_desc_init(&d);
@@ -366,6 +648,11 @@ int main(void) {
     test_tensors();
     test_op_errors();
     test_hostile_sizes();
+    test_error_reset();
+    test_foreign_tensors();
+    test_lifetime();
+    test_desc_versions();
+    test_closing_refuses();
     m40_ctx_destroy(C);
     return m40t_finish("test_api");
 }

@@ -10,3 +10,14 @@ if(M40_HAVE_CUDA)
   add_test(NAME test_gpu_conv COMMAND test_conv --gpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(test_gpu_conv PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
 endif()
+# The Threads rule (m40.h): N contexts used at once from N threads. Linked
+# with -pthread (Threads::Threads), so it also builds under -fsanitize=thread.
+find_package(Threads REQUIRED)
+m40_add_test(NAME test_threads SOURCES tests/test_threads.c LABELS cpu)
+target_link_libraries(test_threads PRIVATE Threads::Threads m)
+if(M40_HAVE_CUDA)
+  add_test(NAME test_threads_gpu COMMAND test_threads --gpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(test_threads_gpu PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
+  # Devices, foreign tensors, the workspace fallback and lifetime on a GPU.
+  m40_add_test(NAME test_ctx_gpu SOURCES tests/test_ctx_gpu.c LABELS gpu)
+endif()

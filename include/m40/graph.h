@@ -165,8 +165,9 @@ M40_API void m40_node_desc_init(m40_node_desc *nd, m40_op op);
 ** M40_ERR_OOM_HOST. */
 M40_API m40_status m40_graph_create(m40_ctx *ctx, m40_graph **out);
 
-/* Frees the graph, its regions and its CUDA graph. NULL is a no-op.
-** Bound tensors stay the caller's. */
+/* Frees the graph, its regions and its CUDA graph. NULL is a no-op; a
+** second destroy is undefined. Bound tensors stay the caller's. Valid after
+** m40_ctx_destroy of its context (see Lifetime in m40.h). */
 M40_API void m40_graph_destroy(m40_graph *g);
 
 /* Declares a tensor; its desc's strides are ignored (graph tensors are

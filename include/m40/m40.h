@@ -13,7 +13,49 @@
 **   - Shapes are outermost first, as in PyTorch ([N,C,H,W], [B,T,C]).
 **     Strides are in elements. At most M40_MAX_DIMS dimensions.
 **   - F16 on sm_52 means "stored as F16, computed in F32".
-**   - destroy/free functions accept NULL and do nothing.
+**
+** Rules (each one enforced by the library or stated as the caller's duty)
+**   Threads. A context and everything made from it (tensors, graphs) is
+**     used by one thread at a time: the caller serializes calls on one
+**     context, and a tensor or graph counts as part of its context. Any
+**     thread may make the calls, one after another. Different contexts may
+**     be used at the same time from different threads, also contexts on the
+**     same device. The library has no global mutable state of its own: no
+**     lazy process-wide initialisation (the cuBLAS and cuDNN handles are per
+**     context, created on first use inside a call on that context; NVML is
+**     opened per m40_doctor_run), and it reads the environment (M40_MATMUL)
+**     only in m40_ctx_create. CUDA graph capture uses the relaxed mode, so
+**     it does not disturb other threads' CUDA calls. The calls without a context (m40_status_str,
+**     m40_version, m40_build_info, m40_dtype_*, m40_tensor_desc_*,
+**     m40_cudnn_version, the *_desc_init functions) may be called from any
+**     thread at any time. The CUDA runtime's current device is per thread;
+**     see Devices.
+**   Devices. Every call on a GPU context makes the context's device current
+**     in the calling thread first (cudaSetDevice, only when another device
+**     is current), so contexts on different GPUs may be used in turn from
+**     one thread. The library leaves that device current on return. Every op
+**     checks that its tensors were made on the context it is given
+**     (M40_ERR_INVALID_ARG "... belongs to another context" otherwise).
+**   Errors. A call that takes a context (or a tensor or graph made from
+**     one) and returns M40_OK leaves no error behind: m40_errcode() is
+**     M40_OK and m40_errmsg() is "" after it. A failed call leaves its
+**     status and message until the next call on that context. Getters that
+**     return no status (m40_ctx_stream, m40_tensor_data ...) change neither.
+**     A fallback that still gives the right result (an op that runs without
+**     the scratch memory it wanted because the workspace could not grow) is
+**     not an error: it is logged at M40_LOG_WARN and counted in
+**     m40_ctx_stats.
+**   Configuration comes from descriptors (m40_ctx_desc); the environment is
+**     read only where a field says so, as an override for benchmarks.
+**   Lifetime. destroy/free functions accept NULL and do nothing. Destroying
+**     or freeing an object twice is undefined, as free() twice is. A context
+**     may be destroyed before its tensors and graphs: m40_ctx_destroy then
+**     waits for queued work and the context becomes "closing" (no call may
+**     use it any more), but its memory, stream and handles stay until its
+**     last tensor or graph is destroyed, which frees them (sqlite3_close_v2's
+**     "zombie" rule). Until then the only valid calls on those children are
+**     m40_tensor_free and m40_graph_destroy. A view does not keep its base's
+**     storage alive: free views before their base (or never touch them after).
 */
 #ifndef M40_M40_H
 #define M40_M40_H
@@ -93,15 +135,26 @@ typedef void (*m40_log_fn)(void *user, m40_log_level level, const char *msg);
 ** plain C reference implementation of every op. */
 #define M40_DEVICE_CPU (-1)
 
+/* The engine of m40_matmul on a GPU context. */
+typedef enum m40_matmul_engine {
+    M40_MATMUL_OURS = 0,  /* libm40's sm_52 SGEMM (the default) */
+    M40_MATMUL_CUBLAS = 1 /* cuBLAS, pedantic FP32: the baseline */
+} m40_matmul_engine;
+
 typedef struct m40_ctx_desc {
     size_t struct_size;   /* sizeof(m40_ctx_desc): lets the struct grow */
     int device;           /* CUDA device ordinal, or M40_DEVICE_CPU */
     m40_log_fn log;       /* optional; NULL = silent */
     void *log_user;       /* passed to log */
     m40_log_level log_level; /* lowest level passed to log */
+    /* --- added after 0.1.0 (a smaller struct_size gets the defaults below) */
+    m40_matmul_engine matmul; /* GPU m40_matmul engine. For benchmarks the
+                          ** environment variable M40_MATMUL=cublas or =ours,
+                          ** read by m40_ctx_create, overrides this field. */
 } m40_ctx_desc;
 
-/* Fills `desc` with defaults: device 0, no log callback, level INFO. */
+/* Fills `desc` with defaults: device 0, no log callback, level INFO,
+** matmul OURS. */
 M40_API void m40_ctx_desc_init(m40_ctx_desc *desc);
 
 /* Creates a context. A GPU context owns one CUDA stream on `device` and,
@@ -114,7 +167,9 @@ M40_API void m40_ctx_desc_init(m40_ctx_desc *desc);
 **
 ** Returns
 **   M40_OK
-**   M40_ERR_INVALID_ARG  out or desc NULL, or desc->struct_size too small
+**   M40_ERR_INVALID_ARG  out or desc NULL, desc->struct_size smaller than
+**                        the first version of the struct or larger than
+**                        this one, or a field out of range
 **   M40_ERR_NO_DEVICE    built without CUDA, no driver or GPU, or the
 **                        ordinal is out of range
 **   M40_ERR_CUDA         the runtime failed to set up the device or stream
@@ -122,15 +177,36 @@ M40_API void m40_ctx_desc_init(m40_ctx_desc *desc);
 M40_API m40_status m40_ctx_create(const m40_ctx_desc *desc, m40_ctx **out);
 
 /* Waits for outstanding work, then frees the context. NULL is a no-op.
-** Tensors created on the context must be freed before it. */
+** With tensors or graphs of the context still alive, the context is only
+** closed: no call may use it any more, and its resources are freed when
+** the last of them is destroyed (see Lifetime at the top). */
 M40_API void m40_ctx_destroy(m40_ctx *ctx);
 
-/* The message of the last error on `ctx` ("" if none; "no context" if ctx
-** is NULL). Valid until the next call on ctx. */
+/* The message of the last error on `ctx`: "" after a call that succeeded;
+** "no context" if ctx is NULL. Valid until the next call on ctx. */
 M40_API const char *m40_errmsg(const m40_ctx *ctx);
 
-/* The status of the last failed call on ctx (M40_OK if none). */
+/* The status of the last call on ctx that returned one: M40_OK after a
+** call that succeeded (M40_ERR_INVALID_ARG for a NULL ctx). */
 M40_API m40_status m40_errcode(const m40_ctx *ctx);
+
+/* Counters of a context since its creation. */
+typedef struct m40_ctx_stats {
+    size_t struct_size;           /* set by the caller: sizeof(m40_ctx_stats) */
+    uint64_t workspace_fallbacks; /* ops that ran without the scratch they
+                                  ** asked for (the workspace could not
+                                  ** grow; e.g. a matmul without split-K):
+                                  ** right results, maybe slower. Each one is
+                                  ** also logged at M40_LOG_WARN. */
+    int64_t live_tensors;         /* tensors made on ctx and not yet freed */
+    int64_t live_graphs;          /* graphs made on ctx and not yet destroyed */
+} m40_ctx_stats;
+
+/* Fills *stats (up to stats->struct_size bytes, so an older, smaller
+** struct keeps working).
+** Returns M40_OK, M40_ERR_INVALID_ARG (NULL, or struct_size smaller than
+** the first version), M40_ERR_STATE (a context whose creation failed). */
+M40_API m40_status m40_ctx_get_stats(m40_ctx *ctx, m40_ctx_stats *stats);
 
 typedef struct m40_device_info {
     int is_gpu;              /* 0 for a CPU context */
@@ -237,7 +313,9 @@ M40_API m40_status m40_tensor_new(m40_ctx *ctx, m40_dtype dtype, int ndim,
                                   const int64_t *shape, m40_tensor **out);
 
 /* Frees a tensor. A view never frees the storage of its base; the base
-** must outlive its views. NULL is a no-op. */
+** must outlive its views. NULL is a no-op; a second free is undefined.
+** Valid after m40_ctx_destroy of its context (the context's last child
+** frees the context). */
 M40_API void m40_tensor_free(m40_tensor *t);
 
 /* Wraps memory the caller owns (host pointer for HOST, device pointer for
@@ -287,7 +365,8 @@ M40_API m40_status m40_tensor_download(m40_ctx *ctx, const m40_tensor *t,
                                        void *dst, size_t nbytes);
 
 /* dst = src for same dtype and shape; either side may be host or device;
-** strided tensors are allowed.
+** strided tensors are allowed. A host tensor may come from another context
+** (this is how data moves between contexts); a device tensor must be ctx's.
 ** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_SHAPE, M40_ERR_DTYPE,
 ** M40_ERR_CUDA, M40_ERR_DEVICE_LOST, M40_ERR_OOM_HOST. */
 M40_API m40_status m40_tensor_copy(m40_ctx *ctx, m40_tensor *dst,
@@ -308,7 +387,8 @@ M40_API m40_status m40_tensor_crc32(m40_ctx *ctx, const m40_tensor *t,
 **
 ** Unless an op says otherwise, every op returns
 **   M40_OK
-**   M40_ERR_INVALID_ARG   a NULL ctx or tensor
+**   M40_ERR_INVALID_ARG   a NULL ctx or tensor, or a tensor made on another
+**                         context
 **   M40_ERR_SHAPE         shapes that do not match the op's rule
 **   M40_ERR_DTYPE         a dtype the op does not take
 **   M40_ERR_LOCATION      a tensor on the wrong side for the context
@@ -368,9 +448,11 @@ M40_API m40_status m40_convert(m40_ctx *ctx, const m40_tensor *src,
 **   bias [N]       F32, or NULL
 **   y    [..., N]  F32, contiguous, same leading dims as x
 ** GPU: libm40's sm_52 SGEMM (kernels/sgemm.cu: 128x128 tiles, a skinny
-** kernel for M <= 8, split-K for few tiles, bias fused); set the environment
-** variable M40_MATMUL=cublas before m40_ctx_create for the cuBLAS baseline
-** (pedantic FP32; read once, at context creation). */
+** kernel for M <= 8, split-K for few tiles, bias fused), or cuBLAS (pedantic
+** FP32) with m40_ctx_desc.matmul = M40_MATMUL_CUBLAS or M40_MATMUL=cublas
+** in the environment at m40_ctx_create. Split-K scratch comes from the
+** context's workspace; when it cannot grow, K is not split (logged at WARN,
+** counted in m40_ctx_stats.workspace_fallbacks, not an error). */
 M40_API m40_status m40_matmul(m40_ctx *ctx, const m40_tensor *x,
                               const m40_tensor *w, const m40_tensor *bias,
                               m40_tensor *y);

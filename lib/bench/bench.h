@@ -1,58 +1,17 @@
-/* Measurement helpers shared by m40-bench and the doctor's functional check:
-** statistics, a small JSON writer, telemetry samples and their summary,
-** CUDA-event timers and the direct cuBLAS baseline. Internal; not installed.
+/* m40-bench's helpers: telemetry samples and their summary, the result
+** record, the direct cuBLAS and cudaMemcpy baselines. Built on lib/measure/
+** (statistics, JSON, timers, NVML), which the doctor shares; bench and
+** doctor do not include each other. Internal; not installed.
 ** (The sampler thread itself lives in the tool: tools/bench/sampler.c.) */
 #ifndef M40_BENCH_BENCH_H
 #define M40_BENCH_BENCH_H
 
 #include "m40/m40.h"
-#include "../doctor/nvml.h"
+#include "../measure/measure.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---- statistics ---------------------------------------------------------- */
-typedef struct m40__stats {
-    int n;
-    double median, min, max, mean;
-    double q1, q3, iqr; /* quartiles by linear interpolation (numpy's default) */
-} m40__stats;
-
-/* Statistics of x[0..n) (x is not modified). n == 0 gives all zeros.
-** Returns M40_OK, M40_ERR_INVALID_ARG (x NULL with n > 0, n < 0),
-** M40_ERR_OOM_HOST. */
-m40_status m40__stats_compute(const double *x, int n, m40__stats *out);
-/* The p-quantile (0..1) of sorted[0..n), linear interpolation. */
-double m40__quantile_sorted(const double *sorted, int n, double p);
-
-/* ---- JSON writer ----------------------------------------------------------- */
-#define M40__JB_DEPTH 16
-typedef struct m40__jbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;          /* an allocation failed; p holds a prefix */
-    bool after_key;
-    int depth;
-    bool first[M40__JB_DEPTH + 1];
-} m40__jbuf;
-
-void m40__jb_init(m40__jbuf *j);
-void m40__jb_free(m40__jbuf *j);
-void m40__jb_obj_begin(m40__jbuf *j);
-void m40__jb_obj_end(m40__jbuf *j);
-void m40__jb_arr_begin(m40__jbuf *j);
-void m40__jb_arr_end(m40__jbuf *j);
-void m40__jb_key(m40__jbuf *j, const char *k);
-void m40__jb_str(m40__jbuf *j, const char *s); /* quoted, escaped; NULL -> null */
-void m40__jb_num(m40__jbuf *j, double v);      /* NaN/Inf -> null */
-void m40__jb_int(m40__jbuf *j, long long v);
-void m40__jb_bool(m40__jbuf *j, bool v);
-void m40__jb_null(m40__jbuf *j);
-void m40__jb_kstr(m40__jbuf *j, const char *k, const char *s);
-void m40__jb_knum(m40__jbuf *j, const char *k, double v);
-void m40__jb_kint(m40__jbuf *j, const char *k, long long v);
-void m40__jb_kbool(m40__jbuf *j, const char *k, bool v);
 
 /* ---- telemetry ------------------------------------------------------------- */
 typedef struct m40__tele_sample {
@@ -80,9 +39,7 @@ void m40__tele_summarize(const m40__tele_sample *s, int n, m40__tele_summary *ou
 void m40__tele_json(m40__jbuf *j, const m40__tele_summary *s);
 
 /* ---- results ------------------------------------------------------------- */
-/* The Tesla M40's limits (shared/docs/m40-facts.md). */
-#define M40__M40_GBS 288.4     /* GB/s, 384-bit GDDR5 */
-#define M40__M40_GFLOPS 6840.0 /* FP32 GFLOP/s at the 1114 MHz boost clock */
+/* The Tesla M40's limits M40__M40_GBS, M40__M40_GFLOPS: measure.h. */
 
 typedef struct m40__bench_result {
     char workload[16];  /* "gemm", "copy" */
@@ -114,24 +71,6 @@ void m40__bench_result_json(m40__jbuf *j, const m40__bench_result *r);
 const char *m40__bench_csv_header(void);
 void m40__bench_result_csv(const m40__bench_result *r, char *buf, size_t n);
 
-/* ---- timers ---------------------------------------------------------------- */
-/* Times work queued on ctx's stream with CUDA events (host clock around a
-** synchronize on a CPU context). */
-typedef struct m40__evtimer {
-    m40_ctx *ctx;
-    void *ev0, *ev1; /* cudaEvent_t */
-    double h0, h1;   /* host seconds (CPU context) */
-} m40__evtimer;
-
-m40_status m40__evtimer_create(m40_ctx *ctx, m40__evtimer *t);
-m40_status m40__evtimer_start(m40__evtimer *t);
-m40_status m40__evtimer_stop(m40__evtimer *t);
-/* Waits for the stop event; milliseconds between start and stop. */
-m40_status m40__evtimer_ms(m40__evtimer *t, double *ms);
-void m40__evtimer_destroy(m40__evtimer *t);
-/* Monotonic host clock, seconds. */
-double m40__now_s(void);
-
 /* ---- baselines (GPU contexts, CUDA builds) --------------------------------- */
 /* y[M,N] = x[M,K]·w[N,K]ᵀ straight through cublasSgemm (pedantic FP32),
 ** whatever m40_matmul dispatches to. Returns M40_ERR_UNSUPPORTED without
@@ -145,7 +84,5 @@ m40_status m40__bench_memcpy_d2d(m40_ctx *ctx, void *dst, const void *src,
 /* The CUDA UUID of ctx's device (to find it in NVML). M40_ERR_UNSUPPORTED on
 ** a CPU context or without CUDA. */
 m40_status m40__bench_device_uuid(m40_ctx *ctx, unsigned char uuid[16]);
-/* "GPU-xxxxxxxx-xxxx-...", NVML's spelling of a UUID. */
-void m40__uuid_str(const unsigned char u[16], char *out, size_t n);
 
 #endif

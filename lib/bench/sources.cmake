@@ -1,10 +1,8 @@
-# Measurement helpers (statistics, JSON, telemetry summary, event timers,
-# direct cuBLAS/cudaMemcpy baselines) used by m40-bench and m40-doctor.
+# m40-bench's helpers (telemetry summary, result records, direct
+# cuBLAS/cudaMemcpy baselines) on top of lib/measure/.
 list(APPEND M40_C_SOURCES
-    ${CMAKE_CURRENT_LIST_DIR}/stats.c
-    ${CMAKE_CURRENT_LIST_DIR}/json.c
-    ${CMAKE_CURRENT_LIST_DIR}/telemetry.c
-    ${CMAKE_CURRENT_LIST_DIR}/timer.c)
+    ${CMAKE_CURRENT_LIST_DIR}/results.c
+    ${CMAKE_CURRENT_LIST_DIR}/telemetry.c)
 if(M40_HAVE_CUDA)
   list(APPEND M40_C_SOURCES ${CMAKE_CURRENT_LIST_DIR}/cuda.c)
 endif()

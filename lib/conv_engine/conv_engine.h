@@ -1,13 +1,17 @@
 /* Private: the choice between libm40's conv kernels and cuDNN (issue 5).
 **
-**   engine.c      public knobs (context, graph node), resolution, the graph's
-**                 settle/tune step and its report (all builds)
+**   engine.c      the context's knob, engine names, the checks shared with
+**                 the graph (all builds)
 **   tune_cuda.c   GPU timing of one conv, workspace trim (CUDA builds)
-**   cudnn_conv.c  the cuDNN path: descriptors, algorithm, fused epilogue
-**                 (only when CMake found cuDNN: M40_HAVE_CUDNN)
+**   cudnn_conv.c  the cuDNN path: descriptors, algorithm, fused epilogue,
+**                 the per-context handle and its teardown hook (only when
+**                 CMake found cuDNN: M40_HAVE_CUDNN)
 **
-** lib/ops/conv.c calls m40__cudnn_conv2d from its GPU branch (the dispatch
-** hook) when the conv's engine is CUDNN. */
+** Layers: lib/ops/conv.c calls m40__cudnn_conv2d from its GPU branch (the
+** dispatch hook) when the conv's engine is CUDNN; the graph's knobs and its
+** settle/tune step (lib/graph/conv_tune.c) use this header. Nothing here
+** knows graphs, and the CUDA runtime layer (lib/cuda/) knows nothing here:
+** the cuDNN state is freed by a hook registered with m40__ctx_on_fini. */
 #ifndef M40_CONV_ENGINE_H
 #define M40_CONV_ENGINE_H
 
@@ -45,6 +49,10 @@ static inline int m40__conv_use_cudnn(const m40_ctx *ctx, const m40__conv_sel *s
 
 /* Frees a node's plan and clears its results. */
 void m40__conv_sel_clear(m40__conv_sel *sel);
+/* e is one of the m40_conv_engine values. */
+bool m40__conv_engine_valid(m40_conv_engine e);
+/* Why CUDNN cannot be asked for on ctx (not built in, CPU context), or NULL. */
+const char *m40__cudnn_refusal(const m40_ctx *ctx);
 
 #define M40__CUDNN_NOT_BUILT                                                     \
     "cuDNN: not built in (this libm40 was configured without cuDNN; rebuild "   \
@@ -66,7 +74,8 @@ m40_status m40__cuda_workspace_trim(m40_ctx *ctx, size_t bytes);
 /* cudnn_conv.c. Creates the context's cuDNN handle (on its stream) if
 ** needed; UNSUPPORTED with cuDNN's reason when cuDNN cannot run here. */
 m40_status m40__cudnn_ready(m40_ctx *ctx);
-/* Frees the handle and the eager plan cache (m40__cuda_ctx_fini). */
+/* Frees the handle and the eager plan cache: the teardown hook that
+** m40__cudnn_ready registers (m40__ctx_on_fini), run before the stream goes. */
 void m40__cudnn_ctx_fini(m40_ctx *ctx);
 /* Makes a plan for this conv and runs it once (the result is in y). find:
 ** measure the algorithms (cudnnFindConvolutionForwardAlgorithmEx, in up to
@@ -87,7 +96,6 @@ m40_status m40__cudnn_conv2d(m40_ctx *ctx, const m40__conv_dims *dm, const m40_c
 #else
 static inline const char *m40__cudnn_algo_name(int algo) { (void)algo; return ""; }
 static inline void m40__cudnn_plan_free(m40__cudnn_conv *p) { (void)p; }
-static inline void m40__cudnn_ctx_fini(m40_ctx *ctx) { (void)ctx; }
 static inline m40_status m40__cudnn_conv2d(m40_ctx *ctx, const m40__conv_dims *dm,
                                            const m40_conv2d_desc *d, const float *x,
                                            const float *w, const float *scale,

@@ -119,6 +119,7 @@ m40_status m40__cudnn_ready(m40_ctx *ctx) {
         return cudnn_err(ctx, s, "cudnnSetStream");
     }
     ctx->cudnn = cs;
+    m40__ctx_on_fini(ctx, m40__cudnn_ctx_fini); /* the CUDA layer knows no cuDNN */
     m40__log(ctx, M40_LOG_DEBUG, "created cuDNN %s handle (FMA math, no TF32)", vs);
     return M40_OK;
 }

@@ -1,9 +1,11 @@
 /* The CUDA side of the context: device setup, memory, copies, error
 ** mapping and cuBLAS. Plain C against the CUDA runtime API; compiled only
-** with M40_HAVE_CUDA. */
+** with M40_HAVE_CUDA. This layer knows no op's engine: upper layers that
+** keep per-context CUDA state (the conv engine's cuDNN handle) free it
+** through a teardown hook (m40__ctx_on_fini) that runs before the stream
+** is destroyed. */
 #include "../internal.h"
 #include "../../kernels/elementwise.h"
-#include "../conv_engine/conv_engine.h"
 
 #ifdef M40_HAVE_CUBLAS
 #include <cublas_v2.h>
@@ -85,9 +87,6 @@ m40_status m40__cuda_ctx_init(m40_ctx *ctx) {
     ctx->cc_major = p.major;
     ctx->cc_minor = p.minor;
     ctx->sm_count = p.multiProcessorCount;
-    /* read once here, not per matmul: the library keeps no other global state */
-    const char *env = getenv("M40_MATMUL");
-    ctx->matmul_cublas = env && strcmp(env, "cublas") == 0;
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     ctx->stream = s;
@@ -95,7 +94,6 @@ m40_status m40__cuda_ctx_init(m40_ctx *ctx) {
 }
 
 void m40__cuda_ctx_fini(m40_ctx *ctx) {
-    m40__cudnn_ctx_fini(ctx); /* the cuDNN handle is bound to the stream */
     if (ctx->stream) {
         cudaSetDevice(ctx->desc.device);
         cudaStreamSynchronize((cudaStream_t)ctx->stream);
@@ -116,7 +114,6 @@ m40_status m40__cuda_info(m40_ctx *ctx, m40_device_info *info) {
     info->cc_major = ctx->cc_major;
     info->cc_minor = ctx->cc_minor;
     info->sm_count = ctx->sm_count;
-    CK(cudaSetDevice(ctx->desc.device), "cudaSetDevice");
     size_t fr = 0, tot = 0;
     CK(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo");
     info->free_bytes = fr;
@@ -129,8 +126,18 @@ m40_status m40__cuda_sync(m40_ctx *ctx) {
     return M40_OK;
 }
 
-m40_status m40__cuda_malloc(m40_ctx *ctx, size_t bytes, void **p) {
+/* Called at the entry of every call on a GPU context (m40__ctx_check):
+** the current device is per host thread, so a thread that used another
+** context, or the caller's own CUDA code, may have changed it.
+** cudaGetDevice reads a thread-local value; only a change costs more. */
+m40_status m40__cuda_enter(m40_ctx *ctx) {
+    int cur = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur == ctx->desc.device) return M40_OK;
     CK(cudaSetDevice(ctx->desc.device), "cudaSetDevice");
+    return M40_OK;
+}
+
+m40_status m40__cuda_malloc(m40_ctx *ctx, size_t bytes, void **p) {
     cudaError_t e = cudaMalloc(p, bytes);
     if (e == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError(); /* not sticky: clear it */
@@ -144,7 +151,10 @@ m40_status m40__cuda_malloc(m40_ctx *ctx, size_t bytes, void **p) {
     return M40_OK;
 }
 
-void m40__cuda_free(void *p) { cudaFree(p); }
+void m40__cuda_free(m40_ctx *ctx, void *p) {
+    m40__ctx_enter(ctx); /* a free may come from a thread that ran another device */
+    cudaFree(p);
+}
 
 m40_status m40__cuda_memcpy(m40_ctx *ctx, void *dst, const void *src, size_t bytes,
                             int kind) {
@@ -228,10 +238,21 @@ m40_status m40__cuda_workspace(m40_ctx *ctx, size_t bytes, void **p) {
 
 m40_status m40__cuda_scratch(m40_ctx *ctx, size_t *bytes, void **p) {
     *p = NULL;
-    if (*bytes && m40__cuda_workspace(ctx, *bytes, p) != M40_OK) {
-        if (ctx->lost) return M40_ERR_DEVICE_LOST;
-        *p = NULL;
-        *bytes = 0;
-    }
+    if (!*bytes) return M40_OK;
+    /* the fallback is no error: keep the context's error as it was */
+    m40_status prev = ctx->last_status;
+    char prev_msg[M40__ERRMSG_MAX];
+    memcpy(prev_msg, ctx->errmsg, sizeof prev_msg);
+    if (m40__cuda_workspace(ctx, *bytes, p) == M40_OK) return M40_OK;
+    if (ctx->lost) return M40_ERR_DEVICE_LOST;
+    ctx->workspace_fallbacks++;
+    m40__log(ctx, M40_LOG_WARN,
+             "%s; the op runs without %zu bytes of scratch (same result, maybe slower; "
+             "fallback %llu on this context)",
+             ctx->errmsg, *bytes, (unsigned long long)ctx->workspace_fallbacks);
+    ctx->last_status = prev;
+    memcpy(ctx->errmsg, prev_msg, sizeof prev_msg);
+    *p = NULL;
+    *bytes = 0;
     return M40_OK;
 }

@@ -2,7 +2,7 @@
 ** and turn each into an OK / WARN / FAIL line with the reason and the fix.
 ** Every threshold that decides a level is written next to its check. */
 #include "doctor_internal.h"
-#include "../bench/bench.h"
+#include "../measure/measure.h"
 
 #include <ctype.h>
 #include <stdarg.h>

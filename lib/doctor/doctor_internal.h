@@ -6,7 +6,7 @@
 #define M40_DOCTOR_INTERNAL_H
 
 #include "m40/doctor.h"
-#include "nvml.h"
+#include "../measure/nvml.h"
 
 #include <stddef.h>
 

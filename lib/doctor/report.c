@@ -1,7 +1,7 @@
 /* The doctor's report: the items the checks add (level, check, value, why,
 ** fix), the summary queries of include/m40/doctor.h and the JSON form. */
 #include "doctor_internal.h"
-#include "../bench/bench.h"
+#include "../measure/measure.h"
 
 #include <ctype.h>
 #include <stdarg.h>

@@ -3,7 +3,7 @@
 ** functional check run through the public API. */
 #define _POSIX_C_SOURCE 200809L
 #include "doctor_internal.h"
-#include "../bench/bench.h"
+#include "../measure/measure.h"
 
 #include <dlfcn.h>
 #include <math.h>

@@ -36,6 +36,7 @@ m40_status m40_graph_create(m40_ctx *ctx, m40_graph **out) {
     m40_graph *g = calloc(1, sizeof *g);
     if (!g) return m40__err(ctx, M40_ERR_OOM_HOST, "m40_graph_create: out of host memory");
     g->ctx = ctx;
+    m40__ctx_hold(ctx, M40__CHILD_GRAPH); /* lifetime: released by m40_graph_destroy */
     *out = g;
     return M40_OK;
 }
@@ -54,11 +55,16 @@ void m40__graph_free_views(m40_graph *g) {
 
 void m40_graph_destroy(m40_graph *g) {
     if (!g) return;
+    m40_ctx *ctx = g->ctx;
+    /* Valid after m40_ctx_destroy (the context is then closing, not freed):
+    ** no public call on ctx here, which would refuse a closing context and
+    ** would clear the error a failed call left for its caller to read. */
+    m40__ctx_enter(ctx);
 #ifdef M40_HAVE_CUDA
     m40__graph_cuda_drop(g);
+    if (g->state == M40__G_ALLOCATED && ctx->is_gpu && !ctx->lost)
+        (void)m40__cuda_sync(ctx); /* queued runs may still use the regions */
 #endif
-    if (g->state == M40__G_ALLOCATED && g->ctx->is_gpu)
-        m40_ctx_sync(g->ctx); /* queued runs may still use the regions */
     m40__graph_free_views(g);
     for (int i = 0; i < g->ntensors; i++) free(g->tensors[i].name);
     for (int i = 0; i < g->nnodes; i++) {
@@ -69,6 +75,7 @@ void m40_graph_destroy(m40_graph *g) {
     free(g->nodes);
     free(g->order);
     free(g);
+    m40__ctx_release(ctx, M40__CHILD_GRAPH); /* last: it may free a destroyed context */
 }
 
 static m40_status check_mutable(m40_graph *g, const char *fn) {

@@ -63,7 +63,7 @@ void m40__graph_free_views(m40_graph *g);
 m40_status m40__graph_run_nodes(m40_graph *g);
 /* The eager conv descriptor of a CONV2D node (exec.c). */
 m40_conv2d_desc m40__graph_conv_desc(const m40_node_desc *nd);
-/* Settles every conv node's engine: cuDNN plans, AUTO timing (lib/conv_engine/engine.c;
+/* Settles every conv node's engine: cuDNN plans, AUTO timing (conv_tune.c;
 ** at m40_graph_alloc, after the workspace is reserved, and by m40_graph_tune). */
 m40_status m40__graph_conv_settle(m40_graph *g);
 

@@ -176,7 +176,8 @@ m40_status m40__op_infer(const m40__op_call *c, m40_tensor_desc *out) {
 /* m40__check_tensor, with the argument's name formatted only on failure. */
 static m40_status check_tensor(m40_ctx *ctx, const char *fn, const char *name,
                                const m40_tensor *t) {
-    if (t && t->loc == (ctx->is_gpu ? M40_LOC_DEVICE : M40_LOC_HOST)) return M40_OK;
+    if (t && t->ctx == ctx && t->loc == (ctx->is_gpu ? M40_LOC_DEVICE : M40_LOC_HOST))
+        return M40_OK;
     char what[96];
     snprintf(what, sizeof what, "%s: %s", fn, name ? name : "input");
     return m40__check_tensor(ctx, t, what);

@@ -1,47 +1,12 @@
-/* Medians, quartiles and the result record m40-bench prints and writes. */
+/* The result record m40-bench prints and writes (JSON, CSV, the M40
+** floor), and the baselines' stubs in a build without CUDA. */
 #include "bench.h"
+#include "../internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double m40__quantile_sorted(const double *s, int n, double p) {
-    if (n <= 0) return 0;
-    if (p <= 0) return s[0];
-    if (p >= 1) return s[n - 1];
-    double h = (n - 1) * p;
-    int i = (int)h;
-    if (i + 1 >= n) return s[n - 1];
-    return s[i] + (h - i) * (s[i + 1] - s[i]);
-}
-
-m40_status m40__stats_compute(const double *x, int n, m40__stats *out) {
-    if (!out || n < 0 || (!x && n > 0)) return M40_ERR_INVALID_ARG;
-    memset(out, 0, sizeof *out);
-    if (n == 0) return M40_OK;
-    double *s = malloc((size_t)n * sizeof *s);
-    if (!s) return M40_ERR_OOM_HOST;
-    memcpy(s, x, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_d);
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += s[i];
-    out->n = n;
-    out->min = s[0];
-    out->max = s[n - 1];
-    out->mean = sum / n;
-    out->median = m40__quantile_sorted(s, n, 0.5);
-    out->q1 = m40__quantile_sorted(s, n, 0.25);
-    out->q3 = m40__quantile_sorted(s, n, 0.75);
-    out->iqr = out->q3 - out->q1;
-    free(s);
-    return M40_OK;
-}
 
 void m40__bench_finish(m40__bench_result *r) {
     double sec = r->t_ms.median * 1e-3;
@@ -155,3 +120,19 @@ void m40__bench_result_csv(const m40__bench_result *r, char *buf, size_t n) {
              r->has_tele ? r->tele.temp_max : 0, r->has_tele ? r->tele.power_max : -1.0,
              reasons, r->has_tele && r->tele.throttled);
 }
+
+#ifndef M40_HAVE_CUDA
+m40_status m40__bench_cublas_linear(m40_ctx *ctx, const m40_tensor *x, const m40_tensor *w,
+                                    m40_tensor *y) {
+    (void)x, (void)w, (void)y;
+    return m40__err(ctx, M40_ERR_UNSUPPORTED, "cuBLAS baseline: libm40 was built without CUDA");
+}
+m40_status m40__bench_memcpy_d2d(m40_ctx *ctx, void *dst, const void *src, size_t nbytes) {
+    (void)dst, (void)src, (void)nbytes;
+    return m40__err(ctx, M40_ERR_UNSUPPORTED, "cudaMemcpy baseline: libm40 was built without CUDA");
+}
+m40_status m40__bench_device_uuid(m40_ctx *ctx, unsigned char uuid[16]) {
+    (void)uuid;
+    return m40__err(ctx, M40_ERR_UNSUPPORTED, "libm40 was built without CUDA");
+}
+#endif

@@ -1,7 +1,7 @@
-/* Timers: CUDA events on a GPU context (lib/bench/cuda.c), the host clock
+/* Timers: CUDA events on a GPU context (events_cuda.c), the host clock
 ** around a synchronize on a CPU context. */
 #define _POSIX_C_SOURCE 200809L
-#include "bench.h"
+#include "measure.h"
 #include "../internal.h"
 
 #include <stdio.h>
@@ -9,11 +9,11 @@
 #include <time.h>
 
 #ifdef M40_HAVE_CUDA
-/* lib/bench/cuda.c */
-m40_status m40__bench_event_create(m40_ctx *ctx, void **ev);
-m40_status m40__bench_event_record(m40_ctx *ctx, void *ev);
-m40_status m40__bench_event_ms(m40_ctx *ctx, void *ev0, void *ev1, double *ms);
-void m40__bench_event_destroy(void *ev);
+/* events_cuda.c */
+m40_status m40__event_create(m40_ctx *ctx, void **ev);
+m40_status m40__event_record(m40_ctx *ctx, void *ev);
+m40_status m40__event_ms(m40_ctx *ctx, void *ev0, void *ev1, double *ms);
+void m40__event_destroy(void *ev);
 #endif
 
 double m40__now_s(void) {
@@ -30,9 +30,9 @@ m40_status m40__evtimer_create(m40_ctx *ctx, m40__evtimer *t) {
     t->ctx = ctx;
 #ifdef M40_HAVE_CUDA
     if (ctx->is_gpu) {
-        if ((st = m40__bench_event_create(ctx, &t->ev0)) != M40_OK) return st;
-        if ((st = m40__bench_event_create(ctx, &t->ev1)) != M40_OK) {
-            m40__bench_event_destroy(t->ev0);
+        if ((st = m40__event_create(ctx, &t->ev0)) != M40_OK) return st;
+        if ((st = m40__event_create(ctx, &t->ev1)) != M40_OK) {
+            m40__event_destroy(t->ev0);
             t->ev0 = NULL;
             return st;
         }
@@ -45,7 +45,7 @@ m40_status m40__evtimer_create(m40_ctx *ctx, m40__evtimer *t) {
 ** after a synchronize. */
 static m40_status mark(m40__evtimer *t, void *ev, double *host) {
 #ifdef M40_HAVE_CUDA
-    if (ev) return m40__bench_event_record(t->ctx, ev);
+    if (ev) return m40__event_record(t->ctx, ev);
 #else
     (void)ev;
 #endif
@@ -60,7 +60,7 @@ m40_status m40__evtimer_stop(m40__evtimer *t) { return mark(t, t->ev1, &t->h1); 
 
 m40_status m40__evtimer_ms(m40__evtimer *t, double *ms) {
 #ifdef M40_HAVE_CUDA
-    if (t->ev0 && t->ev1) return m40__bench_event_ms(t->ctx, t->ev0, t->ev1, ms);
+    if (t->ev0 && t->ev1) return m40__event_ms(t->ctx, t->ev0, t->ev1, ms);
 #endif
     *ms = (t->h1 - t->h0) * 1e3;
     return M40_OK;
@@ -69,27 +69,11 @@ m40_status m40__evtimer_ms(m40__evtimer *t, double *ms) {
 void m40__evtimer_destroy(m40__evtimer *t) {
     if (!t) return;
 #ifdef M40_HAVE_CUDA
-    m40__bench_event_destroy(t->ev0);
-    m40__bench_event_destroy(t->ev1);
+    m40__event_destroy(t->ev0);
+    m40__event_destroy(t->ev1);
 #endif
     memset(t, 0, sizeof *t);
 }
-
-#ifndef M40_HAVE_CUDA
-m40_status m40__bench_cublas_linear(m40_ctx *ctx, const m40_tensor *x, const m40_tensor *w,
-                                    m40_tensor *y) {
-    (void)x, (void)w, (void)y;
-    return m40__err(ctx, M40_ERR_UNSUPPORTED, "cuBLAS baseline: libm40 was built without CUDA");
-}
-m40_status m40__bench_memcpy_d2d(m40_ctx *ctx, void *dst, const void *src, size_t nbytes) {
-    (void)dst, (void)src, (void)nbytes;
-    return m40__err(ctx, M40_ERR_UNSUPPORTED, "cudaMemcpy baseline: libm40 was built without CUDA");
-}
-m40_status m40__bench_device_uuid(m40_ctx *ctx, unsigned char uuid[16]) {
-    (void)uuid;
-    return m40__err(ctx, M40_ERR_UNSUPPORTED, "libm40 was built without CUDA");
-}
-#endif
 
 void m40__uuid_str(const unsigned char u[16], char *out, size_t n) {
     snprintf(out, n,

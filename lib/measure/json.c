@@ -1,7 +1,7 @@
 /* A small append-only JSON writer: enough for reports and bench results,
 ** with commas handled by the nesting state. Allocation failure is sticky
 ** (oom) and the buffer keeps a valid C string. */
-#include "bench.h"
+#include "measure.h"
 
 #include <math.h>
 #include <stdarg.h>

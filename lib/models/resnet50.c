@@ -72,7 +72,7 @@ static const void *file_tensor(rb *r, const char *name, int ndim, const int64_t 
     const m40_st_tensor *t;
     m40_status st = m40_st_expect(r->w, name, M40_DTYPE_F32, ndim, shape, &t);
     if (st != M40_OK) {
-        m40__mb_fail(&r->b, st, "weights: %s", m40_st_errmsg(r->w));
+        m40__mb_fail(&r->b, st, "%s", m40_st_errmsg(r->w));
         return NULL;
     }
     mark_used(r, t);

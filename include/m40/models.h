@@ -75,9 +75,9 @@ typedef struct m40_resnet50_desc {
     int base;            /* conv1's output channels: 1 .. 4096 (64) */
     int blocks[4];       /* bottlenecks per stage: 1 .. 64 ({3,4,6,3}) */
     int classes;         /* fc outputs: 1 .. 2^20 (1000) */
-    /* Without a file: 1 = fill the weights with seeded random values and
-    ** allocate (a runnable graph for benchmarks: He-normal convs, small
-    ** biases); 0 = declare only, for planning. */
+    /* Without a file: 1 = allocate and fill the weights with seeded random
+    ** values (a runnable graph for benchmarks: He-normal convs, biases of
+    ** std 0.01); 0 = declare only, for planning. */
     int random_weights;
     uint64_t seed;
     /* When the builder allocates: the budget to plan against (NULL: none). */
@@ -107,7 +107,9 @@ typedef struct m40_resnet50_info {
 ** weights are reordered; then the graph is planned against d->budget and
 ** allocated, and the file may be closed. With NULL and d->random_weights,
 ** the same plus a seeded random fill. With NULL alone, nothing is
-** allocated: plan it with m40_graph_plan.
+** allocated: plan it with m40_graph_plan. (Conv engines are settled at
+** allocation: choose one on the context beforehand with
+** m40_ctx_set_conv_engine.)
 ** info (may be NULL) receives the ids, the architecture and the plan.
 ** On failure *out is NULL and m40_errmsg(ctx) says what is wrong.
 ** Returns
@@ -124,8 +126,8 @@ typedef struct m40_resnet50_info {
 **   M40_ERR_OOM_DEVICE   over d->budget (see m40_graph_plan)
 **   M40_ERR_OOM_HOST, and m40_graph_alloc's statuses */
 M40_API m40_status m40_resnet50_graph(m40_ctx *ctx, const m40_resnet50_desc *d,
-                                    m40_st_file *weights, m40_graph **out,
-                                    m40_resnet50_info *info);
+                                      m40_st_file *weights, m40_graph **out,
+                                      m40_resnet50_info *info);
 
 /* ------------------------------------------------------------------ */
 /* ChatGLM2-6B (planning only)                                         */

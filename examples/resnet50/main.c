@@ -6,7 +6,9 @@
 ** Weights: a safetensors file with torchvision's state_dict names (see
 ** export_torchvision.py). Class names come from its "categories" metadata
 ** when present. Images are decoded by content (PNG, JPEG, PPM/PGM),
-** preprocessed as torchvision's eval transform and run as one batch. */
+** preprocessed as torchvision's eval transform and run as one batch.
+** The network is the library's ResNet builder, m40_resnet50_graph
+** (m40/models.h): the graph m40-plan --model resnet50 plans. */
 #define _POSIX_C_SOURCE 200809L
 #include "image.h"
 #include "resnet.h"

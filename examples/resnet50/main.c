@@ -6,7 +6,9 @@
 ** Weights: a safetensors file with torchvision's state_dict names (see
 ** export_torchvision.py). Class names come from its "categories" metadata
 ** when present. Images are decoded by content (PNG, JPEG, PPM/PGM),
-** preprocessed as torchvision's eval transform and run as one batch. */
+** preprocessed as torchvision's eval transform and run as one batch.
+** The network is the library's ResNet builder, m40_resnet50_graph
+** (m40/models.h): the graph m40-plan --model resnet50 plans. */
 #define _POSIX_C_SOURCE 200809L
 #include "image.h"
 #include "resnet.h"
@@ -164,19 +166,11 @@ int main(int argc, char **argv) {
     }
 
     m40_st_file *w = NULL;
-    rn_config cfg = rn_resnet50();
     char err[1024];
-    if (wpath) {
-        if (m40_st_open(wpath, &w) != M40_OK) {
-            fprintf(stderr, "resnet50: %s\n", m40_st_errmsg(w));
-            m40_st_close(w);
-            return 1;
-        }
-        if (rn_config_from_weights(w, &cfg, err, sizeof err) != M40_OK) {
-            fprintf(stderr, "resnet50: %s: %s\n", wpath, err);
-            m40_st_close(w);
-            return 1;
-        }
+    if (wpath && m40_st_open(wpath, &w) != M40_OK) {
+        fprintf(stderr, "resnet50: %s\n", m40_st_errmsg(w));
+        m40_st_close(w);
+        return 1;
     }
 
     /* images first: a bad one is reported before the GPU is touched */
@@ -217,21 +211,31 @@ int main(int argc, char **argv) {
     } else if (info.is_gpu && m40_budget_device(ctx, &budget) == M40_OK) {
         bp = &budget;
     }
-    rn_model m;
-    m40_status st = rn_build(ctx, &cfg, w, seed, batch, 224, 224, layout, bp, &m, err, sizeof err);
+    /* the library's ResNet builder: architecture from the file, BN folded,
+    ** planned against the budget and allocated */
+    m40_resnet50_desc rd;
+    m40_resnet50_desc_init(&rd);
+    rd.batch = batch;
+    rd.layout = layout;
+    rd.random_weights = random;
+    rd.seed = seed;
+    rd.budget = bp;
+    m40_graph *g = NULL;
+    m40_resnet50_info net;
+    m40_status st = m40_resnet50_graph(ctx, &rd, w, &g, &net);
     if (st != M40_OK) {
-        fprintf(stderr, "resnet50: %s: %s\n", m40_status_str(st), err);
+        fprintf(stderr, "resnet50: %s: %s\n", m40_status_str(st), m40_errmsg(ctx));
         return 1;
     }
-    if (conv) conv_engine_table(m.g, stderr);
+    if (conv) conv_engine_table(g, stderr);
     fprintf(stderr, "resnet50: %s, batch %d, %s, planned %.1f MiB (weights %.1f, activations %.1f)\n",
-            info.name, batch, layout == M40_LAYOUT_NHWC ? "NHWC" : "NCHW", m.plan.total_bytes / 1048576.0,
-            m.plan.region_bytes[M40_REGION_WEIGHTS] / 1048576.0,
-            m.plan.region_bytes[M40_REGION_ACTIVATIONS] / 1048576.0);
+            info.name, batch, layout == M40_LAYOUT_NHWC ? "NHWC" : "NCHW", net.plan.total_bytes / 1048576.0,
+            net.plan.region_bytes[M40_REGION_WEIGHTS] / 1048576.0,
+            net.plan.region_bytes[M40_REGION_ACTIVATIONS] / 1048576.0);
 
     m40_tensor *tin, *tout;
-    m40_graph_get_tensor(m.g, m.input_id, &tin);
-    m40_graph_get_tensor(m.g, m.logits_id, &tout);
+    m40_graph_get_tensor(g, net.input, &tin);
+    m40_graph_get_tensor(g, net.logits, &tout);
     const float *host_in = int_t ? m40_st_data(inf, int_t) : nimg ? input : NULL; /* NCHW */
     float *staged = NULL;
     if (host_in && layout == M40_LAYOUT_NHWC) {
@@ -241,8 +245,8 @@ int main(int argc, char **argv) {
     }
     if (host_in) st = m40_tensor_upload(ctx, tin, host_in, m40_tensor_nbytes(tin));
     else st = m40_fill_random(ctx, tin, seed + 7, M40_RANDOM_NORMAL, 0, 1);
-    if (st == M40_OK) st = m40_graph_run(m.g);
-    size_t nlog = (size_t)batch * cfg.classes;
+    if (st == M40_OK) st = m40_graph_run(g);
+    size_t nlog = (size_t)batch * net.classes;
     float *logits = malloc(nlog * sizeof(float));
     if (st == M40_OK) st = m40_tensor_download(ctx, tout, logits, nlog * sizeof(float));
     if (st != M40_OK) {
@@ -257,15 +261,15 @@ int main(int argc, char **argv) {
         }
         fclose(lf);
     }
-    char **names = categories(w, cfg.classes);
+    char **names = categories(w, net.classes);
     for (int i = 0; i < nimg; i++) {
-        const float *l = logits + (size_t)i * cfg.classes;
+        const float *l = logits + (size_t)i * net.classes;
         double mx = l[0], z = 0;
-        for (int c = 1; c < cfg.classes; c++) mx = l[c] > mx ? l[c] : mx;
-        for (int c = 0; c < cfg.classes; c++) z += exp(l[c] - mx);
+        for (int c = 1; c < net.classes; c++) mx = l[c] > mx ? l[c] : mx;
+        for (int c = 0; c < net.classes; c++) z += exp(l[c] - mx);
         int top[5] = {-1, -1, -1, -1, -1};
-        for (int k = 0; k < 5 && k < cfg.classes; k++)
-            for (int c = 0; c < cfg.classes; c++) {
+        for (int k = 0; k < 5 && k < net.classes; k++)
+            for (int c = 0; c < net.classes; c++) {
                 int taken = 0;
                 for (int j = 0; j < k; j++) taken |= top[j] == c;
                 if (!taken && (top[k] < 0 || l[c] > l[top[k]])) top[k] = c;
@@ -276,11 +280,11 @@ int main(int argc, char **argv) {
                    names && names[top[k]] ? names[top[k]] : "(no class names in the weights file)");
     }
     if (bench) {
-        int graph = info.is_gpu && m40_graph_capture(m.g, 1) == M40_OK;
+        int graph = info.is_gpu && m40_graph_capture(g, 1) == M40_OK;
         double *t = malloc((size_t)bench * sizeof(double));
         for (int r = -3; r < bench; r++) {
             double t0 = now_s();
-            st = m40_graph_run(m.g);
+            st = m40_graph_run(g);
             if (st == M40_OK) st = m40_ctx_sync(ctx);
             if (st != M40_OK) { fprintf(stderr, "resnet50: %s\n", m40_errmsg(ctx)); return 1; }
             if (r >= 0) t[r] = now_s() - t0;
@@ -293,13 +297,13 @@ int main(int argc, char **argv) {
                batch * 8.18 / med);
         free(t);
     }
-    if (names) for (int c = 0; c < cfg.classes; c++) free(names[c]);
+    if (names) for (int c = 0; c < net.classes; c++) free(names[c]);
     free(names);
     free(logits);
     free(input);
     free(staged);
     free(images);
-    rn_free(&m);
+    m40_graph_destroy(g);
     m40_ctx_destroy(ctx);
     m40_st_close(w);
     m40_st_close(inf);

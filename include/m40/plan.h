@@ -1,17 +1,18 @@
 /*
-** libm40 built-in model descriptions and model-level memory plans: the
-** graphs of ResNet-50 and ChatGLM2-6B (../shared/docs/models.md) built for
-** planning, and the questions m40-plan answers: does it fit this card, how
-** much room is left, what would fit instead (batch, context, weight format),
-** and the longest context that fits.
+** libm40 model-level memory plans: the questions m40-plan answers for the
+** built-in models (ResNet-50, ChatGLM2-6B; ../shared/docs/models.md): does
+** it fit this card, how much room is left, what would fit instead (batch,
+** context, weight format), and the longest context that fits.
 **
-** The graphs use op kinds the planner sizes before their kernels exist
-** (conv2d, attention, ...), so they can be planned but not yet run.
+** Each plan is of the graph the model's builder declares (m40/models.h):
+** for ResNet-50 exactly the fused graph examples/resnet50 runs (NHWC,
+** 224x224); for ChatGLM2-6B the graph its kernels will run once they exist.
 */
 #ifndef M40_PLAN_H
 #define M40_PLAN_H
 
 #include "m40/graph.h"
+#include "m40/models.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,25 +23,8 @@ typedef enum m40_model_kind {
     M40_MODEL_CHATGLM2_6B = 1
 } m40_model_kind;
 
-/* How the weights are stored. int8/int4: per-row scales, weight-only, only
-** the four linear layers of each block (embedding and output layer stay
-** fp16), as the official ChatGLM2 quantization. */
-typedef enum m40_wformat {
-    M40_WFMT_FP32 = 0,
-    M40_WFMT_FP16 = 1,
-    M40_WFMT_INT8 = 2,
-    M40_WFMT_INT4 = 3,
-    M40_WFMT_COUNT
-} m40_wformat;
-
-typedef enum m40_model_phase {
-    M40_PHASE_PREFILL = 0, /* a prefill chunk; a CNN's only phase (forward) */
-    M40_PHASE_DECODE = 1   /* one token per sequence */
-} m40_model_phase;
-
-/* "resnet50", "chatglm2-6b" / "fp32", "fp16", "int8", "int4"; "?" else. */
+/* "resnet50", "chatglm2-6b"; "?" else. (m40_wformat_name: m40/models.h) */
 M40_API const char *m40_model_name(m40_model_kind m);
-M40_API const char *m40_wformat_name(m40_wformat f);
 
 typedef struct m40_model_desc {
     m40_model_kind model;
@@ -54,7 +38,9 @@ typedef struct m40_model_desc {
 ** prefill chunk 512. */
 M40_API void m40_model_desc_init(m40_model_desc *d, m40_model_kind model);
 
-/* Builds the graph of one phase (planning only: weights carry no data).
+/* Builds the graph of one phase for planning (weights carry no data): the
+** builder's graph of m40/models.h, ResNet-50 at 224x224 in NHWC (as
+** examples/resnet50 runs it), ChatGLM2-6B with ctx and chunk.
 ** Returns M40_OK, M40_ERR_INVALID_ARG (bad desc: batch < 1, ctx < 1 or over
 ** 2^22, chunk < 1, a format the model does not take), M40_ERR_OOM_HOST. */
 M40_API m40_status m40_model_graph(m40_ctx *ctx, const m40_model_desc *d,

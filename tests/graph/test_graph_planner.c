@@ -4,6 +4,7 @@
 ** model facts m40-plan must get right, and linear_q's GEMV scratch. CPU only. */
 #include "check.h"
 #include "fixtures.h"
+#include "m40/models.h"
 #include "m40/plan.h"
 
 #include <stdbool.h>
@@ -196,6 +197,56 @@ static void test_model_facts(void) {
     CHECK_ST(m40_model_plan_build(C, &d, &b24, &mp), M40_ERR_INVALID_ARG);
 }
 
+/* The ChatGLM2 builder is what m40_model_graph plans, phase by phase; it
+** refuses bad descriptors and (until its kernels exist) a weights file. */
+static void test_chatglm2_builder(void) {
+    for (int ph = 0; ph < 2; ph++) {
+        m40_chatglm2_desc cd;
+        m40_chatglm2_desc_init(&cd);
+        cd.weights = M40_WFMT_INT4;
+        cd.ctx = 4096;
+        cd.phase = (m40_model_phase)ph;
+        m40_model_desc md;
+        m40_model_desc_init(&md, M40_MODEL_CHATGLM2_6B);
+        md.weights = M40_WFMT_INT4;
+        md.ctx = 4096;
+        m40_graph *a = NULL, *b = NULL;
+        m40_chatglm2_info info;
+        CHECK_ST(m40_chatglm2_graph(C, &cd, NULL, &a, &info), M40_OK);
+        CHECK_ST(m40_model_graph(C, &md, (m40_model_phase)ph, &b), M40_OK);
+        CHECK(info.params == 6243584000ull && info.input_ids == 0 && info.position == 1);
+        m40_plan_info pa, pb;
+        CHECK_ST(m40_graph_plan(a, NULL, &pa), M40_OK);
+        CHECK_ST(m40_graph_plan(b, NULL, &pb), M40_OK);
+        CHECK(pa.nodes == pb.nodes && pa.tensors == pb.tensors && pa.total_bytes == pb.total_bytes);
+        for (int r = 0; r < M40_REGION_COUNT; r++) CHECK(pa.region_bytes[r] == pb.region_bytes[r]);
+        m40_graph_tensor_info ti;
+        CHECK_ST(m40_graph_tensor_info_get(a, info.logits, &ti), M40_OK);
+        CHECK(ti.is_output && ti.desc.ndim == 3 && ti.desc.shape[1] == 1 && ti.desc.shape[2] == 65024);
+        m40_graph_destroy(a);
+        m40_graph_destroy(b);
+    }
+    m40_chatglm2_desc cd;
+    m40_graph *g = NULL;
+    m40_chatglm2_desc_init(&cd);
+    cd.struct_size = 8;
+    CHECK_ST(m40_chatglm2_graph(C, &cd, NULL, &g, NULL), M40_ERR_INVALID_ARG);
+    CHECK(g == NULL && strstr(m40_errmsg(C), "struct_size"));
+    m40_chatglm2_desc_init(&cd);
+    cd.ctx = 0;
+    CHECK_ST(m40_chatglm2_graph(C, &cd, NULL, &g, NULL), M40_ERR_INVALID_ARG);
+    m40_chatglm2_desc_init(&cd);
+    cd.phase = (m40_model_phase)7;
+    CHECK_ST(m40_chatglm2_graph(C, &cd, NULL, &g, NULL), M40_ERR_INVALID_ARG);
+    m40_st_file *w = NULL;
+    CHECK_ST(m40_st_open("tests/fixtures/resnet/reduced_resnet.safetensors", &w), M40_OK);
+    m40_chatglm2_desc_init(&cd);
+    CHECK_ST(m40_chatglm2_graph(C, &cd, w, &g, NULL), M40_ERR_UNSUPPORTED);
+    CHECK(g == NULL && strstr(m40_errmsg(C), "not implemented yet"));
+    m40_st_close(w);
+    printf("chatglm2 builder: m40_chatglm2_graph = m40_model_graph in both phases; bad descs refused\n");
+}
+
 /* linear_q plans the GEMV's split-K scratch by the launcher's rule
 ** (kernels/quant_plan.h): none when x for all of K fits one block's shared
 ** memory, nsplit·M·N floats when not, none past the GEMV (M > 8). */
@@ -255,6 +306,7 @@ int main(void) {
     cd.device = M40_DEVICE_CPU;
     if (m40_ctx_create(&cd, &C) != M40_OK) return 1;
     test_model_facts();
+    test_chatglm2_builder();
     test_ratios();
     test_fuzz();
     test_linear_q_workspace();

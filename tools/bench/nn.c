@@ -2,9 +2,7 @@
 ** (vs a GEMM of the same FLOPs) and the whole ResNet-50 graph (images/s). */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
-#ifdef M40B_HAVE_RESNET
-#include "resnet.h"
-#endif
+#include "m40/models.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,12 +116,12 @@ int run_conv(bench_env *e) {
     return 0;
 }
 
-/* ---- resnet50: the example's graph, images/s ------------------------------------ */
+/* ---- resnet50: the library's ResNet-50 graph (what examples/resnet50 runs), images/s ------------------------------------ */
 
 #ifdef M40B_HAVE_RESNET
 static m40_status resnet_op(bench_env *e, void *arg) {
     (void)e;
-    return m40_graph_run(((rn_model *)arg)->g);
+    return m40_graph_run((m40_graph *)arg);
 }
 
 int run_resnet50(bench_env *e) {
@@ -133,43 +131,49 @@ int run_resnet50(bench_env *e) {
         fprintf(stderr, "m40-bench resnet50: --sizes takes batch sizes, e.g. 1,8,64\n");
         return 2;
     }
-    rn_config cfg = rn_resnet50();
     for (int i = 0; i < ns; i++)
         for (int l = 1; l >= 0; l--) { /* NHWC (the fast path), then NCHW (direct kernel) */
             if (!(e->o->layouts & (1 << l))) continue;
-            rn_model m;
-            char err[512], label[32], impl[40];
+            char label[32], impl[40];
             int N = (int)sz[i][0];
-            m40_layout lay = (m40_layout)l;
             snprintf(label, sizeof label, "batch %d", N);
-            if (rn_build(e->ctx, &cfg, NULL, 1, N, 224, 224, lay, NULL, &m, err, sizeof err) != M40_OK) {
-                fprintf(stderr, "m40-bench resnet50 %s: %s\n", label, err);
+            /* the library's ResNet-50, seeded random weights (seed 1) */
+            m40_resnet50_desc rd;
+            m40_resnet50_desc_init(&rd);
+            rd.batch = N;
+            rd.layout = (m40_layout)l;
+            rd.random_weights = 1;
+            rd.seed = 1;
+            m40_graph *g = NULL;
+            m40_resnet50_info net;
+            if (m40_resnet50_graph(e->ctx, &rd, NULL, &g, &net) != M40_OK) {
+                fprintf(stderr, "m40-bench resnet50 %s: %s\n", label, m40_errmsg(e->ctx));
                 e->failed = 1;
                 continue;
             }
             m40_tensor *in;
-            if (m40_graph_get_tensor(m.g, m.input_id, &in) != M40_OK ||
+            if (m40_graph_get_tensor(g, net.input, &in) != M40_OK ||
                 m40_fill_random(e->ctx, in, 9, M40_RANDOM_NORMAL, 0, 1) != M40_OK ||
-                m40_graph_run(m.g) != M40_OK || m40_ctx_sync(e->ctx) != M40_OK) {
+                m40_graph_run(g) != M40_OK || m40_ctx_sync(e->ctx) != M40_OK) {
                 fprintf(stderr, "m40-bench resnet50 %s: %s\n", label, m40_errmsg(e->ctx));
                 e->failed = 1;
-                rn_free(&m);
+                m40_graph_destroy(g);
                 continue;
             }
-            int graph = e->info.is_gpu && m40_graph_capture(m.g, 1) == M40_OK;
+            int graph = e->info.is_gpu && m40_graph_capture(g, 1) == M40_OK;
             snprintf(impl, sizeof impl, "m40 %s%s", l ? "NHWC" : "NCHW", graph ? " (CUDA graph)" : "");
             m40__bench_result *r = new_result(e, "resnet50", impl, label, "GFLOP/s");
             if (r) {
                 r->batch = N;
                 r->work = 8.18e9 * N; /* 8.18 GFLOP per 224x224 image */
-                if (measure(e, resnet_op, &m, r) != 0) e->failed = 1;
+                if (measure(e, resnet_op, g, r) != 0) e->failed = 1;
                 if (e->text) {
                     print_result(r);
                     printf("      = %.1f images/s (8.18 GFLOP/image); PyTorch side: "
                            "bench/bench_torch.py resnet50\n", r->value / 8.18);
                 }
             }
-            rn_free(&m);
+            m40_graph_destroy(g);
         }
     return 0;
 }

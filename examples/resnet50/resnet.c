@@ -244,7 +244,7 @@ m40_status rn_build(m40_ctx *ctx, const rn_config *cfg, m40_st_file *weights, ui
         return fail(&b, M40_ERR_INVALID_ARG, "batch %d and size %dx%d: need batch >= 1 and "
                     "images of at least 32x32", N, H, W), b.st;
     if (weights && !(b.used = calloc(m40_st_count(weights) + 1, 1)))
-        return M40_ERR_OOM_HOST;
+        return fail(&b, M40_ERR_OOM_HOST, "out of host memory"), b.st;
     m40_status st = m40_graph_create(ctx, &m->g);
     if (st != M40_OK) {
         free(b.used);

@@ -1,0 +1,383 @@
+/* Fault injection (issue 15): for every N from 1 until a pass completes
+** without reaching call N, the N-th host allocation (CPU mode) or the N-th
+** device allocation / stream, copy or launch call (--gpu) fails during
+**   - a whole reduced-ResNet pass through the example's code path
+**     (examples/resnet50/resnet.c, as tests/resnet/test_resnet.c uses it):
+**     context, safetensors open, config, build + plan + alloc, upload, run,
+**     download, teardown;
+**   - a tokenizer load + encode;
+**   - a safetensors open + lookup.
+** Each injected failure must come back as a status with a message (a
+** failure that the library absorbs must leave the result exact), the
+** context must still run a small op unless it is marked lost, and after the
+** teardown no block (host), no device allocation or stream (device) is left
+** and no file descriptor; on the GPU cudaMemGetInfo is back to its start.
+** Prints the fault sites covered per phase. --gpu exits 77 without a GPU.
+** The hooks: fault_hooks.c / fault_cuda.c, linked with -Wl,--wrap=...
+** (tests/fault/tests.cmake); the library's sources are not touched. */
+#define _POSIX_C_SOURCE 200809L
+#include "check.h"
+#include "fault_hooks.h"
+#include "resnet.h"
+
+#include <m40/tokenizer.h>
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef M40_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static const char *WEIGHTS = "tests/fixtures/resnet/reduced_resnet.safetensors";
+static const char *TOKENIZER = "tests/fixtures/tokenizer/bpe_bf.model";
+static const char *ST_SMALL = "tests/fixtures/safetensors/small.safetensors";
+enum { IMG = 32, NLOGITS_MAX = 4096 };
+/* No pass of the reduced ResNet comes near this many calls; a bound keeps a
+** hook that never stops counting from looping for ever. */
+enum { MAX_SITES = 200000 };
+
+static int open_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int n = 0;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n;
+}
+
+/* ---- per-phase tallies --------------------------------------------------- */
+
+#define MAX_PHASES 16
+static struct {
+    const char *name;
+    long sites, errors, absorbed;
+} tally[MAX_PHASES];
+static int nphases;
+
+static void count_site(const char *phase, int errored) {
+    int i = 0;
+    while (i < nphases && strcmp(tally[i].name, phase)) i++;
+    if (i == nphases) {
+        if (nphases == MAX_PHASES) return;
+        tally[nphases].sites = tally[nphases].errors = tally[nphases].absorbed = 0;
+        tally[nphases++].name = phase;
+    }
+    tally[i].sites++;
+    if (errored) tally[i].errors++;
+    else tally[i].absorbed++;
+}
+
+static void print_tally(const char *what) {
+    long total = 0;
+    printf("%s: fault sites covered per phase (site = one call made to fail)\n", what);
+    printf("  %-18s %7s %7s %9s\n", "phase", "sites", "status", "absorbed");
+    for (int i = 0; i < nphases; i++) {
+        printf("  %-18s %7ld %7ld %9ld\n", tally[i].name, tally[i].sites, tally[i].errors,
+               tally[i].absorbed);
+        total += tally[i].sites;
+    }
+    printf("  %-18s %7ld\n", "total", total);
+    nphases = 0;
+}
+
+/* ---- one reduced-ResNet pass ---------------------------------------------- */
+
+typedef struct pass_result {
+    m40_status st;
+    char msg[512];
+    int lost;       /* the context says it is lost */
+    int usable;     /* a small op ran afterwards (or the pass succeeded) */
+    int exact;      /* the logits equal the fault-free ones */
+} pass_result;
+
+/* 1 if a tiny add runs on ctx: the context survived the failure. */
+static int small_op_runs(m40_ctx *ctx) {
+    int64_t s[1] = {4};
+    m40_tensor *a = NULL, *b = NULL;
+    int ok = m40_tensor_new(ctx, M40_DTYPE_F32, 1, s, &a) == M40_OK &&
+             m40_tensor_new(ctx, M40_DTYPE_F32, 1, s, &b) == M40_OK;
+    float h[4] = {1, 2, 3, 4}, o[4] = {0};
+    ok = ok && m40_tensor_upload(ctx, a, h, sizeof h) == M40_OK &&
+         m40_add(ctx, a, a, b) == M40_OK && m40_tensor_download(ctx, b, o, sizeof o) == M40_OK &&
+         o[0] == 2 && o[3] == 8;
+    m40_tensor_free(a);
+    m40_tensor_free(b);
+    return ok;
+}
+
+static void fail_at(pass_result *r, m40_status st, const char *msg) {
+    r->st = st;
+    snprintf(r->msg, sizeof r->msg, "%s", msg ? msg : "");
+}
+
+/* ctx create -> open -> config -> build/plan/alloc -> upload -> run ->
+** download -> teardown. `ref` NULL: fill it (the fault-free pass). */
+static pass_result resnet_pass(int device, const float *input, float *logits, size_t *nlogits,
+                               const float *ref) {
+    pass_result r = {M40_OK, "", 0, 1, 1};
+    m40_ctx_desc d;
+    m40_ctx_desc_init(&d);
+    d.device = device;
+    m40_ctx *ctx = NULL;
+    m40_st_file *w = NULL;
+    rn_model m = {0};
+    int built = 0;
+    char err[512] = "";
+    m40f_set_phase("ctx_create");
+    m40_status st = m40_ctx_create(&d, &ctx);
+    if (st != M40_OK) {
+        /* a context that could not be allocated cannot hold a message */
+        fail_at(&r, st, ctx ? m40_errmsg(ctx) : st == M40_ERR_OOM_HOST ? "(no context)" : "");
+        r.usable = 1; /* a failed creation is not a context to reuse */
+        goto teardown;
+    }
+    m40f_set_phase("st_open");
+    if ((st = m40_st_open(WEIGHTS, &w)) != M40_OK) {
+        fail_at(&r, st, w ? m40_st_errmsg(w) : st == M40_ERR_OOM_HOST ? "(no handle)" : "");
+        goto after_fail;
+    }
+    rn_config cfg;
+    m40f_set_phase("config");
+    if ((st = rn_config_from_weights(w, &cfg, err, sizeof err)) != M40_OK) {
+        fail_at(&r, st, err);
+        goto after_fail;
+    }
+    m40f_set_phase("build_plan_alloc");
+    if ((st = rn_build(ctx, &cfg, w, 0, 1, IMG, IMG, M40_LAYOUT_NHWC, NULL, &m, err,
+                       sizeof err)) != M40_OK) {
+        fail_at(&r, st, err);
+        goto after_fail;
+    }
+    built = 1;
+    m40_tensor *tin = NULL, *tout = NULL;
+    m40f_set_phase("upload");
+    if ((st = m40_graph_get_tensor(m.g, m.input_id, &tin)) != M40_OK ||
+        (st = m40_graph_get_tensor(m.g, m.logits_id, &tout)) != M40_OK ||
+        (st = m40_tensor_upload(ctx, tin, input, (size_t)IMG * IMG * 3 * 4)) != M40_OK) {
+        fail_at(&r, st, m40_errmsg(ctx));
+        goto after_fail;
+    }
+    m40f_set_phase("run");
+    if ((st = m40_graph_run(m.g)) != M40_OK) {
+        fail_at(&r, st, m40_errmsg(ctx));
+        goto after_fail;
+    }
+    m40f_set_phase("download");
+    size_t n = (size_t)m40_tensor_desc_numel(m40_tensor_get_desc(tout));
+    if (n > NLOGITS_MAX) n = NLOGITS_MAX;
+    if ((st = m40_tensor_download(ctx, tout, logits, n * 4)) != M40_OK ||
+        (st = m40_ctx_sync(ctx)) != M40_OK) {
+        fail_at(&r, st, m40_errmsg(ctx));
+        goto after_fail;
+    }
+    *nlogits = n;
+    if (ref) r.exact = memcmp(logits, ref, n * 4) == 0;
+    goto teardown;
+after_fail:
+    r.lost = m40_errcode(ctx) == M40_ERR_DEVICE_LOST;
+    m40f_set_phase("check_usable");
+    if (!r.lost) r.usable = small_op_runs(ctx);
+teardown:
+    m40f_set_phase("teardown");
+    if (built) rn_free(&m);
+    m40_st_close(w);
+    m40_ctx_destroy(ctx);
+    return r;
+}
+
+#ifdef M40_HAVE_CUDA
+static size_t device_free_bytes(void) {
+    size_t f = 0, t = 0;
+    if (cudaMemGetInfo(&f, &t) != cudaSuccess) return 0;
+    return f;
+}
+#endif
+
+/* Runs the ResNet pass for N = 1, 2, ... with `kind` injected. */
+static void resnet_sweep(int kind, int device) {
+    const char *what = kind == M40F_HOST ? "resnet (host allocations)" : "resnet (device calls)";
+    float *input = malloc((size_t)IMG * IMG * 3 * 4), *ref = malloc(NLOGITS_MAX * 4),
+          *got = malloc(NLOGITS_MAX * 4);
+    CHECK(input && ref && got);
+    if (!input || !ref || !got) goto out;
+    for (int i = 0; i < IMG * IMG * 3; i++) input[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    size_t nref = 0, n = 0;
+    /* the fault-free pass: the reference logits and the number of calls */
+    m40f_arm(kind, 0);
+    pass_result r0 = resnet_pass(device, input, ref, &nref, NULL);
+    m40f_disarm(kind);
+    CHECK_ST(r0.st, M40_OK);
+    if (r0.st != M40_OK) {
+        fprintf(stderr, "%s: the fault-free pass failed: %s\n", what, r0.msg);
+        goto out;
+    }
+    long calls0 = m40f_calls(kind);
+    int fds0 = open_fds();
+#ifdef M40_HAVE_CUDA
+    size_t free0 = kind == M40F_DEVICE ? device_free_bytes() : 0;
+#endif
+    printf("%s: fault-free pass makes %ld calls\n", what, calls0);
+    long N;
+    int failures0 = m40t_failures;
+    for (N = 1; N <= MAX_SITES; N++) {
+        m40f_arm(kind, N);
+        pass_result r = resnet_pass(device, input, got, &n, ref);
+        m40f_disarm(kind);
+        if (!m40f_hit(kind)) {
+            CHECK_ST(r.st, M40_OK);
+            CHECK(r.exact);
+            break;
+        }
+        const char *phase = m40f_hit_phase(kind), *fn = m40f_hit_fn(kind);
+        count_site(phase, r.st != M40_OK);
+        long live = m40f_live(kind);
+        int fds = open_fds();
+        int ok = 1;
+        if (r.st != M40_OK) ok &= r.msg[0] != 0;  /* a status with a message */
+        else ok &= r.exact;                        /* absorbed: the result must not change */
+        ok &= r.usable;
+        ok &= live == 0;
+        ok &= fds == fds0;
+#ifdef M40_HAVE_CUDA
+        size_t fr = kind == M40F_DEVICE ? device_free_bytes() : 0;
+        if (kind == M40F_DEVICE) ok &= fr == free0;
+#endif
+        m40t_checks++;
+        if (!ok) {
+            m40t_failures++;
+            fprintf(stderr,
+                    "FAIL %s: call %ld (%s in %s): %s '%s'%s%s; live blocks %ld, fds %d (start "
+                    "%d)",
+                    what, N, fn, phase, m40_status_str(r.st), r.msg,
+                    r.st == M40_OK && !r.exact ? " [absorbed but the logits changed]" : "",
+                    r.usable ? "" : " [context no longer runs an op]", live, fds, fds0);
+#ifdef M40_HAVE_CUDA
+            if (kind == M40F_DEVICE)
+                fprintf(stderr, ", device free %+lld bytes", (long long)fr - (long long)free0);
+#endif
+            fprintf(stderr, "\n");
+            if (m40t_failures - failures0 > 20) {
+                fprintf(stderr, "%s: too many failures, stopping the sweep\n", what);
+                break;
+            }
+        } else if (getenv("M40_FAULT_VERBOSE")) {
+            printf("  call %ld (%s in %s): %s: %s\n", N, fn, phase, m40_status_str(r.st), r.msg);
+        }
+    }
+    CHECK(N <= MAX_SITES);
+    print_tally(what);
+out:
+    free(input);
+    free(ref);
+    free(got);
+}
+
+/* ---- tokenizer and safetensors (host only) ------------------------------- */
+
+static const char TEXT[] = "Hello world: fault injection, \xe2\x96\x81 and bytes \xff\xfe.";
+
+/* load + encode; ids/n filled on success */
+static pass_result tokenizer_pass(int32_t *ids, size_t cap, size_t *n, const int32_t *ref,
+                                  size_t nref) {
+    pass_result r = {M40_OK, "", 0, 1, 1};
+    m40_tokenizer *tok = NULL;
+    m40f_set_phase("tokenizer_load");
+    m40_status st = m40_tokenizer_load_file(TOKENIZER, &tok);
+    if (st != M40_OK) {
+        fail_at(&r, st, tok ? m40_tokenizer_errmsg(tok) : st == M40_ERR_OOM_HOST ? "(no handle)" : "");
+    } else {
+        m40f_set_phase("tokenizer_encode");
+        st = m40_tokenizer_encode(tok, TEXT, sizeof TEXT - 1, ids, cap, n);
+        if (st != M40_OK) {
+            fail_at(&r, st, m40_tokenizer_errmsg(tok));
+            /* still usable: the same call succeeds once memory is back */
+            m40f_set_phase("check_usable");
+            size_t n2 = 0;
+            r.usable = m40_tokenizer_encode(tok, TEXT, sizeof TEXT - 1, NULL, 0, &n2) == M40_OK;
+        } else if (ref) {
+            r.exact = *n == nref && !memcmp(ids, ref, nref * sizeof *ids);
+        }
+    }
+    m40f_set_phase("teardown");
+    m40_tokenizer_free(tok);
+    return r;
+}
+
+static pass_result st_pass(int *ntensors) {
+    pass_result r = {M40_OK, "", 0, 1, 1};
+    m40_st_file *f = NULL;
+    m40f_set_phase("safetensors_open");
+    m40_status st = m40_st_open(ST_SMALL, &f);
+    if (st != M40_OK) fail_at(&r, st, f ? m40_st_errmsg(f) : st == M40_ERR_OOM_HOST ? "(no handle)" : "");
+    else if (ntensors) {
+        *ntensors = (int)m40_st_count(f);
+        for (size_t i = 0; i < m40_st_count(f); i++)
+            if (m40_st_find(f, m40_st_get(f, i)->name) != m40_st_get(f, i)) r.exact = 0;
+    }
+    m40f_set_phase("teardown");
+    m40_st_close(f);
+    return r;
+}
+
+/* A sweep over a pass without a context: tokenizer (which = 0), safetensors (1). */
+static void small_sweep(int which) {
+    const char *what = which == 0 ? "tokenizer load+encode" : "safetensors open";
+    int32_t ref[256], got[256];
+    size_t nref = 0, n = 0;
+    int nt0 = 0, nt = 0;
+    m40f_arm(M40F_HOST, 0);
+    pass_result r0 = which == 0 ? tokenizer_pass(ref, 256, &nref, NULL, 0) : st_pass(&nt0);
+    m40f_disarm(M40F_HOST);
+    CHECK_ST(r0.st, M40_OK);
+    if (r0.st != M40_OK) return;
+    int fds0 = open_fds();
+    printf("%s: fault-free pass makes %ld host allocations\n", what, m40f_calls(M40F_HOST));
+    long N;
+    for (N = 1; N <= MAX_SITES; N++) {
+        m40f_arm(M40F_HOST, N);
+        nt = 0;
+        pass_result r = which == 0 ? tokenizer_pass(got, 256, &n, ref, nref) : st_pass(&nt);
+        m40f_disarm(M40F_HOST);
+        if (which == 1 && r.st == M40_OK) r.exact &= nt == nt0;
+        if (!m40f_hit(M40F_HOST)) {
+            CHECK_ST(r.st, M40_OK);
+            CHECK(r.exact);
+            break;
+        }
+        count_site(m40f_hit_phase(M40F_HOST), r.st != M40_OK);
+        long live = m40f_live(M40F_HOST);
+        int fds = open_fds();
+        int ok = (r.st != M40_OK ? r.msg[0] != 0 : r.exact) && r.usable && live == 0 && fds == fds0;
+        m40t_checks++;
+        if (!ok) {
+            m40t_failures++;
+            fprintf(stderr, "FAIL %s: allocation %ld (%s in %s): %s '%s'; live blocks %ld, fds %d (start %d)\n",
+                    what, N, m40f_hit_fn(M40F_HOST), m40f_hit_phase(M40F_HOST),
+                    m40_status_str(r.st), r.msg, live, fds, fds0);
+        }
+    }
+    CHECK(N <= MAX_SITES);
+    print_tally(what);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--gpu")) {
+        m40_ctx *probe = m40t_gpu_ctx_or_skip("test_gpu_fault");
+        if (!probe) return M40T_SKIP;
+        m40_ctx_destroy(probe);
+        /* warm-up: the first pass loads the kernels; device memory is
+        ** compared from the second on */
+        float in[IMG * IMG * 3] = {0}, lg[NLOGITS_MAX];
+        size_t n = 0;
+        pass_result w = resnet_pass(0, in, lg, &n, NULL);
+        CHECK_ST(w.st, M40_OK);
+        resnet_sweep(M40F_DEVICE, 0);
+        return m40t_finish("test_gpu_fault");
+    }
+    resnet_sweep(M40F_HOST, M40_DEVICE_CPU);
+    small_sweep(0);
+    small_sweep(1);
+    return m40t_finish("test_fault");
+}

@@ -30,3 +30,14 @@ if(M40_HAVE_CUDA)
   add_test(NAME test_gpu_nonfinite COMMAND test_nonfinite --gpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(test_gpu_nonfinite PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
 endif()
+
+# m40-soak (bench/soak/) in CI: a few CPU batches of the reduced ResNet must
+# leave RSS and descriptors flat. The 1,000-batch run: scripts/h200-soak.sh.
+if(TARGET m40-soak)
+  add_test(NAME m40_soak_cpu_smoke COMMAND m40-soak --cpu --weights
+           tests/fixtures/resnet/reduced_resnet.safetensors --batch 1 --size 32 --batches 40
+           --every 4 --warmup 8 --csv ${CMAKE_BINARY_DIR}/soak_cpu_smoke.csv
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(m40_soak_cpu_smoke PROPERTIES LABELS cpu
+                       PASS_REGULAR_EXPRESSION "flat within 1 MB after warm-up: yes")
+endif()

@@ -144,7 +144,7 @@ m40_status m40__graph_check_node(m40_graph *g, int step) {
     } else {
 #ifdef M40_HAVE_CUDA
         /* inside a stream capture nothing may synchronize: the checks run on plain runs */
-        cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
         if (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cs) != cudaSuccess ||
             cs != cudaStreamCaptureStatusNone)
             return M40_OK;

@@ -24,6 +24,7 @@
 #include <m40/tokenizer.h>
 
 #include <dirent.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,39 +57,50 @@ static long sweep_stride(void) {
     return k >= 1 && k <= 100000 ? k : 1;
 }
 
-/* ---- per-phase tallies --------------------------------------------------- */
+/* ---- tallies per phase and per failing function --------------------------- */
 
-#define MAX_PHASES 16
-static struct {
+#define MAX_ROWS 16
+typedef struct tally {
     const char *name;
     long sites, errors, absorbed;
-} tally[MAX_PHASES];
-static int nphases;
+} tally;
+static tally by_phase[MAX_ROWS], by_fn[MAX_ROWS];
+static int nphase, nfn;
 
-static void count_site(const char *phase, int errored) {
+static void tally_add(tally *t, int *n, const char *name, int errored) {
     int i = 0;
-    while (i < nphases && strcmp(tally[i].name, phase)) i++;
-    if (i == nphases) {
-        if (nphases == MAX_PHASES) return;
-        tally[nphases].sites = tally[nphases].errors = tally[nphases].absorbed = 0;
-        tally[nphases++].name = phase;
+    while (i < *n && strcmp(t[i].name, name)) i++;
+    if (i == *n) {
+        if (*n == MAX_ROWS) return;
+        t[i] = (tally){name, 0, 0, 0};
+        ++*n;
     }
-    tally[i].sites++;
-    if (errored) tally[i].errors++;
-    else tally[i].absorbed++;
+    t[i].sites++;
+    if (errored) t[i].errors++;
+    else t[i].absorbed++;
+}
+
+static void count_site(const char *phase, const char *fn, int errored) {
+    tally_add(by_phase, &nphase, phase, errored);
+    tally_add(by_fn, &nfn, fn, errored);
+}
+
+static void print_rows(const char *head, const tally *t, int n) {
+    long total = 0;
+    printf("  %-26s %7s %7s %9s\n", head, "sites", "status", "absorbed");
+    for (int i = 0; i < n; i++) {
+        printf("  %-26s %7ld %7ld %9ld\n", t[i].name, t[i].sites, t[i].errors, t[i].absorbed);
+        total += t[i].sites;
+    }
+    printf("  %-26s %7ld\n", "total", total);
 }
 
 static void print_tally(const char *what) {
-    long total = 0;
-    printf("%s: fault sites covered per phase (site = one call made to fail)\n", what);
-    printf("  %-18s %7s %7s %9s\n", "phase", "sites", "status", "absorbed");
-    for (int i = 0; i < nphases; i++) {
-        printf("  %-18s %7ld %7ld %9ld\n", tally[i].name, tally[i].sites, tally[i].errors,
-               tally[i].absorbed);
-        total += tally[i].sites;
-    }
-    printf("  %-18s %7ld\n", "total", total);
-    nphases = 0;
+    printf("%s: fault sites covered (site = one call made to fail; status = it came back as "
+           "an error, absorbed = the result was still right)\n", what);
+    print_rows("phase", by_phase, nphase);
+    print_rows("failing call", by_fn, nfn);
+    nphase = nfn = 0;
 }
 
 /* ---- one reduced-ResNet pass ---------------------------------------------- */
@@ -98,7 +110,7 @@ typedef struct pass_result {
     char msg[512];
     int lost;       /* the context says it is lost */
     int usable;     /* a small op ran afterwards (or the pass succeeded) */
-    int exact;      /* the logits equal the fault-free ones */
+    int exact;      /* the logits equal the fault-free ones (1e-4) */
 } pass_result;
 
 /* 1 if a tiny add runs on ctx: the context survived the failure. */
@@ -114,6 +126,14 @@ static int small_op_runs(m40_ctx *ctx) {
     m40_tensor_free(a);
     m40_tensor_free(b);
     return ok;
+}
+
+/* An absorbed failure may take another path (a GEMM without split-K when
+** the scratch cannot grow), so equal up to summation order, not bitwise. */
+static int same_logits(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!(fabsf(a[i] - b[i]) <= 1e-4f + 1e-4f * fabsf(b[i]))) return 0;
+    return 1;
 }
 
 static void fail_at(pass_result *r, m40_status st, const char *msg) {
@@ -182,7 +202,7 @@ static pass_result resnet_pass(int device, const float *input, float *logits, si
         goto after_fail;
     }
     *nlogits = n;
-    if (ref) r.exact = memcmp(logits, ref, n * 4) == 0;
+    if (ref) r.exact = same_logits(logits, ref, n);
     goto teardown;
 after_fail:
     r.lost = m40_errcode(ctx) == M40_ERR_DEVICE_LOST;
@@ -223,6 +243,7 @@ static void resnet_sweep(int kind, int device) {
         goto out;
     }
     long calls0 = m40f_calls(kind);
+    CHECK(m40f_live(kind) == 0); /* nothing left behind without a fault either */
     int fds0 = open_fds();
 #ifdef M40_HAVE_CUDA
     size_t free0 = kind == M40F_DEVICE ? device_free_bytes() : 0;
@@ -240,7 +261,7 @@ static void resnet_sweep(int kind, int device) {
             break;
         }
         const char *phase = m40f_hit_phase(kind), *fn = m40f_hit_fn(kind);
-        count_site(phase, r.st != M40_OK);
+        count_site(phase, fn, r.st != M40_OK);
         long live = m40f_live(kind);
         int fds = open_fds();
         int ok = 1;
@@ -340,6 +361,7 @@ static void small_sweep(int which) {
     pass_result r0 = which == 0 ? tokenizer_pass(ref, 256, &nref, NULL, 0) : st_pass(&nt0);
     m40f_disarm(M40F_HOST);
     CHECK_ST(r0.st, M40_OK);
+    CHECK(m40f_live(M40F_HOST) == 0);
     if (r0.st != M40_OK) return;
     int fds0 = open_fds();
     printf("%s: fault-free pass makes %ld host allocations\n", what, m40f_calls(M40F_HOST));
@@ -355,7 +377,7 @@ static void small_sweep(int which) {
             CHECK(r.exact);
             break;
         }
-        count_site(m40f_hit_phase(M40F_HOST), r.st != M40_OK);
+        count_site(m40f_hit_phase(M40F_HOST), m40f_hit_fn(M40F_HOST), r.st != M40_OK);
         long live = m40f_live(M40F_HOST);
         int fds = open_fds();
         int ok = (r.st != M40_OK ? r.msg[0] != 0 : r.exact) && r.usable && live == 0 && fds == fds0;

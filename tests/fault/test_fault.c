@@ -143,8 +143,8 @@ static void fail_at(pass_result *r, m40_status st, const char *msg) {
 
 /* ctx create -> open -> config -> build/plan/alloc -> upload -> run ->
 ** download -> teardown. `ref` NULL: fill it (the fault-free pass). */
-static pass_result resnet_pass(int device, const float *input, float *logits, size_t *nlogits,
-                               const float *ref) {
+static pass_result resnet_pass(int device, m40_layout layout, const float *input, float *logits,
+                               size_t *nlogits, const float *ref) {
     pass_result r = {M40_OK, "", 0, 1, 1};
     m40_ctx_desc d;
     m40_ctx_desc_init(&d);
@@ -174,7 +174,7 @@ static pass_result resnet_pass(int device, const float *input, float *logits, si
         goto after_fail;
     }
     m40f_set_phase("build_plan_alloc");
-    if ((st = rn_build(ctx, &cfg, w, 0, 1, IMG, IMG, M40_LAYOUT_NHWC, NULL, &m, err,
+    if ((st = rn_build(ctx, &cfg, w, 0, 1, IMG, IMG, layout, NULL, &m, err,
                        sizeof err)) != M40_OK) {
         fail_at(&r, st, err);
         goto after_fail;
@@ -225,8 +225,10 @@ static size_t device_free_bytes(void) {
 #endif
 
 /* Runs the ResNet pass for N = 1, 2, ... with `kind` injected. */
-static void resnet_sweep(int kind, int device) {
-    const char *what = kind == M40F_HOST ? "resnet (host allocations)" : "resnet (device calls)";
+static void resnet_sweep(int kind, int device, m40_layout layout) {
+    char what[64];
+    snprintf(what, sizeof what, "resnet %s (%s)", layout == M40_LAYOUT_NHWC ? "NHWC" : "NCHW",
+             kind == M40F_HOST ? "host allocations" : "device calls");
     float *input = malloc((size_t)IMG * IMG * 3 * 4), *ref = malloc(NLOGITS_MAX * 4),
           *got = malloc(NLOGITS_MAX * 4);
     CHECK(input && ref && got);
@@ -235,7 +237,7 @@ static void resnet_sweep(int kind, int device) {
     size_t nref = 0, n = 0;
     /* the fault-free pass: the reference logits and the number of calls */
     m40f_arm(kind, 0);
-    pass_result r0 = resnet_pass(device, input, ref, &nref, NULL);
+    pass_result r0 = resnet_pass(device, layout, input, ref, &nref, NULL);
     m40f_disarm(kind);
     CHECK_ST(r0.st, M40_OK);
     if (r0.st != M40_OK) {
@@ -253,7 +255,7 @@ static void resnet_sweep(int kind, int device) {
     int failures0 = m40t_failures;
     for (N = 1; N <= MAX_SITES; N += stride) {
         m40f_arm(kind, N);
-        pass_result r = resnet_pass(device, input, got, &n, ref);
+        pass_result r = resnet_pass(device, layout, input, got, &n, ref);
         m40f_disarm(kind);
         if (!m40f_hit(kind)) {
             CHECK_ST(r.st, M40_OK);
@@ -430,13 +432,15 @@ int main(int argc, char **argv) {
         ** compared from the second on */
         float in[IMG * IMG * 3] = {0}, lg[NLOGITS_MAX];
         size_t n = 0;
-        pass_result w = resnet_pass(0, in, lg, &n, NULL);
+        pass_result w = resnet_pass(0, M40_LAYOUT_NHWC, in, lg, &n, NULL);
         CHECK_ST(w.st, M40_OK);
-        resnet_sweep(M40F_DEVICE, 0);
+        resnet_sweep(M40F_DEVICE, 0, M40_LAYOUT_NHWC);
+        resnet_sweep(M40F_DEVICE, 0, M40_LAYOUT_NCHW);
         return m40t_finish("test_gpu_fault");
     }
     test_hooks();
-    resnet_sweep(M40F_HOST, M40_DEVICE_CPU);
+    resnet_sweep(M40F_HOST, M40_DEVICE_CPU, M40_LAYOUT_NHWC);
+    resnet_sweep(M40F_HOST, M40_DEVICE_CPU, M40_LAYOUT_NCHW);
     small_sweep(0);
     small_sweep(1);
     return m40t_finish("test_fault");

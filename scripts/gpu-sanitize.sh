@@ -13,6 +13,7 @@
 #                a run that would end past it is cut ("T/O") or not started
 #   RUN_LIMIT=240  seconds at most per run;  JOBS=6  runs at a time
 #   ONLY=regex   only the tests whose name matches
+#   NO_BUILD=1   use BUILD_DIR as it is (a second call with other TOOLS)
 # Cells: N = findings (memcheck/initcheck/synccheck: the ERROR SUMMARY;
 # racecheck: hazards reported as errors, "+Nw" warnings beside); "rc=K" after
 # it when the test itself failed; "T/O" cut by the time limit; "-" not run
@@ -43,7 +44,9 @@ stamp() { echo "==== [$((SECONDS - T0)) s] $*"; }
 [ -x "$SAN" ] || { echo "gpu-sanitize: compute-sanitizer not found (set SANITIZER=)"; exit 1; }
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 stamp "configure + build (arch $ARCH, $NVCC)"
-if ! cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_CUDA_COMPILER="$NVCC" \
+if [ "${NO_BUILD:-0}" = 1 ]; then
+    echo "NO_BUILD=1: using $BUILD as it is"
+elif ! cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_CUDA_COMPILER="$NVCC" \
         -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DM40_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
         > "$LOGDIR/build.log" 2>&1 ||
    ! cmake --build "$BUILD" -j"$(nproc)" >> "$LOGDIR/build.log" 2>&1; then
@@ -52,14 +55,15 @@ fi
 stamp "built"
 
 # name <TAB> working dir <TAB> command (shell-quoted), one line per gpu test
-mapfile -t TESTS < <(ctest --test-dir "$BUILD" -L gpu --show-only=json-v1 | python3 -c '
-import json, shlex, sys
+mapfile -t TESTS < <(ctest --test-dir "$BUILD" -L gpu --show-only=json-v1 | ONLY=$ONLY python3 -c '
+import json, os, re, shlex, sys
 for t in json.load(sys.stdin)["tests"]:
+    if not re.search(os.environ["ONLY"], t["name"]): continue
     wd = "."
     for p in t.get("properties", []):
         if p["name"] == "WORKING_DIRECTORY": wd = p["value"]
     print("\t".join([t["name"], wd, " ".join(shlex.quote(c) for c in t["command"])]))
-' | grep -E "^[^	]*($ONLY)")
+')
 [ ${#TESTS[@]} -gt 0 ] || { echo "gpu-sanitize: no gpu tests listed"; exit 1; }
 stamp "${#TESTS[@]} gpu tests x tools: $TOOLS ($JOBS at a time, budget ${BUDGET}s)"
 

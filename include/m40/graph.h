@@ -415,6 +415,54 @@ M40_API m40_status m40_graph_conv_choice(const m40_graph *g, int node, m40_conv_
 ** M40_ERR_OOM_DEVICE, M40_ERR_CUDA, M40_ERR_DEVICE_LOST. */
 M40_API m40_status m40_graph_tune(m40_graph *g);
 
+/* ------------------------------------------------------------------ */
+/* Non-finite check mode (issue 15)                                    */
+/*
+** Opt-in debugging aid: with M40_CHECK_NONFINITE set, m40_graph_run scans
+** each node's output (f32 and f16; integer outputs are skipped) right after
+** the node runs and stops at the first node whose output holds a NaN or an
+** Inf. The run then returns M40_ERR_FORMAT (the data, not the call, is
+** malformed) and the message names the node, its op and step, the first
+** bad element (flat index and coordinates) and its value, e.g.
+**   m40_graph_run: node 'layer1.0.conv2' (conv2d, step 5) produced a
+**   non-finite value: element 1234 [0,3,4,10] of [1,56,56,64] is nan
+**   (17 non-finite)
+** m40_graph_check_report gives the same facts as numbers.
+** Cost: on a GPU one small reduction kernel per node and one 16-byte
+** download, so every node synchronizes (lib/graph/check.c,
+** kernels/check.cu); without workspace room the output is downloaded. Not
+** for serving. A CUDA graph replay runs no checks: m40_graph_set_check
+** drops a captured graph so that later runs go node by node and check; a
+** capture made while checks are on records the nodes without the checks,
+** and its replays do not check.
+*/
+typedef enum m40_check {
+    M40_CHECK_NONE = 0,
+    M40_CHECK_NONFINITE = 1 /* NaN or +-Inf in a node's f32 / f16 output */
+} m40_check;
+
+/* Sets the graph's checks (an OR of m40_check values; M40_CHECK_NONE turns
+** them off). Allowed at any time after m40_graph_create.
+** Returns M40_OK, M40_ERR_INVALID_ARG (NULL graph, unknown bits). */
+M40_API m40_status m40_graph_set_check(m40_graph *g, unsigned checks);
+
+typedef struct m40_check_report {
+    int found;              /* 1 if the last checked run stopped at a node */
+    int node;               /* node index (m40_graph_node order), -1 if none */
+    int step;               /* its execution step */
+    const char *node_name;  /* owned by the graph; "" if none */
+    m40_op op;
+    int64_t index;          /* flat (row-major) index of the first bad element */
+    int64_t coord[M40_MAX_DIMS]; /* the same as coordinates, outermost first */
+    float value;            /* NaN, +Inf or -Inf */
+    int64_t count;          /* non-finite elements in that output */
+} m40_check_report;
+
+/* What the last run with checks on found (found = 0: nothing, or no
+** checked run yet).
+** Returns M40_OK, M40_ERR_INVALID_ARG (NULL). */
+M40_API m40_status m40_graph_check_report(const m40_graph *g, m40_check_report *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -135,6 +135,7 @@ m40_status m40__graph_run_nodes(m40_graph *g) {
             return m40__err(g->ctx, st, "m40_graph_run: node '%s' (%s, step %d): %s", n->name,
                             m40_op_name(n->d.op), s, msg);
         }
+        if (g->checks && (st = m40__graph_check_node(g, s)) != M40_OK) return st;
     }
     return M40_OK;
 }

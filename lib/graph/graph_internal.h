@@ -47,6 +47,8 @@ struct m40_graph {
     m40_tensor *region[M40_REGION_COUNT]; /* allocated regions */
     void *cuda_graph, *cuda_exec; /* cudaGraph_t, cudaGraphExec_t */
     m40_conv_engine conv_engine;  /* the conv nodes' default (DEFAULT: the context's) */
+    unsigned checks;              /* m40_graph_set_check; the last finding (check.c) */
+    m40_check_report check_found;
 };
 
 /* Shape rule of one node: checks inputs (dtype, shape, params) and writes
@@ -61,6 +63,8 @@ void m40__graph_node_call(m40_graph *g, const m40_node_desc *nd, const char *fn,
 void m40__graph_free_views(m40_graph *g);
 /* Runs every node in order through the eager op entry points (exec.c). */
 m40_status m40__graph_run_nodes(m40_graph *g);
+/* After step `step` ran: checks its node's output per g->checks (check.c). */
+m40_status m40__graph_check_node(m40_graph *g, int step);
 /* The eager conv descriptor of a CONV2D node (exec.c). */
 m40_conv2d_desc m40__graph_conv_desc(const m40_node_desc *nd);
 /* Settles every conv node's engine: cuDNN plans, AUTO timing (conv_tune.c;

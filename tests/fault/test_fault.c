@@ -1,0 +1,444 @@
+/* Fault injection (issue 15): for every N from 1 until a pass completes
+** without reaching call N, the N-th host allocation (CPU mode) or the N-th
+** device allocation / stream, copy or launch call (--gpu) fails during
+**   - a whole reduced-ResNet pass through the example's code path
+**     (examples/resnet50/resnet.c, as tests/resnet/test_resnet.c uses it):
+**     context, safetensors open, config, build + plan + alloc, upload, run,
+**     download, teardown;
+**   - a tokenizer load + encode;
+**   - a safetensors open + lookup.
+** Each injected failure must come back as a status with a message (a
+** failure that the library absorbs must leave the result exact), the
+** context must still run a small op unless it is marked lost, and after the
+** teardown no block (host), no device allocation or stream (device) is left
+** and no file descriptor; on the GPU cudaMemGetInfo is back to its start.
+** Prints the fault sites covered per phase. --gpu exits 77 without a GPU.
+** M40_FAULT_STRIDE=k tries every k-th call only (quick mode).
+** The hooks: fault_hooks.c / fault_cuda.c, linked with -Wl,--wrap=...
+** (tests/fault/tests.cmake); the library's sources are not touched. */
+#define _POSIX_C_SOURCE 200809L
+#include "check.h"
+#include "fault_hooks.h"
+#include "m40/models.h"
+
+#include <m40/tokenizer.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef M40_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static const char *WEIGHTS = "tests/fixtures/resnet/reduced_resnet.safetensors";
+static const char *TOKENIZER = "tests/fixtures/tokenizer/bpe_bf.model";
+static const char *ST_SMALL = "tests/fixtures/safetensors/small.safetensors";
+enum { IMG = 32, NLOGITS_MAX = 4096 };
+/* No pass of the reduced ResNet comes near this many calls; a bound keeps a
+** hook that never stops counting from looping for ever. */
+enum { MAX_SITES = 200000 };
+
+static int open_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int n = 0;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n;
+}
+
+/* M40_FAULT_STRIDE=k: fail calls 1, 1+k, 1+2k, ... only (a quick mode for
+** slow runs such as compute-sanitizer's); default 1, every call. */
+static long sweep_stride(void) {
+    const char *e = getenv("M40_FAULT_STRIDE");
+    long k = e ? strtol(e, NULL, 10) : 1;
+    return k >= 1 && k <= 100000 ? k : 1;
+}
+
+/* ---- tallies per phase and per failing function --------------------------- */
+
+#define MAX_ROWS 16
+typedef struct tally {
+    const char *name;
+    long sites, errors, absorbed;
+} tally;
+static tally by_phase[MAX_ROWS], by_fn[MAX_ROWS];
+static int nphase, nfn;
+
+static void tally_add(tally *t, int *n, const char *name, int errored) {
+    int i = 0;
+    while (i < *n && strcmp(t[i].name, name)) i++;
+    if (i == *n) {
+        if (*n == MAX_ROWS) return;
+        t[i] = (tally){name, 0, 0, 0};
+        ++*n;
+    }
+    t[i].sites++;
+    if (errored) t[i].errors++;
+    else t[i].absorbed++;
+}
+
+static void count_site(const char *phase, const char *fn, int errored) {
+    tally_add(by_phase, &nphase, phase, errored);
+    tally_add(by_fn, &nfn, fn, errored);
+}
+
+static void print_rows(const char *head, const tally *t, int n) {
+    long total = 0;
+    printf("  %-26s %7s %7s %9s\n", head, "sites", "status", "absorbed");
+    for (int i = 0; i < n; i++) {
+        printf("  %-26s %7ld %7ld %9ld\n", t[i].name, t[i].sites, t[i].errors, t[i].absorbed);
+        total += t[i].sites;
+    }
+    printf("  %-26s %7ld\n", "total", total);
+}
+
+static void print_tally(const char *what) {
+    printf("%s: fault sites covered (site = one call made to fail; status = it came back as "
+           "an error, absorbed = the result was still right)\n", what);
+    print_rows("phase", by_phase, nphase);
+    print_rows("failing call", by_fn, nfn);
+    nphase = nfn = 0;
+}
+
+/* ---- one reduced-ResNet pass ---------------------------------------------- */
+
+typedef struct pass_result {
+    m40_status st;
+    char msg[512];
+    int lost;       /* the context says it is lost */
+    int usable;     /* a small op ran afterwards (or the pass succeeded) */
+    int exact;      /* the logits equal the fault-free ones (1e-4) */
+} pass_result;
+
+/* 1 if a tiny add runs on ctx: the context survived the failure. */
+static int small_op_runs(m40_ctx *ctx) {
+    int64_t s[1] = {4};
+    m40_tensor *a = NULL, *b = NULL;
+    int ok = m40_tensor_new(ctx, M40_DTYPE_F32, 1, s, &a) == M40_OK &&
+             m40_tensor_new(ctx, M40_DTYPE_F32, 1, s, &b) == M40_OK;
+    float h[4] = {1, 2, 3, 4}, o[4] = {0};
+    ok = ok && m40_tensor_upload(ctx, a, h, sizeof h) == M40_OK &&
+         m40_add(ctx, a, a, b) == M40_OK && m40_tensor_download(ctx, b, o, sizeof o) == M40_OK &&
+         o[0] == 2 && o[3] == 8;
+    m40_tensor_free(a);
+    m40_tensor_free(b);
+    return ok;
+}
+
+/* An absorbed failure may take another path (a GEMM without split-K when
+** the scratch cannot grow), so equal up to summation order, not bitwise. */
+static int same_logits(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!(fabsf(a[i] - b[i]) <= 1e-4f + 1e-4f * fabsf(b[i]))) return 0;
+    return 1;
+}
+
+static void fail_at(pass_result *r, m40_status st, const char *msg) {
+    r->st = st;
+    snprintf(r->msg, sizeof r->msg, "%s", msg ? msg : "");
+}
+
+/* ctx create -> open -> config -> build/plan/alloc -> upload -> run ->
+** download -> teardown. `ref` NULL: fill it (the fault-free pass). */
+static pass_result resnet_pass(int device, m40_layout layout, const float *input, float *logits,
+                               size_t *nlogits, const float *ref) {
+    pass_result r = {M40_OK, "", 0, 1, 1};
+    m40_ctx_desc d;
+    m40_ctx_desc_init(&d);
+    d.device = device;
+    m40_ctx *ctx = NULL;
+    m40_st_file *w = NULL;
+    m40_graph *g = NULL;
+    m40_resnet50_info info;
+    int built = 0;
+    m40f_set_phase("ctx_create");
+    m40_status st = m40_ctx_create(&d, &ctx);
+    if (st != M40_OK) {
+        /* a context that could not be allocated cannot hold a message */
+        fail_at(&r, st, ctx ? m40_errmsg(ctx) : st == M40_ERR_OOM_HOST ? "(no context)" : "");
+        r.usable = 1; /* a failed creation is not a context to reuse */
+        goto teardown;
+    }
+    m40f_set_phase("st_open");
+    if ((st = m40_st_open(WEIGHTS, &w)) != M40_OK) {
+        fail_at(&r, st, w ? m40_st_errmsg(w) : st == M40_ERR_OOM_HOST ? "(no handle)" : "");
+        goto after_fail;
+    }
+    m40f_set_phase("build_plan_alloc");
+    m40_resnet50_desc rd;
+    m40_resnet50_desc_init(&rd);
+    rd.height = rd.width = IMG;
+    rd.layout = layout;
+    if ((st = m40_resnet50_graph(ctx, &rd, w, &g, &info)) != M40_OK) {
+        fail_at(&r, st, m40_errmsg(ctx));
+        goto after_fail;
+    }
+    built = 1;
+    m40_tensor *tin = NULL, *tout = NULL;
+    m40f_set_phase("upload");
+    if ((st = m40_graph_get_tensor(g, info.input, &tin)) != M40_OK ||
+        (st = m40_graph_get_tensor(g, info.logits, &tout)) != M40_OK ||
+        (st = m40_tensor_upload(ctx, tin, input, (size_t)IMG * IMG * 3 * 4)) != M40_OK) {
+        fail_at(&r, st, m40_errmsg(ctx));
+        goto after_fail;
+    }
+    m40f_set_phase("run");
+    if ((st = m40_graph_run(g)) != M40_OK) {
+        fail_at(&r, st, m40_errmsg(ctx));
+        goto after_fail;
+    }
+    m40f_set_phase("download");
+    size_t n = (size_t)m40_tensor_desc_numel(m40_tensor_get_desc(tout));
+    if (n > NLOGITS_MAX) n = NLOGITS_MAX;
+    if ((st = m40_tensor_download(ctx, tout, logits, n * 4)) != M40_OK ||
+        (st = m40_ctx_sync(ctx)) != M40_OK) {
+        fail_at(&r, st, m40_errmsg(ctx));
+        goto after_fail;
+    }
+    *nlogits = n;
+    if (ref) r.exact = same_logits(logits, ref, n);
+    goto teardown;
+after_fail:
+    r.lost = m40_errcode(ctx) == M40_ERR_DEVICE_LOST;
+    m40f_set_phase("check_usable");
+    if (!r.lost) r.usable = small_op_runs(ctx);
+teardown:
+    m40f_set_phase("teardown");
+    if (built) m40_graph_destroy(g);
+    m40_st_close(w);
+    m40_ctx_destroy(ctx);
+    return r;
+}
+
+#ifdef M40_HAVE_CUDA
+static size_t device_free_bytes(void) {
+    size_t f = 0, t = 0;
+    if (cudaMemGetInfo(&f, &t) != cudaSuccess) return 0;
+    return f;
+}
+#endif
+
+/* Runs the ResNet pass for N = 1, 2, ... with `kind` injected. */
+static void resnet_sweep(int kind, int device, m40_layout layout) {
+    char what[64];
+    snprintf(what, sizeof what, "resnet %s (%s)", layout == M40_LAYOUT_NHWC ? "NHWC" : "NCHW",
+             kind == M40F_HOST ? "host allocations" : "device calls");
+    float *input = malloc((size_t)IMG * IMG * 3 * 4), *ref = malloc(NLOGITS_MAX * 4),
+          *got = malloc(NLOGITS_MAX * 4);
+    CHECK(input && ref && got);
+    if (!input || !ref || !got) goto out;
+    for (int i = 0; i < IMG * IMG * 3; i++) input[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    size_t nref = 0, n = 0;
+    /* the fault-free pass: the reference logits and the number of calls */
+    m40f_arm(kind, 0);
+    pass_result r0 = resnet_pass(device, layout, input, ref, &nref, NULL);
+    m40f_disarm(kind);
+    CHECK_ST(r0.st, M40_OK);
+    if (r0.st != M40_OK) {
+        fprintf(stderr, "%s: the fault-free pass failed: %s\n", what, r0.msg);
+        goto out;
+    }
+    long calls0 = m40f_calls(kind);
+    CHECK(m40f_live(kind) == 0); /* nothing left behind without a fault either */
+    int fds0 = open_fds();
+#ifdef M40_HAVE_CUDA
+    size_t free0 = kind == M40F_DEVICE ? device_free_bytes() : 0;
+#endif
+    printf("%s: fault-free pass makes %ld calls\n", what, calls0);
+    long N, stride = sweep_stride();
+    int failures0 = m40t_failures;
+    for (N = 1; N <= MAX_SITES; N += stride) {
+        m40f_arm(kind, N);
+        pass_result r = resnet_pass(device, layout, input, got, &n, ref);
+        m40f_disarm(kind);
+        if (!m40f_hit(kind)) {
+            CHECK_ST(r.st, M40_OK);
+            CHECK(r.exact);
+            break;
+        }
+        const char *phase = m40f_hit_phase(kind), *fn = m40f_hit_fn(kind);
+        count_site(phase, fn, r.st != M40_OK);
+        long live = m40f_live(kind);
+        int fds = open_fds();
+        int ok = 1;
+        if (r.st != M40_OK) ok &= r.msg[0] != 0;  /* a status with a message */
+        else ok &= r.exact;                        /* absorbed: the result must not change */
+        ok &= r.usable;
+        ok &= live == 0;
+        ok &= fds == fds0;
+#ifdef M40_HAVE_CUDA
+        size_t fr = kind == M40F_DEVICE ? device_free_bytes() : 0;
+        if (kind == M40F_DEVICE) ok &= fr == free0;
+#endif
+        m40t_checks++;
+        if (!ok) {
+            m40t_failures++;
+            fprintf(stderr,
+                    "FAIL %s: call %ld (%s in %s): %s '%s'%s%s; live blocks %ld, fds %d (start "
+                    "%d)",
+                    what, N, fn, phase, m40_status_str(r.st), r.msg,
+                    r.st == M40_OK && !r.exact ? " [absorbed but the logits changed]" : "",
+                    r.usable ? "" : " [context no longer runs an op]", live, fds, fds0);
+#ifdef M40_HAVE_CUDA
+            if (kind == M40F_DEVICE)
+                fprintf(stderr, ", device free %+lld bytes", (long long)fr - (long long)free0);
+#endif
+            fprintf(stderr, "\n");
+            if (m40t_failures - failures0 > 20) {
+                fprintf(stderr, "%s: too many failures, stopping the sweep\n", what);
+                break;
+            }
+        } else if (getenv("M40_FAULT_VERBOSE")) {
+            printf("  call %ld (%s in %s): %s: %s\n", N, fn, phase, m40_status_str(r.st), r.msg);
+        }
+    }
+    CHECK(N <= MAX_SITES);
+    print_tally(what);
+out:
+    free(input);
+    free(ref);
+    free(got);
+}
+
+/* ---- tokenizer and safetensors (host only) ------------------------------- */
+
+static const char TEXT[] = "Hello world: fault injection, \xe2\x96\x81 and bytes \xff\xfe.";
+
+/* load + encode; ids/n filled on success */
+static pass_result tokenizer_pass(int32_t *ids, size_t cap, size_t *n, const int32_t *ref,
+                                  size_t nref) {
+    pass_result r = {M40_OK, "", 0, 1, 1};
+    m40_tokenizer *tok = NULL;
+    m40f_set_phase("tokenizer_load");
+    m40_status st = m40_tokenizer_load_file(TOKENIZER, &tok);
+    if (st != M40_OK) {
+        fail_at(&r, st, tok ? m40_tokenizer_errmsg(tok) : st == M40_ERR_OOM_HOST ? "(no handle)" : "");
+    } else {
+        m40f_set_phase("tokenizer_encode");
+        st = m40_tokenizer_encode(tok, TEXT, sizeof TEXT - 1, ids, cap, n);
+        if (st != M40_OK) {
+            fail_at(&r, st, m40_tokenizer_errmsg(tok));
+            /* still usable: the same call succeeds once memory is back */
+            m40f_set_phase("check_usable");
+            size_t n2 = 0;
+            r.usable = m40_tokenizer_encode(tok, TEXT, sizeof TEXT - 1, NULL, 0, &n2) == M40_OK;
+        } else if (ref) {
+            r.exact = *n == nref && !memcmp(ids, ref, nref * sizeof *ids);
+        }
+    }
+    m40f_set_phase("teardown");
+    m40_tokenizer_free(tok);
+    return r;
+}
+
+static pass_result st_pass(int *ntensors) {
+    pass_result r = {M40_OK, "", 0, 1, 1};
+    m40_st_file *f = NULL;
+    m40f_set_phase("safetensors_open");
+    m40_status st = m40_st_open(ST_SMALL, &f);
+    if (st != M40_OK) fail_at(&r, st, f ? m40_st_errmsg(f) : st == M40_ERR_OOM_HOST ? "(no handle)" : "");
+    else if (ntensors) {
+        *ntensors = (int)m40_st_count(f);
+        for (size_t i = 0; i < m40_st_count(f); i++)
+            if (m40_st_find(f, m40_st_get(f, i)->name) != m40_st_get(f, i)) r.exact = 0;
+    }
+    m40f_set_phase("teardown");
+    m40_st_close(f);
+    return r;
+}
+
+/* A sweep over a pass without a context: tokenizer (which = 0), safetensors (1). */
+static void small_sweep(int which) {
+    const char *what = which == 0 ? "tokenizer load+encode" : "safetensors open";
+    int32_t ref[256], got[256];
+    size_t nref = 0, n = 0;
+    int nt0 = 0, nt = 0;
+    m40f_arm(M40F_HOST, 0);
+    pass_result r0 = which == 0 ? tokenizer_pass(ref, 256, &nref, NULL, 0) : st_pass(&nt0);
+    m40f_disarm(M40F_HOST);
+    CHECK_ST(r0.st, M40_OK);
+    CHECK(m40f_live(M40F_HOST) == 0);
+    if (r0.st != M40_OK) return;
+    int fds0 = open_fds();
+    printf("%s: fault-free pass makes %ld host allocations\n", what, m40f_calls(M40F_HOST));
+    long N, stride = sweep_stride();
+    for (N = 1; N <= MAX_SITES; N += stride) {
+        m40f_arm(M40F_HOST, N);
+        nt = 0;
+        pass_result r = which == 0 ? tokenizer_pass(got, 256, &n, ref, nref) : st_pass(&nt);
+        m40f_disarm(M40F_HOST);
+        if (which == 1 && r.st == M40_OK) r.exact &= nt == nt0;
+        if (!m40f_hit(M40F_HOST)) {
+            CHECK_ST(r.st, M40_OK);
+            CHECK(r.exact);
+            break;
+        }
+        count_site(m40f_hit_phase(M40F_HOST), m40f_hit_fn(M40F_HOST), r.st != M40_OK);
+        long live = m40f_live(M40F_HOST);
+        int fds = open_fds();
+        int ok = (r.st != M40_OK ? r.msg[0] != 0 : r.exact) && r.usable && live == 0 && fds == fds0;
+        m40t_checks++;
+        if (!ok) {
+            m40t_failures++;
+            fprintf(stderr, "FAIL %s: allocation %ld (%s in %s): %s '%s'; live blocks %ld, fds %d (start %d)\n",
+                    what, N, m40f_hit_fn(M40F_HOST), m40f_hit_phase(M40F_HOST),
+                    m40_status_str(r.st), r.msg, live, fds, fds0);
+        }
+    }
+    CHECK(N <= MAX_SITES);
+    print_tally(what);
+}
+
+/* The hooks themselves: calls from this file and from libm40.a's objects are
+** seen, the N-th fails, and a block left behind is counted (so the sweeps'
+** "no leak" can fail). */
+static void test_hooks(void) {
+    m40f_arm(M40F_HOST, 0);
+    void *volatile p = malloc(16);
+    CHECK(p != NULL && m40f_calls(M40F_HOST) == 1 && m40f_live(M40F_HOST) == 1);
+    free(p);
+    CHECK(m40f_live(M40F_HOST) == 0);
+    m40_st_file *f = NULL;
+    CHECK_ST(m40_st_open(ST_SMALL, &f), M40_OK);
+    CHECK(m40f_calls(M40F_HOST) > 1 && m40f_live(M40F_HOST) > 0); /* inside libm40.a */
+    m40_st_close(f);
+    CHECK(m40f_live(M40F_HOST) == 0);
+    m40f_disarm(M40F_HOST);
+    m40f_arm(M40F_HOST, 2);
+    void *volatile a = malloc(8), *volatile b = malloc(8);
+    CHECK(a != NULL && b == NULL && m40f_hit(M40F_HOST) && !strcmp(m40f_hit_fn(M40F_HOST), "malloc"));
+    m40f_disarm(M40F_HOST);
+    CHECK(m40f_live(M40F_HOST) == 1); /* a, not freed yet: a leak is seen */
+    free(a);
+    CHECK(m40f_live(M40F_HOST) == 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--gpu")) {
+        /* every kernel loaded at context creation: with lazy loading (the
+        ** CUDA 12 default) a path taken only after a fault (a GEMM without
+        ** split-K) would load a module and look like a device leak */
+        setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+        m40_ctx *probe = m40t_gpu_ctx_or_skip("test_gpu_fault");
+        if (!probe) return M40T_SKIP;
+        m40_ctx_destroy(probe);
+        /* warm-up: the first pass loads the kernels; device memory is
+        ** compared from the second on */
+        float in[IMG * IMG * 3] = {0}, lg[NLOGITS_MAX];
+        size_t n = 0;
+        pass_result w = resnet_pass(0, M40_LAYOUT_NHWC, in, lg, &n, NULL);
+        CHECK_ST(w.st, M40_OK);
+        resnet_sweep(M40F_DEVICE, 0, M40_LAYOUT_NHWC);
+        resnet_sweep(M40F_DEVICE, 0, M40_LAYOUT_NCHW);
+        return m40t_finish("test_gpu_fault");
+    }
+    test_hooks();
+    resnet_sweep(M40F_HOST, M40_DEVICE_CPU, M40_LAYOUT_NHWC);
+    resnet_sweep(M40F_HOST, M40_DEVICE_CPU, M40_LAYOUT_NCHW);
+    small_sweep(0);
+    small_sweep(1);
+    return m40t_finish("test_fault");
+}

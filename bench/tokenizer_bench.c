@@ -56,6 +56,6 @@ int main(int argc, char **argv) {
     printf("MBps %.3f ids %llu checksum %llu\n", (double)size / 1e6 / best, total, checksum);
     free(ids);
     free(buf);
-    m40_tokenizer_free(tok);
+    m40_tokenizer_destroy(tok);
     return 0;
 }

@@ -81,9 +81,9 @@ int main(int argc, char **argv) {
         m40_tensor **q = t + 4 * s;
         if (m40_tensor_new(c, M40_DTYPE_F32, 2, xs, &q[0]) || m40_tensor_new(c, M40_DTYPE_F32, 2, ws, &q[1]) ||
             m40_tensor_new(c, M40_DTYPE_F32, 1, bs, &q[2]) || m40_tensor_new(c, M40_DTYPE_F32, 2, ys, &q[3]) ||
-            m40_fill_random(c, q[0], 1, M40_RANDOM_UNIFORM, -1, 1) ||
-            m40_fill_random(c, q[1], 2, M40_RANDOM_NORMAL, 0, 0.1f) ||
-            m40_fill_random(c, q[2], 3, M40_RANDOM_UNIFORM, -1, 1) ||
+            m40_fill_random(c, 1, M40_RANDOM_UNIFORM, -1, 1, q[0]) ||
+            m40_fill_random(c, 2, M40_RANDOM_NORMAL, 0, 0.1f, q[1]) ||
+            m40_fill_random(c, 3, M40_RANDOM_UNIFORM, -1, 1, q[2]) ||
             m40_matmul(c, q[0], q[1], q[2], q[3]) || m40_softmax(c, q[3], q[3])) {
             fprintf(stderr, "m40-demo: %s\n", m40_errmsg(c));
             return 1;
@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 33 * 129; i++) maxd = fmax(maxd, fabs(out[0][i] - out[1][i]));
     printf("check: softmax(x·Wᵀ+b) [33,129], %s vs CPU reference: max |diff| %.2e %s\n",
            info.is_gpu ? "GPU" : "CPU", maxd, maxd < 1e-5 ? "(ok)" : "(MISMATCH)");
-    for (int i = 0; i < 8; i++) m40_tensor_free(t[i]);
+    for (int i = 0; i < 8; i++) m40_tensor_destroy(t[i]);
     free(out[0]);
     free(out[1]);
     if (maxd >= 1e-5) return 1;
@@ -107,8 +107,8 @@ int main(int argc, char **argv) {
     TRY(m40_tensor_new(ctx, M40_DTYPE_F32, 2, sq, &a));
     TRY(m40_tensor_new(ctx, M40_DTYPE_F32, 2, sq, &b));
     TRY(m40_tensor_new(ctx, M40_DTYPE_F32, 2, sq, &c));
-    TRY(m40_fill_random(ctx, a, 4, M40_RANDOM_UNIFORM, -1, 1));
-    TRY(m40_fill_random(ctx, b, 5, M40_RANDOM_UNIFORM, -1, 1));
+    TRY(m40_fill_random(ctx, 4, M40_RANDOM_UNIFORM, -1, 1, a));
+    TRY(m40_fill_random(ctx, 5, M40_RANDOM_UNIFORM, -1, 1, b));
     double tm, ts;
     if (time_op(ctx, 0, a, b, c, info.is_gpu ? 20 : 3, &tm)) return 1;
     if (time_op(ctx, 1, a, NULL, c, info.is_gpu ? 20 : 3, &ts)) return 1;
@@ -118,9 +118,9 @@ int main(int argc, char **argv) {
     printf("softmax [%lld,%lld]: %.3f ms, %.1f GB/s (read + write)\n", (long long)n, (long long)n,
            ts * 1e3, gbs);
     printf("M40 limits for scale: 6840 GFLOP/s FP32 peak, 288 GB/s; 4096^3 SGEMM >= 20.1 ms there.\n");
-    m40_tensor_free(a);
-    m40_tensor_free(b);
-    m40_tensor_free(c);
+    m40_tensor_destroy(a);
+    m40_tensor_destroy(b);
+    m40_tensor_destroy(c);
     m40_ctx_destroy(cpu);
     m40_ctx_destroy(ctx);
     return 0;

@@ -19,16 +19,16 @@ int main(void) {
     m40_tensor_new(ctx, M40_DTYPE_F32, 2, ws, &w);
     m40_tensor_new(ctx, M40_DTYPE_F32, 1, bs, &b);
     m40_tensor_new(ctx, M40_DTYPE_F32, 2, ys, &y);
-    m40_fill_random(ctx, x, 1, M40_RANDOM_UNIFORM, -1, 1);
-    m40_fill_random(ctx, w, 2, M40_RANDOM_NORMAL, 0, 0.05f);
-    m40_fill_random(ctx, b, 3, M40_RANDOM_UNIFORM, -0.1f, 0.1f);
+    m40_fill_random(ctx, 1, M40_RANDOM_UNIFORM, -1, 1, x);
+    m40_fill_random(ctx, 2, M40_RANDOM_NORMAL, 0, 0.05f, w);
+    m40_fill_random(ctx, 3, M40_RANDOM_UNIFORM, -0.1f, 0.1f, b);
     m40_status st = m40_matmul(ctx, x, w, b, y);
     if (st == M40_OK) st = m40_softmax(ctx, y, y);
     float out[40];
     if (st == M40_OK) st = m40_tensor_download(ctx, y, out, sizeof out);
     if (st != M40_OK) fprintf(stderr, "error: %s: %s\n", m40_status_str(st), m40_errmsg(ctx));
     else printf("row 0: p[0]=%.4f p[9]=%.4f\n", out[0], out[9]);
-    m40_tensor_free(x); m40_tensor_free(w); m40_tensor_free(b); m40_tensor_free(y);
+    m40_tensor_destroy(x); m40_tensor_destroy(w); m40_tensor_destroy(b); m40_tensor_destroy(y);
     m40_ctx_destroy(ctx);
     return st == M40_OK ? 0 : 1;
 }

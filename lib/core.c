@@ -272,4 +272,4 @@ m40_status m40_ctx_sync(m40_ctx *ctx) {
     return M40_OK;
 }
 
-void *m40_ctx_stream(m40_ctx *ctx) { return ctx ? ctx->stream : NULL; }
+void *m40_ctx_get_stream(m40_ctx *ctx) { return ctx ? ctx->stream : NULL; }

@@ -201,7 +201,7 @@ static m40_status tensor_alloc_struct(m40_ctx *ctx, const m40_tensor_desc *desc,
     t->desc = *desc;
     t->loc = loc;
     t->ctx = ctx;
-    m40__ctx_hold(ctx, M40__CHILD_TENSOR); /* lifetime: released by m40_tensor_free */
+    m40__ctx_hold(ctx, M40__CHILD_TENSOR); /* lifetime: released by m40_tensor_destroy */
     *out = t;
     return M40_OK;
 }
@@ -232,14 +232,14 @@ m40_status m40_tensor_create(m40_ctx *ctx, const m40_tensor_desc *desc,
     if (loc == M40_LOC_HOST) {
         t->base = malloc(alloc);
         if (!t->base) {
-            m40_tensor_free(t);
+            m40_tensor_destroy(t);
             return m40__err(ctx, M40_ERR_OOM_HOST,
                             "out of host memory allocating %zu bytes", bytes);
         }
     } else {
 #ifdef M40_HAVE_CUDA
         if ((st = m40__cuda_malloc(ctx, alloc, &t->base)) != M40_OK) {
-            m40_tensor_free(t);
+            m40_tensor_destroy(t);
             return st;
         }
 #endif
@@ -275,7 +275,7 @@ m40_status m40_tensor_new(m40_ctx *ctx, m40_dtype dtype, int ndim,
     return m40_tensor_create(ctx, &d, ctx->is_gpu ? M40_LOC_DEVICE : M40_LOC_HOST, out);
 }
 
-void m40_tensor_free(m40_tensor *t) {
+void m40_tensor_destroy(m40_tensor *t) {
     if (!t) return;
     m40_ctx *ctx = t->ctx;
     if (t->owns) {
@@ -365,11 +365,11 @@ m40_status m40_tensor_view(m40_ctx *ctx, const m40_tensor *base,
 const m40_tensor_desc *m40_tensor_get_desc(const m40_tensor *t) {
     return t ? &t->desc : NULL;
 }
-m40_location m40_tensor_location(const m40_tensor *t) {
+m40_location m40_tensor_get_location(const m40_tensor *t) {
     return t ? t->loc : M40_LOC_HOST;
 }
-void *m40_tensor_data(const m40_tensor *t) { return t ? t->data : NULL; }
-size_t m40_tensor_nbytes(const m40_tensor *t) {
+void *m40_tensor_get_data(const m40_tensor *t) { return t ? t->data : NULL; }
+size_t m40_tensor_get_nbytes(const m40_tensor *t) {
     if (!t) return 0;
     return (size_t)m40_tensor_desc_numel(&t->desc) * m40_dtype_size(t->desc.dtype);
 }
@@ -382,10 +382,10 @@ static m40_status transfer_check(m40_ctx *ctx, const m40_tensor *t,
     if (t->ctx != ctx)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: tensor belongs to another context", fn);
     if (!host && nbytes) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: host pointer is NULL", fn);
-    if (nbytes != m40_tensor_nbytes(t))
+    if (nbytes != m40_tensor_get_nbytes(t))
         return m40__err(ctx, M40_ERR_INVALID_ARG,
                         "%s: %zu bytes given, tensor holds %zu", fn, nbytes,
-                        m40_tensor_nbytes(t));
+                        m40_tensor_get_nbytes(t));
     if (!m40_tensor_desc_is_contiguous(&t->desc))
         return m40__err(ctx, M40_ERR_UNSUPPORTED,
                         "%s: tensor is not contiguous; m40_tensor_copy it into a "
@@ -457,7 +457,7 @@ m40_status m40_tensor_copy(m40_ctx *ctx, m40_tensor *dst, const m40_tensor *src)
                         m40__shape_str(&dst->desc, a, sizeof a),
                         m40__shape_str(&src->desc, b, sizeof b));
     }
-    size_t nbytes = m40_tensor_nbytes(src);
+    size_t nbytes = m40_tensor_get_nbytes(src);
     if (nbytes == 0) return M40_OK;
     bool contig = m40_tensor_desc_is_contiguous(&dst->desc) &&
                   m40_tensor_desc_is_contiguous(&src->desc);
@@ -492,8 +492,8 @@ m40_status m40_tensor_copy(m40_ctx *ctx, m40_tensor *dst, const m40_tensor *src)
                               s->loc == M40_LOC_HOST ? 0 : 1);
     if (st == M40_OK && d_tmp) st = m40_tensor_copy(ctx, dst, d_tmp);
     if (d_tmp && st == M40_OK) st = m40_ctx_sync(ctx); /* before freeing d_tmp */
-    m40_tensor_free(s_tmp);
-    m40_tensor_free(d_tmp);
+    m40_tensor_destroy(s_tmp);
+    m40_tensor_destroy(d_tmp);
     return st;
 #else
     return m40__err(ctx, M40_ERR_NO_DEVICE, "m40_tensor_copy: device tensor without CUDA");
@@ -504,7 +504,7 @@ m40_status m40_tensor_crc32(m40_ctx *ctx, const m40_tensor *t, uint32_t *crc) {
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
     if (!t || !crc) return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_tensor_crc32: NULL argument");
-    size_t n = m40_tensor_nbytes(t);
+    size_t n = m40_tensor_get_nbytes(t);
     void *buf = malloc(n ? n : 1);
     if (!buf) return m40__err(ctx, M40_ERR_OOM_HOST, "out of host memory (%zu bytes)", n);
     st = m40_tensor_download(ctx, t, buf, n);

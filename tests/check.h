@@ -67,4 +67,19 @@ void m40t_conv_tensors(m40_ctx *ctx, int nhwc, int N, int C, int H, int W, int K
 /* A conv descriptor: same stride, padding and dilation on both axes. */
 m40_conv2d_desc m40t_conv_desc(m40_layout layout, int stride, int pad, int dilation, int relu);
 
+
+/* m40_pool2d with the fields as arguments (tests call it with many shapes). */
+static inline m40_status m40t_pool2d(m40_ctx *c, m40_pool kind, int kh, int kw, int sh, int sw,
+                                     int ph, int pw, const m40_tensor *x, m40_tensor *y,
+                                     m40_layout layout) {
+    m40_pool2d_desc d;
+    m40_pool2d_desc_init(&d);
+    d.kind = kind;
+    d.kernel_h = kh, d.kernel_w = kw;
+    d.stride_h = sh, d.stride_w = sw;
+    d.pad_h = ph, d.pad_w = pw;
+    d.layout = layout;
+    return m40_pool2d(c, &d, x, y);
+}
+
 #endif

@@ -108,14 +108,14 @@ static void test_errors(void) {
     d.stride_h = 0;
     CHECK_ST(m40_conv2d(C, &d, x, w, NULL, NULL, NULL, y), M40_ERR_INVALID_ARG);
     CHECK(strstr(m40_errmsg(C), "stride") != NULL);
-    CHECK_ST(m40_pool2d(C, M40_POOL_MAX, 3, 3, 2, 2, 2, 2, x, y, M40_LAYOUT_NCHW), M40_ERR_INVALID_ARG); /* pad > k/2 */
-    CHECK_ST(m40_pool2d(C, M40_POOL_GLOBAL_AVG, 3, 3, 2, 2, 1, 1, x, y, M40_LAYOUT_NCHW), M40_ERR_INVALID_ARG);
-    CHECK_ST(m40_pool2d(C, M40_POOL_MAX, 3, 3, 2, 2, 1, 1, x, y, (m40_layout)7), M40_ERR_INVALID_ARG);
-    CHECK_ST(m40_pool2d(C, M40_POOL_MAX, 3, 3, 2, 2, 1, 1, x, y, M40_LAYOUT_NCHW), M40_ERR_SHAPE);
-    CHECK_ST(m40_global_avgpool(C, x, y, M40_LAYOUT_NCHW), M40_ERR_SHAPE);
-    CHECK_ST(m40_global_avgpool(C, x, y2, M40_LAYOUT_NCHW), M40_OK);
+    CHECK_ST(m40t_pool2d(C, M40_POOL_MAX, 3, 3, 2, 2, 2, 2, x, y, M40_LAYOUT_NCHW), M40_ERR_INVALID_ARG); /* pad > k/2 */
+    CHECK_ST(m40t_pool2d(C, M40_POOL_GLOBAL_AVG, 3, 3, 2, 2, 1, 1, x, y, M40_LAYOUT_NCHW), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40t_pool2d(C, M40_POOL_MAX, 3, 3, 2, 2, 1, 1, x, y, (m40_layout)7), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40t_pool2d(C, M40_POOL_MAX, 3, 3, 2, 2, 1, 1, x, y, M40_LAYOUT_NCHW), M40_ERR_SHAPE);
+    CHECK_ST(m40_global_avgpool(C, M40_LAYOUT_NCHW, x, y), M40_ERR_SHAPE);
+    CHECK_ST(m40_global_avgpool(C, M40_LAYOUT_NCHW, x, y2), M40_OK);
     m40_tensor *ts[] = {x, w, y, wbad, b, y2};
-    for (int i = 0; i < 6; i++) m40_tensor_free(ts[i]);
+    for (int i = 0; i < 6; i++) m40_tensor_destroy(ts[i]);
 }
 
 /* > 0: gpu_conv's GPU input is a view that many floats into a larger
@@ -137,18 +137,18 @@ static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, i
         if (i == 0 && x_offset) { /* same values, at a misaligned address */
             m40_tensor *big = m40t_f32(c, 1, (int64_t)N * Cc * H * W + x_offset, 0, 0, 0), *v = NULL;
             CHECK_ST(m40_tensor_view(c, big, m40_tensor_get_desc(t[i][0]), x_offset, &v), M40_OK);
-            CHECK_ST(m40_fill_random(c, v, seed, M40_RANDOM_UNIFORM, -1, 1), M40_OK);
-            m40_tensor_free(t[i][0]);
+            CHECK_ST(m40_fill_random(c, seed, M40_RANDOM_UNIFORM, -1, 1, v), M40_OK);
+            m40_tensor_destroy(t[i][0]);
             t[i][0] = v;
             xbase = big;
             for (int j = 1; j < 5; j++)
-                CHECK_ST(m40_fill_random(c, t[i][j], seed + (uint64_t)j, M40_RANDOM_UNIFORM, -1, 1), M40_OK);
+                CHECK_ST(m40_fill_random(c, seed + (uint64_t)j, M40_RANDOM_UNIFORM, -1, 1, t[i][j]), M40_OK);
             continue;
         }
         for (int j = 0; j < 5; j++)
-            CHECK_ST(m40_fill_random(c, t[i][j], seed + (uint64_t)j, M40_RANDOM_UNIFORM, -1, 1), M40_OK);
+            CHECK_ST(m40_fill_random(c, seed + (uint64_t)j, M40_RANDOM_UNIFORM, -1, 1, t[i][j]), M40_OK);
     }
-    size_t nb = m40_tensor_nbytes(t[0][5]);
+    size_t nb = m40_tensor_get_nbytes(t[0][5]);
     float *poison = malloc(nb + 4), *got = malloc(nb + 4), *ref = malloc(nb + 4);
     m40t_poison(poison, (int64_t)(nb / 4));
     CHECK_ST(m40_tensor_upload(G, t[0][5], poison, nb), M40_OK);
@@ -167,8 +167,8 @@ static void gpu_conv(int N, int Cc, int H, int W, int K, int R, int S, int st, i
     m40t_compare(name, got, ref, (int64_t)(nb / 4), (m40t_tol){crs * 2.4e-7, 1e-5, 1e-10});
     free(poison); free(got); free(ref);
     for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 6; j++) m40_tensor_free(t[i][j]);
-    m40_tensor_free(xbase);
+        for (int j = 0; j < 6; j++) m40_tensor_destroy(t[i][j]);
+    m40_tensor_destroy(xbase);
 }
 
 static void gpu_pool(int kind, int N, int Cc, int H, int W, int k, int st, int pad, m40_layout lay) {
@@ -178,26 +178,26 @@ static void gpu_pool(int kind, int N, int Cc, int H, int W, int k, int st, int p
     m40_tensor *xc = nhwc ? m40t_f32(C, 4, N, H, W, Cc) : m40t_f32(C, 4, N, Cc, H, W);
     m40_tensor *yc = nhwc ? m40t_f32(C, 4, N, P, Q, Cc) : m40t_f32(C, 4, N, Cc, P, Q);
     m40_tensor *gg = m40t_f32(G, 2, N, Cc, 0, 0), *gc = m40t_f32(C, 2, N, Cc, 0, 0);
-    CHECK_ST(m40_fill_random(G, xg, 99, M40_RANDOM_NORMAL, 0, 1), M40_OK);
-    CHECK_ST(m40_fill_random(C, xc, 99, M40_RANDOM_NORMAL, 0, 1), M40_OK);
-    size_t nb = m40_tensor_nbytes(yg);
+    CHECK_ST(m40_fill_random(G, 99, M40_RANDOM_NORMAL, 0, 1, xg), M40_OK);
+    CHECK_ST(m40_fill_random(C, 99, M40_RANDOM_NORMAL, 0, 1, xc), M40_OK);
+    size_t nb = m40_tensor_get_nbytes(yg);
     float *got = malloc(nb + 4), *ref = malloc(nb + 4);
     m40t_poison(got, (int64_t)(nb / 4));
     CHECK_ST(m40_tensor_upload(G, yg, got, nb), M40_OK);
-    CHECK_ST(m40_pool2d(G, (m40_pool)kind, k, k, st, st, pad, pad, xg, yg, lay), M40_OK);
-    CHECK_ST(m40_pool2d(C, (m40_pool)kind, k, k, st, st, pad, pad, xc, yc, lay), M40_OK);
+    CHECK_ST(m40t_pool2d(G, (m40_pool)kind, k, k, st, st, pad, pad, xg, yg, lay), M40_OK);
+    CHECK_ST(m40t_pool2d(C, (m40_pool)kind, k, k, st, st, pad, pad, xc, yc, lay), M40_OK);
     CHECK_ST(m40_tensor_download(G, yg, got, nb), M40_OK);
     CHECK_ST(m40_tensor_download(C, yc, ref, nb), M40_OK);
     char name[96];
     snprintf(name, sizeof name, "%s pool %s N%d C%d %dx%d k%d s%d p%d", kind ? "avg" : "max",
              nhwc ? "NHWC" : "NCHW", N, Cc, H, W, k, st, pad);
     m40t_compare(name, got, ref, (int64_t)(nb / 4), (m40t_tol){1e-6, 1e-6, 1e-12});
-    size_t gb = m40_tensor_nbytes(gg);
+    size_t gb = m40_tensor_get_nbytes(gg);
     float *g1 = malloc(gb), *g2 = malloc(gb);
     m40t_poison(g1, (int64_t)(gb / 4));
     CHECK_ST(m40_tensor_upload(G, gg, g1, gb), M40_OK);
-    CHECK_ST(m40_global_avgpool(G, xg, gg, lay), M40_OK);
-    CHECK_ST(m40_global_avgpool(C, xc, gc, lay), M40_OK);
+    CHECK_ST(m40_global_avgpool(G, lay, xg, gg), M40_OK);
+    CHECK_ST(m40_global_avgpool(C, lay, xc, gc), M40_OK);
     CHECK_ST(m40_tensor_download(G, gg, g1, gb), M40_OK);
     CHECK_ST(m40_tensor_download(C, gc, g2, gb), M40_OK);
     snprintf(name, sizeof name, "global avgpool %s N%d C%d %dx%d", nhwc ? "NHWC" : "NCHW", N, Cc, H, W);
@@ -209,7 +209,7 @@ static void gpu_pool(int kind, int N, int Cc, int H, int W, int k, int st, int p
     m40t_compare(name, g1, g2, (int64_t)(gb / 4), tol);
     free(got); free(ref); free(g1); free(g2);
     m40_tensor *ts[] = {xg, yg, xc, yc, gg, gc};
-    for (int i = 0; i < 6; i++) m40_tensor_free(ts[i]);
+    for (int i = 0; i < 6; i++) m40_tensor_destroy(ts[i]);
 }
 
 /* Without arguments: the CPU part. With --gpu: the GPU part (exit 77 without

@@ -52,14 +52,14 @@ static m40_status matmul_on(m40_ctx *c, int m, int n, int k, uint64_t seed, floa
     m40_status st = m40_tensor_new(c, M40_DTYPE_F32, 2, xs, &x);
     if (st == M40_OK) st = m40_tensor_new(c, M40_DTYPE_F32, 2, ws, &w);
     if (st == M40_OK) st = m40_tensor_new(c, M40_DTYPE_F32, 2, ys, &y);
-    if (st == M40_OK) st = m40_fill_random(c, x, seed, M40_RANDOM_UNIFORM, -1, 1);
-    if (st == M40_OK) st = m40_fill_random(c, w, seed + 1, M40_RANDOM_UNIFORM, -1, 1);
+    if (st == M40_OK) st = m40_fill_random(c, seed, M40_RANDOM_UNIFORM, -1, 1, x);
+    if (st == M40_OK) st = m40_fill_random(c, seed + 1, M40_RANDOM_UNIFORM, -1, 1, w);
     if (st == M40_OK) st = m40_matmul(c, x, w, NULL, y);
     if (st == M40_OK) st = m40_tensor_download(c, y, out, sizeof(float) * (size_t)m * (size_t)n);
     if (st != M40_OK) fprintf(stderr, "matmul_on: %s\n", m40_errmsg(c));
-    m40_tensor_free(x);
-    m40_tensor_free(w);
-    m40_tensor_free(y);
+    m40_tensor_destroy(x);
+    m40_tensor_destroy(w);
+    m40_tensor_destroy(y);
     return st;
 }
 
@@ -92,8 +92,8 @@ static void test_devices(m40_ctx *cpu) {
     CHECK_ST(m40_tensor_new(a, M40_DTYPE_F32, 1, s, &ta), M40_OK);
     CHECK_ST(m40_tensor_new(b, M40_DTYPE_F32, 1, s, &tb), M40_OK);
     CHECK_ST(m40_tensor_new(cpu, M40_DTYPE_F32, 1, s, &th), M40_OK);
-    CHECK_ST(m40_fill_random(cpu, th, 3, M40_RANDOM_UNIFORM, 0, 1), M40_OK);
-    CHECK_ST(m40_scale(b, ta, 2.0f, tb), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_fill_random(cpu, 3, M40_RANDOM_UNIFORM, 0, 1, th), M40_OK);
+    CHECK_ST(m40_scale(b, 2.0f, ta, tb), M40_ERR_INVALID_ARG);
     CHECK(strstr(m40_errmsg(b), "another context") != NULL);
     CHECK_ST(m40_tensor_copy(b, tb, ta), M40_ERR_INVALID_ARG);
     /* host tensors cross contexts through m40_tensor_copy */
@@ -103,9 +103,9 @@ static void test_devices(m40_ctx *cpu) {
     CHECK_ST(m40_tensor_download(a, ta, back, sizeof back), M40_OK);
     CHECK_ST(m40_tensor_download(cpu, th, want, sizeof want), M40_OK);
     CHECK(memcmp(back, want, sizeof back) == 0);
-    m40_tensor_free(ta);
-    m40_tensor_free(tb);
-    m40_tensor_free(th);
+    m40_tensor_destroy(ta);
+    m40_tensor_destroy(tb);
+    m40_tensor_destroy(th);
     m40_ctx_destroy(a);
     m40_ctx_destroy(b);
 }
@@ -147,10 +147,10 @@ static void test_error_reset(void) {
     CHECK(m40_errcode(g) == M40_ERR_OOM_DEVICE && m40_errmsg(g)[0]);
     CHECK_ST(m40_tensor_new(g, M40_DTYPE_F32, 1, s, &t), M40_OK);
     CHECK(no_error(g));
-    CHECK_ST(m40_fill_random(g, t, 1, M40_RANDOM_UNIFORM, 0, 1), M40_OK);
+    CHECK_ST(m40_fill_random(g, 1, M40_RANDOM_UNIFORM, 0, 1, t), M40_OK);
     CHECK_ST(m40_ctx_sync(g), M40_OK);
     CHECK(no_error(g));
-    m40_tensor_free(t);
+    m40_tensor_destroy(t);
     m40_ctx_destroy(g);
 }
 
@@ -181,11 +181,11 @@ static void test_lifetime(void) {
         m40_ctx_destroy(g);
         if (order == 0) {
             m40_graph_destroy(gr);
-            m40_tensor_free(v);
-            m40_tensor_free(t);
+            m40_tensor_destroy(v);
+            m40_tensor_destroy(t);
         } else {
-            m40_tensor_free(t);
-            m40_tensor_free(v);
+            m40_tensor_destroy(t);
+            m40_tensor_destroy(v);
             m40_graph_destroy(gr);
         }
     }
@@ -195,7 +195,7 @@ static void test_lifetime(void) {
     int64_t s[1] = {4};
     m40_tensor *t = NULL;
     if (g) CHECK_ST(m40_tensor_new(g, M40_DTYPE_F32, 1, s, &t), M40_OK);
-    m40_tensor_free(t);
+    m40_tensor_destroy(t);
     m40_ctx_destroy(g);
 }
 

@@ -36,19 +36,19 @@ int main(void) {
     CHECK_ST(m40_tensor_new(g, M40_DTYPE_F32, 2, huge, &big), M40_ERR_OOM_DEVICE);
     CHECK(big == NULL);
     printf("oom: %s\n", m40_errmsg(g));
-    CHECK_ST(m40_fill_random(g, t, 1, M40_RANDOM_UNIFORM, 0, 1), M40_OK);
+    CHECK_ST(m40_fill_random(g, 1, M40_RANDOM_UNIFORM, 0, 1, t), M40_OK);
     CHECK_ST(m40_ctx_sync(g), M40_OK);
 
     /* a kernel that traps: the CUDA context is gone for this process */
-    CHECK(m40k_debug_trap(m40_ctx_stream(g)) == 0);
+    CHECK(m40k_debug_trap(m40_ctx_get_stream(g)) == 0);
     CHECK_ST(m40_ctx_sync(g), M40_ERR_DEVICE_LOST);
     printf("sticky: %s\n", m40_errmsg(g));
-    CHECK_ST(m40_scale(g, t, 2.0f, t), M40_ERR_DEVICE_LOST);
+    CHECK_ST(m40_scale(g, 2.0f, t, t), M40_ERR_DEVICE_LOST);
     CHECK(strstr(m40_errmsg(g), "sticky") != NULL);
     m40_device_info info;
     CHECK_ST(m40_ctx_info(g, &info), M40_ERR_DEVICE_LOST);
-    m40_tensor_free(h);
-    m40_tensor_free(t);
+    m40_tensor_destroy(h);
+    m40_tensor_destroy(t);
     m40_ctx_destroy(g); /* must not hang or crash */
     return m40t_finish("test_gpu_errors");
 }

@@ -99,9 +99,9 @@ static m40_status work(int device, uint64_t seed, float *out) {
     TRY(m40_tensor_new(c, M40_DTYPE_F32, 1, bs, &b));
     TRY(m40_tensor_new(c, M40_DTYPE_F32, 2, ys, &y));
     TRY(m40_tensor_new(c, M40_DTYPE_F32, 2, ys, &t));
-    TRY(m40_fill_random(c, x, seed, M40_RANDOM_UNIFORM, -1, 1));
-    TRY(m40_fill_random(c, w, seed + 1, M40_RANDOM_UNIFORM, -1, 1));
-    TRY(m40_fill_random(c, b, seed + 2, M40_RANDOM_NORMAL, 0, 1));
+    TRY(m40_fill_random(c, seed, M40_RANDOM_UNIFORM, -1, 1, x));
+    TRY(m40_fill_random(c, seed + 1, M40_RANDOM_UNIFORM, -1, 1, w));
+    TRY(m40_fill_random(c, seed + 2, M40_RANDOM_NORMAL, 0, 1, b));
     float *o = out;
     TRY(m40_matmul(c, x, w, b, y));
     TRY(m40_tensor_download(c, y, o, sizeof(float) * M * N));
@@ -117,8 +117,8 @@ static m40_status work(int device, uint64_t seed, float *out) {
     TRY(m40_tensor_new(c, M40_DTYPE_F32, 4, cxs, &cx));
     TRY(m40_tensor_new(c, M40_DTYPE_F32, 4, cws, &cw));
     TRY(m40_tensor_new(c, M40_DTYPE_F32, 4, cys, &cy));
-    TRY(m40_fill_random(c, cx, seed + 3, M40_RANDOM_UNIFORM, -1, 1));
-    TRY(m40_fill_random(c, cw, seed + 4, M40_RANDOM_UNIFORM, -1, 1));
+    TRY(m40_fill_random(c, seed + 3, M40_RANDOM_UNIFORM, -1, 1, cx));
+    TRY(m40_fill_random(c, seed + 4, M40_RANDOM_UNIFORM, -1, 1, cw));
     m40_conv2d_desc cd;
     m40_conv2d_desc_init(&cd);
     cd.pad_h = cd.pad_w = 1;
@@ -146,7 +146,7 @@ static m40_status work(int device, uint64_t seed, float *out) {
 done:
     m40_graph_destroy(g);
     m40_tensor *ts[] = {x, w, b, y, t, cx, cw, cy};
-    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) m40_tensor_free(ts[i]);
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) m40_tensor_destroy(ts[i]);
     m40_ctx_destroy(c);
     return st;
 }

@@ -38,8 +38,8 @@ typedef struct copy_arg {
 static m40_status copy_op(bench_env *e, void *arg) {
     copy_arg *a = arg;
     if (a->use_memcpy)
-        return m40__bench_memcpy_d2d(e->ctx, m40_tensor_data(a->dst), m40_tensor_data(a->src),
-                                     m40_tensor_nbytes(a->src));
+        return m40__bench_memcpy_d2d(e->ctx, m40_tensor_get_data(a->dst), m40_tensor_get_data(a->src),
+                                     m40_tensor_get_nbytes(a->src));
     return m40_tensor_copy(e->ctx, a->dst, a->src);
 }
 
@@ -61,10 +61,10 @@ static int run_copy(bench_env *e) {
         copy_arg a = {0};
         if (m40_tensor_new(e->ctx, M40_DTYPE_F32, 1, n, &a.src) != M40_OK ||
             m40_tensor_new(e->ctx, M40_DTYPE_F32, 1, n, &a.dst) != M40_OK ||
-            m40_fill_random(e->ctx, a.src, 7, M40_RANDOM_UNIFORM, -1, 1) != M40_OK) {
+            m40_fill_random(e->ctx, 7, M40_RANDOM_UNIFORM, -1, 1, a.src) != M40_OK) {
             fprintf(stderr, "m40-bench copy %lld MiB: %s\n", (long long)mib, m40_errmsg(e->ctx));
-            m40_tensor_free(a.src);
-            m40_tensor_free(a.dst);
+            m40_tensor_destroy(a.src);
+            m40_tensor_destroy(a.dst);
             e->failed = 1;
             continue;
         }
@@ -77,7 +77,7 @@ static int run_copy(bench_env *e) {
             base = new_result(e, "copy", "cudaMemcpy", label, "GB/s");
             if (base) {
                 base->batch = (double)mib;
-                base->work = 2.0 * (double)m40_tensor_nbytes(a.src);
+                base->work = 2.0 * (double)m40_tensor_get_nbytes(a.src);
                 if (measure(e, copy_op, &a, base) == 0) base_value = base->value;
                 else e->failed = 1;
                 if (e->text) print_result(base);
@@ -87,7 +87,7 @@ static int run_copy(bench_env *e) {
         m40__bench_result *r = new_result(e, "copy", "m40_tensor_copy", label, "GB/s");
         if (r) {
             r->batch = (double)mib;
-            r->work = 2.0 * (double)m40_tensor_nbytes(a.src);
+            r->work = 2.0 * (double)m40_tensor_get_nbytes(a.src);
             if (base) {
                 snprintf(r->baseline, sizeof r->baseline, "%s", base->impl);
                 r->baseline_value = base_value;
@@ -104,8 +104,8 @@ static int run_copy(bench_env *e) {
             }
             if (e->text) print_result(r);
         }
-        m40_tensor_free(a.src);
-        m40_tensor_free(a.dst);
+        m40_tensor_destroy(a.src);
+        m40_tensor_destroy(a.dst);
     }
     return 0;
 }
@@ -141,8 +141,8 @@ static int run_gemm(bench_env *e) {
             m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, ws, &a.w) != M40_OK ||
             m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, ys, &a.y) != M40_OK ||
             m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, ys, &y2) != M40_OK ||
-            m40_fill_random(e->ctx, a.x, 1, M40_RANDOM_UNIFORM, -1, 1) != M40_OK ||
-            m40_fill_random(e->ctx, a.w, 2, M40_RANDOM_UNIFORM, -1, 1) != M40_OK) {
+            m40_fill_random(e->ctx, 1, M40_RANDOM_UNIFORM, -1, 1, a.x) != M40_OK ||
+            m40_fill_random(e->ctx, 2, M40_RANDOM_UNIFORM, -1, 1, a.w) != M40_OK) {
             fprintf(stderr, "m40-bench gemm %s: %s\n", label, m40_errmsg(e->ctx));
             e->failed = 1;
             goto next;
@@ -189,10 +189,10 @@ static int run_gemm(bench_env *e) {
         }
         a.y = keep;
     next:
-        m40_tensor_free(a.x);
-        m40_tensor_free(a.w);
-        m40_tensor_free(a.y);
-        m40_tensor_free(y2);
+        m40_tensor_destroy(a.x);
+        m40_tensor_destroy(a.w);
+        m40_tensor_destroy(a.y);
+        m40_tensor_destroy(y2);
     }
     return 0;
 }
@@ -208,8 +208,8 @@ typedef struct gemv_arg {
 static m40_status gemv_op(bench_env *e, void *arg) {
     gemv_arg *a = arg;
     if (a->copy) /* the baseline: stream the same bytes through a device copy */
-        return m40__bench_memcpy_d2d(e->ctx, m40_tensor_data(a->copy_dst),
-                                     m40_tensor_data(a->data), m40_tensor_nbytes(a->data));
+        return m40__bench_memcpy_d2d(e->ctx, m40_tensor_get_data(a->copy_dst),
+                                     m40_tensor_get_data(a->data), m40_tensor_get_nbytes(a->data));
     return m40_quant_linear(e->ctx, a->x, &a->w, NULL, a->y);
 }
 
@@ -240,12 +240,12 @@ static int run_gemv(bench_env *e) {
                       upload_random(e, a.data, 0x9E3779B97F4A7C15ull + (uint64_t)f) == M40_OK &&
                       m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, xs, &a.x) == M40_OK &&
                       m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, ys, &a.y) == M40_OK &&
-                      m40_fill_random(e->ctx, a.x, 3, M40_RANDOM_UNIFORM, -1, 1) == M40_OK;
+                      m40_fill_random(e->ctx, 3, M40_RANDOM_UNIFORM, -1, 1, a.x) == M40_OK;
             if (ok && fmts[f].wtype != M40_DTYPE_F16)
                 ok = m40_tensor_create(e->ctx, &sd, side_of(e), &a.scale) == M40_OK &&
-                     m40_fill_random(e->ctx, a.scale, 4, M40_RANDOM_UNIFORM, 1e-3f, 1e-2f) == M40_OK;
+                     m40_fill_random(e->ctx, 4, M40_RANDOM_UNIFORM, 1e-3f, 1e-2f, a.scale) == M40_OK;
             if (ok && fmts[f].wtype == M40_DTYPE_F16) /* f16 codes must be finite numbers */
-                ok = m40_fill_random(e->ctx, a.data, 5, M40_RANDOM_UNIFORM, -1, 1) == M40_OK;
+                ok = m40_fill_random(e->ctx, 5, M40_RANDOM_UNIFORM, -1, 1, a.data) == M40_OK;
             a.w.data = a.data;
             a.w.scale = a.scale;
             double bytes = (double)m40_quant_nbytes(&fmts[f], N, K);
@@ -262,7 +262,7 @@ static int run_gemv(bench_env *e) {
                 if (base) {
                     base->batch = (double)M;
                     base->m = M, base->n = N, base->k = K;
-                    base->work = 2.0 * (double)m40_tensor_nbytes(a.data); /* read + write */
+                    base->work = 2.0 * (double)m40_tensor_get_nbytes(a.data); /* read + write */
                     if (measure(e, gemv_op, &a, base) == 0) base_value = base->value;
                     else e->failed = 1;
                     if (e->text) print_result(base);
@@ -282,11 +282,11 @@ static int run_gemv(bench_env *e) {
                 if (e->text) print_result(r);
             }
         next:
-            m40_tensor_free(a.x);
-            m40_tensor_free(a.y);
-            m40_tensor_free(a.data);
-            m40_tensor_free(a.scale);
-            m40_tensor_free(a.copy_dst);
+            m40_tensor_destroy(a.x);
+            m40_tensor_destroy(a.y);
+            m40_tensor_destroy(a.data);
+            m40_tensor_destroy(a.scale);
+            m40_tensor_destroy(a.copy_dst);
         }
     return 0;
 }

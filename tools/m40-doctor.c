@@ -59,13 +59,13 @@ int main(int argc, char **argv) {
     }
     int fails = m40_doctor_report_tally(r, M40_DOCTOR_FAIL);
     if (json) {
-        size_t need = 0;
-        m40_doctor_report_json(r, NULL, 0, &need);
-        char *buf = malloc(need ? need : 1);
-        if (!buf || m40_doctor_report_json(r, buf, need, NULL) != M40_OK) {
+        size_t len = 0;
+        char *buf = NULL;
+        if (m40_doctor_report_json(r, NULL, 0, &len) != M40_OK || !(buf = malloc(len + 1)) ||
+            m40_doctor_report_json(r, buf, len + 1, &len) != M40_OK) {
             fprintf(stderr, "m40-doctor: could not format JSON\n");
             free(buf);
-            m40_doctor_report_free(r);
+            m40_doctor_report_destroy(r);
             return 2;
         }
         printf("%s\n", buf);
@@ -86,6 +86,6 @@ int main(int argc, char **argv) {
                fails, m40_doctor_report_tally(r, M40_DOCTOR_SKIP),
                m40_doctor_report_tally(r, M40_DOCTOR_INFO), fails ? 1 : 0);
     }
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
     return fails ? 1 : 0;
 }

@@ -222,14 +222,14 @@ static void print_tensors(m40_ctx *ctx, const m40_model_desc *d) {
         printf("  %-58s %-12s %14s %12s %s\n", "tensor", "region", "offset", "bytes", "live");
         for (int i = 0; i < m40_graph_tensor_count(g); i++) {
             m40_graph_tensor_info ti;
-            if (m40_graph_tensor_info_get(g, i, &ti) != M40_OK) continue;
+            if (m40_graph_get_tensor_info(g, i, &ti) != M40_OK) continue;
             printf("  %-58s %-12s %14" PRIu64 " %12" PRIu64, ti.name,
                    ti.region < 0 ? "bound" : m40_region_name((m40_region)ti.region), ti.offset,
                    ti.size);
             if (ti.first_step >= 0) printf(" %d..%d", ti.first_step, ti.last_step);
             if (ti.shares_with >= 0) {
                 m40_graph_tensor_info o;
-                if (m40_graph_tensor_info_get(g, ti.shares_with, &o) == M40_OK)
+                if (m40_graph_get_tensor_info(g, ti.shares_with, &o) == M40_OK)
                     printf(" (in place of %s)", o.name);
             }
             printf("\n");

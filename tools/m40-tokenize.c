@@ -83,7 +83,7 @@ int main(int argc, char **argv) {
         /* the tokenizer's own message: this tool links only m40_tokenizer */
         fprintf(stderr, "m40-tokenize: cannot load model: %s\n",
                 tok ? m40_tokenizer_errmsg(tok) : "out of memory");
-        m40_tokenizer_free(tok);
+        m40_tokenizer_destroy(tok);
         return 1;
     }
     size_t n = 0;
@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "m40-tokenize: stdin is over the %zu MiB limit\n", MAX_INPUT >> 20);
         else
             fprintf(stderr, "m40-tokenize: cannot read stdin: %s\n", strerror(errno));
-        m40_tokenizer_free(tok);
+        m40_tokenizer_destroy(tok);
         return 1;
     }
     int rc = 0;
@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
         free(ids);
     }
     free(in);
-    m40_tokenizer_free(tok);
+    m40_tokenizer_destroy(tok);
     if (fflush(stdout) != 0) {
         fprintf(stderr, "m40-tokenize: write error: %s\n", strerror(errno));
         return 1;

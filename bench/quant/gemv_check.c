@@ -30,9 +30,9 @@ static m40_tensor *hnew(m40_dtype dt, int ndim, const int64_t *shape) {
 
 static void *upload(const m40_tensor *t) {
     void *d = NULL;
-    size_t n = m40_tensor_nbytes(t);
+    size_t n = m40_tensor_get_nbytes(t);
     if (cudaMalloc(&d, n ? n : 4) != cudaSuccess ||
-        cudaMemcpy(d, m40_tensor_data(t), n, cudaMemcpyHostToDevice) != cudaSuccess) {
+        cudaMemcpy(d, m40_tensor_get_data(t), n, cudaMemcpyHostToDevice) != cudaSuccess) {
         fprintf(stderr, "upload failed\n");
         exit(1);
     }
@@ -43,8 +43,8 @@ static void *upload(const m40_tensor *t) {
 static void check_shape(const m40_quant_format *f, int64_t N, int64_t K, int quick, int sms) {
     int64_t ws_[2] = {N, K}, xs[2] = {8, K};
     m40_tensor *w = hnew(M40_DTYPE_F32, 2, ws_), *x = hnew(M40_DTYPE_F32, 2, xs);
-    m40_fill_random(C, w, 11 + (uint64_t)N, M40_RANDOM_NORMAL, 0.0f, 0.02f);
-    m40_fill_random(C, x, 12 + (uint64_t)K, M40_RANDOM_UNIFORM, -1.0f, 1.0f);
+    m40_fill_random(C, 11 + (uint64_t)N, M40_RANDOM_NORMAL, 0.0f, 0.02f, w);
+    m40_fill_random(C, 12 + (uint64_t)K, M40_RANDOM_UNIFORM, -1.0f, 1.0f, x);
     m40_tensor_desc dd, sd;
     m40_quant_descs(f, N, K, &dd, &sd);
     m40_tensor *qd = hnew(dd.dtype, dd.ndim, dd.shape), *qs = NULL;
@@ -70,7 +70,7 @@ static void check_shape(const m40_quant_format *f, int64_t N, int64_t K, int qui
             fprintf(stderr, "reference: %s\n", m40_errmsg(C));
             exit(1);
         }
-        const float *ref = m40_tensor_data(yr);
+        const float *ref = m40_tensor_get_data(yr);
         m40k_qlinear_args a = {.M = M, .N = (int)N, .K = (int)K, .x = gx, .wtype = (int)f->wtype,
                                .w = gd, .scale = gs, .scale_f16 = f->scale_dtype == M40_DTYPE_F16,
                                .group = f->wtype == M40_DTYPE_F16 ? 0 : f->group, .y = gy};
@@ -105,8 +105,8 @@ static void check_shape(const m40_quant_format *f, int64_t N, int64_t K, int qui
                 }
             }
         }
-        m40_tensor_free(xv);
-        m40_tensor_free(yr);
+        m40_tensor_destroy(xv);
+        m40_tensor_destroy(yr);
     }
     cudaFree(gws);
     cudaFree(gy);
@@ -114,7 +114,7 @@ static void check_shape(const m40_quant_format *f, int64_t N, int64_t K, int qui
     cudaFree(gd);
     if (gs) cudaFree(gs);
     free(got);
-    m40_tensor_free(w); m40_tensor_free(x); m40_tensor_free(qd); m40_tensor_free(qs);
+    m40_tensor_destroy(w); m40_tensor_destroy(x); m40_tensor_destroy(qd); m40_tensor_destroy(qs);
 }
 
 int main(int argc, char **argv) {

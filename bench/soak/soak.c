@@ -305,7 +305,7 @@ done:
     if (nv.ok) m40__nvml_close(&nv.t);
     if (csv) fclose(csv);
     if (built) m40_graph_destroy(g);
-    m40_st_close(w);
+    m40_st_destroy(w);
     free(in);
     free(out);
     free(smp);

@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
     char err[1024];
     if (wpath && m40_st_open(wpath, &w) != M40_OK) {
         fprintf(stderr, "resnet50: %s\n", m40_st_errmsg(w));
-        m40_st_close(w);
+        m40_st_destroy(w);
         return 1;
     }
 
@@ -239,12 +239,12 @@ int main(int argc, char **argv) {
     const float *host_in = int_t ? m40_st_data(inf, int_t) : nimg ? input : NULL; /* NCHW */
     float *staged = NULL;
     if (host_in && layout == M40_LAYOUT_NHWC) {
-        staged = malloc(m40_tensor_nbytes(tin));
+        staged = malloc(m40_tensor_get_nbytes(tin));
         rn_nchw_to_nhwc(host_in, staged, batch, 3, 224, 224);
         host_in = staged;
     }
-    if (host_in) st = m40_tensor_upload(ctx, tin, host_in, m40_tensor_nbytes(tin));
-    else st = m40_fill_random(ctx, tin, seed + 7, M40_RANDOM_NORMAL, 0, 1);
+    if (host_in) st = m40_tensor_upload(ctx, tin, host_in, m40_tensor_get_nbytes(tin));
+    else st = m40_fill_random(ctx, seed + 7, M40_RANDOM_NORMAL, 0, 1, tin);
     if (st == M40_OK) st = m40_graph_run(g);
     size_t nlog = (size_t)batch * net.classes;
     float *logits = malloc(nlog * sizeof(float));
@@ -305,7 +305,7 @@ int main(int argc, char **argv) {
     free(images);
     m40_graph_destroy(g);
     m40_ctx_destroy(ctx);
-    m40_st_close(w);
-    m40_st_close(inf);
+    m40_st_destroy(w);
+    m40_st_destroy(inf);
     return 0;
 }

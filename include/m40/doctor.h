@@ -61,7 +61,7 @@ M40_API void m40_doctor_options_init(m40_doctor_options *opt);
 typedef struct m40_doctor_report m40_doctor_report;
 
 /* Runs every check and returns the report in *out (free it with
-** m40_doctor_report_free).
+** m40_doctor_report_destroy).
 ** Returns
 **   M40_OK               the checks ran (read the items for the verdicts)
 **   M40_ERR_INVALID_ARG  out NULL, or opt->struct_size too small
@@ -79,16 +79,16 @@ M40_API m40_doctor_level m40_doctor_report_worst(const m40_doctor_report *r);
 M40_API int m40_doctor_report_tally(const m40_doctor_report *r,
                                     m40_doctor_level level);
 
-/* Writes the report as one JSON object (UTF-8, NUL-terminated) into buf.
-** *needed (optional) receives the size including the NUL.
-** Returns M40_OK, M40_ERR_INVALID_ARG (r NULL, or buf NULL with cap > 0),
-** M40_ERR_STATE (cap too small: call again with *needed bytes; buf then
-** holds a truncated, NUL-terminated prefix), M40_ERR_OOM_HOST. */
+/* Writes the report as one JSON object (UTF-8) into buf, by the library's
+** buffer rule (m40.h): min(size, cap) bytes, NUL-terminated when size < cap,
+** the size without the NUL in *len (call with cap 0 to learn it).
+** Returns M40_OK, M40_ERR_INVALID_ARG (r or len NULL, or buf NULL with
+** cap > 0), M40_ERR_OOM_HOST. */
 M40_API m40_status m40_doctor_report_json(const m40_doctor_report *r, char *buf,
-                                          size_t cap, size_t *needed);
+                                          size_t cap, size_t *len);
 
 /* NULL is a no-op. */
-M40_API void m40_doctor_report_free(m40_doctor_report *r);
+M40_API void m40_doctor_report_destroy(m40_doctor_report *r);
 
 #ifdef __cplusplus
 }

@@ -314,7 +314,7 @@ typedef struct m40_graph_tensor_info {
 
 /* Details of tensor `id` after m40_graph_plan.
 ** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_STATE (not planned). */
-M40_API m40_status m40_graph_tensor_info_get(const m40_graph *g, int id,
+M40_API m40_status m40_graph_get_tensor_info(const m40_graph *g, int id,
                                              m40_graph_tensor_info *ti);
 
 /* The node index run at `step` (0 .. nodes-1) after m40_graph_plan, or -1. */

@@ -13,6 +13,23 @@
 **   - Shapes are outermost first, as in PyTorch ([N,C,H,W], [B,T,C]).
 **     Strides are in elements. At most M40_MAX_DIMS dimensions.
 **   - F16 on sm_52 means "stored as F16, computed in F32".
+**   - Names (the whole public surface: m40.h, graph.h, models.h, quant.h,
+**     safetensors.h, tokenizer.h, doctor.h):
+**       m40_<object>_create / _open / _load_* make a handle; every handle is
+**       released with m40_<object>_destroy (NULL is a no-op);
+**       m40_<object>_get_<field> reads a property of a handle;
+**       m40_<object>_desc_init fills a descriptor with defaults; descriptors
+**       that will grow start with size_t struct_size.
+**   - Argument order of ops: the context, then the op's parameters (a
+**     descriptor, an enum, scalars), then the input tensors, then the
+**     output tensor: m40_scale(ctx, alpha, x, out), m40_pool2d(ctx, &desc,
+**     x, y). Transfers keep memcpy's order (destination first):
+**     m40_tensor_upload(ctx, t, src, n), m40_tensor_copy(ctx, dst, src).
+**   - Buffers the caller provides (text, JSON, ids) follow one rule, as
+**     snprintf: the call writes min(size, cap) items, adds a NUL to text
+**     when size < cap, stores the full size (without the NUL) in its *len
+**     out-param and returns M40_OK; call with cap 0 to learn the size. A
+**     too-small buffer is not an error; compare *len with cap.
 **
 ** Rules (each one enforced by the library or stated as the caller's duty)
 **   Threads. A context and everything made from it (tensors, graphs) is
@@ -40,7 +57,7 @@
 **     one) and returns M40_OK leaves no error behind: m40_errcode() is
 **     M40_OK and m40_errmsg() is "" after it. A failed call leaves its
 **     status and message until the next call on that context. Getters that
-**     return no status (m40_ctx_stream, m40_tensor_data ...) change neither.
+**     return no status (m40_ctx_get_stream, m40_tensor_get_data ...) change neither.
 **     A fallback that still gives the right result (an op that runs without
 **     the scratch memory it wanted because the workspace could not grow) is
 **     not an error: it is logged at M40_LOG_WARN and counted in
@@ -54,7 +71,7 @@
 **     use it any more), but its memory, stream and handles stay until its
 **     last tensor or graph is destroyed, which frees them (sqlite3_close_v2's
 **     "zombie" rule). Until then the only valid calls on those children are
-**     m40_tensor_free and m40_graph_destroy. A view does not keep its base's
+**     m40_tensor_destroy and m40_graph_destroy. A view does not keep its base's
 **     storage alive: free views before their base (or never touch them after).
 */
 #ifndef M40_M40_H
@@ -231,7 +248,7 @@ M40_API m40_status m40_ctx_sync(m40_ctx *ctx);
 
 /* The context's cudaStream_t as void* (NULL on a CPU context), so callers
 ** can order their own CUDA work with the library's. */
-M40_API void *m40_ctx_stream(m40_ctx *ctx);
+M40_API void *m40_ctx_get_stream(m40_ctx *ctx);
 
 /* ------------------------------------------------------------------ */
 /* Tensors                                                             */
@@ -316,7 +333,7 @@ M40_API m40_status m40_tensor_new(m40_ctx *ctx, m40_dtype dtype, int ndim,
 ** must outlive its views. NULL is a no-op; a second free is undefined.
 ** Valid after m40_ctx_destroy of its context (the context's last child
 ** frees the context). */
-M40_API void m40_tensor_free(m40_tensor *t);
+M40_API void m40_tensor_destroy(m40_tensor *t);
 
 /* Wraps memory the caller owns (host pointer for HOST, device pointer for
 ** DEVICE) without copying; freeing the tensor does not free `data`. desc's
@@ -345,14 +362,14 @@ M40_API m40_status m40_tensor_view(m40_ctx *ctx, const m40_tensor *base,
                                    m40_tensor **out);
 
 M40_API const m40_tensor_desc *m40_tensor_get_desc(const m40_tensor *t);
-M40_API m40_location m40_tensor_location(const m40_tensor *t);
+M40_API m40_location m40_tensor_get_location(const m40_tensor *t);
 /* Host or device address of the first element. */
-M40_API void *m40_tensor_data(const m40_tensor *t);
+M40_API void *m40_tensor_get_data(const m40_tensor *t);
 /* Bytes covered by the tensor (contiguous size). */
-M40_API size_t m40_tensor_nbytes(const m40_tensor *t);
+M40_API size_t m40_tensor_get_nbytes(const m40_tensor *t);
 
 /* Copies `nbytes` from host memory into a contiguous tensor. nbytes must
-** equal m40_tensor_nbytes(t). Synchronous with respect to `src`.
+** equal m40_tensor_get_nbytes(t). Synchronous with respect to `src`.
 ** Returns M40_OK, M40_ERR_INVALID_ARG (NULL, size mismatch),
 ** M40_ERR_UNSUPPORTED (non-contiguous tensor), M40_ERR_CUDA,
 ** M40_ERR_DEVICE_LOST. */
@@ -407,8 +424,8 @@ typedef enum m40_random_dist {
 ** give the same values (bit-identical for UNIFORM; NORMAL within a few ulp,
 ** as the GPU's log/cos differ from libm). F16 tensors get the F32 value
 ** rounded to nearest even. */
-M40_API m40_status m40_fill_random(m40_ctx *ctx, m40_tensor *t, uint64_t seed,
-                                   m40_random_dist dist, float a, float b);
+M40_API m40_status m40_fill_random(m40_ctx *ctx, uint64_t seed, m40_random_dist dist,
+                                   float a, float b, m40_tensor *t);
 
 /* Elementwise binary ops on F32. `a`, `b` and `out` have the same shape,
 ** except that `b` may also have fewer dims, matching a's trailing dims
@@ -419,7 +436,7 @@ M40_API m40_status m40_mul(m40_ctx *ctx, const m40_tensor *a,
                            const m40_tensor *b, m40_tensor *out);
 
 /* out = alpha * x, F32, same shape, any strides. */
-M40_API m40_status m40_scale(m40_ctx *ctx, const m40_tensor *x, float alpha,
+M40_API m40_status m40_scale(m40_ctx *ctx, float alpha, const m40_tensor *x,
                              m40_tensor *out);
 
 typedef enum m40_act {
@@ -539,7 +556,7 @@ M40_API int m40_cudnn_version(void);
 M40_API m40_status m40_ctx_set_conv_engine(m40_ctx *ctx, m40_conv_engine e);
 
 /* The context's engine setting (OURS for NULL). */
-M40_API m40_conv_engine m40_ctx_conv_engine(const m40_ctx *ctx);
+M40_API m40_conv_engine m40_ctx_get_conv_engine(const m40_ctx *ctx);
 
 typedef enum m40_pool {
     M40_POOL_MAX = 0, /* padding never wins (as -inf) */
@@ -548,17 +565,27 @@ typedef enum m40_pool {
                             ** m40_global_avgpool (graphs use the enum) */
 } m40_pool;
 
+typedef struct m40_pool2d_desc {
+    m40_pool kind;              /* MAX or AVG (GLOBAL_AVG: m40_global_avgpool) */
+    int kernel_h, kernel_w;     /* window, 1 .. 2^20 */
+    int stride_h, stride_w;     /* 1 .. 2^20 */
+    int pad_h, pad_w;           /* 0 .. window/2, zero padding */
+    m40_layout layout;          /* of x and y */
+} m40_pool2d_desc;
+
+/* Fills a descriptor: MAX, 2x2 window, stride 2, pad 0, NCHW. */
+M40_API void m40_pool2d_desc_init(m40_pool2d_desc *d);
+
 /* Pooling over [N,C,H,W] -> [N,C,P,Q] (NHWC: [N,H,W,C] -> [N,P,Q,C]),
 ** window kh×kw, stride, zero padding, P = (H + 2ph − kh)/sh + 1.
-** Window and stride 1 .. 2^20, 0 <= pad <= window/2. Contiguous F32.
-** M40_ERR_INVALID_ARG for other values and an unknown layout. */
-M40_API m40_status m40_pool2d(m40_ctx *ctx, m40_pool kind, int kh, int kw, int sh,
-                              int sw, int ph, int pw, const m40_tensor *x,
-                              m40_tensor *y, m40_layout layout);
+** Contiguous F32. M40_ERR_INVALID_ARG for a NULL desc, values outside the
+** ranges above and an unknown kind or layout (the message names the field). */
+M40_API m40_status m40_pool2d(m40_ctx *ctx, const m40_pool2d_desc *desc,
+                              const m40_tensor *x, m40_tensor *y);
 
 /* Mean over H and W: x [N,C,H,W] (NHWC: [N,H,W,C]) -> y [N,C]. Contiguous F32. */
-M40_API m40_status m40_global_avgpool(m40_ctx *ctx, const m40_tensor *x, m40_tensor *y,
-                                      m40_layout layout);
+M40_API m40_status m40_global_avgpool(m40_ctx *ctx, m40_layout layout, const m40_tensor *x,
+                                      m40_tensor *y);
 
 #ifdef __cplusplus
 }

@@ -28,7 +28,7 @@ typedef struct m40_st_file m40_st_file;
 #define M40_ST_MAX_DIMS 8
 
 typedef struct m40_st_tensor {
-    const char *name;          /* owned by the file; valid until m40_st_close */
+    const char *name;          /* owned by the file; valid until m40_st_destroy */
     char dtype_name[8];        /* as in the file: "F32", "F16", "BF16", "I64", ... */
     m40_dtype dtype;           /* M40_DTYPE_COUNT if libm40 has no such dtype */
     int ndim;                  /* 0..M40_ST_MAX_DIMS */
@@ -40,7 +40,7 @@ typedef struct m40_st_tensor {
 /* Opens and validates `path`.
 ** On failure other than M40_ERR_INVALID_ARG (path or out NULL) and
 ** M40_ERR_OOM_HOST, *out is still a handle that holds the message: read it
-** with m40_st_errmsg(), then m40_st_close() it.
+** with m40_st_errmsg(), then m40_st_destroy() it.
 ** Returns
 **   M40_OK
 **   M40_ERR_INVALID_ARG   NULL path or out
@@ -54,7 +54,7 @@ typedef struct m40_st_tensor {
 M40_API m40_status m40_st_open(const char *path, m40_st_file **out);
 
 /* Unmaps and frees. NULL is a no-op. */
-M40_API void m40_st_close(m40_st_file *f);
+M40_API void m40_st_destroy(m40_st_file *f);
 
 /* The last error message ("" if none; "no file" for NULL). */
 M40_API const char *m40_st_errmsg(const m40_st_file *f);

@@ -62,7 +62,7 @@ typedef enum m40_piece_type {
 ** byte fallback without all 256 byte pieces, broken character map, ...);
 ** M40_ERR_UNSUPPORTED (WORD/CHAR model, denormalizer map); M40_ERR_OOM_HOST.
 ** On any error other than INVALID_ARG, *out may hold a handle whose errmsg says
-** what failed; free it with m40_tokenizer_free(). Models over 64 MiB (real
+** what failed; free it with m40_tokenizer_destroy(). Models over 64 MiB (real
 ** ones are a few MB) are M40_ERR_FORMAT; a device or FIFO (/dev/zero) is read
 ** only up to that limit. */
 M40_API m40_status m40_tokenizer_load_file(const char *path, m40_tokenizer **out);
@@ -74,7 +74,7 @@ M40_API m40_status m40_tokenizer_load_memory(const void *data, size_t size,
                                              m40_tokenizer **out);
 
 /* Frees a handle; NULL is a no-op. */
-M40_API void m40_tokenizer_free(m40_tokenizer *tok);
+M40_API void m40_tokenizer_destroy(m40_tokenizer *tok);
 
 /* Message of the handle's last error ("" if none); never NULL, even for a NULL
 ** handle. Valid until the next call on the handle. */
@@ -138,7 +138,7 @@ M40_API m40_status m40_tokenizer_stream_finish(m40_tokenizer_stream *s,
 /* Forgets everything pushed so far. NULL is a no-op. */
 M40_API void m40_tokenizer_stream_reset(m40_tokenizer_stream *s);
 /* Frees a stream; NULL is a no-op. */
-M40_API void m40_tokenizer_stream_free(m40_tokenizer_stream *s);
+M40_API void m40_tokenizer_stream_destroy(m40_tokenizer_stream *s);
 
 /* ------------------------------------------------------------------ */
 /* ChatGLM2                                                            */

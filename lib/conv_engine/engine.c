@@ -51,7 +51,7 @@ m40_status m40_ctx_set_conv_engine(m40_ctx *ctx, m40_conv_engine e) {
     return M40_OK;
 }
 
-m40_conv_engine m40_ctx_conv_engine(const m40_ctx *ctx) {
+m40_conv_engine m40_ctx_get_conv_engine(const m40_ctx *ctx) {
     if (!ctx || ctx->conv_engine == M40_CONV_ENGINE_DEFAULT) return M40_CONV_ENGINE_OURS;
     return ctx->conv_engine;
 }

@@ -793,7 +793,7 @@ m40_status m40__doctor_run_sys(const m40__doc_sys *sys, const m40_doctor_options
     }
 
     if (r->oom) {
-        m40_doctor_report_free(r);
+        m40_doctor_report_destroy(r);
         return M40_ERR_OOM_HOST;
     }
     *out = r;

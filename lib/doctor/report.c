@@ -90,15 +90,15 @@ int m40_doctor_report_tally(const m40_doctor_report *r, m40_doctor_level level) 
     return c;
 }
 
-void m40_doctor_report_free(m40_doctor_report *r) {
+void m40_doctor_report_destroy(m40_doctor_report *r) {
     if (!r) return;
     free(r->items);
     free(r);
 }
 
 m40_status m40_doctor_report_json(const m40_doctor_report *r, char *buf, size_t cap,
-                                  size_t *needed) {
-    if (!r || (!buf && cap > 0)) return M40_ERR_INVALID_ARG;
+                                  size_t *len) {
+    if (!r || !len || (!buf && cap > 0)) return M40_ERR_INVALID_ARG;
     m40__jbuf j;
     m40__jb_init(&j);
     m40__jb_obj_begin(&j);
@@ -136,14 +136,11 @@ m40_status m40_doctor_report_json(const m40_doctor_report *r, char *buf, size_t 
         m40__jb_free(&j);
         return M40_ERR_OOM_HOST;
     }
-    if (needed) *needed = j.len + 1;
-    m40_status st = M40_OK;
-    if (cap > 0) {
-        size_t n = j.len < cap - 1 ? j.len : cap - 1;
-        memcpy(buf, j.p, n);
-        buf[n] = 0;
-    }
-    if (j.len + 1 > cap) st = M40_ERR_STATE;
+    /* the library's buffer rule (m40.h): min(size, cap) bytes, a NUL when
+    ** size < cap, the full size in *len */
+    if (len) *len = j.len;
+    memcpy(buf, j.p, j.len < cap ? j.len : cap);
+    if (j.len < cap) buf[j.len] = 0;
     m40__jb_free(&j);
-    return st;
+    return M40_OK;
 }

@@ -144,16 +144,16 @@ static int real_functional(void *u, int dev, m40__doc_func *f) {
     FTRY(g, m40_tensor_new(g, M40_DTYPE_F32, 1, n1, &t[1]));
     FTRY(c, m40_tensor_new(c, M40_DTYPE_F32, 1, n1, &t[2]));
     FTRY(c, m40_tensor_new(c, M40_DTYPE_F32, 1, n1, &t[3]));
-    FTRY(g, m40_fill_random(g, t[0], 11, M40_RANDOM_UNIFORM, -1, 1));
-    FTRY(g, m40_fill_random(g, t[1], 12, M40_RANDOM_UNIFORM, -1, 1));
+    FTRY(g, m40_fill_random(g, 11, M40_RANDOM_UNIFORM, -1, 1, t[0]));
+    FTRY(g, m40_fill_random(g, 12, M40_RANDOM_UNIFORM, -1, 1, t[1]));
     FTRY(g, m40_add(g, t[0], t[1], t[0]));
-    FTRY(c, m40_fill_random(c, t[2], 11, M40_RANDOM_UNIFORM, -1, 1));
-    FTRY(c, m40_fill_random(c, t[3], 12, M40_RANDOM_UNIFORM, -1, 1));
+    FTRY(c, m40_fill_random(c, 11, M40_RANDOM_UNIFORM, -1, 1, t[2]));
+    FTRY(c, m40_fill_random(c, 12, M40_RANDOM_UNIFORM, -1, 1, t[3]));
     FTRY(c, m40_add(c, t[2], t[3], t[2]));
     h[0] = malloc(nb1);
     if (!h[0]) goto done;
     FTRY(g, m40_tensor_download(g, t[0], h[0], nb1));
-    const float *ref = m40_tensor_data(t[2]);
+    const float *ref = m40_tensor_get_data(t[2]);
     double md = 0;
     for (int64_t i = 0; i < n1[0]; i++) {
         double dd = fabs((double)h[0][i] - ref[i]);
@@ -163,7 +163,7 @@ static int real_functional(void *u, int dev, m40__doc_func *f) {
     f->kernel_max_diff = md;
     f->kernel_ok = md == 0;
     for (int i = 0; i < 4; i++) {
-        m40_tensor_free(t[i]);
+        m40_tensor_destroy(t[i]);
         t[i] = NULL;
     }
 
@@ -174,14 +174,14 @@ static int real_functional(void *u, int dev, m40__doc_func *f) {
     int64_t n2[1] = {mib * 262144};
     FTRY(g, m40_tensor_new(g, M40_DTYPE_F32, 1, n2, &t[4]));
     FTRY(g, m40_tensor_new(g, M40_DTYPE_F32, 1, n2, &t[5]));
-    FTRY(g, m40_fill_random(g, t[4], 13, M40_RANDOM_UNIFORM, -1, 1));
+    FTRY(g, m40_fill_random(g, 13, M40_RANDOM_UNIFORM, -1, 1, t[4]));
     double ms = 0;
     if (!median_ms(g, 10, 0, t[4], t[5], NULL, &ms, f)) goto done;
     f->copy_mib = (double)mib;
     f->copy_ms = ms;
     f->copy_gbs = ms > 0 ? 2.0 * (double)mib * 1048576.0 / (ms * 1e-3) / 1e9 : 0;
-    m40_tensor_free(t[4]);
-    m40_tensor_free(t[5]);
+    m40_tensor_destroy(t[4]);
+    m40_tensor_destroy(t[5]);
     t[4] = t[5] = NULL;
 
     /* 3. SGEMM: correctness on odd shapes, then speed on 2048^3 */
@@ -192,16 +192,16 @@ static int real_functional(void *u, int dev, m40__doc_func *f) {
     FTRY(c, m40_tensor_new(c, M40_DTYPE_F32, 2, xs, &t[6]));
     FTRY(c, m40_tensor_new(c, M40_DTYPE_F32, 2, ws, &t[7]));
     FTRY(c, m40_tensor_new(c, M40_DTYPE_F32, 2, ys, &t[8]));
-    FTRY(g, m40_fill_random(g, t[0], 21, M40_RANDOM_UNIFORM, -1, 1));
-    FTRY(g, m40_fill_random(g, t[1], 22, M40_RANDOM_UNIFORM, -1, 1));
+    FTRY(g, m40_fill_random(g, 21, M40_RANDOM_UNIFORM, -1, 1, t[0]));
+    FTRY(g, m40_fill_random(g, 22, M40_RANDOM_UNIFORM, -1, 1, t[1]));
     FTRY(g, m40_matmul(g, t[0], t[1], NULL, t[2]));
-    FTRY(c, m40_fill_random(c, t[6], 21, M40_RANDOM_UNIFORM, -1, 1));
-    FTRY(c, m40_fill_random(c, t[7], 22, M40_RANDOM_UNIFORM, -1, 1));
+    FTRY(c, m40_fill_random(c, 21, M40_RANDOM_UNIFORM, -1, 1, t[6]));
+    FTRY(c, m40_fill_random(c, 22, M40_RANDOM_UNIFORM, -1, 1, t[7]));
     FTRY(c, m40_matmul(c, t[6], t[7], NULL, t[8]));
     h[1] = malloc(127 * 129 * sizeof(float));
     if (!h[1]) goto done;
     FTRY(g, m40_tensor_download(g, t[2], h[1], 127 * 129 * sizeof(float)));
-    const float *yr = m40_tensor_data(t[8]);
+    const float *yr = m40_tensor_get_data(t[8]);
     double dmax = 0, rmax = 0;
     for (int i = 0; i < 127 * 129; i++) {
         double dd = fabs((double)h[1][i] - yr[i]);
@@ -211,7 +211,7 @@ static int real_functional(void *u, int dev, m40__doc_func *f) {
     f->sgemm_max_rel = rmax > 0 ? dmax / rmax : dmax;
     f->sgemm_ok = f->sgemm_max_rel <= 1e-5; /* K = 131 FP32 sums: ~1e-7 typical */
     for (int i = 0; i < 3; i++) {
-        m40_tensor_free(t[i]);
+        m40_tensor_destroy(t[i]);
         t[i] = NULL;
     }
     int n = 2048;
@@ -219,14 +219,14 @@ static int real_functional(void *u, int dev, m40__doc_func *f) {
     FTRY(g, m40_tensor_new(g, M40_DTYPE_F32, 2, sq, &t[9]));
     FTRY(g, m40_tensor_new(g, M40_DTYPE_F32, 2, sq, &t[10]));
     FTRY(g, m40_tensor_new(g, M40_DTYPE_F32, 2, sq, &t[11]));
-    FTRY(g, m40_fill_random(g, t[9], 31, M40_RANDOM_UNIFORM, -1, 1));
-    FTRY(g, m40_fill_random(g, t[10], 32, M40_RANDOM_UNIFORM, -1, 1));
+    FTRY(g, m40_fill_random(g, 31, M40_RANDOM_UNIFORM, -1, 1, t[9]));
+    FTRY(g, m40_fill_random(g, 32, M40_RANDOM_UNIFORM, -1, 1, t[10]));
     if (!median_ms(g, 5, 1, t[9], t[10], t[11], &ms, f)) goto done;
     f->sgemm_n = n;
     f->sgemm_ms = ms;
     f->sgemm_gflops = ms > 0 ? 2.0 * n * n * (double)n / (ms * 1e-3) / 1e9 : 0;
 done:
-    for (int i = 0; i < 12; i++) m40_tensor_free(t[i]);
+    for (int i = 0; i < 12; i++) m40_tensor_destroy(t[i]);
     for (int i = 0; i < 3; i++) free(h[i]);
     m40_ctx_destroy(c);
     m40_ctx_destroy(g);

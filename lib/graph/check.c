@@ -139,8 +139,8 @@ m40_status m40__graph_check_node(m40_graph *g, int step) {
     int64_t numel = m40_tensor_desc_numel(&gt->desc), first = -1, count = 0;
     float value = 0;
     m40_status st = M40_OK;
-    if (m40_tensor_location(t) == M40_LOC_HOST) {
-        scan_host(m40_tensor_data(t), is_f16, numel, &first, &count, &value);
+    if (m40_tensor_get_location(t) == M40_LOC_HOST) {
+        scan_host(m40_tensor_get_data(t), is_f16, numel, &first, &count, &value);
     } else {
 #ifdef M40_HAVE_CUDA
         /* inside a stream capture nothing may synchronize: the checks run on plain runs */
@@ -148,7 +148,7 @@ m40_status m40__graph_check_node(m40_graph *g, int step) {
         if (cudaStreamIsCapturing((cudaStream_t)ctx->stream, &cs) != cudaSuccess ||
             cs != cudaStreamCaptureStatusNone)
             return M40_OK;
-        st = scan_device(ctx, m40_tensor_data(t), is_f16, numel, &first, &count, &value);
+        st = scan_device(ctx, m40_tensor_get_data(t), is_f16, numel, &first, &count, &value);
 #endif
     }
     if (st != M40_OK) {

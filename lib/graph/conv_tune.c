@@ -57,7 +57,7 @@ m40_status m40_graph_find_node(const m40_graph *g, const char *name, int *node) 
 static m40_conv_engine resolve(const m40_graph *g, const m40__gnode *n) {
     if (n->conv_engine != M40_CONV_ENGINE_DEFAULT) return n->conv_engine;
     if (g->conv_engine != M40_CONV_ENGINE_DEFAULT) return g->conv_engine;
-    return m40_ctx_conv_engine(g->ctx);
+    return m40_ctx_get_conv_engine(g->ctx);
 }
 
 /* x, w, bias, residual and y of conv node n, and its sizes. */

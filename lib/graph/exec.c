@@ -87,7 +87,7 @@ m40_status m40_graph_alloc(m40_graph *g) {
             t->t = t->bound;
         } else {
             m40_tensor *reg = t->region >= 0 ? g->region[t->region] : NULL;
-            void *p = reg ? (char *)m40_tensor_data(reg) + t->offset : NULL;
+            void *p = reg ? (char *)m40_tensor_get_data(reg) + t->offset : NULL;
             st = m40_tensor_wrap(ctx, &t->desc, loc, p, &t->t);
         }
         if (st == M40_OK && t->init) st = m40_tensor_upload(ctx, t->t, t->init, t->bytes);

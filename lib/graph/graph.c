@@ -44,11 +44,11 @@ m40_status m40_graph_create(m40_ctx *ctx, m40_graph **out) {
 void m40__graph_free_views(m40_graph *g) {
     for (int i = 0; i < g->ntensors; i++) {
         if (g->tensors[i].t && g->tensors[i].t != g->tensors[i].bound)
-            m40_tensor_free(g->tensors[i].t);
+            m40_tensor_destroy(g->tensors[i].t);
         g->tensors[i].t = NULL;
     }
     for (int r = 0; r < M40_REGION_COUNT; r++) {
-        m40_tensor_free(g->region[r]);
+        m40_tensor_destroy(g->region[r]);
         g->region[r] = NULL;
     }
 }
@@ -358,7 +358,7 @@ int m40_graph_step_node(const m40_graph *g, int step) {
     return g->order[step];
 }
 
-m40_status m40_graph_tensor_info_get(const m40_graph *g, int id, m40_graph_tensor_info *ti) {
+m40_status m40_graph_get_tensor_info(const m40_graph *g, int id, m40_graph_tensor_info *ti) {
     if (!g || !ti || id < 0 || id >= g->ntensors) return M40_ERR_INVALID_ARG;
     if (g->state == M40__G_BUILD) return M40_ERR_STATE;
     const m40__gtensor *t = &g->tensors[id];

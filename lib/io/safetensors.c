@@ -290,7 +290,7 @@ m40_status m40_st_open(const char *path, m40_st_file **out) {
     return s;
 }
 
-void m40_st_close(m40_st_file *f) {
+void m40_st_destroy(m40_st_file *f) {
     if (!f) return;
     if (f->map) munmap(f->map, f->map_len);
     for (size_t i = 0; i < f->ntensors; i++) free((char *)f->tensors[i].name);

@@ -345,8 +345,7 @@ m40_status m40_resnet50_graph(m40_ctx *ctx, const m40_resnet50_desc *desc, m40_s
         for (int i = 0; r.b.st == M40_OK && i < r.nrnd; i++) {
             m40_tensor *t;
             if ((st = m40_graph_get_tensor(r.b.g, r.rnd[i].id, &t)) != M40_OK ||
-                (st = m40_fill_random(ctx, t, d.seed * 1000003u + (uint64_t)i,
-                                      M40_RANDOM_NORMAL, 0.0f, r.rnd[i].std)) != M40_OK)
+                (st = m40_fill_random(ctx, d.seed * 1000003u + (uint64_t)i, M40_RANDOM_NORMAL, 0.0f, r.rnd[i].std, t)) != M40_OK)
                 m40__mb_fail(&r.b, st, "random weights: %s", m40_errmsg(ctx));
         }
         inf.allocated = r.b.st == M40_OK;

@@ -168,7 +168,7 @@ m40_status m40_mul(m40_ctx *ctx, const m40_tensor *a, const m40_tensor *b, m40_t
     return binary(ctx, "m40_mul", M40_OP_MUL, a, b, out);
 }
 
-m40_status m40_scale(m40_ctx *ctx, const m40_tensor *x, float alpha, m40_tensor *out) {
+m40_status m40_scale(m40_ctx *ctx, float alpha, const m40_tensor *x, m40_tensor *out) {
     m40_node_desc nd;
     m40_node_desc_init(&nd, M40_OP_SCALE);
     nd.alpha = alpha;
@@ -205,8 +205,8 @@ m40_status m40_convert(m40_ctx *ctx, const m40_tensor *src, m40_tensor *dst) {
 }
 
 /* Not a graph op (no m40_op): fills t in place. */
-m40_status m40_fill_random(m40_ctx *ctx, m40_tensor *t, uint64_t seed,
-                           m40_random_dist dist, float a, float b) {
+m40_status m40_fill_random(m40_ctx *ctx, uint64_t seed, m40_random_dist dist, float a,
+                           float b, m40_tensor *t) {
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
     if ((st = m40__check_tensor(ctx, t, "m40_fill_random: t")) != M40_OK) return st;

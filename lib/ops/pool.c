@@ -1,12 +1,15 @@
 /* Pooling: max / average over a window (m40_pool2d) and the global average
 ** (m40_global_avgpool), NCHW or NHWC. CPU: lib/ref/conv.c; GPU: kernels/pool.h. */
 #include "op.h"
+
+#include <string.h>
 #include "../ref/ref.h"
 #ifdef M40_HAVE_CUDA
 #include "../../kernels/pool.h"
 #endif
 
 #include <limits.h>
+#include <string.h>
 
 /* x in NCHW order whatever the layout: N, C, H, W */
 static void nchw(const m40_node_desc *nd, const m40_tensor_desc *x, int64_t v[4]) {
@@ -105,28 +108,39 @@ const m40__op_def m40__op_pool2d = {
     .in_names = {"x"}, .out_name = "y", .rule = pool_rule, .run_check = pool_run_check,
     .run_cpu = pool_cpu, M40__GPU(pool_gpu)};
 
-m40_status m40_pool2d(m40_ctx *ctx, m40_pool kind, int kh, int kw, int sh, int sw, int ph,
-                      int pw, const m40_tensor *x, m40_tensor *y, m40_layout layout) {
+void m40_pool2d_desc_init(m40_pool2d_desc *d) {
+    if (!d) return;
+    memset(d, 0, sizeof *d);
+    d->kind = M40_POOL_MAX;
+    d->kernel_h = d->kernel_w = 2;
+    d->stride_h = d->stride_w = 2;
+    d->layout = M40_LAYOUT_NCHW;
+}
+
+m40_status m40_pool2d(m40_ctx *ctx, const m40_pool2d_desc *d, const m40_tensor *x,
+                      m40_tensor *y) {
     static const char fn[] = "m40_pool2d";
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
+    if (!d) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: desc is NULL", fn);
+    m40_pool kind = d->kind;
     if (kind != M40_POOL_MAX && kind != M40_POOL_AVG)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: pool kind %d is not MAX or AVG%s", fn,
                         (int)kind, kind == M40_POOL_GLOBAL_AVG ? " (use m40_global_avgpool)" : "");
     m40_node_desc nd;
     m40_node_desc_init(&nd, M40_OP_POOL2D);
     nd.pool = kind;
-    nd.kernel[0] = kh, nd.kernel[1] = kw;
-    nd.stride[0] = sh, nd.stride[1] = sw;
-    nd.pad[0] = ph, nd.pad[1] = pw;
-    nd.layout = layout;
+    nd.kernel[0] = d->kernel_h, nd.kernel[1] = d->kernel_w;
+    nd.stride[0] = d->stride_h, nd.stride[1] = d->stride_w;
+    nd.pad[0] = d->pad_h, nd.pad[1] = d->pad_w;
+    nd.layout = d->layout;
     nd.ninputs = 1;
     const m40_tensor *in[1] = {x};
     return m40__op_eager(ctx, fn, &nd, in, y, NULL);
 }
 
-m40_status m40_global_avgpool(m40_ctx *ctx, const m40_tensor *x, m40_tensor *y,
-                              m40_layout layout) {
+m40_status m40_global_avgpool(m40_ctx *ctx, m40_layout layout, const m40_tensor *x,
+                              m40_tensor *y) {
     m40_node_desc nd;
     m40_node_desc_init(&nd, M40_OP_POOL2D);
     nd.pool = M40_POOL_GLOBAL_AVG;

@@ -167,7 +167,7 @@ void m40_tokenizer_stream_reset(m40_tokenizer_stream *s) {
     s->out_len = 0;
 }
 
-void m40_tokenizer_stream_free(m40_tokenizer_stream *s) {
+void m40_tokenizer_stream_destroy(m40_tokenizer_stream *s) {
     if (!s) return;
     free(s->out);
     free(s);

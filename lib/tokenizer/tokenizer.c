@@ -321,7 +321,7 @@ m40_status m40_tokenizer_load_file(const char *path, m40_tokenizer **out) {
     return m40__tok_err(tok, st, "%s: out of memory reading file", path);
 }
 
-void m40_tokenizer_free(m40_tokenizer *tok) {
+void m40_tokenizer_destroy(m40_tokenizer *tok) {
     if (!tok) return;
     free(tok->m.strings);
     free(tok->m.pieces);

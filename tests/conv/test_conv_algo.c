@@ -48,19 +48,19 @@ static float *run(const m40k_conv_shape *s, const float *x, const float *w, cons
     float *y = malloc((size_t)ny * 4);
     m40t_poison(y, ny);
     CHECK_ST(m40_tensor_upload(G, t[5], y, (size_t)ny * 4), M40_OK);
-    const void *xd = m40_tensor_data(t[0]);
+    const void *xd = m40_tensor_get_data(t[0]);
     size_t wsb = m40k_conv2d_nhwc_workspace(s, xd, SMS);
     m40_tensor *ws = wsb ? dev_floats((int64_t)(wsb + 3) / 4) : NULL;
-    int e = m40k_conv2d_nhwc(m40_ctx_stream(G), s, xd, m40_tensor_data(t[1]),
-                             scale ? m40_tensor_data(t[2]) : NULL,
-                             bias ? m40_tensor_data(t[3]) : NULL,
-                             res ? m40_tensor_data(t[4]) : NULL, m40_tensor_data(t[5]),
-                             ws ? m40_tensor_data(ws) : NULL, wsb, SMS);
+    int e = m40k_conv2d_nhwc(m40_ctx_get_stream(G), s, xd, m40_tensor_get_data(t[1]),
+                             scale ? m40_tensor_get_data(t[2]) : NULL,
+                             bias ? m40_tensor_get_data(t[3]) : NULL,
+                             res ? m40_tensor_get_data(t[4]) : NULL, m40_tensor_get_data(t[5]),
+                             ws ? m40_tensor_get_data(ws) : NULL, wsb, SMS);
     CHECK(e == 0);
     CHECK_ST(m40_ctx_sync(G), M40_OK);
     CHECK_ST(m40_tensor_download(G, t[5], y, (size_t)ny * 4), M40_OK);
-    for (int i = 0; i < 6; i++) m40_tensor_free(t[i]);
-    m40_tensor_free(ws);
+    for (int i = 0; i < 6; i++) m40_tensor_destroy(t[i]);
+    m40_tensor_destroy(ws);
     return y;
 }
 

@@ -247,7 +247,7 @@ static void test_no_driver_cpu_build(void) {
     EXPECT(r, -1, "cuda", M40_DOCTOR_SKIP, NULL);
     EXPECT(r, -1, "cudnn", M40_DOCTOR_INFO, "9.10");
     CHECK(m40_doctor_report_worst(r) == M40_DOCTOR_FAIL);
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 }
 
 static void test_no_gpu(void) {
@@ -260,7 +260,7 @@ static void test_no_gpu(void) {
     EXPECT(r, -1, "gpu.count", M40_DOCTOR_FAIL, "no CUDA-capable device");
     EXPECT(r, -1, "driver", M40_DOCTOR_OK, "R580"); /* R580 with no GPU: the driver is fine */
     CHECK(find(r, 0, "gpu") == NULL);
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 
     /* no CUDA driver at all (libcuda missing): cudaDriverGetVersion gives 0 */
     machine_m40();
@@ -271,7 +271,7 @@ static void test_no_gpu(void) {
     r = run(&s);
     EXPECT(r, -1, "cuda", M40_DOCTOR_FAIL, "libcuda.so.1");
     EXPECT(r, -1, "gpu.count", M40_DOCTOR_FAIL, "missing or older");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 }
 
 static void test_healthy_m40(void) {
@@ -296,15 +296,18 @@ static void test_healthy_m40(void) {
     EXPECT(r, 0, "func.sgemm", M40_DOCTOR_OK, "6840");
     EXPECT(r, 0, "func.sgemm.check", M40_DOCTOR_OK, NULL);
 
-    /* JSON: complete, and a too-small buffer says how much is needed */
-    size_t need = 0;
-    CHECK_ST(m40_doctor_report_json(r, NULL, 0, &need), M40_ERR_STATE);
+    /* JSON: complete; the buffer rule: min(size, cap) bytes, a NUL only when
+    ** size < cap, the whole size in *len */
+    size_t need = 0, len = 0;
+    CHECK_ST(m40_doctor_report_json(r, NULL, 0, &need), M40_OK);
     CHECK(need > 100);
     char small[16];
-    CHECK_ST(m40_doctor_report_json(r, small, sizeof small, NULL), M40_ERR_STATE);
-    CHECK(strlen(small) == sizeof small - 1);
-    char *buf = malloc(need);
-    CHECK_ST(m40_doctor_report_json(r, buf, need, NULL), M40_OK);
+    memset(small, 'x', sizeof small);
+    CHECK_ST(m40_doctor_report_json(r, small, sizeof small, &len), M40_OK);
+    CHECK(len == need && memcmp(small, "{\"tool\"", 7) == 0 && small[15] != 0);
+    char *buf = malloc(need + 1);
+    CHECK_ST(m40_doctor_report_json(r, buf, need + 1, &len), M40_OK);
+    CHECK(len == need && buf[need] == 0);
     CHECK(strncmp(buf, "{\"tool\":\"m40-doctor\"", 20) == 0);
     CHECK(strstr(buf, "\"worst\":\"OK\"") != NULL);
     CHECK(strstr(buf, "\"check\":\"func.copy\"") != NULL);
@@ -321,9 +324,10 @@ static void test_healthy_m40(void) {
     }
     CHECK(ok && depth == 0 && !instr);
     free(buf);
-    CHECK_ST(m40_doctor_report_json(NULL, NULL, 0, NULL), M40_ERR_INVALID_ARG);
-    m40_doctor_report_free(r);
-    m40_doctor_report_free(NULL);
+    CHECK_ST(m40_doctor_report_json(NULL, NULL, 0, &len), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_doctor_report_json(r, NULL, 0, NULL), M40_ERR_INVALID_ARG);
+    m40_doctor_report_destroy(r);
+    m40_doctor_report_destroy(NULL);
 }
 
 static void test_driver_branches(void) {
@@ -336,7 +340,7 @@ static void test_driver_branches(void) {
     m40_doctor_report *r = run(&s);
     dump("R590 driver on an M40 machine", r);
     EXPECT(r, -1, "driver", M40_DOCTOR_FAIL, "R580");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 
     /* R590 with a newer GPU: fine, with a note */
     machine_m40();
@@ -356,7 +360,7 @@ static void test_driver_branches(void) {
     EXPECT(r, 0, "gpu.memory", M40_DOCTOR_INFO, NULL);
     EXPECT(r, 0, "func.copy", M40_DOCTOR_INFO, "no reference figure");
     EXPECT(r, 0, "func.sgemm", M40_DOCTOR_INFO, "no reference figure");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 
     /* old driver: CUDA driver API older than the runtime */
     machine_m40();
@@ -365,11 +369,11 @@ static void test_driver_branches(void) {
     s = sys_full(B52);
     r = run(&s);
     EXPECT(r, -1, "cuda", M40_DOCTOR_FAIL, "older than the CUDA runtime");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
     M.cuda_driver = 12020; /* same major: minor-version compatibility */
     r = run(&s);
     EXPECT(r, -1, "cuda", M40_DOCTOR_WARN, "minor-version");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 }
 
 static void test_gpu_faults(void) {
@@ -378,12 +382,12 @@ static void test_gpu_faults(void) {
     m40__doc_sys s = sys_full(B52);
     m40_doctor_report *r = run(&s);
     EXPECT(r, 0, "gpu.ecc", M40_DOCTOR_FAIL, "3 uncorrectable");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
     M.g[0].ecc_uv = 0;
     M.g[0].ecc_ua = 2;
     r = run(&s);
     EXPECT(r, 0, "gpu.ecc", M40_DOCTOR_WARN, "over the card's life");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 
     machine_m40();
     M.g[0].reasons = M40__THR_SW_THERMAL | M40__THR_HW_THERMAL;
@@ -392,7 +396,7 @@ static void test_gpu_faults(void) {
     dump("hot, thermally throttled M40", r);
     EXPECT(r, 0, "gpu.throttle", M40_DOCTOR_FAIL, "hw_thermal");
     EXPECT(r, 0, "gpu.temperature", M40_DOCTOR_FAIL, "airflow");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
     M.g[0].reasons = M40__THR_SW_POWER_CAP;
     M.g[0].temp = 83;
     M.g[0].limit_w = 180;
@@ -400,7 +404,7 @@ static void test_gpu_faults(void) {
     EXPECT(r, 0, "gpu.throttle", M40_DOCTOR_WARN, "sw_power_cap");
     EXPECT(r, 0, "gpu.temperature", M40_DOCTOR_WARN, NULL);
     EXPECT(r, 0, "gpu.power", M40_DOCTOR_WARN, "lowered");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 
     /* memory far below the board's: "Above 4G decoding" */
     machine_m40();
@@ -409,37 +413,37 @@ static void test_gpu_faults(void) {
     r = run(&s);
     dump("M40 with most of its memory hidden", r);
     EXPECT(r, 0, "gpu.memory", M40_DOCTOR_FAIL, "Above 4G decoding");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
     M.g[0].name = "Tesla M40 24GB";
     M.g[0].total_gib = M.g[0].free_gib = 11.2;
     r = run(&s);
     EXPECT(r, 0, "gpu.memory", M40_DOCTOR_FAIL, "24 GB board");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
     M.g[0].name = "Tesla M40"; /* a healthy 12 GB board */
     r = run(&s);
     EXPECT(r, 0, "gpu.memory", M40_DOCTOR_OK, "12 GB");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
     M.g[0].free_gib = 2.0;
     r = run(&s);
     EXPECT(r, 0, "gpu.memory.free", M40_DOCTOR_WARN, NULL);
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 
     /* PCIe link narrower than the card */
     machine_m40();
     M.g[0].width = 8;
     r = run(&s);
     EXPECT(r, 0, "gpu.pcie", M40_DOCTOR_WARN, "x8");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
     M.g[0].width = 16;
     M.g[0].gen = 1; /* idle link power saving: fine */
     r = run(&s);
     EXPECT(r, 0, "gpu.pcie", M40_DOCTOR_OK, "idle");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 
     M.g[0].pm = 0;
     r = run(&s);
     EXPECT(r, 0, "gpu.persistence", M40_DOCTOR_WARN, "persistenced");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 }
 
 static void test_code_and_libs(void) {
@@ -451,7 +455,7 @@ static void test_code_and_libs(void) {
     dump("arch-90 CUDA 13 build on an M40", r);
     EXPECT(r, 0, "gpu.code", M40_DOCTOR_FAIL, "ARCHITECTURES=52");
     EXPECT(r, -1, "build", M40_DOCTOR_WARN, NULL);
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 
     /* an sm_52 build on a cc 9.0 GPU: PTX JIT */
     machine_m40();
@@ -461,7 +465,7 @@ static void test_code_and_libs(void) {
     s = sys_full(B52);
     r = run(&s);
     EXPECT(r, 0, "gpu.code", M40_DOCTOR_WARN, "JIT");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 
     /* cuDNN and cuBLAS without Maxwell code on an M40 */
     machine_m40();
@@ -471,13 +475,13 @@ static void test_code_and_libs(void) {
     r = run(&s);
     EXPECT(r, -1, "cudnn", M40_DOCTOR_FAIL, "9.11+");
     EXPECT(r, -1, "cublas", M40_DOCTOR_FAIL, NULL);
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
     M.cudnn = 0;
     M.cublas_major = 12;
     r = run(&s);
     EXPECT(r, -1, "cudnn", M40_DOCTOR_INFO, "not found");
     EXPECT(r, -1, "cublas", M40_DOCTOR_OK, NULL);
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 
     /* functional: a wrong kernel result and a slow card */
     machine_m40();
@@ -489,13 +493,13 @@ static void test_code_and_libs(void) {
     EXPECT(r, 0, "func.kernel", M40_DOCTOR_FAIL, NULL);
     EXPECT(r, 0, "func.copy", M40_DOCTOR_WARN, "below 60%");
     EXPECT(r, 0, "func.sgemm", M40_DOCTOR_WARN, "below half");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
     machine_m40();
     M.func.kernel_ok = -1;
     snprintf(M.func.err, sizeof M.func.err, "m40_add: no kernel image");
     r = run(&s);
     EXPECT(r, 0, "func.kernel", M40_DOCTOR_FAIL, "no kernel image");
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 
     /* --quick: no functional items; --device limits to one GPU */
     machine_m40();
@@ -508,7 +512,7 @@ static void test_code_and_libs(void) {
     CHECK_ST(m40__doctor_run_sys(&s, &o, &r), M40_OK);
     CHECK(find(r, 1, "gpu") != NULL && find(r, 0, "gpu") == NULL);
     CHECK(find(r, 1, "func.kernel") == NULL);
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
     o.struct_size = 4;
     CHECK_ST(m40__doctor_run_sys(&s, &o, &r), M40_ERR_INVALID_ARG);
     CHECK_ST(m40__doctor_run_sys(&s, NULL, NULL), M40_ERR_INVALID_ARG);
@@ -524,7 +528,7 @@ static void test_nvml_only(void) {
     EXPECT(r, 0, "gpu", M40_DOCTOR_INFO, "NVML only");
     EXPECT(r, 0, "gpu.memory", M40_DOCTOR_OK, NULL);
     EXPECT(r, 0, "gpu.throttle", M40_DOCTOR_OK, NULL);
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
 }
 
 int main(void) {
@@ -544,6 +548,6 @@ int main(void) {
     CHECK_ST(m40_doctor_run(&o, &r), M40_OK);
     CHECK(r && m40_doctor_report_count(r) > 0);
     dump("this machine (--quick)", r);
-    m40_doctor_report_free(r);
+    m40_doctor_report_destroy(r);
     return m40t_finish("test_doctor");
 }

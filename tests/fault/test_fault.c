@@ -123,8 +123,8 @@ static int small_op_runs(m40_ctx *ctx) {
     ok = ok && m40_tensor_upload(ctx, a, h, sizeof h) == M40_OK &&
          m40_add(ctx, a, a, b) == M40_OK && m40_tensor_download(ctx, b, o, sizeof o) == M40_OK &&
          o[0] == 2 && o[3] == 8;
-    m40_tensor_free(a);
-    m40_tensor_free(b);
+    m40_tensor_destroy(a);
+    m40_tensor_destroy(b);
     return ok;
 }
 
@@ -208,7 +208,7 @@ after_fail:
 teardown:
     m40f_set_phase("teardown");
     if (built) m40_graph_destroy(g);
-    m40_st_close(w);
+    m40_st_destroy(w);
     m40_ctx_destroy(ctx);
     return r;
 }
@@ -330,7 +330,7 @@ static pass_result tokenizer_pass(int32_t *ids, size_t cap, size_t *n, const int
         }
     }
     m40f_set_phase("teardown");
-    m40_tokenizer_free(tok);
+    m40_tokenizer_destroy(tok);
     return r;
 }
 
@@ -346,7 +346,7 @@ static pass_result st_pass(int *ntensors) {
             if (m40_st_find(f, m40_st_get(f, i)->name) != m40_st_get(f, i)) r.exact = 0;
     }
     m40f_set_phase("teardown");
-    m40_st_close(f);
+    m40_st_destroy(f);
     return r;
 }
 
@@ -404,7 +404,7 @@ static void test_hooks(void) {
     m40_st_file *f = NULL;
     CHECK_ST(m40_st_open(ST_SMALL, &f), M40_OK);
     CHECK(m40f_calls(M40F_HOST) > 1 && m40f_live(M40F_HOST) > 0); /* inside libm40.a */
-    m40_st_close(f);
+    m40_st_destroy(f);
     CHECK(m40f_live(M40F_HOST) == 0);
     m40f_disarm(M40F_HOST);
     m40f_arm(M40F_HOST, 2);

@@ -161,7 +161,7 @@ static void run_case(m40_ctx *ctx, const char *label) {
     CHECK_ST(m40_ctx_sync(ctx), M40_OK);
 out:
     m40_graph_destroy(n.g);
-    m40_tensor_free(n.w2);
+    m40_tensor_destroy(n.w2);
 }
 
 /* f16: a CONVERT of 70000 (above f16's 65504) gives +Inf in the f16 output. */

@@ -148,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (info.fits != (info.total_bytes <= info.usable_bytes)) abort();
         for (int id = 0; id < count; id++) {
             m40_graph_tensor_info ti;
-            if (m40_graph_tensor_info_get(g, id, &ti) != M40_OK) abort();
+            if (m40_graph_get_tensor_info(g, id, &ti) != M40_OK) abort();
             if (ti.region >= 0) {
                 if (ti.region >= M40_REGION_COUNT || ti.size < ti.bytes) abort();
                 if (ti.offset > info.region_bytes[ti.region] ||

@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (st != M40_OK) {
         if (st != M40_ERR_FORMAT || !f || !m40_st_errmsg(f)[0]) abort(); /* every failure says why */
         if (m40_st_count(f) != 0 || m40_st_get(f, 0) || m40_st_find(f, "a")) abort();
-        m40_st_close(f);
+        m40_st_destroy(f);
         return 0;
     }
     size_t n = m40_st_count(f);
@@ -63,6 +63,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)m40_st_find(f, key);
     (void)m40_st_metadata(f, key);
     (void)m40_st_metadata(f, "format");
-    m40_st_close(f);
+    m40_st_destroy(f);
     return 0;
 }

@@ -51,7 +51,7 @@ static void exercise(m40_tokenizer *tok, const uint8_t *text, size_t n) {
                     slen += tl;
                 }
                 if (slen != got || memcmp(out, streamed, got) != 0) abort();
-                m40_tokenizer_stream_free(s);
+                m40_tokenizer_stream_destroy(s);
             }
         }
         free(out);
@@ -87,6 +87,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else if (tok && !m40_tokenizer_errmsg(tok)[0]) {
         abort(); /* every failure must say why */
     }
-    m40_tokenizer_free(tok);
+    m40_tokenizer_destroy(tok);
     return 0;
 }

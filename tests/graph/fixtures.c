@@ -118,13 +118,13 @@ m40_status fx_layer_eager(m40_ctx *ctx, const fx_layer *l, float *yout, uint16_t
         st = m40_tensor_new(ctx, i == Y16 ? M40_DTYPE_F16 : M40_DTYPE_F32, shapes[i][1] ? 2 : 1,
                             shapes[i], &t[i]);
         if (st == M40_OK && data[i])
-            st = m40_tensor_upload(ctx, t[i], data[i], m40_tensor_nbytes(t[i]));
+            st = m40_tensor_upload(ctx, t[i], data[i], m40_tensor_get_nbytes(t[i]));
     }
     if (st == M40_OK) st = m40_matmul(ctx, t[X], t[WQ], NULL, t[Q]);
     if (st == M40_OK) st = m40_matmul(ctx, t[X], t[WK], NULL, t[K]);
     if (st == M40_OK) st = m40_matmul(ctx, t[WV], t[X], NULL, t[VT]);
     if (st == M40_OK) st = m40_matmul(ctx, t[Q], t[K], NULL, t[S]);
-    if (st == M40_OK) st = m40_scale(ctx, t[S], 0.125f, t[S]);
+    if (st == M40_OK) st = m40_scale(ctx, 0.125f, t[S], t[S]);
     if (st == M40_OK) st = m40_softmax(ctx, t[S], t[S]);
     if (st == M40_OK) st = m40_matmul(ctx, t[S], t[VT], NULL, t[O]);
     if (st == M40_OK) st = m40_matmul(ctx, t[O], t[WO], NULL, t[A]);
@@ -134,9 +134,9 @@ m40_status fx_layer_eager(m40_ctx *ctx, const fx_layer *l, float *yout, uint16_t
     if (st == M40_OK) st = m40_matmul(ctx, t[H], t[W2], NULL, t[F]);
     if (st == M40_OK) st = m40_add(ctx, t[X2], t[F], t[Y]);
     if (st == M40_OK) st = m40_convert(ctx, t[Y], t[Y16]);
-    if (st == M40_OK) st = m40_tensor_download(ctx, t[Y], yout, m40_tensor_nbytes(t[Y]));
-    if (st == M40_OK) st = m40_tensor_download(ctx, t[Y16], y16out, m40_tensor_nbytes(t[Y16]));
-    for (int i = 0; i < NT; i++) m40_tensor_free(t[i]);
+    if (st == M40_OK) st = m40_tensor_download(ctx, t[Y], yout, m40_tensor_get_nbytes(t[Y]));
+    if (st == M40_OK) st = m40_tensor_download(ctx, t[Y16], y16out, m40_tensor_get_nbytes(t[Y16]));
+    for (int i = 0; i < NT; i++) m40_tensor_destroy(t[i]);
     return st;
 }
 
@@ -308,7 +308,7 @@ static m40_status run_eager(m40_ctx *ctx, const fx_n *n, m40_tensor **t) {
     switch (n->op) {
     case M40_OP_ADD: return m40_add(ctx, t[n->in[0]], t[n->in[1]], t[n->out]);
     case M40_OP_MUL: return m40_mul(ctx, t[n->in[0]], t[n->in[1]], t[n->out]);
-    case M40_OP_SCALE: return m40_scale(ctx, t[n->in[0]], n->alpha, t[n->out]);
+    case M40_OP_SCALE: return m40_scale(ctx, n->alpha, t[n->in[0]], t[n->out]);
     case M40_OP_ACTIVATION: return m40_activation(ctx, n->act, t[n->in[0]], t[n->out]);
     case M40_OP_SOFTMAX: return m40_softmax(ctx, t[n->in[0]], t[n->out]);
     case M40_OP_CONVERT: return m40_convert(ctx, t[n->in[0]], t[n->out]);
@@ -326,13 +326,13 @@ int fx_dag_check_outputs(const fx_dag *d, m40_ctx *ctx, m40_graph *g) {
     for (int i = 0; i < d->nt && st == M40_OK; i++) {
         const fx_t *x = &d->t[i];
         st = m40_tensor_new(ctx, x->dtype, x->ndim, x->shape, &t[i]);
-        if (st == M40_OK && x->data) st = m40_tensor_upload(ctx, t[i], x->data, m40_tensor_nbytes(t[i]));
+        if (st == M40_OK && x->data) st = m40_tensor_upload(ctx, t[i], x->data, m40_tensor_get_nbytes(t[i]));
         if (st == M40_OK && x->role == M40_ROLE_INPUT) {
             m40_tensor *gi = NULL;
-            st = m40_fill_random(ctx, t[i], 1000 + (uint64_t)i, M40_RANDOM_UNIFORM, -1.0f, 1.0f);
+            st = m40_fill_random(ctx, 1000 + (uint64_t)i, M40_RANDOM_UNIFORM, -1.0f, 1.0f, t[i]);
             if (st == M40_OK) st = m40_graph_get_tensor(g, i, &gi);
             if (st == M40_OK)
-                st = m40_fill_random(ctx, gi, 1000 + (uint64_t)i, M40_RANDOM_UNIFORM, -1.0f, 1.0f);
+                st = m40_fill_random(ctx, 1000 + (uint64_t)i, M40_RANDOM_UNIFORM, -1.0f, 1.0f, gi);
         }
     }
     if (st == M40_OK) st = m40_graph_run(g);
@@ -341,7 +341,7 @@ int fx_dag_check_outputs(const fx_dag *d, m40_ctx *ctx, m40_graph *g) {
     for (int i = 0; i < d->nt && st == M40_OK; i++) {
         if (d->t[i].role != M40_ROLE_ACTIVATION || d->t[i].uses) continue;
         m40_tensor *gt = NULL;
-        size_t nb = m40_tensor_nbytes(t[i]);
+        size_t nb = m40_tensor_get_nbytes(t[i]);
         char *a = malloc(nb + 1), *b = malloc(nb + 1);
         st = m40_graph_get_tensor(g, i, &gt);
         if (st == M40_OK && a && b) st = m40_tensor_download(ctx, gt, a, nb);
@@ -357,7 +357,7 @@ int fx_dag_check_outputs(const fx_dag *d, m40_ctx *ctx, m40_graph *g) {
         fprintf(stderr, "dag check: %s: %s\n", m40_status_str(st), m40_errmsg(ctx));
         bad++;
     }
-    for (int i = 0; t && i < d->nt; i++) m40_tensor_free(t[i]);
+    for (int i = 0; t && i < d->nt; i++) m40_tensor_destroy(t[i]);
     free(t);
     return bad;
 }

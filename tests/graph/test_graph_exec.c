@@ -61,8 +61,8 @@ static void test_layer(int64_t T, int64_t Cm, int64_t D, int64_t F) {
     CHECK_ST(m40_tensor_download(C, by, yg, n * 4), M40_OK);
     CHECK(memcmp(yg, ye, n * 4) == 0);
     m40_graph_destroy(g);
-    m40_tensor_free(bx);
-    m40_tensor_free(by);
+    m40_tensor_destroy(bx);
+    m40_tensor_destroy(by);
     free(ye), free(yg), free(he), free(hg);
     fx_layer_free(&l);
 }

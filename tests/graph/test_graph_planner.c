@@ -22,7 +22,7 @@ static double check_plan(m40_graph *g, const char *what) {
     int nt = m40_graph_tensor_count(g), bad = 0;
     m40_graph_tensor_info *ti = calloc((size_t)nt, sizeof *ti);
     for (int i = 0; i < nt; i++) {
-        CHECK_ST(m40_graph_tensor_info_get(g, i, &ti[i]), M40_OK);
+        CHECK_ST(m40_graph_get_tensor_info(g, i, &ti[i]), M40_OK);
         if (ti[i].region >= 0 && ti[i].offset % M40_GRAPH_ALIGN) bad++;
         if (ti[i].region >= 0 && ti[i].offset + ti[i].size > pi.region_bytes[ti[i].region]) bad++;
     }
@@ -57,7 +57,7 @@ static double check_plan(m40_graph *g, const char *what) {
     CHECK(memcmp(&pi, &p2, sizeof pi) == 0);
     for (int i = 0; i < nt; i++) {
         m40_graph_tensor_info t2;
-        m40_graph_tensor_info_get(g, i, &t2);
+        m40_graph_get_tensor_info(g, i, &t2);
         CHECK(t2.offset == ti[i].offset && t2.region == ti[i].region);
     }
     free(ti);
@@ -221,7 +221,7 @@ static void test_chatglm2_builder(void) {
         CHECK(pa.nodes == pb.nodes && pa.tensors == pb.tensors && pa.total_bytes == pb.total_bytes);
         for (int r = 0; r < M40_REGION_COUNT; r++) CHECK(pa.region_bytes[r] == pb.region_bytes[r]);
         m40_graph_tensor_info ti;
-        CHECK_ST(m40_graph_tensor_info_get(a, info.logits, &ti), M40_OK);
+        CHECK_ST(m40_graph_get_tensor_info(a, info.logits, &ti), M40_OK);
         CHECK(ti.is_output && ti.desc.ndim == 3 && ti.desc.shape[1] == 1 && ti.desc.shape[2] == 65024);
         m40_graph_destroy(a);
         m40_graph_destroy(b);
@@ -243,7 +243,7 @@ static void test_chatglm2_builder(void) {
     m40_chatglm2_desc_init(&cd);
     CHECK_ST(m40_chatglm2_graph(C, &cd, w, &g, NULL), M40_ERR_UNSUPPORTED);
     CHECK(g == NULL && strstr(m40_errmsg(C), "not implemented yet"));
-    m40_st_close(w);
+    m40_st_destroy(w);
     printf("chatglm2 builder: m40_chatglm2_graph = m40_model_graph in both phases; bad descs refused\n");
 }
 

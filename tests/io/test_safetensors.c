@@ -41,14 +41,14 @@ static m40_status open_bytes(const unsigned char *b, size_t n, const char *what,
         m40t_failures++;
         fprintf(stderr, "  message lacks '%s'\n", want_msg);
     }
-    m40_st_close(f);
+    m40_st_destroy(f);
     return s;
 }
 
 static void test_good(void) {
     m40_st_file *f = NULL;
     CHECK_ST(m40_st_open(FIXTURE, &f), M40_OK);
-    if (!f || m40_st_count(f) == 0) { m40t_failures++; m40_st_close(f); return; }
+    if (!f || m40_st_count(f) == 0) { m40t_failures++; m40_st_destroy(f); return; }
     CHECK(m40_st_count(f) == 9);
     CHECK(m40_st_metadata(f, "format") && strcmp(m40_st_metadata(f, "format"), "pt") == 0);
     CHECK(m40_st_metadata(f, "nope") == NULL);
@@ -98,7 +98,7 @@ static void test_good(void) {
     CHECK_ST(m40_st_expect(f, "fc.weight", M40_DTYPE_F32, 4, s4, &t), M40_ERR_FORMAT);
     CHECK(strstr(m40_st_errmsg(f), "missing") != NULL);
     CHECK_ST(m40_st_expect(NULL, "a", M40_DTYPE_F32, 0, NULL, &t), M40_ERR_INVALID_ARG);
-    m40_st_close(f);
+    m40_st_destroy(f);
 }
 
 static void test_bad(void) {
@@ -113,11 +113,11 @@ static void test_bad(void) {
     m40_st_file *f = NULL;
     CHECK_ST(m40_st_open("tests/fixtures/safetensors/does-not-exist", &f), M40_ERR_IO);
     CHECK(strstr(m40_st_errmsg(f), "does-not-exist") != NULL);
-    m40_st_close(f);
+    m40_st_destroy(f);
     CHECK_ST(m40_st_open(NULL, &f), M40_ERR_INVALID_ARG);
     CHECK_ST(m40_st_open(FIXTURE, NULL), M40_ERR_INVALID_ARG);
     CHECK_ST(m40_st_open("tests", &f), M40_ERR_IO); /* a directory */
-    m40_st_close(f);
+    m40_st_destroy(f);
 
     CHECK_ST(open_bytes(good, 0, "empty file", "too short"), M40_ERR_FORMAT);
     CHECK_ST(open_bytes(good, 5, "5 bytes", "too short"), M40_ERR_FORMAT);
@@ -172,7 +172,7 @@ static void test_bad(void) {
         flips++;
         if (st != M40_OK && st != M40_ERR_FORMAT) fails++;
         if (st != M40_OK && m40_st_errmsg(g)[0] == '\0') fails++;
-        m40_st_close(g);
+        m40_st_destroy(g);
     }
     CHECK(fails == 0);
     printf("corruptions: %zu files, %zu with a wrong status or no message\n", flips, fails);
@@ -226,7 +226,7 @@ static void test_scale(void) {
 #endif
     CHECK(found == N && m40_st_count(f) == N && sec < limit);
     CHECK(m40_st_find(f, "t80000") == NULL && m40_st_find(f, "") == NULL);
-    m40_st_close(f);
+    m40_st_destroy(f);
     free(b);
 
     /* the same entry twice: same offsets, so it also overlaps itself */

@@ -45,23 +45,23 @@ static void test_golden(const char *path) {
         m40_dtype src = (m40_dtype)h[3];
         int64_t shape[2] = {h[4], h[5]}, N = h[4], K = h[5];
         m40_tensor *w = host(src, 2, shape);
-        CHECK(rd(f, m40_tensor_data(w), m40_tensor_nbytes(w)));
+        CHECK(rd(f, m40_tensor_get_data(w), m40_tensor_get_nbytes(w)));
         m40_tensor_desc dd, sd;
         CHECK_ST(m40_quant_descs(&fmt, N, K, &dd, &sd), M40_OK);
         m40_tensor *data = host_like(&dd);
         m40_tensor *scale = fmt.wtype == M40_DTYPE_F16 ? NULL : host_like(&sd);
-        size_t nd = m40_tensor_nbytes(data), ns = scale ? m40_tensor_nbytes(scale) : 0;
+        size_t nd = m40_tensor_get_nbytes(data), ns = scale ? m40_tensor_get_nbytes(scale) : 0;
         unsigned char *want_d = malloc(nd + 1), *want_s = malloc(ns + 1);
         float *want_w = malloc((size_t)(N * K) * 4 + 4);
         CHECK(rd(f, want_d, nd) && rd(f, want_s, ns) && rd(f, want_w, (size_t)(N * K) * 4));
-        memset(m40_tensor_data(data), 0xA5, nd); /* every byte must be written */
+        memset(m40_tensor_get_data(data), 0xA5, nd); /* every byte must be written */
         CHECK_ST(m40_quantize(C, &fmt, w, data, scale), M40_OK);
-        int dok = memcmp(m40_tensor_data(data), want_d, nd) == 0;
-        int sok = !scale || memcmp(m40_tensor_data(scale), want_s, ns) == 0;
+        int dok = memcmp(m40_tensor_get_data(data), want_d, nd) == 0;
+        int sok = !scale || memcmp(m40_tensor_get_data(scale), want_s, ns) == 0;
         m40_tensor *deq = host(M40_DTYPE_F32, 2, shape);
         m40_qweight qw = {fmt, N, K, data, scale};
         CHECK_ST(m40_dequantize(C, &qw, deq), M40_OK);
-        const float *got = m40_tensor_data(deq);
+        const float *got = m40_tensor_get_data(deq);
         int64_t bad = -1;
         for (int64_t i = 0; i < N * K && bad < 0; i++)
             if (!(got[i] == want_w[i])) bad = i; /* -0 == +0 */
@@ -73,7 +73,7 @@ static void test_golden(const char *path) {
         if (bad >= 0) printf(" (first at %lld: %g vs %g)", (long long)bad, got[bad], want_w[bad]);
         printf("\n");
         free(want_d); free(want_s); free(want_w);
-        m40_tensor_free(w); m40_tensor_free(data); m40_tensor_free(scale); m40_tensor_free(deq);
+        m40_tensor_destroy(w); m40_tensor_destroy(data); m40_tensor_destroy(scale); m40_tensor_destroy(deq);
     }
     fclose(f);
 }
@@ -82,7 +82,7 @@ static void test_errors(void) {
     int64_t s[2] = {4, 64}, s1[1] = {4}, bad_s[2] = {4, 31};
     m40_quant_format q4 = {M40_DTYPE_Q4, 0, M40_DTYPE_F16};
     m40_tensor *w = host(M40_DTYPE_F32, 2, s);
-    float *wp = m40_tensor_data(w);
+    float *wp = m40_tensor_get_data(w);
     for (int i = 0; i < 256; i++) wp[i] = (float)(i % 13) - 6.0f;
     m40_tensor_desc dd, sd;
     CHECK_ST(m40_quant_descs(&q4, 4, 64, &dd, &sd), M40_OK);
@@ -125,8 +125,8 @@ static void test_errors(void) {
     int64_t xs[2] = {3, 64}, ys[2] = {3, 4}, yb[2] = {3, 5}, bs[1] = {4};
     m40_tensor *x = host(M40_DTYPE_F32, 2, xs), *y = host(M40_DTYPE_F32, 2, ys);
     m40_tensor *y5 = host(M40_DTYPE_F32, 2, yb), *bias = host(M40_DTYPE_F32, 1, bs);
-    memset(m40_tensor_data(x), 0, m40_tensor_nbytes(x));
-    memset(m40_tensor_data(bias), 0, m40_tensor_nbytes(bias));
+    memset(m40_tensor_get_data(x), 0, m40_tensor_get_nbytes(x));
+    memset(m40_tensor_get_data(bias), 0, m40_tensor_get_nbytes(bias));
     CHECK_ST(m40_quant_linear(C, x, &qw, bias, y), M40_OK);
     CHECK_ST(m40_quant_linear(C, x, &qw, NULL, y5), M40_ERR_SHAPE);
     CHECK_ST(m40_quant_linear(C, x, NULL, NULL, y), M40_ERR_INVALID_ARG);
@@ -144,9 +144,9 @@ static void test_errors(void) {
     m40_tensor *xi = host(M40_DTYPE_I32, 2, xs);
     CHECK_ST(m40_quant_linear(C, xi, &qw, NULL, y), M40_ERR_DTYPE);
     printf("ok   quant_linear argument checks\n");
-    m40_tensor_free(x); m40_tensor_free(y); m40_tensor_free(y5); m40_tensor_free(bias);
-    m40_tensor_free(xi); m40_tensor_free(w); m40_tensor_free(wi); m40_tensor_free(data);
-    m40_tensor_free(scale); m40_tensor_free(wrong); m40_tensor_free(s32);
+    m40_tensor_destroy(x); m40_tensor_destroy(y); m40_tensor_destroy(y5); m40_tensor_destroy(bias);
+    m40_tensor_destroy(xi); m40_tensor_destroy(w); m40_tensor_destroy(wi); m40_tensor_destroy(data);
+    m40_tensor_destroy(scale); m40_tensor_destroy(wrong); m40_tensor_destroy(s32);
 }
 
 /* CPU quant_linear == dequantize + matmul, exactly, for every format. */
@@ -160,9 +160,9 @@ static void test_linear_ref(void) {
     m40_tensor *w = host(M40_DTYPE_F32, 2, ws), *x = host(M40_DTYPE_F32, 2, xs);
     m40_tensor *b = host(M40_DTYPE_F32, 1, bs), *deq = host(M40_DTYPE_F32, 2, ws);
     m40_tensor *y1 = host(M40_DTYPE_F32, 2, ys), *y2 = host(M40_DTYPE_F32, 2, ys);
-    CHECK_ST(m40_fill_random(C, w, 1, M40_RANDOM_NORMAL, 0.0f, 0.05f), M40_OK);
-    CHECK_ST(m40_fill_random(C, x, 2, M40_RANDOM_UNIFORM, -1.0f, 1.0f), M40_OK);
-    CHECK_ST(m40_fill_random(C, b, 3, M40_RANDOM_UNIFORM, -1.0f, 1.0f), M40_OK);
+    CHECK_ST(m40_fill_random(C, 1, M40_RANDOM_NORMAL, 0.0f, 0.05f, w), M40_OK);
+    CHECK_ST(m40_fill_random(C, 2, M40_RANDOM_UNIFORM, -1.0f, 1.0f, x), M40_OK);
+    CHECK_ST(m40_fill_random(C, 3, M40_RANDOM_UNIFORM, -1.0f, 1.0f, b), M40_OK);
     for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
         m40_tensor_desc dd, sd;
         CHECK_ST(m40_quant_descs(&fmts[i], N, K, &dd, &sd), M40_OK);
@@ -171,17 +171,17 @@ static void test_linear_ref(void) {
         CHECK_ST(m40_quantize(C, &fmts[i], w, data, scale), M40_OK);
         m40_qweight qw = {fmts[i], N, K, data, scale};
         CHECK_ST(m40_dequantize(C, &qw, deq), M40_OK);
-        m40t_poison(m40_tensor_data(y1), M * N);
+        m40t_poison(m40_tensor_get_data(y1), M * N);
         CHECK_ST(m40_quant_linear(C, x, &qw, b, y1), M40_OK);
         CHECK_ST(m40_matmul(C, x, deq, b, y2), M40_OK);
         char name[80];
         snprintf(name, sizeof name, "cpu quant_linear %s == dequant+matmul", m40_quant_format_name(&fmts[i]));
-        m40t_compare(name, m40_tensor_data(y1), m40_tensor_data(y2), M * N, (m40t_tol){0, 0, 0});
-        m40_tensor_free(data);
-        m40_tensor_free(scale);
+        m40t_compare(name, m40_tensor_get_data(y1), m40_tensor_get_data(y2), M * N, (m40t_tol){0, 0, 0});
+        m40_tensor_destroy(data);
+        m40_tensor_destroy(scale);
     }
-    m40_tensor_free(w); m40_tensor_free(x); m40_tensor_free(b); m40_tensor_free(deq);
-    m40_tensor_free(y1); m40_tensor_free(y2);
+    m40_tensor_destroy(w); m40_tensor_destroy(x); m40_tensor_destroy(b); m40_tensor_destroy(deq);
+    m40_tensor_destroy(y1); m40_tensor_destroy(y2);
 }
 
 int main(int argc, char **argv) {

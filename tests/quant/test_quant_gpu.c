@@ -29,7 +29,7 @@ static m40_tensor *tnew(m40_ctx *ctx, m40_dtype dt, int ndim, const int64_t *sha
 }
 
 static void upload_copy(m40_tensor *dev, const m40_tensor *hst) {
-    CHECK_ST(m40_tensor_upload(G, dev, m40_tensor_data(hst), m40_tensor_nbytes(hst)), M40_OK);
+    CHECK_ST(m40_tensor_upload(G, dev, m40_tensor_get_data(hst), m40_tensor_get_nbytes(hst)), M40_OK);
 }
 
 /* A quantized weight on both sides. */
@@ -44,9 +44,9 @@ static qpair make_weight(m40_quant_format fmt, int64_t N, int64_t K, uint64_t se
     qpair q = {.fmt = fmt, .n = N, .k = K};
     int64_t ws[2] = {N, K};
     m40_tensor *wg = tnew(G, M40_DTYPE_F32, 2, ws), *wh = tnew(C, M40_DTYPE_F32, 2, ws);
-    CHECK_ST(m40_fill_random(G, wg, seed, M40_RANDOM_NORMAL, 0.0f, 0.02f), M40_OK);
-    CHECK_ST(m40_tensor_download(G, wg, m40_tensor_data(wh), m40_tensor_nbytes(wh)), M40_OK);
-    m40_tensor_free(wg);
+    CHECK_ST(m40_fill_random(G, seed, M40_RANDOM_NORMAL, 0.0f, 0.02f, wg), M40_OK);
+    CHECK_ST(m40_tensor_download(G, wg, m40_tensor_get_data(wh), m40_tensor_get_nbytes(wh)), M40_OK);
+    m40_tensor_destroy(wg);
     m40_tensor_desc dd, sd;
     CHECK_ST(m40_quant_descs(&fmt, N, K, &dd, &sd), M40_OK);
     q.hd = tnew(C, dd.dtype, dd.ndim, dd.shape);
@@ -56,14 +56,14 @@ static qpair make_weight(m40_quant_format fmt, int64_t N, int64_t K, uint64_t se
         q.gs = tnew(G, sd.dtype, sd.ndim, sd.shape);
     }
     CHECK_ST(m40_quantize(C, &fmt, wh, q.hd, q.hs), M40_OK);
-    m40_tensor_free(wh);
+    m40_tensor_destroy(wh);
     upload_copy(q.gd, q.hd);
     if (q.hs) upload_copy(q.gs, q.hs);
     return q;
 }
 
 static void qpair_free(qpair q) {
-    m40_tensor_free(q.hd); m40_tensor_free(q.hs); m40_tensor_free(q.gd); m40_tensor_free(q.gs);
+    m40_tensor_destroy(q.hd); m40_tensor_destroy(q.hs); m40_tensor_destroy(q.gd); m40_tensor_destroy(q.gs);
 }
 
 /* The host weight restricted to rows [r0, r0 + nr): views of data and scale. */
@@ -148,15 +148,15 @@ static int run_variant(int variant, const m40_tensor *x, const qpair *q, const m
         return st == M40_OK;
     }
     m40k_qlinear_args a = {
-        .M = (int)M, .N = (int)q->n, .K = (int)q->k, .x = m40_tensor_data(x),
-        .wtype = (int)q->fmt.wtype, .w = m40_tensor_data(q->gd),
-        .scale = q->gs ? m40_tensor_data(q->gs) : NULL,
+        .M = (int)M, .N = (int)q->n, .K = (int)q->k, .x = m40_tensor_get_data(x),
+        .wtype = (int)q->fmt.wtype, .w = m40_tensor_get_data(q->gd),
+        .scale = q->gs ? m40_tensor_get_data(q->gs) : NULL,
         .scale_f16 = q->fmt.scale_dtype == M40_DTYPE_F16,
         .group = q->fmt.wtype == M40_DTYPE_F16 ? 0 : q->fmt.group,
-        .bias = bias ? m40_tensor_data(bias) : NULL, .y = m40_tensor_data(y)};
+        .bias = bias ? m40_tensor_get_data(bias) : NULL, .y = m40_tensor_get_data(y)};
     int e;
     if (variant >= V_GEMM) {
-        e = m40k_quant_gemm_run(m40_ctx_stream(G), &a, variant == V_GEMM_GENERIC);
+        e = m40k_quant_gemm_run(m40_ctx_get_stream(G), &a, variant == V_GEMM_GENERIC);
     } else if (variant == V_SPLIT || variant == V_SPLIT_R8) { /* with its scratch, poisoned */
         const size_t bytes = m40k_quant_gemv_workspace(&a);
         int64_t n = bytes ? (int64_t)(bytes / 4) : 1;
@@ -165,13 +165,13 @@ static int run_variant(int variant, const m40_tensor *x, const qpair *q, const m
         m40t_poison(poison, n);
         CHECK_ST(m40_tensor_upload(G, ws, poison, (size_t)n * 4), M40_OK);
         free(poison);
-        a.ws = m40_tensor_data(ws);
+        a.ws = m40_tensor_get_data(ws);
         a.ws_bytes = bytes;
-        e = m40k_quant_gemv_variant(m40_ctx_stream(G), &a, VARIANTS[variant].sms, &VARIANTS[variant].v);
+        e = m40k_quant_gemv_variant(m40_ctx_get_stream(G), &a, VARIANTS[variant].sms, &VARIANTS[variant].v);
         CHECK_ST(m40_ctx_sync(G), M40_OK);
-        m40_tensor_free(ws);
+        m40_tensor_destroy(ws);
     } else {
-        e = m40k_quant_gemv_variant(m40_ctx_stream(G), &a, VARIANTS[variant].sms, &VARIANTS[variant].v);
+        e = m40k_quant_gemv_variant(m40_ctx_get_stream(G), &a, VARIANTS[variant].sms, &VARIANTS[variant].v);
     }
     if (e) fprintf(stderr, "launcher variant %s: CUDA error %d\n", VARIANTS[variant].name, e);
     return e == 0;
@@ -192,9 +192,9 @@ static void run_case(const qpair *q, int64_t M, int with_bias, int variant, int6
     int64_t xbs[1] = {M * K + 4};
     m40_tensor *xbase_g = tnew(G, M40_DTYPE_F32, 1, xbs);
     m40_tensor *xh = tnew(C, M40_DTYPE_F32, 2, xs);
-    CHECK_ST(m40_fill_random(C, xh, seed, M40_RANDOM_UNIFORM, -1.0f, 1.0f), M40_OK);
+    CHECK_ST(m40_fill_random(C, seed, M40_RANDOM_UNIFORM, -1.0f, 1.0f, xh), M40_OK);
     {
-        float *xp = m40_tensor_data(xh);
+        float *xp = m40_tensor_get_data(xh);
         for (int64_t i = 0; i < M * K; i++) xp[i] *= (i % K) < K / 2 ? X_LO : X_HI;
     }
     m40_tensor_desc xd = *m40_tensor_get_desc(xh);
@@ -205,7 +205,7 @@ static void run_case(const qpair *q, int64_t M, int with_bias, int variant, int6
     if (with_bias) {
         bh = tnew(C, M40_DTYPE_F32, 1, bs);
         bg = tnew(G, M40_DTYPE_F32, 1, bs);
-        CHECK_ST(m40_fill_random(C, bh, seed + 1, M40_RANDOM_UNIFORM, -1.0f, 1.0f), M40_OK);
+        CHECK_ST(m40_fill_random(C, seed + 1, M40_RANDOM_UNIFORM, -1.0f, 1.0f, bh), M40_OK);
         upload_copy(bg, bh);
     }
     m40_tensor *yg = tnew(G, M40_DTYPE_F32, 2, ys);
@@ -246,13 +246,13 @@ static void run_case(const qpair *q, int64_t M, int with_bias, int variant, int6
         snprintf(nm, sizeof nm, "%s rows %lld+%lld", name, (long long)r0, (long long)nr);
         m40t_tol tol = tol_for(K);
         tol.atol *= fmax(fabs(X_LO), fabs(X_HI));
-        m40t_compare(nm, got, m40_tensor_data(yr), M * nr, tol);
+        m40t_compare(nm, got, m40_tensor_get_data(yr), M * nr, tol);
         free(got);
-        m40_tensor_free(yr); m40_tensor_free(vd); m40_tensor_free(vs); m40_tensor_free(bv);
+        m40_tensor_destroy(yr); m40_tensor_destroy(vd); m40_tensor_destroy(vs); m40_tensor_destroy(bv);
     }
     free(yout);
-    m40_tensor_free(xg); m40_tensor_free(xbase_g); m40_tensor_free(xh);
-    m40_tensor_free(bh); m40_tensor_free(bg); m40_tensor_free(yg);
+    m40_tensor_destroy(xg); m40_tensor_destroy(xbase_g); m40_tensor_destroy(xh);
+    m40_tensor_destroy(bh); m40_tensor_destroy(bg); m40_tensor_destroy(yg);
 }
 
 static const m40_quant_format F_Q4ROW = {M40_DTYPE_Q4, 0, M40_DTYPE_F16};

@@ -81,8 +81,8 @@ static void run_fixture(m40_ctx *ctx, const char *label, m40_layout layout) {
     free(ref);
     m40_graph_destroy(g);
 out:
-    m40_st_close(w);
-    m40_st_close(io);
+    m40_st_destroy(w);
+    m40_st_destroy(io);
 }
 
 /* ---- the graph that runs is the graph that is planned ------------------ */
@@ -107,8 +107,8 @@ static void same_graph(const char *what, m40_graph *run, const m40_plan_info *rp
     for (int i = 0; i < pp.nodes; i++) bad += m40_graph_step_node(run, i) != m40_graph_step_node(decl, i);
     for (int i = 0; i < m40_graph_tensor_count(run) && i < m40_graph_tensor_count(decl); i++) {
         m40_graph_tensor_info a, b;
-        CHECK_ST(m40_graph_tensor_info_get(run, i, &a), M40_OK);
-        CHECK_ST(m40_graph_tensor_info_get(decl, i, &b), M40_OK);
+        CHECK_ST(m40_graph_get_tensor_info(run, i, &a), M40_OK);
+        CHECK_ST(m40_graph_get_tensor_info(decl, i, &b), M40_OK);
         int diff = strcmp(a.name, b.name) || a.role != b.role || a.desc.dtype != b.desc.dtype ||
                    a.desc.ndim != b.desc.ndim || a.region != b.region || a.offset != b.offset ||
                    a.size != b.size || a.bytes != b.bytes || a.is_output != b.is_output ||
@@ -149,7 +149,7 @@ static void test_plan_is_run_fixture(m40_ctx *ctx, m40_layout layout) {
     m40_graph *run = NULL, *decl = NULL;
     m40_resnet50_info ri, di;
     CHECK_ST(m40_resnet50_graph(ctx, &rd, w, &run, &ri), M40_OK);
-    m40_st_close(w);
+    m40_st_destroy(w);
     rd.base = ri.base;
     memcpy(rd.blocks, ri.blocks, sizeof rd.blocks);
     rd.classes = ri.classes;
@@ -298,12 +298,12 @@ static void expect_build_error(m40_ctx *ctx, const char *path, m40_status want, 
     printf("bad weights (%s): %s: %s\n", needle, m40_status_str(st), err);
     CHECK_ST(st, want);
     CHECK(strstr(err, needle) != NULL);
-    m40_st_close(w);
+    m40_st_destroy(w);
 }
 
 static void test_bad_weights(m40_ctx *ctx) {
     m40_st_file *src = NULL;
-    if (m40_st_open(WEIGHTS, &src) != M40_OK) { m40t_failures++; m40_st_close(src); return; }
+    if (m40_st_open(WEIGHTS, &src) != M40_OK) { m40t_failures++; m40_st_destroy(src); return; }
     char path[64];
     snprintf(path, sizeof path, "/tmp/m40_rn_bad_%d.safetensors", (int)getpid());
     write_variant(path, src, (edit){.drop = "layer2.0.bn3.running_var"});
@@ -333,7 +333,7 @@ static void test_bad_weights(m40_ctx *ctx) {
     expect_build_error(ctx, path, M40_ERR_FORMAT, "truncated");
     expect_build_error(ctx, "tests/fixtures/resnet/no-such-file.safetensors", M40_ERR_IO, "cannot open");
     remove(path);
-    m40_st_close(src);
+    m40_st_destroy(src);
 }
 
 int main(int argc, char **argv) {

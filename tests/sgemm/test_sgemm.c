@@ -31,7 +31,7 @@ static dbuf dbuf_new(int64_t n) {
         fprintf(stderr, "tensor_new(%lld floats): %s\n", (long long)d.n, m40_errmsg(G));
         exit(1);
     }
-    d.p = m40_tensor_data(d.t);
+    d.p = m40_tensor_get_data(d.t);
     return d;
 }
 
@@ -124,8 +124,8 @@ static void problem_init(problem *p, int M, int N, int K, int b_nk, int b_f16, i
 
 static void problem_free(problem *p) {
     free(p->a); free(p->b32); free(p->b16); free(p->bias); free(p->res); free(p->prod);
-    m40_tensor_free(p->da.t); m40_tensor_free(p->db.t); m40_tensor_free(p->dc.t);
-    m40_tensor_free(p->dbias.t); m40_tensor_free(p->dres.t);
+    m40_tensor_destroy(p->da.t); m40_tensor_destroy(p->db.t); m40_tensor_destroy(p->dc.t);
+    m40_tensor_destroy(p->dbias.t); m40_tensor_destroy(p->dres.t);
 }
 
 /* Runs one configuration and compares. variant < 0: m40k_sgemm's own plan. */
@@ -158,12 +158,12 @@ static void run_case(problem *p, int variant, int splits, int epi) {
                              : (size_t)(splits > 1 ? splits : 0) * M * N * 4;
     dbuf ws = {0};
     if (wsb) ws = dbuf_new((int64_t)(wsb / 4));
-    int e = variant < 0 ? m40k_sgemm(m40_ctx_stream(G), &a, SMS, ws.p, wsb)
-                        : m40k_sgemm_run(m40_ctx_stream(G), &a, variant, splits, ws.p, wsb);
+    int e = variant < 0 ? m40k_sgemm(m40_ctx_get_stream(G), &a, SMS, ws.p, wsb)
+                        : m40k_sgemm_run(m40_ctx_get_stream(G), &a, variant, splits, ws.p, wsb);
     CHECK(e == 0);
     CHECK_ST(m40_ctx_sync(G), M40_OK);
     CHECK_ST(m40_tensor_download(G, p->dc.t, hc, (size_t)p->dc.n * 4), M40_OK);
-    if (ws.t) m40_tensor_free(ws.t);
+    if (ws.t) m40_tensor_destroy(ws.t);
 
     /* got/ref over the M x N block; the padding column of a misaligned C
     ** must still hold its poison (nothing written outside the matrix). */
@@ -217,12 +217,12 @@ static void test_matmul_op(void) {
         m40_tensor_new(G, M40_DTYPE_F32, 2, wsh, &wg); m40_tensor_new(C, M40_DTYPE_F32, 2, wsh, &wc);
         m40_tensor_new(G, M40_DTYPE_F32, 1, &N, &bg); m40_tensor_new(C, M40_DTYPE_F32, 1, &N, &bc);
         m40_tensor_new(G, M40_DTYPE_F32, 2, ys, &yg); m40_tensor_new(C, M40_DTYPE_F32, 2, ys, &yc);
-        m40_fill_random(G, xg, 11 + t, M40_RANDOM_UNIFORM, -1, 1);
-        m40_fill_random(C, xc, 11 + t, M40_RANDOM_UNIFORM, -1, 1);
-        m40_fill_random(G, wg, 21 + t, M40_RANDOM_UNIFORM, -1, 1);
-        m40_fill_random(C, wc, 21 + t, M40_RANDOM_UNIFORM, -1, 1);
-        m40_fill_random(G, bg, 31 + t, M40_RANDOM_UNIFORM, -1, 1);
-        m40_fill_random(C, bc, 31 + t, M40_RANDOM_UNIFORM, -1, 1);
+        m40_fill_random(G, 11 + t, M40_RANDOM_UNIFORM, -1, 1, xg);
+        m40_fill_random(C, 11 + t, M40_RANDOM_UNIFORM, -1, 1, xc);
+        m40_fill_random(G, 21 + t, M40_RANDOM_UNIFORM, -1, 1, wg);
+        m40_fill_random(C, 21 + t, M40_RANDOM_UNIFORM, -1, 1, wc);
+        m40_fill_random(G, 31 + t, M40_RANDOM_UNIFORM, -1, 1, bg);
+        m40_fill_random(C, 31 + t, M40_RANDOM_UNIFORM, -1, 1, bc);
         float *hy = malloc((size_t)(M * N) * 4), *hr = malloc((size_t)(M * N) * 4);
         m40t_poison(hy, M * N);
         CHECK_ST(m40_tensor_upload(G, yg, hy, (size_t)(M * N) * 4), M40_OK);
@@ -236,8 +236,8 @@ static void test_matmul_op(void) {
         m40t_tol tol = {(double)(K + 1) * 2.4e-7, 1e-5, 1e-9}; /* as run_case */
         m40t_compare(name, hy, hr, M * N, tol);
         free(hy); free(hr);
-        m40_tensor_free(xg); m40_tensor_free(wg); m40_tensor_free(bg); m40_tensor_free(yg);
-        m40_tensor_free(xc); m40_tensor_free(wc); m40_tensor_free(bc); m40_tensor_free(yc);
+        m40_tensor_destroy(xg); m40_tensor_destroy(wg); m40_tensor_destroy(bg); m40_tensor_destroy(yg);
+        m40_tensor_destroy(xc); m40_tensor_destroy(wc); m40_tensor_destroy(bc); m40_tensor_destroy(yc);
     }
     m40_ctx_destroy(C);
 }

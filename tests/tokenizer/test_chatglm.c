@@ -38,13 +38,13 @@ int main(int argc, char **argv) {
     m40_status st = m40_tokenizer_load_file(argv[1], &tok);
     if (st) {
         fprintf(stderr, "FAIL load: %s\n", m40_tokenizer_errmsg(tok));
-        m40_tokenizer_free(tok);
+        m40_tokenizer_destroy(tok);
         return 1;
     }
     FILE *f = fopen(argv[2], "r");
     if (!f) {
         fprintf(stderr, "FAIL cannot open %s\n", argv[2]);
-        m40_tokenizer_free(tok);
+        m40_tokenizer_destroy(tok);
         return 1;
     }
     char *line = malloc(CAP), *a = malloc(CAP), *b = malloc(CAP), *got = malloc(CAP);
@@ -128,6 +128,6 @@ int main(int argc, char **argv) {
     free(want);
     free(ids);
     free(hist_text);
-    m40_tokenizer_free(tok);
+    m40_tokenizer_destroy(tok);
     return fails ? 1 : 0;
 }

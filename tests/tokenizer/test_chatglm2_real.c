@@ -32,7 +32,7 @@ int main(void) {
     m40_status st = m40_tokenizer_load_file(path, &tok);
     if (st) {
         fprintf(stderr, "FAIL load: %s\n", m40_tokenizer_errmsg(tok));
-        m40_tokenizer_free(tok);
+        m40_tokenizer_destroy(tok);
         return 1;
     }
     int fails = 0;
@@ -60,7 +60,7 @@ int main(void) {
         fprintf(stderr, "FAIL decode_response(hello) = \"%.*s\"\n", (int)len, text);
         fails++;
     }
-    m40_tokenizer_free(tok);
+    m40_tokenizer_destroy(tok);
     printf("chatglm2 real tokenizer: %d failures\n", fails);
     return fails ? 1 : 0;
 }

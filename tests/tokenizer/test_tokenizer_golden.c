@@ -63,20 +63,20 @@ static int run(const char *model, const char *golden, int *n_checked) {
     m40_status st = m40_tokenizer_load_file(model, &tok);
     if (st) {
         fprintf(stderr, "FAIL load %s: %s (%s)\n", model, m40_status_str(st), m40_tokenizer_errmsg(tok));
-        m40_tokenizer_free(tok);
+        m40_tokenizer_destroy(tok);
         return 1;
     }
     FILE *f = fopen(golden, "r");
     if (!f) {
         fprintf(stderr, "FAIL cannot open %s\n", golden);
-        m40_tokenizer_free(tok);
+        m40_tokenizer_destroy(tok);
         return 1;
     }
     m40_tokenizer_stream *stream = NULL;
     if (m40_tokenizer_stream_create(tok, &stream)) {
         fprintf(stderr, "FAIL stream_create\n");
         fclose(f);
-        m40_tokenizer_free(tok);
+        m40_tokenizer_destroy(tok);
         return 1;
     }
     size_t line_cap = 1 << 20;
@@ -163,8 +163,8 @@ static int run(const char *model, const char *golden, int *n_checked) {
     free(streamed);
     free(want);
     free(got);
-    m40_tokenizer_stream_free(stream);
-    m40_tokenizer_free(tok);
+    m40_tokenizer_stream_destroy(stream);
+    m40_tokenizer_destroy(tok);
     return failures ? 1 : 0;
 }
 

@@ -48,7 +48,7 @@ static m40_status try_load(const void *data, size_t n) {
         CHECK(m40_tokenizer_decode(tok, ids, n_ids < 256 ? n_ids : 256, out, sizeof out, &len) == M40_OK,
               "decode failed");
     }
-    m40_tokenizer_free(tok);
+    m40_tokenizer_destroy(tok);
     return st;
 }
 
@@ -131,7 +131,7 @@ static void handmade(void) {
         m40_tokenizer_encode(tok, "ab", 2, ids, 8, &n);
         /* add_dummy_prefix gives "\u2581ab": "\u2581" is unknown, then "ab" merges. */
         CHECK(n == 2 && ids[0] == 0 && ids[1] == 3, "handmade encode gave %zu ids", n);
-        m40_tokenizer_free(tok);
+        m40_tokenizer_destroy(tok);
     }
     o.n = 0; /* duplicate piece */
     piece(&o, "<unk>", 5, 0, 2);
@@ -189,8 +189,8 @@ static void api_misuse(const unsigned char *model, size_t n) {
     CHECK(m40_tokenizer_load_memory(NULL, 5, &tok) == M40_ERR_INVALID_ARG && !tok, "NULL data");
     CHECK(m40_tokenizer_load_file("/nonexistent/x.model", &tok) == M40_ERR_IO, "missing file");
     CHECK(tok && strstr(m40_tokenizer_errmsg(tok), "/nonexistent/x.model"), "IO errmsg lacks path");
-    m40_tokenizer_free(tok);
-    m40_tokenizer_free(NULL);
+    m40_tokenizer_destroy(tok);
+    m40_tokenizer_destroy(NULL);
     CHECK(m40_tokenizer_load_memory(model, n, &tok) == M40_OK, "fixture load");
     size_t cnt = 0, len = 0;
     int32_t ids[4];
@@ -209,10 +209,10 @@ static void api_misuse(const unsigned char *model, size_t n) {
     const char *t;
     CHECK(m40_tokenizer_stream_create(tok, &s) == M40_OK, "stream");
     CHECK(m40_tokenizer_stream_push(s, oob, &t, &len) == M40_ERR_INVALID_ARG, "stream oob");
-    m40_tokenizer_stream_free(s);
-    m40_tokenizer_stream_free(NULL);
+    m40_tokenizer_stream_destroy(s);
+    m40_tokenizer_stream_destroy(NULL);
     CHECK(m40_tokenizer_errmsg(NULL)[0] == 0, "errmsg(NULL)");
-    m40_tokenizer_free(tok);
+    m40_tokenizer_destroy(tok);
 }
 
 /* Issue 15: a model file without end (/dev/zero), a huge sparse file, a
@@ -225,7 +225,7 @@ static void big_files(void) {
     printf("/dev/zero: %s in %.3f s: %s\n", m40_status_str(st), sec, m40_tokenizer_errmsg(tok));
     CHECK(st == M40_ERR_FORMAT && strstr(m40_tokenizer_errmsg(tok), "64 MiB limit"), "/dev/zero: %d", (int)st);
     CHECK(sec < 5.0, "/dev/zero took %.2f s", sec);
-    m40_tokenizer_free(tok);
+    m40_tokenizer_destroy(tok);
 
     char path[64];
     snprintf(path, sizeof path, "/tmp/m40_tok_big_%d.model", (int)getpid());
@@ -235,21 +235,21 @@ static void big_files(void) {
     tok = NULL;
     st = m40_tokenizer_load_file(path, &tok); /* refused from its size, unread */
     CHECK(st == M40_ERR_FORMAT && strstr(m40_tokenizer_errmsg(tok), "limit"), "65 MiB file: %d", (int)st);
-    m40_tokenizer_free(tok);
+    m40_tokenizer_destroy(tok);
     remove(path);
 
     tok = NULL;
     st = m40_tokenizer_load_file("/tmp", &tok);
     CHECK(st == M40_ERR_IO && strstr(m40_tokenizer_errmsg(tok), "directory"), "directory: %d %s", (int)st,
           m40_tokenizer_errmsg(tok));
-    m40_tokenizer_free(tok);
+    m40_tokenizer_destroy(tok);
 
     size_t n = ((size_t)64 << 20) + 1;
     unsigned char *z = calloc(1, n);
     tok = NULL;
     st = m40_tokenizer_load_memory(z, n, &tok);
     CHECK(st == M40_ERR_FORMAT && strstr(m40_tokenizer_errmsg(tok), "limit"), "64 MiB + 1 buffer: %d", (int)st);
-    m40_tokenizer_free(tok);
+    m40_tokenizer_destroy(tok);
     free(z);
 }
 

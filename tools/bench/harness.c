@@ -137,7 +137,7 @@ int parse_sizes(const char *list, int64_t dims[][3], int max) {
 }
 
 double rel_err(bench_env *e, m40_tensor *got, m40_tensor *ref) {
-    size_t nb = m40_tensor_nbytes(ref);
+    size_t nb = m40_tensor_get_nbytes(ref);
     float *g = malloc(nb), *r = malloc(nb);
     double d = -1, m = 0;
     if (g && r && m40_tensor_download(e->ctx, got, g, nb) == M40_OK &&
@@ -156,7 +156,7 @@ double rel_err(bench_env *e, m40_tensor *got, m40_tensor *ref) {
 }
 
 m40_status upload_random(bench_env *e, m40_tensor *t, uint64_t seed) {
-    size_t n = m40_tensor_nbytes(t);
+    size_t n = m40_tensor_get_nbytes(t);
     unsigned char *b = malloc(n ? n : 1);
     if (!b) return M40_ERR_OOM_HOST;
     for (size_t i = 0; i < n; i++) {

@@ -59,20 +59,20 @@ int run_conv(bench_env *e) {
                       m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, ws, &a.w) == M40_OK &&
                       m40_tensor_new(e->ctx, M40_DTYPE_F32, 1, bs, &a.b) == M40_OK &&
                       m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, ys, &a.y) == M40_OK &&
-                      m40_fill_random(e->ctx, a.x, 1, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
-                      m40_fill_random(e->ctx, a.w, 2, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
-                      m40_fill_random(e->ctx, a.b, 3, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
+                      m40_fill_random(e->ctx, 1, M40_RANDOM_UNIFORM, -1, 1, a.x) == M40_OK &&
+                      m40_fill_random(e->ctx, 2, M40_RANDOM_UNIFORM, -1, 1, a.w) == M40_OK &&
+                      m40_fill_random(e->ctx, 3, M40_RANDOM_UNIFORM, -1, 1, a.b) == M40_OK &&
                       m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, gas, &a.ga) == M40_OK &&
                       m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, gbs, &a.gb) == M40_OK &&
                       m40_tensor_new(e->ctx, M40_DTYPE_F32, 2, gcs, &a.gc) == M40_OK &&
-                      m40_fill_random(e->ctx, a.ga, 4, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
-                      m40_fill_random(e->ctx, a.gb, 5, M40_RANDOM_UNIFORM, -1, 1) == M40_OK;
+                      m40_fill_random(e->ctx, 4, M40_RANDOM_UNIFORM, -1, 1, a.ga) == M40_OK &&
+                      m40_fill_random(e->ctx, 5, M40_RANDOM_UNIFORM, -1, 1, a.gb) == M40_OK;
             int64_t xns[4] = {N, H, H, C}, wns[4] = {K, R, R, C}, yns[4] = {N, P, P, K};
             ok = ok && m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, xns, &a.xn) == M40_OK &&
                  m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, wns, &a.wn) == M40_OK &&
                  m40_tensor_new(e->ctx, M40_DTYPE_F32, 4, yns, &a.yn) == M40_OK &&
-                 m40_fill_random(e->ctx, a.xn, 1, M40_RANDOM_UNIFORM, -1, 1) == M40_OK &&
-                 m40_fill_random(e->ctx, a.wn, 2, M40_RANDOM_UNIFORM, -1, 1) == M40_OK;
+                 m40_fill_random(e->ctx, 1, M40_RANDOM_UNIFORM, -1, 1, a.xn) == M40_OK &&
+                 m40_fill_random(e->ctx, 2, M40_RANDOM_UNIFORM, -1, 1, a.wn) == M40_OK;
             double work = 2.0 * (double)(N * P * P) * (double)K * (double)(C * R * R);
             m40__bench_result *base = NULL, *r;
             double base_value = 0;
@@ -109,9 +109,9 @@ int run_conv(bench_env *e) {
             }
             }
         next:
-            m40_tensor_free(a.x); m40_tensor_free(a.w); m40_tensor_free(a.b); m40_tensor_free(a.y);
-            m40_tensor_free(a.xn); m40_tensor_free(a.wn); m40_tensor_free(a.yn);
-            m40_tensor_free(a.ga); m40_tensor_free(a.gb); m40_tensor_free(a.gc);
+            m40_tensor_destroy(a.x); m40_tensor_destroy(a.w); m40_tensor_destroy(a.b); m40_tensor_destroy(a.y);
+            m40_tensor_destroy(a.xn); m40_tensor_destroy(a.wn); m40_tensor_destroy(a.yn);
+            m40_tensor_destroy(a.ga); m40_tensor_destroy(a.gb); m40_tensor_destroy(a.gc);
         }
     return 0;
 }
@@ -153,7 +153,7 @@ int run_resnet50(bench_env *e) {
             }
             m40_tensor *in;
             if (m40_graph_get_tensor(g, net.input, &in) != M40_OK ||
-                m40_fill_random(e->ctx, in, 9, M40_RANDOM_NORMAL, 0, 1) != M40_OK ||
+                m40_fill_random(e->ctx, 9, M40_RANDOM_NORMAL, 0, 1, in) != M40_OK ||
                 m40_graph_run(g) != M40_OK || m40_ctx_sync(e->ctx) != M40_OK) {
                 fprintf(stderr, "m40-bench resnet50 %s: %s\n", label, m40_errmsg(e->ctx));
                 e->failed = 1;

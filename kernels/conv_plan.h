@@ -25,7 +25,9 @@ static inline int m40k_wino_applies(int64_t R, int64_t S, int64_t sh, int64_t sw
 }
 
 /* C·K/(C + K) >= 32, in integers */
-static inline int m40k_wino_pays(int64_t C, int64_t K) { return C * K >= 32 * (C + K); }
+static inline int m40k_wino_pays(int64_t C, int64_t K) {
+    return C > 0 && K > 0 && C * K >= 32 * (C + K);
+}
 
 /* 2x2 output tiles of an N x P x Q output */
 static inline int64_t m40k_wino_tiles(int64_t N, int64_t P, int64_t Q) {
@@ -34,7 +36,9 @@ static inline int64_t m40k_wino_tiles(int64_t N, int64_t P, int64_t Q) {
 
 /* Tiles per pass: V and M for them in ~128 MiB, within the SGEMM's grid.y. */
 static inline int64_t m40k_wino_chunk(int64_t C, int64_t K, int64_t tiles) {
-    int64_t per = 16 * (C + K) * (int64_t)sizeof(float), c = ((int64_t)128 << 20) / per;
+    int64_t per = 16 * (C + K) * (int64_t)sizeof(float);
+    if (per < 1) per = 1; /* no channels: no division by zero */
+    int64_t c = ((int64_t)128 << 20) / per;
     if (c < 1) c = 1;
     if (c > 65535 * 64) c = 65535 * 64;
     return tiles < c ? tiles : c;

@@ -9,7 +9,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TESTS=("test_gpu_ops" "test_gpu_errors" "test_conv --gpu" "test_sgemm" "test_graph_gpu"
-       "test_resnet --gpu" "test_quant_gpu" "test_conv_algo")
+       "test_graph_ops --gpu" "test_resnet --gpu" "test_quant_gpu" "test_conv_algo"
+       "test_threads --gpu" "test_ctx_gpu" "test_fault --gpu" "test_nonfinite --gpu"
+       "m40-quant-versions")
 case "${1:-}" in
 build)
     source scripts/env.sh

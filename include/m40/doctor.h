@@ -52,7 +52,8 @@ typedef struct m40_doctor_options {
     size_t struct_size; /* sizeof(m40_doctor_options) */
     int functional;     /* 1: run the functional checks on each GPU (about a
                         ** second per GPU; allocates ~0.6 GB) */
-    int device;         /* only this CUDA ordinal; -1 = every GPU */
+    int device;         /* only this CUDA ordinal (0..count-1); -1 = every
+                        ** GPU; below -1 is M40_ERR_INVALID_ARG */
 } m40_doctor_options;
 
 /* Defaults: functional checks on, every GPU. */
@@ -64,8 +65,12 @@ typedef struct m40_doctor_report m40_doctor_report;
 ** m40_doctor_report_destroy).
 ** Returns
 **   M40_OK               the checks ran (read the items for the verdicts)
-**   M40_ERR_INVALID_ARG  out NULL, or opt->struct_size too small
-**   M40_ERR_OOM_HOST */
+**   M40_ERR_INVALID_ARG  out NULL, opt->struct_size too small,
+**                        opt->device below -1, or opt->device an ordinal
+**                        the CUDA runtime does not list (when it lists at
+**                        least one GPU; with none, the report says why)
+**   M40_ERR_OOM_HOST     out of host memory
+** On any error *out is NULL (when out is not NULL). */
 M40_API m40_status m40_doctor_run(const m40_doctor_options *opt,
                                   m40_doctor_report **out);
 

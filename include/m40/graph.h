@@ -92,24 +92,25 @@ typedef enum m40_tensor_role {
 **                   appends K,V at pos, causal softmax   [B,T,H·D]
 **   TAKE_LAST plan  x [B,T,C]: the last position         [B,1,C]
 */
-#define M40_OP_TABLE(X)                \
-    X(M40_OP_ADD, "add")               \
-    X(M40_OP_MUL, "mul")               \
-    X(M40_OP_SCALE, "scale")           \
-    X(M40_OP_ACTIVATION, "activation") \
-    X(M40_OP_SOFTMAX, "softmax")       \
-    X(M40_OP_CONVERT, "convert")       \
-    X(M40_OP_LINEAR, "linear")         \
-    X(M40_OP_LINEAR_Q, "linear_q")     \
-    X(M40_OP_CONV2D, "conv2d")         \
-    X(M40_OP_POOL2D, "pool2d")         \
-    X(M40_OP_RMSNORM, "rmsnorm")       \
-    X(M40_OP_LAYERNORM, "layernorm")   \
-    X(M40_OP_EMBEDDING, "embedding")   \
-    X(M40_OP_SWIGLU, "swiglu")         \
-    X(M40_OP_ATTENTION, "attention")   \
-    X(M40_OP_TAKE_LAST, "take_last")
-/* columns: enum, name (m40_op_name) */
+#define M40_OP_TABLE(X)              \
+    X(M40_OP_ADD, add)               \
+    X(M40_OP_MUL, mul)               \
+    X(M40_OP_SCALE, scale)           \
+    X(M40_OP_ACTIVATION, activation) \
+    X(M40_OP_SOFTMAX, softmax)       \
+    X(M40_OP_CONVERT, convert)       \
+    X(M40_OP_LINEAR, linear)         \
+    X(M40_OP_LINEAR_Q, linear_q)     \
+    X(M40_OP_CONV2D, conv2d)         \
+    X(M40_OP_POOL2D, pool2d)         \
+    X(M40_OP_RMSNORM, rmsnorm)       \
+    X(M40_OP_LAYERNORM, layernorm)   \
+    X(M40_OP_EMBEDDING, embedding)   \
+    X(M40_OP_SWIGLU, swiglu)         \
+    X(M40_OP_ATTENTION, attention)   \
+    X(M40_OP_TAKE_LAST, take_last)
+/* columns: enum, name (m40_op_name gives it as a string; the library
+** finds each kind's implementation by it) */
 
 typedef enum m40_op {
 #define M40__OP_ENUM(e, name) e,
@@ -416,7 +417,7 @@ M40_API m40_status m40_graph_conv_choice(const m40_graph *g, int node, m40_conv_
 M40_API m40_status m40_graph_tune(m40_graph *g);
 
 /* ------------------------------------------------------------------ */
-/* Non-finite check mode (issue 15)                                    */
+/* Non-finite check mode                                               */
 /*
 ** Opt-in debugging aid: with M40_CHECK_NONFINITE set, m40_graph_run scans
 ** each node's output (f32 and f16; integer outputs are skipped) right after
@@ -429,8 +430,8 @@ M40_API m40_status m40_graph_tune(m40_graph *g);
 **   (17 non-finite)
 ** m40_graph_check_report gives the same facts as numbers.
 ** Cost: on a GPU one small reduction kernel per node and one 16-byte
-** download, so every node synchronizes (lib/graph/check.c,
-** kernels/check.cu); without workspace room the output is downloaded. Not
+** download, so every node synchronizes; without workspace room the
+** output is downloaded. Not
 ** for serving. A CUDA graph replay runs no checks: m40_graph_set_check
 ** drops a captured graph so that later runs go node by node and check; a
 ** capture made while checks are on records the nodes without the checks,

@@ -64,15 +64,15 @@
 **     m40_ctx_stats.
 **   Configuration comes from descriptors (m40_ctx_desc); the environment is
 **     read only where a field says so, as an override for benchmarks.
-**   Lifetime. destroy/free functions accept NULL and do nothing. Destroying
-**     or freeing an object twice is undefined, as free() twice is. A context
+**   Lifetime. destroy functions accept NULL and do nothing. Destroying an
+**     object twice is undefined, as free() twice is. A context
 **     may be destroyed before its tensors and graphs: m40_ctx_destroy then
 **     waits for queued work and the context becomes "closing" (no call may
 **     use it any more), but its memory, stream and handles stay until its
 **     last tensor or graph is destroyed, which frees them (sqlite3_close_v2's
 **     "zombie" rule). Until then the only valid calls on those children are
 **     m40_tensor_destroy and m40_graph_destroy. A view does not keep its base's
-**     storage alive: free views before their base (or never touch them after).
+**     storage alive: destroy views before their base (or never touch them after).
 */
 #ifndef M40_M40_H
 #define M40_M40_H
@@ -260,10 +260,10 @@ typedef enum m40_dtype {
     M40_DTYPE_F16 = 1,
     M40_DTYPE_I8 = 2,
     M40_DTYPE_I32 = 3,
-    /* Quantized weight formats are added after these (see issue 6);
-    ** values below 64 are reserved for plain element types. */
+    /* Values below 64 are reserved for plain element types; quantized
+    ** weight formats start at 64. */
     M40_DTYPE_COUNT,
-    /* Weight-only quantized formats (issue 6; layouts in m40/quant.h). Not
+    /* Weight-only quantized formats (layouts in m40/quant.h). Not
     ** plain element types: m40_dtype_size() gives 0 for them, and the packed
     ** values live in I8 tensors beside an F16/F32 scale tensor. */
     M40_DTYPE_Q8 = 64, /* int8, symmetric, scale per row or per K-group */
@@ -464,12 +464,12 @@ M40_API m40_status m40_convert(m40_ctx *ctx, const m40_tensor *src,
 **   w    [N, K]    F32, contiguous
 **   bias [N]       F32, or NULL
 **   y    [..., N]  F32, contiguous, same leading dims as x
-** GPU: libm40's sm_52 SGEMM (kernels/sgemm.cu: 128x128 tiles, a skinny
-** kernel for M <= 8, split-K for few tiles, bias fused), or cuBLAS (pedantic
-** FP32) with m40_ctx_desc.matmul = M40_MATMUL_CUBLAS or M40_MATMUL=cublas
-** in the environment at m40_ctx_create. Split-K scratch comes from the
-** context's workspace; when it cannot grow, K is not split (logged at WARN,
-** counted in m40_ctx_stats.workspace_fallbacks, not an error). */
+** GPU: libm40's own sm_52 FP32 GEMM with the bias fused, or cuBLAS
+** (pedantic FP32) with m40_ctx_desc.matmul = M40_MATMUL_CUBLAS or
+** M40_MATMUL=cublas in the environment at m40_ctx_create. Shapes with
+** little parallelism may split K; the partial sums live in the context's
+** workspace, and when it cannot grow K is not split (same result; logged
+** at WARN, counted in m40_ctx_stats.workspace_fallbacks, not an error). */
 M40_API m40_status m40_matmul(m40_ctx *ctx, const m40_tensor *x,
                               const m40_tensor *w, const m40_tensor *bias,
                               m40_tensor *y);
@@ -514,7 +514,7 @@ M40_API m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *desc,
 
 /* ---- Convolution engines: ours or cuDNN, per conv ------------------------
 **
-** A GPU conv runs libm40's own kernels (kernels/conv.cu) or, in a libm40
+** A GPU conv runs libm40's own kernels or, in a libm40
 ** built with cuDNN (m40_cudnn_version() != 0), cuDNN's: FP32 with FMA math
 ** only (CUDNN_FMA_MATH: never TF32), NCHW or NHWC, the fused epilogue through
 ** cudnnConvolutionBiasActivationForward when there is a ReLU (else conv,

@@ -1,12 +1,13 @@
 /*
 ** libm40 model-level memory plans: the questions m40-plan answers for the
-** built-in models (ResNet-50, ChatGLM2-6B; ../shared/docs/models.md): does
+** built-in models (ResNet-50, ChatGLM2-6B; graphs in m40/models.h): does
 ** it fit this card, how much room is left, what would fit instead (batch,
 ** context, weight format), and the longest context that fits.
 **
 ** Each plan is of the graph the model's builder declares (m40/models.h):
-** for ResNet-50 exactly the fused graph examples/resnet50 runs (NHWC,
-** 224x224); for ChatGLM2-6B the graph its kernels will run once they exist.
+** for ResNet-50 exactly the fused graph m40_resnet50_graph builds and runs
+** (NHWC, 224x224); for ChatGLM2-6B the graph its kernels will run once
+** they exist.
 */
 #ifndef M40_PLAN_H
 #define M40_PLAN_H
@@ -40,7 +41,7 @@ M40_API void m40_model_desc_init(m40_model_desc *d, m40_model_kind model);
 
 /* Builds the graph of one phase for planning (weights carry no data): the
 ** builder's graph of m40/models.h, ResNet-50 at 224x224 in NHWC (as
-** examples/resnet50 runs it), ChatGLM2-6B with ctx and chunk.
+** m40_resnet50_graph builds it), ChatGLM2-6B with ctx and chunk.
 ** Returns M40_OK, M40_ERR_INVALID_ARG (bad desc: batch < 1, ctx < 1 or over
 ** 2^22, chunk < 1, a format the model does not take), M40_ERR_OOM_HOST. */
 M40_API m40_status m40_model_graph(m40_ctx *ctx, const m40_model_desc *d,

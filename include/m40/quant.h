@@ -40,10 +40,9 @@
 ** rounding to -128).
 **
 ** The op (m40_quant_linear): y[M, N] = x[M, K] · Wᵀ + bias, x/y/bias F32.
-** GPU: M <= 8 rows use a GEMV kernel that reads each weight once for all
-** rows (kernels/quant_gemv.cu); larger M use a tiled GEMM that dequantizes
-** weight tiles into shared memory (kernels/quant_gemm.cu). The dequantized
-** matrix is never materialized in device memory.
+** GPU: the weights are dequantized as they are read; the dequantized
+** matrix is never materialized in device memory (no workspace for it).
+** For few rows (M <= 8) each weight is read once for all rows.
 ** CPU: the reference — each row of W dequantized to F32 as above, then a
 ** double-precision dot product with each x row.
 */

@@ -686,6 +686,8 @@ m40_status m40__doctor_run_sys(const m40__doc_sys *sys, const m40_doctor_options
         if (opt_in->struct_size < sizeof opt) return M40_ERR_INVALID_ARG;
         opt = *opt_in;
     }
+    /* -1 means every GPU; any other negative is a caller bug, not "all" */
+    if (opt.device < -1) return M40_ERR_INVALID_ARG;
     m40_doctor_report *r = calloc(1, sizeof *r);
     if (!r) return M40_ERR_OOM_HOST;
     doc_state s = {.sys = sys, .r = r};
@@ -719,6 +721,12 @@ m40_status m40__doctor_run_sys(const m40__doc_sys *sys, const m40_doctor_options
             if (sys->cuda_props(sys->user, i, &cd[i]) != 0)
                 snprintf(cd[i].name, sizeof cd[i].name, "(properties unavailable)");
             if (cd[i].cc_major == 5) s.maxwell_seen = 1;
+        }
+        /* An ordinal CUDA does not list is the caller's mistake. With no GPU
+        ** (cn == 0) the report itself says why, so that is not rejected. */
+        if (cn > 0 && opt.device >= cn) {
+            m40_doctor_report_destroy(r);
+            return M40_ERR_INVALID_ARG;
         }
     }
 
@@ -804,6 +812,7 @@ m40_status m40_doctor_run(const m40_doctor_options *opt, m40_doctor_report **out
     if (!out) return M40_ERR_INVALID_ARG;
     *out = NULL;
     if (opt && opt->struct_size < sizeof(m40_doctor_options)) return M40_ERR_INVALID_ARG;
+    if (opt && opt->device < -1) return M40_ERR_INVALID_ARG; /* before loading NVML */
     m40__doc_sys sys;
     m40__nvml nvml;
     char why_nvml[256];

@@ -8,7 +8,8 @@ list(APPEND M40_C_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/exec.c
     ${CMAKE_CURRENT_LIST_DIR}/models.c
     ${CMAKE_CURRENT_LIST_DIR}/model_plan.c
-    ${CMAKE_CURRENT_LIST_DIR}/conv_tune.c)
+    ${CMAKE_CURRENT_LIST_DIR}/conv_tune.c
+    ${CMAKE_CURRENT_LIST_DIR}/check.c)  # non-finite check mode; its kernel: kernels/check.cu
 if(M40_HAVE_CUDA)
   list(APPEND M40_C_SOURCES ${CMAKE_CURRENT_LIST_DIR}/capture_cuda.c)
 endif()

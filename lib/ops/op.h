@@ -120,16 +120,11 @@ static inline m40_status m40__launched(m40_ctx *ctx, int err, const char *fn) {
 #define M40__PREPARE(f)
 #endif
 
-/* The families' entries (one file each). */
-extern const m40__op_def m40__op_add, m40__op_mul, m40__op_scale, m40__op_activation,
-    m40__op_convert;                                   /* elementwise.c */
-extern const m40__op_def m40__op_softmax;              /* softmax.c */
-extern const m40__op_def m40__op_linear;               /* matmul.c */
-extern const m40__op_def m40__op_linear_q;             /* quant_linear.c */
-extern const m40__op_def m40__op_conv2d;               /* conv.c */
-extern const m40__op_def m40__op_pool2d;               /* pool.c */
-extern const m40__op_def m40__op_rmsnorm, m40__op_layernorm, m40__op_embedding,
-    m40__op_swiglu, m40__op_attention, m40__op_take_last; /* planned.c */
+/* The families' entries, one per op kind of M40_OP_TABLE (m40/graph.h), each
+** defined in its family's file as m40__op_<name>. */
+#define M40__OP_EXTERN(e, name) extern const m40__op_def m40__op_##name;
+M40_OP_TABLE(M40__OP_EXTERN)
+#undef M40__OP_EXTERN
 
 /* conv.c: the eager conv descriptor of a CONV2D node's parameters. */
 m40_conv2d_desc m40__conv2d_desc_of(const m40_node_desc *nd);

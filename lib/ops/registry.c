@@ -6,23 +6,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Generated from M40_OP_TABLE: a new op kind needs no line here. */
 static const m40__op_def *const table[M40_OP_COUNT] = {
-    [M40_OP_ADD] = &m40__op_add,
-    [M40_OP_MUL] = &m40__op_mul,
-    [M40_OP_SCALE] = &m40__op_scale,
-    [M40_OP_ACTIVATION] = &m40__op_activation,
-    [M40_OP_SOFTMAX] = &m40__op_softmax,
-    [M40_OP_CONVERT] = &m40__op_convert,
-    [M40_OP_LINEAR] = &m40__op_linear,
-    [M40_OP_LINEAR_Q] = &m40__op_linear_q,
-    [M40_OP_CONV2D] = &m40__op_conv2d,
-    [M40_OP_POOL2D] = &m40__op_pool2d,
-    [M40_OP_RMSNORM] = &m40__op_rmsnorm,
-    [M40_OP_LAYERNORM] = &m40__op_layernorm,
-    [M40_OP_EMBEDDING] = &m40__op_embedding,
-    [M40_OP_SWIGLU] = &m40__op_swiglu,
-    [M40_OP_ATTENTION] = &m40__op_attention,
-    [M40_OP_TAKE_LAST] = &m40__op_take_last,
+#define M40__OP_ENTRY(e, name) [e] = &m40__op_##name,
+    M40_OP_TABLE(M40__OP_ENTRY)
+#undef M40__OP_ENTRY
 };
 
 const m40__op_def *m40__op_get(m40_op op) {

@@ -3,6 +3,10 @@
 
 void m40__ref_linear(int64_t M, int64_t N, int64_t K, const float *x,
                     const float *w, const float *bias, float *y) {
+    if (K == 0) { /* x and w may be NULL (empty tensors): y = bias */
+        for (int64_t i = 0; i < M * N; i++) y[i] = bias ? bias[i % N] : 0.0f;
+        return;
+    }
     for (int64_t m = 0; m < M; m++) {
         const float *xr = x + m * K;       /* x[m, :] */
         for (int64_t n = 0; n < N; n++) {

@@ -1,8 +1,4 @@
-# The CPU reference: plain C, one file per op family (no kernel headers).
-list(APPEND M40_C_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/random.c
-  ${CMAKE_CURRENT_LIST_DIR}/elementwise.c
-  ${CMAKE_CURRENT_LIST_DIR}/softmax.c
-  ${CMAKE_CURRENT_LIST_DIR}/matmul.c
-  ${CMAKE_CURRENT_LIST_DIR}/conv.c
-  ${CMAKE_CURRENT_LIST_DIR}/quant.c)
+# The CPU reference, one file per op family (lib/ref/<family>.c): every .c
+# here is part of the library, so a new family's file needs no line here.
+file(GLOB _m40_ref CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.c)
+list(APPEND M40_C_SOURCES ${_m40_ref})

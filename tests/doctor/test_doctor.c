@@ -513,6 +513,21 @@ static void test_code_and_libs(void) {
     CHECK(find(r, 1, "gpu") != NULL && find(r, 0, "gpu") == NULL);
     CHECK(find(r, 1, "func.kernel") == NULL);
     m40_doctor_report_destroy(r);
+    /* -1 is every GPU; -5 is a bug, not "all"; 2 is past the 2 GPUs */
+    o.device = -1;
+    CHECK_ST(m40__doctor_run_sys(&s, &o, &r), M40_OK);
+    CHECK(find(r, 0, "gpu") != NULL && find(r, 1, "gpu") != NULL);
+    m40_doctor_report_destroy(r);
+    o.device = -5;
+    r = (m40_doctor_report *)&o; /* poisoned: must come back NULL */
+    CHECK_ST(m40__doctor_run_sys(&s, &o, &r), M40_ERR_INVALID_ARG);
+    CHECK(r == NULL);
+    CHECK_ST(m40_doctor_run(&o, &r), M40_ERR_INVALID_ARG);
+    CHECK(r == NULL);
+    o.device = 2;
+    CHECK_ST(m40__doctor_run_sys(&s, &o, &r), M40_ERR_INVALID_ARG);
+    CHECK(r == NULL);
+    o.device = 1;
     o.struct_size = 4;
     CHECK_ST(m40__doctor_run_sys(&s, &o, &r), M40_ERR_INVALID_ARG);
     CHECK_ST(m40__doctor_run_sys(&s, NULL, NULL), M40_ERR_INVALID_ARG);

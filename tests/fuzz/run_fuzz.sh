@@ -105,7 +105,7 @@ run_one() { # target
     case $t in
         tokenizer) maxlen=65536; extra=("$OUT/seeds-tokenizer") ;;
         image) maxlen=16384 ;;
-        graph) maxlen=512 ;;
+        graph) maxlen=512; extra=("$ROOT/tests/fuzz/findings") ;; # replays the fixed findings
     esac
     mkdir -p "$OUT/corpus/$t" "$OUT/artifacts"
     local rc=0

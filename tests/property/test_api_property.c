@@ -14,10 +14,9 @@
 **   test_api_property --iter N [seed]          replays iteration N alone
 **
 ** Each iteration seeds its own generator from (seed, N), so a failure line
-** "iter N" is a reproducer. M40_PROPERTY_ALL=1 also sends hostile int
-** parameters to conv/pool (eager and graph) that currently overflow inside
-** lib/ops_conv.c and lib/graph/shapes.c (reported on issue 15; those files
-** are being rewritten into lib/ops/): turn it on by default once fixed. */
+** "iter N" is a reproducer. Hostile int parameters also go to conv/pool
+** (eager and graph): the rules in lib/ops/ bound them (M40_PROPERTY_ALL=0
+** leaves them out, to narrow a failure down). */
 #include "check.h"
 #include "m40/graph.h"
 #include "m40/quant.h"
@@ -669,11 +668,11 @@ static void prop_plan_sums(void) {
     m40_graph_destroy(g);
 }
 
-/* The open findings of the probe in lib/ops_conv.c and lib/graph/shapes.c,
-** one call each (run with M40_PROPERTY_ALL=1): each must return a status,
-** and UBSan must stay quiet. Today each overflows an int (file:line in the
-** comments, as of this commit) -- pads, heads and head_dim reach "2 * p" or
-** "H + 2 * G" in int before any widening. */
+/* The probe's findings in the old op entry points (lib/ops_conv.c and
+** lib/graph/shapes.c before lib/ops/), one call each: each must return a
+** status, and UBSan must stay quiet. Each overflowed an int there (file:line
+** in the comments, of that old tree) -- pads, heads and head_dim reached
+** "2 * p" or "H + 2 * G" in int before any widening. */
 static m40_graph *g_new(void) {
     m40_graph *g = NULL;
     CALL(m40_graph_create(C, &g));
@@ -765,7 +764,7 @@ int main(int argc, char **argv) {
     else if (a < argc) iters = atoll(argv[a++]);
     if (a < argc) seed = strtoull(argv[a], NULL, 0);
     const char *all = getenv("M40_PROPERTY_ALL");
-    all_params = all && *all && strcmp(all, "0") != 0;
+    all_params = !all || strcmp(all, "0") != 0; /* on unless M40_PROPERTY_ALL=0 */
     trace = getenv("M40_PROPERTY_TRACE") != NULL;
     m40_ctx_desc cd;
     m40_ctx_desc_init(&cd);
@@ -776,7 +775,7 @@ int main(int argc, char **argv) {
     }
     printf("test_api_property: seed %llu, %s, hostile conv/pool params %s\n",
            (unsigned long long)seed, only >= 0 ? "one iteration" : "all iterations",
-           all_params ? "on" : "off (M40_PROPERTY_ALL=1 turns them on)");
+           all_params ? "on" : "off (M40_PROPERTY_ALL=0)");
     if (all_params) known_findings();
     if (only >= 0) run_iter(seed, only);
     for (long long i = 0; only < 0 && i < iters && m40t_failures < 20; i++) run_iter(seed, i);

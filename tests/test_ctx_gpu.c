@@ -177,6 +177,9 @@ static void test_lifetime(void) {
         CHECK_ST(m40_graph_node(gr, &nd, &y), M40_OK);
         CHECK_ST(m40_graph_mark_output(gr, y), M40_OK);
         CHECK_ST(m40_graph_alloc(gr), M40_OK);
+        m40_tensor *xt = NULL;
+        CHECK_ST(m40_graph_get_tensor(gr, x, &xt), M40_OK);
+        if (xt) CHECK_ST(m40_fill_random(g, 5, M40_RANDOM_UNIFORM, -1, 1, xt), M40_OK);
         CHECK_ST(m40_graph_run(gr), M40_OK); /* queued: m40_ctx_destroy waits */
         m40_ctx_destroy(g);
         if (order == 0) {

@@ -271,7 +271,9 @@ static void resnet_sweep(int kind, int device, m40_layout layout) {
         ok &= fds == fds0;
 #ifdef M40_HAVE_CUDA
         size_t fr = kind == M40F_DEVICE ? device_free_bytes() : 0;
-        if (kind == M40F_DEVICE) ok &= fr == free0;
+        /* under compute-sanitizer the tool's own allocations move the free
+        ** figure; its leak check (memcheck --leak-check full) judges then */
+        if (kind == M40F_DEVICE && !getenv("M40_FAULT_NO_DEVMEM")) ok &= fr == free0;
 #endif
         m40t_checks++;
         if (!ok) {

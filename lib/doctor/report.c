@@ -139,8 +139,10 @@ m40_status m40_doctor_report_json(const m40_doctor_report *r, char *buf, size_t 
     /* the library's buffer rule (m40.h): min(size, cap) bytes, a NUL when
     ** size < cap, the full size in *len */
     if (len) *len = j.len;
-    memcpy(buf, j.p, j.len < cap ? j.len : cap);
-    if (j.len < cap) buf[j.len] = 0;
+    if (cap > 0) {
+        memcpy(buf, j.p, j.len < cap ? j.len : cap);
+        if (j.len < cap) buf[j.len] = 0;
+    }
     m40__jb_free(&j);
     return M40_OK;
 }

@@ -4,6 +4,10 @@
 # cuBLAS so nothing large needs carrying), and runs them where a GPU is:
 #   scripts/jit52-check.sh build      # on the build machine: fills .jit52/
 #   scripts/jit52-check.sh run        # on the GPU machine (carry .jit52/)
+# The 14 programs weigh ~165 MB (each holds every kernel's sm_52 SASS and
+# PTX), over one device call's 64 MiB: carry them as two xz archives in two
+# calls (tar cf - .jit52/<half> | xz > .carry/jit52a.tar.xz; untar there);
+# `run` skips the programs not present.
 # On a non-Maxwell GPU the driver JIT-compiles the compute_52 PTX, and
 # __CUDA_ARCH__ is 520 inside: the code an M40 runs.
 set -uo pipefail

@@ -485,6 +485,7 @@ typedef enum m40_layout {
 } m40_layout;
 
 typedef struct m40_conv2d_desc {
+    size_t struct_size;         /* sizeof(m40_conv2d_desc): m40_conv2d_desc_init sets it */
     int stride_h, stride_w;     /* 1 .. 2^20 */
     int pad_h, pad_w;           /* 0 .. 2^20, zero padding */
     int dilation_h, dilation_w; /* 1 .. 2^20 */
@@ -566,6 +567,7 @@ typedef enum m40_pool {
 } m40_pool;
 
 typedef struct m40_pool2d_desc {
+    size_t struct_size;         /* sizeof(m40_pool2d_desc): m40_pool2d_desc_init sets it */
     m40_pool kind;              /* MAX or AVG (GLOBAL_AVG: m40_global_avgpool) */
     int kernel_h, kernel_w;     /* window, 1 .. 2^20 */
     int stride_h, stride_w;     /* 1 .. 2^20 */

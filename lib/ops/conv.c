@@ -236,7 +236,8 @@ const m40__op_def m40__op_conv2d = {
 
 void m40_conv2d_desc_init(m40_conv2d_desc *d) {
     if (!d) return;
-    *d = (m40_conv2d_desc){.stride_h = 1, .stride_w = 1, .dilation_h = 1, .dilation_w = 1};
+    *d = (m40_conv2d_desc){.struct_size = sizeof *d, .stride_h = 1, .stride_w = 1,
+                           .dilation_h = 1, .dilation_w = 1};
 }
 
 m40_status m40_conv2d(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_tensor *x,
@@ -252,6 +253,10 @@ m40_status m40__conv2d_sel(m40_ctx *ctx, const m40_conv2d_desc *d, const m40_ten
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
     if (!d) return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_conv2d: desc is NULL");
+    if (d->struct_size < sizeof *d)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_conv2d: desc->struct_size is %zu, "
+                        "expected %zu (fill it with m40_conv2d_desc_init)", d->struct_size,
+                        sizeof *d);
     m40_node_desc nd;
     m40_node_desc_init(&nd, M40_OP_CONV2D);
     nd.stride[0] = d->stride_h;

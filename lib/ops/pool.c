@@ -111,6 +111,7 @@ const m40__op_def m40__op_pool2d = {
 void m40_pool2d_desc_init(m40_pool2d_desc *d) {
     if (!d) return;
     memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
     d->kind = M40_POOL_MAX;
     d->kernel_h = d->kernel_w = 2;
     d->stride_h = d->stride_w = 2;
@@ -123,6 +124,9 @@ m40_status m40_pool2d(m40_ctx *ctx, const m40_pool2d_desc *d, const m40_tensor *
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
     if (!d) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: desc is NULL", fn);
+    if (d->struct_size < sizeof *d)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: desc->struct_size is %zu, expected %zu "
+                        "(fill it with m40_pool2d_desc_init)", fn, d->struct_size, sizeof *d);
     m40_pool kind = d->kind;
     if (kind != M40_POOL_MAX && kind != M40_POOL_AVG)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: pool kind %d is not MAX or AVG%s", fn,

@@ -102,6 +102,8 @@ m40_status m40__cuda_memcpy(m40_ctx *ctx, void *dst, const void *src,
 ** marks the context lost on a sticky error. */
 m40_status m40__cuda_check(m40_ctx *ctx, int err, const char *what);
 /* The context's cuBLAS handle, created on first use (pedantic FP32 math). */
+/* "CUBLAS_STATUS_..." for a cublasStatus_t (as int); "cuBLAS error" else. */
+const char *m40__cublas_status_str(int status);
 m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle);
 /* The context's device scratch, grown to at least `bytes` (synchronizes the
 ** stream when it must grow). */

@@ -173,8 +173,8 @@ m40_status m40__cuda_copy_strided(m40_ctx *ctx, m40_tensor *dst, const m40_tenso
 }
 
 #ifdef M40_HAVE_CUBLAS
-static const char *cublas_name(cublasStatus_t s) {
-    switch (s) {
+const char *m40__cublas_status_str(int status) {
+    switch ((cublasStatus_t)status) {
     case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
     case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
     case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
@@ -192,7 +192,7 @@ m40_status m40__cuda_cublas(m40_ctx *ctx, void **handle) {
         if (s != CUBLAS_STATUS_SUCCESS)
             return m40__err(ctx, s == CUBLAS_STATUS_ALLOC_FAILED ? M40_ERR_OOM_DEVICE
                                                                   : M40_ERR_CUDA,
-                            "cublasCreate: %s", cublas_name(s));
+                            "cublasCreate: %s", m40__cublas_status_str((int)s));
         cublasSetStream(h, (cudaStream_t)ctx->stream);
         /* The FP32 baseline must be real FP32: no TF32 on newer GPUs. */
         cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);

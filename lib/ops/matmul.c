@@ -30,12 +30,7 @@ static m40_status linear_rule(const m40__op_call *c, m40_tensor_desc *out) {
     int64_t K = x->shape[x->ndim - 1], N = w->shape[0];
     if (w->shape[1] != K || (b && b->shape[0] != N))
         return m40__rule_shape(c, "need x [...,K], w [N,K], bias [N] for y = x·wᵀ + bias");
-    if (m40__dims_product(x, 0, x->ndim) < 0)
-        return m40__rule_shape(c, "x has 2^62 elements or more");
-    int64_t s[M40_MAX_DIMS];
-    for (int i = 0; i < x->ndim; i++) s[i] = x->shape[i];
-    s[x->ndim - 1] = N;
-    return m40__rule_out(c, out, M40_DTYPE_F32, x->ndim, s);
+    return m40__rule_linear_out(c, N, out);
 }
 
 /* rows of x (its leading dims); below 2^62 once the rule passed */
@@ -74,17 +69,6 @@ static m40k_sgemm_args linear_args(int M, int N, int K, const float *x, const fl
 }
 
 #ifdef M40_HAVE_CUBLAS
-static const char *cublas_name(cublasStatus_t s) {
-    switch (s) {
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    default: return "cuBLAS error";
-    }
-}
 
 /* The cuBLAS path: the baseline, and what M40_MATMUL=cublas selects. */
 static m40_status linear_cublas(m40_ctx *ctx, int M, int N, int K, const float *x,
@@ -107,7 +91,7 @@ static m40_status linear_cublas(m40_ctx *ctx, int M, int N, int K, const float *
         if (s != CUBLAS_STATUS_SUCCESS) {
             cudaError_t e = cudaGetLastError();
             if (e != cudaSuccess) return m40__cuda_check(ctx, (int)e, "cublasSgemm");
-            return m40__err(ctx, M40_ERR_CUDA, "cublasSgemm: %s", cublas_name(s));
+            return m40__err(ctx, M40_ERR_CUDA, "cublasSgemm: %s", m40__cublas_status_str((int)s));
         }
     }
     if (bias) {

@@ -91,6 +91,9 @@ m40_status m40__rule_ndim(const m40__op_call *c, int i, int lo, int hi);
 /* SHAPE error listing the inputs, then `what`. */
 m40_status m40__rule_shape(const m40__op_call *c, const char *what);
 /* Sets out (contiguous) after checking that its bytes stay below 2^62. */
+/* The output of a linear layer y = x·Wᵀ: x's shape with the last dim N, F32
+** (x is input 0; refuses x of 2^62 elements or more). */
+m40_status m40__rule_linear_out(const m40__op_call *c, int64_t N, m40_tensor_desc *out);
 m40_status m40__rule_out(const m40__op_call *c, m40_tensor_desc *out, m40_dtype dt, int ndim,
                          const int64_t *shape);
 /* a * b into *r, 0 on success, -1 when it would exceed `lim` (a, b >= 0). */

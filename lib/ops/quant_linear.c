@@ -69,12 +69,7 @@ static m40_status qlinear_rule(const m40__op_call *c, m40_tensor_desc *out) {
     if (!ok)
         return m40__rule_shape(c, "need x [...,K], wq [N,K] (8 bit), [N,(K+1)/2] (4 bit) or "
                                "f16 [N,K], scale [N] or [N,ceil(K/group)], bias [N]");
-    if (m40__dims_product(x, 0, x->ndim) < 0)
-        return m40__rule_shape(c, "x has 2^62 elements or more");
-    int64_t s[M40_MAX_DIMS];
-    for (int i = 0; i < x->ndim; i++) s[i] = x->shape[i];
-    s[x->ndim - 1] = N;
-    return m40__rule_out(c, out, M40_DTYPE_F32, x->ndim, s);
+    return m40__rule_linear_out(c, N, out);
 }
 
 static m40_status qlinear_run_check(const m40__op_call *c, const m40_tensor_desc *out) {

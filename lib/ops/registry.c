@@ -123,6 +123,16 @@ m40_status m40__rule_out(const m40__op_call *c, m40_tensor_desc *out, m40_dtype 
     return M40_OK;
 }
 
+m40_status m40__rule_linear_out(const m40__op_call *c, int64_t N, m40_tensor_desc *out) {
+    const m40_tensor_desc *x = c->in[0];
+    if (m40__dims_product(x, 0, x->ndim) < 0)
+        return m40__rule_shape(c, "x has 2^62 elements or more");
+    int64_t s[M40_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) s[i] = x->shape[i];
+    s[x->ndim - 1] = N;
+    return m40__rule_out(c, out, M40_DTYPE_F32, x->ndim, s);
+}
+
 m40_status m40__run_need_f32(const m40__op_call *c, int i) {
     const m40_tensor_desc *d = c->in[i];
     if (!d || d->dtype == M40_DTYPE_F32) return M40_OK;

@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
     d.device = M40_DEVICE_CPU;
     if (m40_ctx_create(&d, &cpu) != M40_OK) return 1;
     m40_device_info info;
-    TRY(m40_ctx_info(ctx, &info));
+    TRY(m40_ctx_get_info(ctx, &info));
     printf("libm40 %s (%s) on %s", m40_version(), m40_build_info(), info.name);
     if (info.is_gpu)
         printf(", cc %d.%d, %d SMs, %.1f GiB", info.cc_major, info.cc_minor, info.sm_count,

@@ -250,10 +250,10 @@ m40_status m40_ctx_get_stats(m40_ctx *ctx, m40_ctx_stats *stats) {
     return M40_OK;
 }
 
-m40_status m40_ctx_info(m40_ctx *ctx, m40_device_info *info) {
+m40_status m40_ctx_get_info(m40_ctx *ctx, m40_device_info *info) {
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
-    if (!info) return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_ctx_info: info is NULL");
+    if (!info) return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_ctx_get_info: info is NULL");
     memset(info, 0, sizeof *info);
     info->device = ctx->is_gpu ? ctx->desc.device : M40_DEVICE_CPU;
     snprintf(info->name, sizeof info->name, "%s", ctx->device_name);

@@ -61,7 +61,7 @@ m40_ctx *m40t_gpu_ctx_or_skip(const char *prog) {
         return NULL;
     }
     m40_device_info info;
-    if (m40_ctx_info(ctx, &info) == M40_OK)
+    if (m40_ctx_get_info(ctx, &info) == M40_OK)
         printf("%s: GPU %s (cc %d.%d, %d SMs), libm40 %s\n", prog, info.name,
                info.cc_major, info.cc_minor, info.sm_count, m40_build_info());
     return ctx;

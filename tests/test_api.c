@@ -85,9 +85,9 @@ static void test_ctx(void) {
     CHECK(strcmp(m40_errmsg(NULL), "no context") == 0);
     /* CPU info */
     m40_device_info info;
-    CHECK_ST(m40_ctx_info(C, &info), M40_OK);
+    CHECK_ST(m40_ctx_get_info(C, &info), M40_OK);
     CHECK(info.is_gpu == 0 && info.device == M40_DEVICE_CPU);
-    CHECK_ST(m40_ctx_info(C, NULL), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_ctx_get_info(C, NULL), M40_ERR_INVALID_ARG);
     CHECK_ST(m40_ctx_sync(C), M40_OK);
     CHECK(m40_ctx_get_stream(C) == NULL);
 }
@@ -391,8 +391,8 @@ static void test_error_reset(void) {
     CHECK_ST(m40_ctx_sync(C), M40_OK);
     CHECK(no_error(C));
     m40_device_info info;
-    CHECK_ST(m40_ctx_info(C, NULL), M40_ERR_INVALID_ARG);
-    CHECK_ST(m40_ctx_info(C, &info), M40_OK);
+    CHECK_ST(m40_ctx_get_info(C, NULL), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_ctx_get_info(C, &info), M40_OK);
     CHECK(no_error(C));
     CHECK_ST(m40_tensor_new(C, M40_DTYPE_F32, 5, s, &b), M40_ERR_INVALID_ARG);
     CHECK_ST(m40_fill_random(C, 7, M40_RANDOM_NORMAL, 0, 1, a), M40_OK);

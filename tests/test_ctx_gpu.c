@@ -82,8 +82,8 @@ static void test_devices(m40_ctx *cpu) {
         CHECK(m40t_compare("matmul, context B", got, ref, m * n, TOL));
     }
     m40_device_info ia, ib;
-    CHECK_ST(m40_ctx_info(a, &ia), M40_OK);
-    CHECK_ST(m40_ctx_info(b, &ib), M40_OK);
+    CHECK_ST(m40_ctx_get_info(a, &ia), M40_OK);
+    CHECK_ST(m40_ctx_get_info(b, &ib), M40_OK);
     printf("devices: A on %d, B on %d\n", ia.device, ib.device);
 
     /* another context's device tensor: refused by ops and by copy */

@@ -46,7 +46,7 @@ int main(void) {
     CHECK_ST(m40_scale(g, 2.0f, t, t), M40_ERR_DEVICE_LOST);
     CHECK(strstr(m40_errmsg(g), "sticky") != NULL);
     m40_device_info info;
-    CHECK_ST(m40_ctx_info(g, &info), M40_ERR_DEVICE_LOST);
+    CHECK_ST(m40_ctx_get_info(g, &info), M40_ERR_DEVICE_LOST);
     m40_tensor_destroy(h);
     m40_tensor_destroy(t);
     m40_ctx_destroy(g); /* must not hang or crash */

@@ -488,7 +488,7 @@ int main(int argc, char **argv) {
         m40_ctx_destroy(e.ctx);
         return M40B_SKIP;
     }
-    if (m40_ctx_info(e.ctx, &e.info) != M40_OK) {
+    if (m40_ctx_get_info(e.ctx, &e.info) != M40_OK) {
         fprintf(stderr, "m40-bench: %s\n", m40_errmsg(e.ctx));
         m40_ctx_destroy(e.ctx);
         return 1;

@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "m40-doctor: %s\n", m40_status_str(st));
         return 2;
     }
-    int fails = m40_doctor_report_tally(r, M40_DOCTOR_FAIL);
+    int fails = m40_doctor_report_get_tally(r, M40_DOCTOR_FAIL);
     if (json) {
         size_t len = 0;
         char *buf = NULL;
@@ -72,8 +72,8 @@ int main(int argc, char **argv) {
         free(buf);
     } else {
         printf("m40-doctor (libm40 %s, %s)\n", m40_version(), m40_build_info());
-        for (int i = 0; i < m40_doctor_report_count(r); i++) {
-            const m40_doctor_item *it = m40_doctor_report_item(r, i);
+        for (int i = 0; i < m40_doctor_report_get_count(r); i++) {
+            const m40_doctor_item *it = m40_doctor_report_get_item(r, i);
             char where[48];
             if (it->gpu >= 0) snprintf(where, sizeof where, "gpu%d %s", it->gpu, it->check);
             else snprintf(where, sizeof where, "%s", it->check);
@@ -82,9 +82,9 @@ int main(int argc, char **argv) {
             if (it->fix[0]) printf("      %-22s fix: %s\n", "", it->fix);
         }
         printf("summary: %d OK, %d WARN, %d FAIL, %d SKIP, %d INFO -> exit %d\n",
-               m40_doctor_report_tally(r, M40_DOCTOR_OK), m40_doctor_report_tally(r, M40_DOCTOR_WARN),
-               fails, m40_doctor_report_tally(r, M40_DOCTOR_SKIP),
-               m40_doctor_report_tally(r, M40_DOCTOR_INFO), fails ? 1 : 0);
+               m40_doctor_report_get_tally(r, M40_DOCTOR_OK), m40_doctor_report_get_tally(r, M40_DOCTOR_WARN),
+               fails, m40_doctor_report_get_tally(r, M40_DOCTOR_SKIP),
+               m40_doctor_report_get_tally(r, M40_DOCTOR_INFO), fails ? 1 : 0);
     }
     m40_doctor_report_destroy(r);
     return fails ? 1 : 0;

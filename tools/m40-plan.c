@@ -220,7 +220,7 @@ static void print_tensors(m40_ctx *ctx, const m40_model_desc *d) {
     if (m40_model_graph(ctx, d, M40_PHASE_PREFILL, &g) != M40_OK) return;
     if (m40_graph_plan(g, NULL, NULL) == M40_OK) {
         printf("  %-58s %-12s %14s %12s %s\n", "tensor", "region", "offset", "bytes", "live");
-        for (int i = 0; i < m40_graph_tensor_count(g); i++) {
+        for (int i = 0; i < m40_graph_get_tensor_count(g); i++) {
             m40_graph_tensor_info ti;
             if (m40_graph_get_tensor_info(g, i, &ti) != M40_OK) continue;
             printf("  %-58s %-12s %14" PRIu64 " %12" PRIu64, ti.name,

@@ -2,7 +2,7 @@
 ** Runs the ResNet example's graph (examples/resnet50/resnet.c; seeded random
 ** weights, or a weights file) for many batches, replaying a captured CUDA
 ** graph on a GPU, and every --every batches samples
-**   device memory used   cudaMemGetInfo (through m40_ctx_info) and NVML's
+**   device memory used   cudaMemGetInfo (through m40_ctx_get_info) and NVML's
 **                        view of the same board (when libnvidia-ml loads)
 **   host RSS             /proc/self/statm, resident pages x page size
 **   open descriptors     entries of /proc/self/fd
@@ -138,7 +138,7 @@ static long long nvml_used(nvml_view *n) {
 static sample take(m40_ctx *ctx, nvml_view *nv, long batch, double t0) {
     sample s = {batch, now_s() - t0, -1, nvml_used(nv), rss_bytes(), open_fds()};
     m40_device_info info;
-    if (m40_ctx_info(ctx, &info) == M40_OK && info.is_gpu)
+    if (m40_ctx_get_info(ctx, &info) == M40_OK && info.is_gpu)
         s.dev_used = (long long)info.total_bytes - (long long)info.free_bytes;
     return s;
 }
@@ -176,7 +176,7 @@ int main(int argc, char **argv) {
         return o.cpu ? 1 : 77;
     }
     m40_device_info info;
-    m40_ctx_info(ctx, &info);
+    m40_ctx_get_info(ctx, &info);
     int rc = 1, nsamples = 0;
     sample *smp = NULL;
     float *in = NULL, *out = NULL;

@@ -61,9 +61,9 @@ static void conv_engine_table(m40_graph *g, FILE *f) {
             "runs", "cuDNN algorithm / note");
     double ours = 0, cudnn = 0, best = 0;
     int n = 0, ncudnn = 0, timed = 1;
-    for (int i = 0; i < m40_graph_node_count(g); i++) {
+    for (int i = 0; i < m40_graph_get_node_count(g); i++) {
         m40_conv_choice c;
-        if (m40_graph_conv_choice(g, i, &c) != M40_OK) continue; /* not a conv */
+        if (m40_graph_get_conv_choice(g, i, &c) != M40_OK) continue; /* not a conv */
         n++;
         ncudnn += c.engine == M40_CONV_ENGINE_CUDNN;
         timed &= c.ours_ms > 0 && c.cudnn_ms > 0;
@@ -98,7 +98,7 @@ static int cmp_d(const void *a, const void *b) {
 ** there are none or memory runs out; a missing name prints as "no class
 ** names", so running out here costs only the labels. */
 static char **categories(m40_st_file *w, int n) {
-    const char *s = w ? m40_st_metadata(w, "categories") : NULL;
+    const char *s = w ? m40_st_get_metadata(w, "categories") : NULL;
     if (!s) return NULL;
     char **names = calloc((size_t)n, sizeof *names);
     if (!names) return NULL;
@@ -248,7 +248,7 @@ int main(int argc, char **argv) {
     int crc = conv ? conv_engine_setup(ctx, conv) : 0;
     if (crc) { rc = crc; goto done; }
     m40_device_info info;
-    m40_ctx_info(ctx, &info);
+    m40_ctx_get_info(ctx, &info);
     m40_budget budget, *bp = NULL;
     if (card) {
         if (m40_budget_preset(card, &budget) != M40_OK) {
@@ -283,7 +283,7 @@ int main(int argc, char **argv) {
     m40_tensor *tin, *tout;
     m40_graph_get_tensor(g, net.input, &tin);
     m40_graph_get_tensor(g, net.logits, &tout);
-    const float *host_in = int_t ? m40_st_data(inf, int_t) : nimg ? input : NULL; /* NCHW */
+    const float *host_in = int_t ? m40_st_get_data(inf, int_t) : nimg ? input : NULL; /* NCHW */
     if (host_in && layout == M40_LAYOUT_NHWC) {
         staged = malloc(m40_tensor_get_nbytes(tin));
         if (!staged) {

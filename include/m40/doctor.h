@@ -74,14 +74,14 @@ typedef struct m40_doctor_report m40_doctor_report;
 M40_API m40_status m40_doctor_run(const m40_doctor_options *opt,
                                   m40_doctor_report **out);
 
-M40_API int m40_doctor_report_count(const m40_doctor_report *r);
+M40_API int m40_doctor_report_get_count(const m40_doctor_report *r);
 /* The i-th item, 0 <= i < count; NULL otherwise. */
-M40_API const m40_doctor_item *m40_doctor_report_item(const m40_doctor_report *r,
+M40_API const m40_doctor_item *m40_doctor_report_get_item(const m40_doctor_report *r,
                                                       int i);
 /* The highest level among the items (M40_DOCTOR_INFO for an empty report). */
-M40_API m40_doctor_level m40_doctor_report_worst(const m40_doctor_report *r);
+M40_API m40_doctor_level m40_doctor_report_get_worst(const m40_doctor_report *r);
 /* Number of items at `level`. */
-M40_API int m40_doctor_report_tally(const m40_doctor_report *r,
+M40_API int m40_doctor_report_get_tally(const m40_doctor_report *r,
                                     m40_doctor_level level);
 
 /* Writes the report as one JSON object (UTF-8) into buf, by the library's

@@ -226,8 +226,8 @@ M40_API m40_status m40_graph_node(m40_graph *g, const m40_node_desc *nd, int *ou
 ** Returns M40_OK or M40_ERR_INVALID_ARG (none, or NULL arguments). */
 M40_API m40_status m40_graph_find(const m40_graph *g, const char *name, int *id);
 
-M40_API int m40_graph_tensor_count(const m40_graph *g);
-M40_API int m40_graph_node_count(const m40_graph *g);
+M40_API int m40_graph_get_tensor_count(const m40_graph *g);
+M40_API int m40_graph_get_node_count(const m40_graph *g);
 
 /* ------------------------------------------------------------------ */
 /* Budgets                                                             */
@@ -319,7 +319,7 @@ M40_API m40_status m40_graph_get_tensor_info(const m40_graph *g, int id,
                                              m40_graph_tensor_info *ti);
 
 /* The node index run at `step` (0 .. nodes-1) after m40_graph_plan, or -1. */
-M40_API int m40_graph_step_node(const m40_graph *g, int step);
+M40_API int m40_graph_get_step_node(const m40_graph *g, int step);
 
 /* ------------------------------------------------------------------ */
 /* Execution                                                           */
@@ -364,7 +364,7 @@ M40_API m40_status m40_graph_capture(m40_graph *g, int enable);
 ** with cudnnFindConvolutionForwardAlgorithmEx); AUTO nodes are timed once
 ** with both engines (GPU time of a few runs, as in a CUDA-graph replay) and
 ** keep the faster. The choice is part of the allocated graph: every run and
-** every captured CUDA graph uses it; m40_graph_conv_choice reports it.
+** every captured CUDA graph uses it; m40_graph_get_conv_choice reports it.
 ** Without cuDNN (not built in, a CPU context, or cuDNN failing on this
 ** device) AUTO nodes run ours, without an error: the note says why.
 ** cuDNN's algorithm scratch lives in the context's workspace; the chosen
@@ -406,7 +406,7 @@ typedef struct m40_conv_choice {
 /* Fills *c for conv node `node`.
 ** Returns M40_OK, M40_ERR_INVALID_ARG (NULL, node out of range or not a
 ** CONV2D), M40_ERR_STATE (not allocated). */
-M40_API m40_status m40_graph_conv_choice(const m40_graph *g, int node, m40_conv_choice *c);
+M40_API m40_status m40_graph_get_conv_choice(const m40_graph *g, int node, m40_conv_choice *c);
 
 /* Settles the conv engines again (what m40_graph_alloc did): AUTO nodes are
 ** timed anew. Drops a captured CUDA graph (capture again afterwards). May
@@ -428,7 +428,7 @@ M40_API m40_status m40_graph_tune(m40_graph *g);
 **   m40_graph_run: node 'layer1.0.conv2' (conv2d, step 5) produced a
 **   non-finite value: element 1234 [0,3,4,10] of [1,56,56,64] is nan
 **   (17 non-finite)
-** m40_graph_check_report gives the same facts as numbers.
+** m40_graph_get_check_report gives the same facts as numbers.
 ** Cost: on a GPU one small reduction kernel per node and one 16-byte
 ** download, so every node synchronizes; without workspace room the
 ** output is downloaded. Not
@@ -462,7 +462,7 @@ typedef struct m40_check_report {
 /* What the last run with checks on found (found = 0: nothing, or no
 ** checked run yet).
 ** Returns M40_OK, M40_ERR_INVALID_ARG (NULL). */
-M40_API m40_status m40_graph_check_report(const m40_graph *g, m40_check_report *r);
+M40_API m40_status m40_graph_get_check_report(const m40_graph *g, m40_check_report *r);
 
 #ifdef __cplusplus
 }

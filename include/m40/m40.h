@@ -240,7 +240,7 @@ typedef struct m40_device_info {
 **   M40_ERR_INVALID_ARG   ctx or info NULL
 **   M40_ERR_DEVICE_LOST   an earlier sticky CUDA error broke the context
 **   M40_ERR_CUDA */
-M40_API m40_status m40_ctx_info(m40_ctx *ctx, m40_device_info *info);
+M40_API m40_status m40_ctx_get_info(m40_ctx *ctx, m40_device_info *info);
 
 /* Waits until all work queued on the context's stream is done.
 ** Returns M40_OK, M40_ERR_INVALID_ARG, M40_ERR_CUDA, M40_ERR_DEVICE_LOST. */
@@ -530,7 +530,7 @@ typedef enum m40_conv_engine {
     M40_CONV_ENGINE_OURS = 1,    /* libm40's kernels (the CPU reference on a CPU context) */
     M40_CONV_ENGINE_CUDNN = 2,   /* cuDNN: needs a GPU context and a libm40 built with it */
     M40_CONV_ENGINE_AUTO = 3     /* graphs: each conv timed once with both engines at
-                                 ** m40_graph_alloc, the faster kept (m40_graph_conv_choice);
+                                 ** m40_graph_alloc, the faster kept (m40_graph_get_conv_choice);
                                  ** eager m40_conv2d: OURS. Without cuDNN: OURS, no error */
 } m40_conv_engine;
 

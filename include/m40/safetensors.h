@@ -60,7 +60,7 @@ M40_API void m40_st_destroy(m40_st_file *f);
 M40_API const char *m40_st_errmsg(const m40_st_file *f);
 
 /* Number of tensors (0 for NULL or a failed open). */
-M40_API size_t m40_st_count(const m40_st_file *f);
+M40_API size_t m40_st_get_count(const m40_st_file *f);
 
 /* The i-th tensor in file order (sorted by offset), or NULL if i is out of
 ** range. */
@@ -70,11 +70,11 @@ M40_API const m40_st_tensor *m40_st_get(const m40_st_file *f, size_t i);
 M40_API const m40_st_tensor *m40_st_find(const m40_st_file *f, const char *name);
 
 /* The value of a "__metadata__" key, or NULL. */
-M40_API const char *m40_st_metadata(const m40_st_file *f, const char *key);
+M40_API const char *m40_st_get_metadata(const m40_st_file *f, const char *key);
 
 /* Pointer to the tensor's bytes in the mapping (little-endian, row-major;
 ** not necessarily aligned to the element size). NULL for NULL arguments. */
-M40_API const void *m40_st_data(const m40_st_file *f, const m40_st_tensor *t);
+M40_API const void *m40_st_get_data(const m40_st_file *f, const m40_st_tensor *t);
 
 /* Checks that tensor `name` exists with dtype `dtype` and exactly the
 ** given shape, and returns it. On mismatch the message names the tensor,

@@ -81,19 +81,19 @@ M40_API void m40_tokenizer_destroy(m40_tokenizer *tok);
 M40_API const char *m40_tokenizer_errmsg(const m40_tokenizer *tok);
 
 /* Model facts. Each returns 0 / -1 for a NULL handle. */
-M40_API m40_tokenizer_model m40_tokenizer_model_type(const m40_tokenizer *tok);
-M40_API int32_t m40_tokenizer_vocab_size(const m40_tokenizer *tok);
+M40_API m40_tokenizer_model m40_tokenizer_get_model_type(const m40_tokenizer *tok);
+M40_API int32_t m40_tokenizer_get_vocab_size(const m40_tokenizer *tok);
 /* Ids of <unk>, <s>, </s>, <pad> as the reference computes them: the piece named
 ** in the trainer spec, if it has the right type (unknown / control); else -1. */
-M40_API int32_t m40_tokenizer_unk_id(const m40_tokenizer *tok);
-M40_API int32_t m40_tokenizer_bos_id(const m40_tokenizer *tok);
-M40_API int32_t m40_tokenizer_eos_id(const m40_tokenizer *tok);
-M40_API int32_t m40_tokenizer_pad_id(const m40_tokenizer *tok);
+M40_API int32_t m40_tokenizer_get_unk_id(const m40_tokenizer *tok);
+M40_API int32_t m40_tokenizer_get_bos_id(const m40_tokenizer *tok);
+M40_API int32_t m40_tokenizer_get_eos_id(const m40_tokenizer *tok);
+M40_API int32_t m40_tokenizer_get_pad_id(const m40_tokenizer *tok);
 
 /* Text, score and type of piece `id`. The text is not NUL-terminated and lives
 ** as long as the handle. Any out-param may be NULL.
 ** M40_OK; M40_ERR_INVALID_ARG (NULL handle, id out of range). */
-M40_API m40_status m40_tokenizer_piece(const m40_tokenizer *tok, int32_t id,
+M40_API m40_status m40_tokenizer_get_piece(const m40_tokenizer *tok, int32_t id,
                                        const char **text, size_t *len,
                                        float *score, m40_piece_type *type);
 

@@ -71,20 +71,20 @@ void m40__doc_fix(m40_doctor_item *it, const char *fmt, ...) {
     va_end(ap);
 }
 
-int m40_doctor_report_count(const m40_doctor_report *r) { return r ? r->n : 0; }
+int m40_doctor_report_get_count(const m40_doctor_report *r) { return r ? r->n : 0; }
 
-const m40_doctor_item *m40_doctor_report_item(const m40_doctor_report *r, int i) {
+const m40_doctor_item *m40_doctor_report_get_item(const m40_doctor_report *r, int i) {
     return r && i >= 0 && i < r->n ? &r->items[i] : NULL;
 }
 
-m40_doctor_level m40_doctor_report_worst(const m40_doctor_report *r) {
+m40_doctor_level m40_doctor_report_get_worst(const m40_doctor_report *r) {
     m40_doctor_level w = M40_DOCTOR_INFO;
     for (int i = 0; r && i < r->n; i++)
         if (r->items[i].level > w) w = r->items[i].level;
     return w;
 }
 
-int m40_doctor_report_tally(const m40_doctor_report *r, m40_doctor_level level) {
+int m40_doctor_report_get_tally(const m40_doctor_report *r, m40_doctor_level level) {
     int c = 0;
     for (int i = 0; r && i < r->n; i++) c += r->items[i].level == level;
     return c;
@@ -113,9 +113,9 @@ m40_status m40_doctor_report_json(const m40_doctor_report *r, char *buf, size_t 
         char k[8];
         snprintf(k, sizeof k, "%s", m40_doctor_level_str(lv[i]));
         for (char *c = k; *c; c++) *c = (char)tolower((unsigned char)*c);
-        m40__jb_kint(&j, k, m40_doctor_report_tally(r, lv[i]));
+        m40__jb_kint(&j, k, m40_doctor_report_get_tally(r, lv[i]));
     }
-    m40__jb_kstr(&j, "worst", m40_doctor_level_str(m40_doctor_report_worst(r)));
+    m40__jb_kstr(&j, "worst", m40_doctor_level_str(m40_doctor_report_get_worst(r)));
     m40__jb_obj_end(&j);
     m40__jb_key(&j, "items");
     m40__jb_arr_begin(&j);

@@ -169,7 +169,7 @@ static int real_functional(void *u, int dev, m40__doc_func *f) {
 
     /* 2. device copy bandwidth: 256 MiB (64 MiB on a nearly full card) */
     m40_device_info info;
-    FTRY(g, m40_ctx_info(g, &info));
+    FTRY(g, m40_ctx_get_info(g, &info));
     int64_t mib = info.free_bytes > (2ull << 30) ? 256 : 64;
     int64_t n2[1] = {mib * 262144};
     FTRY(g, m40_tensor_new(g, M40_DTYPE_F32, 1, n2, &t[4]));

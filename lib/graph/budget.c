@@ -62,7 +62,7 @@ m40_status m40_budget_device(m40_ctx *ctx, m40_budget *b) {
                         "m40_budget_device: a CPU context has no device memory; use a "
                         "preset (m40-12g, m40-24g) or an explicit byte count");
     m40_device_info info;
-    if ((st = m40_ctx_info(ctx, &info)) != M40_OK) return st;
+    if ((st = m40_ctx_get_info(ctx, &info)) != M40_OK) return st;
     memset(b, 0, sizeof *b);
     snprintf(b->name, sizeof b->name, "device %d", info.device);
     b->board_bytes = info.total_bytes;

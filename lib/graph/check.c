@@ -38,7 +38,7 @@ m40_status m40_graph_set_check(m40_graph *g, unsigned checks) {
     return M40_OK;
 }
 
-m40_status m40_graph_check_report(const m40_graph *g, m40_check_report *r) {
+m40_status m40_graph_get_check_report(const m40_graph *g, m40_check_report *r) {
     if (!g || !r) return M40_ERR_INVALID_ARG;
     *r = g->check_found;
     if (!r->found) {

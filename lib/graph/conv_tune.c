@@ -212,15 +212,15 @@ m40_status m40_graph_tune(m40_graph *g) {
     return M40_OK;
 }
 
-m40_status m40_graph_conv_choice(const m40_graph *g, int node, m40_conv_choice *c) {
+m40_status m40_graph_get_conv_choice(const m40_graph *g, int node, m40_conv_choice *c) {
     if (!g) return M40_ERR_INVALID_ARG;
     m40_status st = m40__ctx_check(g->ctx);
     if (st != M40_OK) return st;
     if (!c || !is_conv_node(g, node))
-        return m40__err(g->ctx, M40_ERR_INVALID_ARG, "m40_graph_conv_choice: %s",
+        return m40__err(g->ctx, M40_ERR_INVALID_ARG, "m40_graph_get_conv_choice: %s",
                         !c ? "NULL choice" : "node out of range or not a conv2d");
     if (g->state != M40__G_ALLOCATED)
-        return m40__err(g->ctx, M40_ERR_STATE, "m40_graph_conv_choice: call m40_graph_alloc first");
+        return m40__err(g->ctx, M40_ERR_STATE, "m40_graph_get_conv_choice: call m40_graph_alloc first");
     const m40__gnode *n = &g->nodes[node];
     const m40__conv_sel *sel = &n->sel;
     memset(c, 0, sizeof *c);

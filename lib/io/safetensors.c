@@ -302,7 +302,7 @@ void m40_st_destroy(m40_st_file *f) {
 }
 
 const char *m40_st_errmsg(const m40_st_file *f) { return f ? f->errmsg : "no file"; }
-size_t m40_st_count(const m40_st_file *f) { return f ? f->ntensors : 0; }
+size_t m40_st_get_count(const m40_st_file *f) { return f ? f->ntensors : 0; }
 
 const m40_st_tensor *m40_st_get(const m40_st_file *f, size_t i) {
     return f && i < f->ntensors ? &f->tensors[i] : NULL;
@@ -321,14 +321,14 @@ const m40_st_tensor *m40_st_find(const m40_st_file *f, const char *name) {
     return NULL;
 }
 
-const char *m40_st_metadata(const m40_st_file *f, const char *key) {
+const char *m40_st_get_metadata(const m40_st_file *f, const char *key) {
     if (!f || !key) return NULL;
     for (size_t i = 0; i + 1 < f->nmeta; i += 2)
         if (strcmp(f->meta[i], key) == 0) return f->meta[i + 1];
     return NULL;
 }
 
-const void *m40_st_data(const m40_st_file *f, const m40_st_tensor *t) {
+const void *m40_st_get_data(const m40_st_file *f, const m40_st_tensor *t) {
     return f && t ? f->map + t->offset : NULL;
 }
 

@@ -41,7 +41,7 @@ typedef struct rb {
     int nrnd, caprnd, random;
 } rb;
 
-/* The file's bytes are not necessarily aligned to 4 (m40_st_data). */
+/* The file's bytes are not necessarily aligned to 4 (m40_st_get_data). */
 static double ld(const void *p, size_t i) {
     float v;
     memcpy(&v, (const char *)p + 4 * i, 4);
@@ -76,7 +76,7 @@ static const void *file_tensor(rb *r, const char *name, int ndim, const int64_t 
         return NULL;
     }
     mark_used(r, t);
-    return m40_st_data(r->w, t);
+    return m40_st_get_data(r->w, t);
 }
 
 /* Declares a weight with host data, or (data NULL) none: then, with
@@ -320,7 +320,7 @@ m40_status m40_resnet50_graph(m40_ctx *ctx, const m40_resnet50_desc *desc, m40_s
     r.random = !weights && d.random_weights;
     m40_resnet50_info inf;
     memset(&inf, 0, sizeof inf);
-    if (weights && !(r.used = calloc(m40_st_count(weights) + 1, 1)))
+    if (weights && !(r.used = calloc(m40_st_get_count(weights) + 1, 1)))
         return m40__err(ctx, M40_ERR_OOM_HOST, "%s: out of host memory", FN);
     if ((st = m40_graph_create(ctx, &r.b.g)) != M40_OK) {
         free(r.used);
@@ -329,7 +329,7 @@ m40_status m40_resnet50_graph(m40_ctx *ctx, const m40_resnet50_desc *desc, m40_s
     declare(&r, &d, &inf);
 
     /* every tensor in the file must belong to the model */
-    for (size_t i = 0; weights && r.b.st == M40_OK && i < m40_st_count(weights); i++)
+    for (size_t i = 0; weights && r.b.st == M40_OK && i < m40_st_get_count(weights); i++)
         if (!r.used[i])
             m40__mb_fail(&r.b, M40_ERR_FORMAT,
                          "weights: unknown tensor '%s' (not part of a ResNet with base %d and "

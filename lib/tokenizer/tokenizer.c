@@ -337,16 +337,16 @@ void m40_tokenizer_destroy(m40_tokenizer *tok) {
     free(tok);
 }
 
-m40_tokenizer_model m40_tokenizer_model_type(const m40_tokenizer *tok) {
+m40_tokenizer_model m40_tokenizer_get_model_type(const m40_tokenizer *tok) {
     return tok ? (m40_tokenizer_model)tok->m.model_type : (m40_tokenizer_model)0;
 }
-int32_t m40_tokenizer_vocab_size(const m40_tokenizer *tok) { return tok ? tok->m.n_pieces : 0; }
-int32_t m40_tokenizer_unk_id(const m40_tokenizer *tok) { return tok ? tok->unk_id : -1; }
-int32_t m40_tokenizer_bos_id(const m40_tokenizer *tok) { return tok ? tok->bos_id : -1; }
-int32_t m40_tokenizer_eos_id(const m40_tokenizer *tok) { return tok ? tok->eos_id : -1; }
-int32_t m40_tokenizer_pad_id(const m40_tokenizer *tok) { return tok ? tok->pad_id : -1; }
+int32_t m40_tokenizer_get_vocab_size(const m40_tokenizer *tok) { return tok ? tok->m.n_pieces : 0; }
+int32_t m40_tokenizer_get_unk_id(const m40_tokenizer *tok) { return tok ? tok->unk_id : -1; }
+int32_t m40_tokenizer_get_bos_id(const m40_tokenizer *tok) { return tok ? tok->bos_id : -1; }
+int32_t m40_tokenizer_get_eos_id(const m40_tokenizer *tok) { return tok ? tok->eos_id : -1; }
+int32_t m40_tokenizer_get_pad_id(const m40_tokenizer *tok) { return tok ? tok->pad_id : -1; }
 
-m40_status m40_tokenizer_piece(const m40_tokenizer *tok, int32_t id, const char **text, size_t *len,
+m40_status m40_tokenizer_get_piece(const m40_tokenizer *tok, int32_t id, const char **text, size_t *len,
                                float *score, m40_piece_type *type) {
     if (!tok || id < 0 || id >= tok->m.n_pieces) return M40_ERR_INVALID_ARG;
     const m40__piece *p = &tok->m.pieces[id];

@@ -121,7 +121,7 @@ int main(void) {
     G = m40t_gpu_ctx_or_skip("test_conv_algo");
     if (!G) return M40T_SKIP;
     m40_device_info info;
-    if (m40_ctx_info(G, &info) == M40_OK) SMS = info.sm_count;
+    if (m40_ctx_get_info(G, &info) == M40_OK) SMS = info.sm_count;
     check_shape(1, 8, 2, 2, 8, 3, 3, 1, 1, 1, 2);            /* 1 tile, M = 4 */
     check_shape(1, 4, 3, 3, 4, 3, 3, 1, 1, 1, 1 | 2 | 8);    /* C = K = 4 */
     check_shape(2, 16, 9, 11, 24, 3, 3, 1, 1, 1, 2 | 4 | 8); /* odd P, Q */

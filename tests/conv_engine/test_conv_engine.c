@@ -54,13 +54,13 @@ static void quiet_calls(m40_ctx *ctx, quiet_results *r) {
     r->g_find_missing = m40_graph_find_node(n.g, "zz", &r->node_c);
     m40_graph_find_node(n.g, "c", &r->node_c);
     r->g_node_auto = m40_graph_set_conv_engine(n.g, r->node_c, M40_CONV_ENGINE_OURS);
-    r->g_choice_early = m40_graph_conv_choice(n.g, 0, &r->ch[0]);
+    r->g_choice_early = m40_graph_get_conv_choice(n.g, 0, &r->ch[0]);
     r->g_plan = m40_graph_plan(n.g, NULL, NULL);
     r->g_alloc = m40_graph_alloc(n.g);
     cn_free_host(&n);
     r->g_set_late = m40_graph_set_conv_engine(n.g, 0, M40_CONV_ENGINE_OURS);
-    for (int i = 0; i < 4; i++) r->ch_st[i] = m40_graph_conv_choice(n.g, i, &r->ch[i]);
-    r->g_choice_bad = m40_graph_conv_choice(n.g, 4, &r->ch[0]);
+    for (int i = 0; i < 4; i++) r->ch_st[i] = m40_graph_get_conv_choice(n.g, i, &r->ch[i]);
+    r->g_choice_bad = m40_graph_get_conv_choice(n.g, 4, &r->ch[0]);
     m40_tensor *x;
     if (m40_graph_get_tensor(n.g, n.in_id, &x) == M40_OK)
         m40_fill_random(ctx, 5, M40_RANDOM_UNIFORM, -1, 1, x);
@@ -68,7 +68,7 @@ static void quiet_calls(m40_ctx *ctx, quiet_results *r) {
     r->g_tune = m40_graph_tune(n.g);
     r->g_null = m40_graph_tune(NULL);
     for (int i = 0; i < 4; i++) {
-        r->ch_st[i] |= m40_graph_conv_choice(n.g, i, &r->ch[i]);
+        r->ch_st[i] |= m40_graph_get_conv_choice(n.g, i, &r->ch[i]);
         snprintf(r->ch_name[i], sizeof r->ch_name[i], "%s", r->ch[i].node_name);
         r->ch[i].node_name = r->ch_name[i];
     }

@@ -110,7 +110,7 @@ static void compare_nets(const char *what, cn_net *gn, cn_net *cnet) {
 static void print_choices(m40_graph *g) {
     for (int i = 0; i < 4; i++) {
         m40_conv_choice c;
-        CHECK_ST(m40_graph_conv_choice(g, i, &c), M40_OK);
+        CHECK_ST(m40_graph_get_conv_choice(g, i, &c), M40_OK);
         printf("  %-2s %-52s asked %-5s runs %-5s ours %8.4f ms  cuDNN %8.4f ms  %s%s %s\n",
                c.node_name, c.shape, m40_conv_engine_name(c.asked), m40_conv_engine_name(c.engine),
                c.ours_ms, c.cudnn_ms, c.cudnn_algo_name, c.cudnn_fused ? " (fused)" : "", c.note);
@@ -133,7 +133,7 @@ static void test_graph_auto(m40_layout lay) {
     print_choices(gn.g);
     for (int i = 0; i < 4; i++) {
         m40_conv_choice c;
-        m40_graph_conv_choice(gn.g, i, &c);
+        m40_graph_get_conv_choice(gn.g, i, &c);
         CHECK(c.asked == M40_CONV_ENGINE_AUTO);
         CHECK(c.engine == M40_CONV_ENGINE_OURS || c.engine == M40_CONV_ENGINE_CUDNN);
         if (have_cudnn) {
@@ -154,7 +154,7 @@ static void test_graph_auto(m40_layout lay) {
     CHECK_ST(m40_graph_tune(gn.g), M40_OK); /* drops the capture, times again */
     for (int i = 0; i < 4; i++) {
         m40_conv_choice c;
-        CHECK_ST(m40_graph_conv_choice(gn.g, i, &c), M40_OK);
+        CHECK_ST(m40_graph_get_conv_choice(gn.g, i, &c), M40_OK);
         CHECK(c.asked == M40_CONV_ENGINE_AUTO);
         if (have_cudnn) CHECK(c.ours_ms > 0 && c.cudnn_ms > 0);
     }
@@ -179,7 +179,7 @@ static void test_graph_auto(m40_layout lay) {
                                             M40_CONV_ENGINE_CUDNN, M40_CONV_ENGINE_OURS};
     for (int i = 0; i < 4; i++) {
         m40_conv_choice c;
-        CHECK_ST(m40_graph_conv_choice(gn.g, i, &c), M40_OK);
+        CHECK_ST(m40_graph_get_conv_choice(gn.g, i, &c), M40_OK);
         CHECK(c.engine == want[i] && c.asked == want[i]);
         CHECK(c.ours_ms == 0 && c.cudnn_ms == 0); /* nothing timed */
     }
@@ -197,7 +197,7 @@ static void test_graph_auto(m40_layout lay) {
     cn_free_host(&gn);
     for (int i = 0; i < 4; i++) {
         m40_conv_choice c;
-        CHECK_ST(m40_graph_conv_choice(gn.g, i, &c), M40_OK);
+        CHECK_ST(m40_graph_get_conv_choice(gn.g, i, &c), M40_OK);
         CHECK(c.engine == M40_CONV_ENGINE_CUDNN);
     }
     snprintf(what, sizeof what, "cuDNN-only graph %s (context default)", ln);

@@ -164,8 +164,8 @@ static m40_doctor_report *run(const m40__doc_sys *s) {
 }
 
 static const m40_doctor_item *find(const m40_doctor_report *r, int gpu, const char *check) {
-    for (int i = 0; i < m40_doctor_report_count(r); i++) {
-        const m40_doctor_item *it = m40_doctor_report_item(r, i);
+    for (int i = 0; i < m40_doctor_report_get_count(r); i++) {
+        const m40_doctor_item *it = m40_doctor_report_get_item(r, i);
         if (it->gpu == gpu && strcmp(it->check, check) == 0) return it;
     }
     return NULL;
@@ -173,8 +173,8 @@ static const m40_doctor_item *find(const m40_doctor_report *r, int gpu, const ch
 
 static void dump(const char *title, const m40_doctor_report *r) {
     printf("--- %s\n", title);
-    for (int i = 0; i < m40_doctor_report_count(r); i++) {
-        const m40_doctor_item *it = m40_doctor_report_item(r, i);
+    for (int i = 0; i < m40_doctor_report_get_count(r); i++) {
+        const m40_doctor_item *it = m40_doctor_report_get_item(r, i);
         printf("  %-4s %2d %-18s %s | %s%s%s\n", m40_doctor_level_str(it->level), it->gpu, it->check,
                it->value, it->reason, it->fix[0] ? " | fix: " : "", it->fix);
     }
@@ -246,7 +246,7 @@ static void test_no_driver_cpu_build(void) {
     EXPECT(r, -1, "driver", M40_DOCTOR_FAIL, "libnvidia-ml.so.1");
     EXPECT(r, -1, "cuda", M40_DOCTOR_SKIP, NULL);
     EXPECT(r, -1, "cudnn", M40_DOCTOR_INFO, "9.10");
-    CHECK(m40_doctor_report_worst(r) == M40_DOCTOR_FAIL);
+    CHECK(m40_doctor_report_get_worst(r) == M40_DOCTOR_FAIL);
     m40_doctor_report_destroy(r);
 }
 
@@ -279,7 +279,7 @@ static void test_healthy_m40(void) {
     m40__doc_sys s = sys_full(B52);
     m40_doctor_report *r = run(&s);
     dump("healthy M40 24GB, sm_52 build", r);
-    CHECK(m40_doctor_report_worst(r) == M40_DOCTOR_OK);
+    CHECK(m40_doctor_report_get_worst(r) == M40_DOCTOR_OK);
     EXPECT(r, -1, "driver", M40_DOCTOR_OK, "R580");
     EXPECT(r, -1, "build", M40_DOCTOR_OK, NULL);
     EXPECT(r, -1, "cuda", M40_DOCTOR_OK, NULL);
@@ -561,7 +561,7 @@ int main(void) {
     o.functional = 0;
     m40_doctor_report *r = NULL;
     CHECK_ST(m40_doctor_run(&o, &r), M40_OK);
-    CHECK(r && m40_doctor_report_count(r) > 0);
+    CHECK(r && m40_doctor_report_get_count(r) > 0);
     dump("this machine (--quick)", r);
     m40_doctor_report_destroy(r);
     return m40t_finish("test_doctor");

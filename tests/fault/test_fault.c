@@ -343,8 +343,8 @@ static pass_result st_pass(int *ntensors) {
     m40_status st = m40_st_open(ST_SMALL, &f);
     if (st != M40_OK) fail_at(&r, st, f ? m40_st_errmsg(f) : st == M40_ERR_OOM_HOST ? "(no handle)" : "");
     else if (ntensors) {
-        *ntensors = (int)m40_st_count(f);
-        for (size_t i = 0; i < m40_st_count(f); i++)
+        *ntensors = (int)m40_st_get_count(f);
+        for (size_t i = 0; i < m40_st_get_count(f); i++)
             if (m40_st_find(f, m40_st_get(f, i)->name) != m40_st_get(f, i)) r.exact = 0;
     }
     m40f_set_phase("teardown");

@@ -104,7 +104,7 @@ static void expect_stop(m40_ctx *ctx, net *n, const char *node, const char *op, 
     CHECK(strstr(msg, want) != NULL);
     CHECK(strstr(msg, is_nan ? "is nan" : "inf") != NULL);
     m40_check_report r;
-    CHECK_ST(m40_graph_check_report(n->g, &r), M40_OK);
+    CHECK_ST(m40_graph_get_check_report(n->g, &r), M40_OK);
     CHECK(r.found == 1 && !strcmp(r.node_name, node) && r.index == index && r.count == count);
     CHECK(is_nan ? isnan(r.value) : isinf(r.value));
     CHECK(!strcmp(m40_op_name(r.op), op));
@@ -120,9 +120,9 @@ static void run_case(m40_ctx *ctx, const char *label) {
     CHECK_ST(m40_graph_set_check(NULL, M40_CHECK_NONFINITE), M40_ERR_INVALID_ARG);
     CHECK_ST(m40_graph_set_check(n.g, 0x10), M40_ERR_INVALID_ARG);
     CHECK(strstr(m40_errmsg(ctx), "unknown check bits") != NULL);
-    CHECK_ST(m40_graph_check_report(n.g, NULL), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_graph_get_check_report(n.g, NULL), M40_ERR_INVALID_ARG);
     m40_check_report r;
-    CHECK_ST(m40_graph_check_report(n.g, &r), M40_OK);
+    CHECK_ST(m40_graph_get_check_report(n.g, &r), M40_OK);
     CHECK(r.found == 0 && r.node == -1);
 
     set_x(ctx, &n, 0.25f);
@@ -142,7 +142,7 @@ static void run_case(m40_ctx *ctx, const char *label) {
     /* finite again: a clean run forgets the finding */
     set_w2(ctx, &n, 0.5f);
     CHECK_ST(m40_graph_run(n.g), M40_OK);
-    CHECK_ST(m40_graph_check_report(n.g, &r), M40_OK);
+    CHECK_ST(m40_graph_get_check_report(n.g, &r), M40_OK);
     CHECK(r.found == 0 && r.node == -1);
     float y[B * O];
     m40_tensor *ty = NULL;

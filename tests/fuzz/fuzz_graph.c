@@ -128,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (which & 128) nd.fuse_relu = u8(&r) & 1;
         (void)m40_graph_node(g, &nd, NULL);
     }
-    int count = m40_graph_tensor_count(g);
+    int count = m40_graph_get_tensor_count(g);
     for (int i = 0, k = u8(&r) % 4; i < k && count > 0; i++) (void)m40_graph_mark_output(g, u8(&r) % count);
 
     m40_budget b, *bp = &b;
@@ -157,7 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             }
         }
         for (int s = 0; s < info.nodes; s++)
-            if (m40_graph_step_node(g, s) < 0) abort();
+            if (m40_graph_get_step_node(g, s) < 0) abort();
         /* Run only tiny plans: an op's work is at most (output elements) x
         ** (its largest input's elements), here 4K x 4K multiply-adds, so
         ** no input can stall the run with a legitimately huge conv. */

@@ -29,11 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     m40_status st = m40_st_open(path, &f);
     if (st != M40_OK) {
         if (st != M40_ERR_FORMAT || !f || !m40_st_errmsg(f)[0]) abort(); /* every failure says why */
-        if (m40_st_count(f) != 0 || m40_st_get(f, 0) || m40_st_find(f, "a")) abort();
+        if (m40_st_get_count(f) != 0 || m40_st_get(f, 0) || m40_st_find(f, "a")) abort();
         m40_st_destroy(f);
         return 0;
     }
-    size_t n = m40_st_count(f);
+    size_t n = m40_st_get_count(f);
     uint64_t prev = 0;
     for (size_t i = 0; i < n; i++) {
         const m40_st_tensor *t = m40_st_get(f, i);
@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (t->offset < prev || t->offset < 8 || t->offset > size || t->nbytes > size - t->offset) abort();
         prev = t->offset;
         if (m40_st_find(f, t->name) != t) abort(); /* names are unique */
-        const unsigned char *p = m40_st_data(f, t);
+        const unsigned char *p = m40_st_get_data(f, t);
         volatile unsigned char sink = 0;
         if (t->nbytes) sink ^= p[0] ^ p[t->nbytes - 1];
         (void)sink;
@@ -61,8 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(key, data, k);
     key[k] = 0;
     (void)m40_st_find(f, key);
-    (void)m40_st_metadata(f, key);
-    (void)m40_st_metadata(f, "format");
+    (void)m40_st_get_metadata(f, key);
+    (void)m40_st_get_metadata(f, "format");
     m40_st_destroy(f);
     return 0;
 }

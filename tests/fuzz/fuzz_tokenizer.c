@@ -23,7 +23,7 @@ static void exercise(m40_tokenizer *tok, const uint8_t *text, size_t n) {
     size_t again = 0;
     if (m40_tokenizer_encode(tok, (const char *)text, n, ids, count, &again) != M40_OK || again != count)
         abort();
-    int32_t vocab = m40_tokenizer_vocab_size(tok);
+    int32_t vocab = m40_tokenizer_get_vocab_size(tok);
     for (size_t i = 0; i < count; i++)
         if (ids[i] < 0 || ids[i] >= vocab) abort();
     /* Also decode the raw bytes reinterpreted as ids, to reach odd sequences. */
@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t sel = data[0];
     data++;
     size--;
-    if ((sel & 1) && fixed && m40_tokenizer_vocab_size(fixed) > 0) {
+    if ((sel & 1) && fixed && m40_tokenizer_get_vocab_size(fixed) > 0) {
         exercise(fixed, data, size);
         return 0;
     }

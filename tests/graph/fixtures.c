@@ -337,7 +337,7 @@ int fx_dag_check_outputs(const fx_dag *d, m40_ctx *ctx, m40_graph *g) {
     }
     if (st == M40_OK) st = m40_graph_run(g);
     for (int s = 0; s < d->nn && st == M40_OK; s++)
-        st = run_eager(ctx, &d->n[d->add_order[m40_graph_step_node(g, s)]], t);
+        st = run_eager(ctx, &d->n[d->add_order[m40_graph_get_step_node(g, s)]], t);
     for (int i = 0; i < d->nt && st == M40_OK; i++) {
         if (d->t[i].role != M40_ROLE_ACTIVATION || d->t[i].uses) continue;
         m40_tensor *gt = NULL;

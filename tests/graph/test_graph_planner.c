@@ -19,7 +19,7 @@ typedef struct snap { uint64_t off, size; int region; } snap;
 static double check_plan(m40_graph *g, const char *what) {
     m40_plan_info pi;
     CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_OK);
-    int nt = m40_graph_tensor_count(g), bad = 0;
+    int nt = m40_graph_get_tensor_count(g), bad = 0;
     m40_graph_tensor_info *ti = calloc((size_t)nt, sizeof *ti);
     for (int i = 0; i < nt; i++) {
         CHECK_ST(m40_graph_get_tensor_info(g, i, &ti[i]), M40_OK);

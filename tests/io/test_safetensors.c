@@ -48,12 +48,12 @@ static m40_status open_bytes(const unsigned char *b, size_t n, const char *what,
 static void test_good(void) {
     m40_st_file *f = NULL;
     CHECK_ST(m40_st_open(FIXTURE, &f), M40_OK);
-    if (!f || m40_st_count(f) == 0) { m40t_failures++; m40_st_destroy(f); return; }
-    CHECK(m40_st_count(f) == 9);
-    CHECK(m40_st_metadata(f, "format") && strcmp(m40_st_metadata(f, "format"), "pt") == 0);
-    CHECK(m40_st_metadata(f, "nope") == NULL);
+    if (!f || m40_st_get_count(f) == 0) { m40t_failures++; m40_st_destroy(f); return; }
+    CHECK(m40_st_get_count(f) == 9);
+    CHECK(m40_st_get_metadata(f, "format") && strcmp(m40_st_get_metadata(f, "format"), "pt") == 0);
+    CHECK(m40_st_get_metadata(f, "nope") == NULL);
     /* file order is by offset */
-    for (size_t i = 1; i < m40_st_count(f); i++)
+    for (size_t i = 1; i < m40_st_get_count(f); i++)
         CHECK(m40_st_get(f, i - 1)->offset <= m40_st_get(f, i)->offset);
     CHECK(m40_st_get(f, 99) == NULL);
 
@@ -61,7 +61,7 @@ static void test_good(void) {
     int64_t s4[4] = {4, 3, 3, 3};
     CHECK_ST(m40_st_expect(f, "layer1.0.conv1.weight", M40_DTYPE_F32, 4, s4, &t), M40_OK);
     if (t) {
-        const unsigned char *p = m40_st_data(f, t);
+        const unsigned char *p = m40_st_get_data(f, t);
         int bad = 0;
         for (int i = 0; i < 108; i++) {
             float v;
@@ -73,7 +73,7 @@ static void test_good(void) {
     int64_t s1[1] = {4};
     CHECK_ST(m40_st_expect(f, "b.half", M40_DTYPE_F16, 1, s1, &t), M40_OK);
     if (t) {
-        const unsigned char *p = m40_st_data(f, t);
+        const unsigned char *p = m40_st_get_data(f, t);
         for (int i = 0; i < 4; i++) {
             uint16_t h;
             memcpy(&h, p + 2 * i, 2);
@@ -88,7 +88,7 @@ static void test_good(void) {
     CHECK(t && t->ndim == 2 && t->shape[0] == 0 && t->nbytes == 0);
     CHECK(m40_st_find(f, "nametest\xe4\xbd\xa0\xe5\xa5\xbd/\"quoted\"") != NULL);
     t = m40_st_find(f, "q");
-    CHECK(t && t->dtype == M40_DTYPE_I8 && ((const signed char *)m40_st_data(f, t))[0] == -8);
+    CHECK(t && t->dtype == M40_DTYPE_I8 && ((const signed char *)m40_st_get_data(f, t))[0] == -8);
 
     /* expectation failures name the tensor and both shapes */
     int64_t wrong[4] = {4, 3, 3, 1};
@@ -224,7 +224,7 @@ static void test_scale(void) {
 #else
     const double limit = 1.0;
 #endif
-    CHECK(found == N && m40_st_count(f) == N && sec < limit);
+    CHECK(found == N && m40_st_get_count(f) == N && sec < limit);
     CHECK(m40_st_find(f, "t80000") == NULL && m40_st_find(f, "") == NULL);
     m40_st_destroy(f);
     free(b);

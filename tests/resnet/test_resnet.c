@@ -34,7 +34,7 @@ static void run_fixture(m40_ctx *ctx, const char *label, m40_layout layout) {
     CHECK_ST(m40_st_open(IO, &io), M40_OK);
     const m40_st_tensor *in = m40_st_find(io, "input"), *lg = m40_st_find(io, "logits");
     CHECK(in && lg && in->ndim == 4);
-    if (!in || !lg || m40_st_count(w) == 0) goto out;
+    if (!in || !lg || m40_st_get_count(w) == 0) goto out;
     m40_resnet50_desc rd;
     m40_resnet50_desc_init(&rd);
     rd.batch = (int)in->shape[0];
@@ -53,7 +53,7 @@ static void run_fixture(m40_ctx *ctx, const char *label, m40_layout layout) {
     m40_tensor *tin, *tout;
     CHECK_ST(m40_graph_get_tensor(g, net.input, &tin), M40_OK);
     CHECK_ST(m40_graph_get_tensor(g, net.logits, &tout), M40_OK);
-    const float *src = m40_st_data(io, in);
+    const float *src = m40_st_get_data(io, in);
     float *nhwc = NULL;
     if (layout == M40_LAYOUT_NHWC) {
         nhwc = malloc(in->nbytes);
@@ -64,7 +64,7 @@ static void run_fixture(m40_ctx *ctx, const char *label, m40_layout layout) {
     free(nhwc);
     size_t n = lg->nbytes / 4;
     float *got = malloc(n * 4), *ref = malloc(n * 4);
-    memcpy(ref, m40_st_data(io, lg), n * 4);
+    memcpy(ref, m40_st_get_data(io, lg), n * 4);
     for (int rep = 0; rep < 2; rep++) { /* the second run must give the same answer */
         m40t_poison(got, (int64_t)n);
         CHECK_ST(m40_tensor_upload(ctx, tout, got, n * 4), M40_OK);
@@ -92,20 +92,20 @@ out:
 ** execution order, every tensor (name, role, dtype, shape, region, offset,
 ** size, liveness, sharing) and, after allocating `decl` too, every node's
 ** kind and parameters as far as the public API shows them (conv nodes
-** through m40_graph_conv_choice's shape string; other nodes by name). */
+** through m40_graph_get_conv_choice's shape string; other nodes by name). */
 static void same_graph(const char *what, m40_graph *run, const m40_plan_info *rp, m40_graph *decl) {
     int bad = 0;
     m40_plan_info pp;
     CHECK_ST(m40_graph_plan(decl, NULL, &pp), M40_OK);
-    bad += m40_graph_node_count(run) != m40_graph_node_count(decl);
-    bad += m40_graph_tensor_count(run) != m40_graph_tensor_count(decl);
+    bad += m40_graph_get_node_count(run) != m40_graph_get_node_count(decl);
+    bad += m40_graph_get_tensor_count(run) != m40_graph_get_tensor_count(decl);
     for (int r = 0; r < M40_REGION_COUNT; r++) bad += rp->region_bytes[r] != pp.region_bytes[r];
     bad += rp->total_bytes != pp.total_bytes || rp->arena_lower_bound != pp.arena_lower_bound ||
            rp->peak_step != pp.peak_step || rp->nodes != pp.nodes || rp->tensors != pp.tensors ||
            rp->inplace != pp.inplace || rp->external_bytes != pp.external_bytes;
     CHECK(bad == 0);
-    for (int i = 0; i < pp.nodes; i++) bad += m40_graph_step_node(run, i) != m40_graph_step_node(decl, i);
-    for (int i = 0; i < m40_graph_tensor_count(run) && i < m40_graph_tensor_count(decl); i++) {
+    for (int i = 0; i < pp.nodes; i++) bad += m40_graph_get_step_node(run, i) != m40_graph_get_step_node(decl, i);
+    for (int i = 0; i < m40_graph_get_tensor_count(run) && i < m40_graph_get_tensor_count(decl); i++) {
         m40_graph_tensor_info a, b;
         CHECK_ST(m40_graph_get_tensor_info(run, i, &a), M40_OK);
         CHECK_ST(m40_graph_get_tensor_info(decl, i, &b), M40_OK);
@@ -121,9 +121,9 @@ static void same_graph(const char *what, m40_graph *run, const m40_plan_info *rp
     CHECK(bad == 0);
     int convs = 0;
     CHECK_ST(m40_graph_alloc(decl), M40_OK);
-    for (int i = 0; i < m40_graph_node_count(run); i++) {
+    for (int i = 0; i < m40_graph_get_node_count(run); i++) {
         m40_conv_choice a, b;
-        m40_status sa = m40_graph_conv_choice(run, i, &a), sb = m40_graph_conv_choice(decl, i, &b);
+        m40_status sa = m40_graph_get_conv_choice(run, i, &a), sb = m40_graph_get_conv_choice(decl, i, &b);
         int diff = sa != sb || (sa == M40_OK && (strcmp(a.shape, b.shape) || strcmp(a.node_name, b.node_name)));
         if (diff && bad < 5) fprintf(stderr, "%s: node %d differs\n", what, i);
         bad += diff;
@@ -232,7 +232,7 @@ static int write_variant(const char *path, m40_st_file *src, edit e) {
     uint64_t off = 0;
     len += (size_t)snprintf(hdr + len, cap - len, "{");
     int first = 1;
-    size_t n = m40_st_count(src);
+    size_t n = m40_st_get_count(src);
     for (size_t i = 0; i <= n; i++) {
         const m40_st_tensor *t = i < n ? m40_st_get(src, i) : NULL;
         const char *name = t ? t->name : "mystery.weight";
@@ -270,7 +270,7 @@ static int write_variant(const char *path, m40_st_file *src, edit e) {
         if (t && e.drop && !strcmp(t->name, e.drop)) continue;
         uint64_t bytes = t ? t->nbytes : 12;
         if (t && e.shrink_last_dim_of_fc && !strcmp(t->name, "fc.weight")) bytes -= 4 * (uint64_t)t->shape[0];
-        if (t) fwrite(m40_st_data(src, t), 1, bytes, f);
+        if (t) fwrite(m40_st_get_data(src, t), 1, bytes, f);
         else for (int k = 0; k < 3; k++) fwrite(zero, 1, 4, f);
     }
     fclose(f);

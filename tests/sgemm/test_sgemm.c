@@ -246,7 +246,7 @@ int main(void) {
     G = m40t_gpu_ctx_or_skip("test_sgemm");
     if (!G) return M40T_SKIP;
     m40_device_info info;
-    if (m40_ctx_info(G, &info) == M40_OK) SMS = info.sm_count;
+    if (m40_ctx_get_info(G, &info) == M40_OK) SMS = info.sm_count;
     /* Each of 1, 7, 127, 128, 129, 1000, 4097 appears as M, N and K. */
     static const int SH[][3] = {
         {1, 1, 1},        {7, 7, 7},       {1, 4097, 127},   {127, 1, 4097},

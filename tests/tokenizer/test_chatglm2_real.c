@@ -36,8 +36,8 @@ int main(void) {
         return 1;
     }
     int fails = 0;
-    if (m40_tokenizer_vocab_size(tok) != 64789) {
-        fprintf(stderr, "FAIL vocab size %d, want 64789\n", (int)m40_tokenizer_vocab_size(tok));
+    if (m40_tokenizer_get_vocab_size(tok) != 64789) {
+        fprintf(stderr, "FAIL vocab size %d, want 64789\n", (int)m40_tokenizer_get_vocab_size(tok));
         fails++;
     }
     static const int32_t hello[] = {64790, 64792, 36474, 54591};

@@ -43,7 +43,7 @@ static m40_status try_load(const void *data, size_t n) {
         size_t n_ids = 0, len = 0;
         CHECK(m40_tokenizer_encode(tok, text, sizeof text, ids, 256, &n_ids) == M40_OK, "encode failed");
         for (size_t i = 0; i < n_ids && i < 256; i++)
-            CHECK(ids[i] >= 0 && ids[i] < m40_tokenizer_vocab_size(tok), "id %d out of range", (int)ids[i]);
+            CHECK(ids[i] >= 0 && ids[i] < m40_tokenizer_get_vocab_size(tok), "id %d out of range", (int)ids[i]);
         char out[4096];
         CHECK(m40_tokenizer_decode(tok, ids, n_ids < 256 ? n_ids : 256, out, sizeof out, &len) == M40_OK,
               "decode failed");
@@ -198,13 +198,13 @@ static void api_misuse(const unsigned char *model, size_t n) {
     CHECK(m40_tokenizer_encode(tok, "hello world", 11, NULL, 0, &cnt) == M40_OK && cnt > 0, "measure");
     size_t full = cnt;
     CHECK(m40_tokenizer_encode(tok, "hello world", 11, ids, 1, &cnt) == M40_OK && cnt == full, "short buffer");
-    int32_t oob = m40_tokenizer_vocab_size(tok);
+    int32_t oob = m40_tokenizer_get_vocab_size(tok);
     char out[8] = "xxxxxxx";
     CHECK(m40_tokenizer_decode(tok, &oob, 1, out, sizeof out, &len) == M40_ERR_INVALID_ARG, "oob id");
     CHECK(strstr(m40_tokenizer_errmsg(tok), "out of range") != NULL, "oob errmsg");
     int32_t neg = -1;
     CHECK(m40_tokenizer_decode(tok, &neg, 1, out, sizeof out, &len) == M40_ERR_INVALID_ARG, "negative id");
-    CHECK(m40_tokenizer_piece(tok, oob, NULL, NULL, NULL, NULL) == M40_ERR_INVALID_ARG, "piece oob");
+    CHECK(m40_tokenizer_get_piece(tok, oob, NULL, NULL, NULL, NULL) == M40_ERR_INVALID_ARG, "piece oob");
     m40_tokenizer_stream *s = NULL;
     const char *t;
     CHECK(m40_tokenizer_stream_create(tok, &s) == M40_OK, "stream");

@@ -28,6 +28,7 @@ typedef enum m40_model_kind {
 M40_API const char *m40_model_name(m40_model_kind m);
 
 typedef struct m40_model_desc {
+    size_t struct_size;   /* sizeof(m40_model_desc): m40_model_desc_init sets it */
     m40_model_kind model;
     m40_wformat weights;  /* ResNet-50: fp32 only */
     int batch;            /* images, or sequences */

@@ -152,6 +152,10 @@ m40_status m40_model_plan_build(m40_ctx *ctx, const m40_model_desc *d, const m40
     if (st != M40_OK) return st;
     if (!d || !b || !out)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_model_plan_build: NULL argument");
+    if (d->struct_size < sizeof *d)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_model_plan_build: desc->struct_size is "
+                        "%zu, expected %zu (fill it with m40_model_desc_init)",
+                        d->struct_size, sizeof *d);
     memset(out, 0, sizeof *out);
     evald e;
     if ((st = eval(ctx, d, &e)) != M40_OK) return st;

@@ -17,6 +17,7 @@ const char *m40_model_name(m40_model_kind m) {
 void m40_model_desc_init(m40_model_desc *d, m40_model_kind model) {
     if (!d) return;
     memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
     d->model = model;
     d->batch = 1;
     d->weights = model == M40_MODEL_RESNET50 ? M40_WFMT_FP32 : M40_WFMT_FP16;
@@ -30,6 +31,10 @@ m40_status m40__model_graph(m40_ctx *ctx, const m40_model_desc *d, int phase,
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
     if (!d || !out) return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_model_graph: NULL argument");
+    if (d->struct_size < sizeof *d)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_model_graph: desc->struct_size is %zu, "
+                        "expected %zu (fill it with m40_model_desc_init)", d->struct_size,
+                        sizeof *d);
     if (d->model == M40_MODEL_RESNET50) {
         if (d->weights != M40_WFMT_FP32)
             return m40__err(ctx, M40_ERR_INVALID_ARG,

@@ -56,6 +56,15 @@ static inline bool m40__add_size(size_t a, size_t b, size_t *r) {
 }
 #endif
 
+/* a * b into *r for a, b >= 0: 0 on success, -1 (and *r untouched) when an
+** operand is negative or the product exceeds `lim`. */
+static inline int m40__mul_ok(int64_t a, int64_t b, int64_t lim, int64_t *r) {
+    int64_t p;
+    if (a < 0 || b < 0 || m40__mul_i64(a, b, &p) || p > lim) return -1;
+    *r = p;
+    return 0;
+}
+
 /* a + b, or UINT64_MAX when that wraps: for totals that are only compared. */
 static inline uint64_t m40__sat_add_u64(uint64_t a, uint64_t b) {
     uint64_t r;

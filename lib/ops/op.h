@@ -13,6 +13,7 @@
 #define M40_OPS_OP_H
 
 #include "../internal.h"
+#include "../checked.h"
 #include "m40/graph.h"
 
 struct m40__conv_sel; /* lib/conv_engine/conv_engine.h */
@@ -96,8 +97,6 @@ m40_status m40__rule_shape(const m40__op_call *c, const char *what);
 m40_status m40__rule_linear_out(const m40__op_call *c, int64_t N, m40_tensor_desc *out);
 m40_status m40__rule_out(const m40__op_call *c, m40_tensor_desc *out, m40_dtype dt, int ndim,
                          const int64_t *shape);
-/* a * b into *r, 0 on success, -1 when it would exceed `lim` (a, b >= 0). */
-int m40__mul_ok(int64_t a, int64_t b, int64_t lim, int64_t *r);
 /* The product of dims [lo, hi) of d, or -1 past 2^62. */
 int64_t m40__dims_product(const m40_tensor_desc *d, int lo, int hi);
 /* An input present and a float tensor that is not f32: UNSUPPORTED (run checks). */

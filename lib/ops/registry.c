@@ -95,12 +95,6 @@ m40_status m40__rule_shape(const m40__op_call *c, const char *what) {
     return m40__rule_fail(c, M40_ERR_SHAPE, "%s: %s", a, what);
 }
 
-int m40__mul_ok(int64_t a, int64_t b, int64_t lim, int64_t *r) {
-    if (a < 0 || b < 0 || (b && a > lim / b)) return -1;
-    *r = a * b;
-    return 0;
-}
-
 int64_t m40__dims_product(const m40_tensor_desc *d, int lo, int hi) {
     int64_t n = 1;
     for (int i = lo; i < hi; i++)

@@ -102,3 +102,42 @@ void m40t_poison(float *p, int64_t n) {
     uint32_t nan_bits = 0x7FC0DEADu;
     for (int64_t i = 0; i < n; i++) memcpy(&p[i], &nan_bits, 4);
 }
+
+m40_status m40t_mlp_graph(m40_ctx *c, int64_t M, int64_t N, int64_t K, const float *w,
+                          m40_graph **out, int *x_id, int *y_id) {
+    *out = NULL;
+    m40_graph *g = NULL;
+    m40_status st = m40_graph_create(c, &g);
+    if (st != M40_OK) return st;
+    int64_t xs[2] = {M, K}, ws[2] = {N, K};
+    m40_tensor_desc xd, wd;
+    m40_tensor_desc_make(&xd, M40_DTYPE_F32, 2, xs);
+    m40_tensor_desc_make(&wd, M40_DTYPE_F32, 2, ws);
+    int wi = -1, h = -1;
+    m40_node_desc nd;
+    st = m40_graph_tensor(g, M40_ROLE_INPUT, "x", &xd, x_id);
+    if (st == M40_OK) st = m40_graph_tensor(g, M40_ROLE_WEIGHT, "w", &wd, &wi);
+    if (st == M40_OK) st = m40_graph_set_data(g, wi, w, sizeof(float) * (size_t)(N * K));
+    m40_node_desc_init(&nd, M40_OP_LINEAR);
+    nd.ninputs = 2;
+    nd.inputs[0] = *x_id;
+    nd.inputs[1] = wi;
+    if (st == M40_OK) st = m40_graph_node(g, &nd, &h);
+    m40_node_desc_init(&nd, M40_OP_ACTIVATION);
+    nd.act = M40_ACT_RELU;
+    nd.ninputs = 1;
+    nd.inputs[0] = h;
+    if (st == M40_OK) st = m40_graph_node(g, &nd, &h);
+    m40_node_desc_init(&nd, M40_OP_SOFTMAX);
+    nd.ninputs = 1;
+    nd.inputs[0] = h;
+    if (st == M40_OK) st = m40_graph_node(g, &nd, y_id);
+    if (st == M40_OK) st = m40_graph_mark_output(g, *y_id);
+    if (st == M40_OK) st = m40_graph_alloc(g);
+    if (st != M40_OK) {
+        m40_graph_destroy(g);
+        return st;
+    }
+    *out = g;
+    return M40_OK;
+}

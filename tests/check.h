@@ -3,6 +3,7 @@
 #ifndef M40_TESTS_CHECK_H
 #define M40_TESTS_CHECK_H
 
+#include "m40/graph.h"
 #include "m40/m40.h"
 
 #include <stdint.h>
@@ -66,6 +67,12 @@ void m40t_conv_tensors(m40_ctx *ctx, int nhwc, int N, int C, int H, int W, int K
 
 /* A conv descriptor: same stride, padding and dilation on both axes. */
 m40_conv2d_desc m40t_conv_desc(m40_layout layout, int stride, int pad, int dilation, int relu);
+
+/* An allocated graph on c: y [M,N] = softmax(relu(x [M,K] · w [N,K]ᵀ)), x an
+** input, w (N·K floats) a weight. On failure *out is NULL and c holds the
+** message. */
+m40_status m40t_mlp_graph(m40_ctx *c, int64_t M, int64_t N, int64_t K, const float *w,
+                          m40_graph **out, int *x_id, int *y_id);
 
 
 /* m40_pool2d with the fields as arguments (tests call it with many shapes). */

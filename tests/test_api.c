@@ -460,37 +460,8 @@ static void test_foreign_tensors(void) {
 /* y = softmax(relu(x·wᵀ)) on ctx: x [4,8] input, w [6,8] weight. */
 static m40_graph *small_graph(m40_ctx *c, const float *w, int *x_id, int *y_id) {
     m40_graph *g = NULL;
-    if (m40_graph_create(c, &g) != M40_OK) return NULL;
-    int64_t xs[2] = {4, 8}, ws[2] = {6, 8};
-    m40_tensor_desc xd, wd;
-    m40_tensor_desc_make(&xd, M40_DTYPE_F32, 2, xs);
-    m40_tensor_desc_make(&wd, M40_DTYPE_F32, 2, ws);
-    int wi = -1, h = -1;
-    m40_status st = m40_graph_tensor(g, M40_ROLE_INPUT, "x", &xd, x_id);
-    if (st == M40_OK) st = m40_graph_tensor(g, M40_ROLE_WEIGHT, "w", &wd, &wi);
-    if (st == M40_OK) st = m40_graph_set_data(g, wi, w, 6 * 8 * sizeof(float));
-    m40_node_desc nd;
-    m40_node_desc_init(&nd, M40_OP_LINEAR);
-    nd.ninputs = 2;
-    nd.inputs[0] = *x_id;
-    nd.inputs[1] = wi;
-    if (st == M40_OK) st = m40_graph_node(g, &nd, &h);
-    m40_node_desc_init(&nd, M40_OP_ACTIVATION);
-    nd.act = M40_ACT_RELU;
-    nd.ninputs = 1;
-    nd.inputs[0] = h;
-    if (st == M40_OK) st = m40_graph_node(g, &nd, &h);
-    m40_node_desc_init(&nd, M40_OP_SOFTMAX);
-    nd.ninputs = 1;
-    nd.inputs[0] = h;
-    if (st == M40_OK) st = m40_graph_node(g, &nd, y_id);
-    if (st == M40_OK) st = m40_graph_mark_output(g, *y_id);
-    if (st == M40_OK) st = m40_graph_alloc(g);
-    if (st != M40_OK) {
+    if (m40t_mlp_graph(c, 4, 6, 8, w, &g, x_id, y_id) != M40_OK)
         fprintf(stderr, "small_graph: %s\n", m40_errmsg(c));
-        m40_graph_destroy(g);
-        return NULL;
-    }
     return g;
 }
 

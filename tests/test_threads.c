@@ -43,44 +43,6 @@ static m40_status make_ctx(int device, m40_ctx **c) {
         }                                                                        \
     } while (0)
 
-/* A graph on c: y [GM,GN] = softmax(relu(x [GM,GK] · w [GN,GK]ᵀ)). */
-static m40_status build_graph(m40_ctx *c, const float *w, m40_graph **out, int *x_id, int *y_id) {
-    m40_graph *g = NULL;
-    m40_status st = m40_graph_create(c, &g);
-    if (st != M40_OK) return st;
-    int64_t xs[2] = {GM, GK}, ws[2] = {GN, GK};
-    m40_tensor_desc xd, wd;
-    m40_tensor_desc_make(&xd, M40_DTYPE_F32, 2, xs);
-    m40_tensor_desc_make(&wd, M40_DTYPE_F32, 2, ws);
-    int wi = -1, h = -1;
-    m40_node_desc nd;
-    st = m40_graph_tensor(g, M40_ROLE_INPUT, "x", &xd, x_id);
-    if (st == M40_OK) st = m40_graph_tensor(g, M40_ROLE_WEIGHT, "w", &wd, &wi);
-    if (st == M40_OK) st = m40_graph_set_data(g, wi, w, sizeof(float) * GN * GK);
-    m40_node_desc_init(&nd, M40_OP_LINEAR);
-    nd.ninputs = 2;
-    nd.inputs[0] = *x_id;
-    nd.inputs[1] = wi;
-    if (st == M40_OK) st = m40_graph_node(g, &nd, &h);
-    m40_node_desc_init(&nd, M40_OP_ACTIVATION);
-    nd.act = M40_ACT_RELU;
-    nd.ninputs = 1;
-    nd.inputs[0] = h;
-    if (st == M40_OK) st = m40_graph_node(g, &nd, &h);
-    m40_node_desc_init(&nd, M40_OP_SOFTMAX);
-    nd.ninputs = 1;
-    nd.inputs[0] = h;
-    if (st == M40_OK) st = m40_graph_node(g, &nd, y_id);
-    if (st == M40_OK) st = m40_graph_mark_output(g, *y_id);
-    if (st == M40_OK) st = m40_graph_alloc(g);
-    if (st != M40_OK) {
-        m40_graph_destroy(g);
-        return st;
-    }
-    *out = g;
-    return M40_OK;
-}
-
 /* Everything one worker computes with `seed` on a new context on `device`,
 ** into out[NOUT]. */
 static m40_status work(int device, uint64_t seed, float *out) {
@@ -131,7 +93,7 @@ static m40_status work(int device, uint64_t seed, float *out) {
     for (int i = 0; i < GN * GK; i++) gw[i] = (float)((seed * 31 + (uint64_t)i * 7) % 17) / 17.0f - 0.5f;
     for (int i = 0; i < GM * GK; i++) gxh[i] = (float)((seed * 13 + (uint64_t)i * 5) % 11) / 11.0f - 0.5f;
     int xi = -1, yi = -1;
-    TRY(build_graph(c, gw, &g, &xi, &yi));
+    TRY(m40t_mlp_graph(c, GM, GN, GK, gw, &g, &xi, &yi));
     TRY(m40_graph_get_tensor(g, xi, &gx));
     TRY(m40_tensor_upload(c, gx, gxh, sizeof gxh));
     for (int r = 0; r < 2; r++) TRY(m40_graph_run(g)); /* runs reuse the arena */

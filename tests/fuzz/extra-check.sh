@@ -9,6 +9,6 @@ if ! command -v clang-14 >/dev/null && ! command -v clang >/dev/null && [ "${CI:
     echo "skipped: no clang (apt-get install clang-14 libclang-rt-14-dev)"; exit 77
 fi
 # The graph target fuzzes every value (M40_FUZZ_GRAPH_WRAP=1): the findings it
-# made (tests/fuzz/findings/, replayed first on every run) are fixed.
+# made (tests/fuzz/findings/<target>/, replayed first on every run) are fixed.
 export M40_FUZZ_GRAPH_WRAP="${M40_FUZZ_GRAPH_WRAP:-1}"
 M40_FUZZ_DIR=build-test/fuzz exec tests/fuzz/run_fuzz.sh "${M40_FUZZ_SECONDS:-15}"

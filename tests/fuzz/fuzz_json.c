@@ -5,7 +5,9 @@
 ** reader uses (expect, peek, string, int, next), skipping what it does not
 ** know. Each call must keep the cursor inside the text, and a failure must
 ** leave a reason. The two walks must agree on whether the first value is
-** well formed (the reader is stricter: it may refuse deep nesting first). */
+** well formed. The reader refuses the 65th nested container itself, as
+** m40__json_skip does (it once handed values deeper than 32 to the skipper,
+** which then allowed 64 more levels: tests/fuzz/findings/json/). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,7 +46,11 @@ static bool array(m40_json *c, int depth) {
 
 static bool value(m40_json *c, int depth) {
     inside(c);
-    if (depth > 32) return m40__json_skip(c); /* the skipper has its own depth cap */
+    bool open = m40__json_peek(c, '{') || m40__json_peek(c, '[');
+    if (open && depth == 64) { /* the skipper's cap: 64 open containers */
+        c->err = "JSON nested too deeply";
+        return false;
+    }
     if (m40__json_peek(c, '{')) return object(c, depth);
     if (m40__json_peek(c, '[')) return array(c, depth);
     if (m40__json_peek(c, '"')) {

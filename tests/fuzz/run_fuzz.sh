@@ -105,8 +105,10 @@ run_one() { # target
     case $t in
         tokenizer) maxlen=65536; extra=("$OUT/seeds-tokenizer") ;;
         image) maxlen=16384 ;;
-        graph) maxlen=512; extra=("$ROOT/tests/fuzz/findings") ;; # replays the fixed findings
+        graph) maxlen=512 ;;
     esac
+    # the findings fixed so far are replayed first on every run
+    [ -d "$ROOT/tests/fuzz/findings/$t" ] && extra+=("$ROOT/tests/fuzz/findings/$t")
     mkdir -p "$OUT/corpus/$t" "$OUT/artifacts"
     local rc=0
     # new inputs go to the first (build) directory; the committed seeds stay as they are

@@ -30,6 +30,10 @@ struct m40_ctx {
     int64_t live_tensors, live_graphs;
     bool closing;
     uint64_t workspace_fallbacks; /* m40_ctx_stats */
+    /* The index guard (kernels/guard.h): device words, and whether a
+    ** guarded kernel ran since the last check (lib/cuda/backend.c). */
+    unsigned *guard;
+    bool guard_armed;
     /* Teardown hooks of upper layers (the conv engine's cuDNN state), run
     ** newest first before the CUDA stream is destroyed. */
     void (*fini[4])(m40_ctx *ctx);
@@ -115,6 +119,11 @@ m40_status m40__cuda_workspace(m40_ctx *ctx, size_t bytes, void **p);
 ** M40_ERR_DEVICE_LOST. */
 m40_status m40__cuda_scratch(m40_ctx *ctx, size_t *bytes, void **p);
 m40_status m40__cuda_copy_strided(m40_ctx *ctx, m40_tensor *dst, const m40_tensor *src);
+/* After the stream is idle: when a guarded kernel ran since the last check
+** (ctx->guard_armed), reads the index guard; a bad index recorded there is
+** returned as M40_ERR_INVALID_ARG, "fn: <what> <value> out of range ..."
+** and the guard is cleared. */
+m40_status m40__cuda_guard_check(m40_ctx *ctx, const char *fn);
 #endif
 
 #endif /* M40_INTERNAL_H */

@@ -419,7 +419,8 @@ m40_status m40_tensor_download(m40_ctx *ctx, const m40_tensor *t, void *dst,
         return M40_OK;
     }
 #ifdef M40_HAVE_CUDA
-    return m40__cuda_memcpy(ctx, dst, t->data, nbytes, 1);
+    st = m40__cuda_memcpy(ctx, dst, t->data, nbytes, 1);
+    return st != M40_OK ? st : m40__cuda_guard_check(ctx, "m40_tensor_download");
 #else
     return M40_ERR_NO_DEVICE;
 #endif

@@ -318,6 +318,14 @@ static const bench_cmd commands[] = {
     {"gemv", run_gemv, 6,
      "1x4096x4096,1x27392x4096,1x65024x4096,8x27392x4096",
      "weight-only q8/q4/f16 y = x·W^T (sizes MxNxK): effective GB/s vs a device copy"},
+    {"attention", run_attention, 8, "1024,8192,32768",
+     "causal GQA attention, 32 heads over 2 KV groups, d 128: decode (KV bytes/s vs a device "
+     "copy) at context N and prefill (GFLOP/s vs m40_matmul) (tools/bench/attention.c)"},
+    {"norm", run_norm, 8, "1,64,512",
+     "RMSNorm (+residual), RoPE, SwiGLU, embedding at ChatGLM2 widths, N rows: GB/s vs a device "
+     "copy (tools/bench/norm.c)"},
+    {"sample", run_sample, 8, "1,8",
+     "sampling over 65024 logits, N rows: greedy, top-k, top-p, min-p, penalty (tools/bench/sample.c)"},
     {"chatglm", NULL, 7, NULL, "ChatGLM2-6B decode, tokens/s"},
 };
 #define NCOMMANDS ((int)(sizeof commands / sizeof commands[0]))

@@ -33,6 +33,7 @@
 #define M40_GRAPH_H
 
 #include "m40/m40.h"
+#include "m40/transformer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,14 +84,28 @@ typedef enum m40_tensor_role {
 **   POOL2D          x [N,C,H,W] (pool, kernel, stride, pad) [N,C,P,Q];
 **                   NHWC: [N,H,W,C] -> [N,P,Q,C];
 **                   GLOBAL_AVG gives [N,C]
-**   RMSNORM   plan  x [...,C], w [C] (eps)               x's shape
+**   RMSNORM         x [...,C], w [C], residual [...,C]? (eps; m40_rmsnorm)
+**                   x's shape. With a residual, x must be a STATE tensor
+**                   (the residual stream) and the node first updates it:
+**                   alpha 1: x += residual; alpha 0: x = residual (the
+**                   first layer); then y = norm(x)·w
 **   LAYERNORM plan  x [...,C], w [C], b [C] (eps)        x's shape
-**   EMBEDDING plan  ids i32 [...], table [V,C]           [...,C] f32
-**   SWIGLU    plan  x [...,2F]: silu(x[:F]) * x[F:]      [...,F]
-**   ATTENTION plan  qkv [B,T,(H+2G)·D], k_cache [B,L,G,D], v_cache
-**                   [B,L,G,D] (STATE), pos i32 [1]; RoPE on rope_dims,
-**                   appends K,V at pos, causal softmax   [B,T,H·D]
-**   TAKE_LAST plan  x [B,T,C]: the last position         [B,1,C]
+**   EMBEDDING       ids i32 [...], table [V,C] f32/f16   [...,C] f32
+**   SWIGLU          x [...,2F]: silu(x[:F]) * x[F:]      [...,F]
+**   ATTENTION       qkv [B,T,(H+2G)·D], k_cache, v_cache [S,L,G,D] f16/f32
+**                   (STATE), pos i32 [B,T], slot i32 [B]? (heads H,
+**                   kv_heads G, head_dim D, attn_scale): appends qkv's K
+**                   and V at pos (m40_kv_append), then causal attention
+**                   of its Q over the caches (m40_attention)  [B,T,H·D]
+**   TAKE_LAST       x [B,T,C]: the last position         [B,1,C]
+**   ROPE            x [...,W], pos i32 (one per row) (heads, head_dim,
+**                   rope_dims, rope_pairs, rope_theta, rope_scale;
+**                   m40_rope): the first heads·head_dim values of each row
+**                   rotated                               x's shape
+**   SAMPLE          logits [B,V], history i32 [B,W]?, pos i32 [B]?
+**                   (sampler; m40_sample)                 [B,2] f32: id, p
+**
+** The parameters of the transformer's ops are those of m40/transformer.h.
 */
 #define M40_OP_TABLE(X)              \
     X(M40_OP_ADD, add)               \
@@ -108,7 +123,9 @@ typedef enum m40_tensor_role {
     X(M40_OP_EMBEDDING, embedding)   \
     X(M40_OP_SWIGLU, swiglu)         \
     X(M40_OP_ATTENTION, attention)   \
-    X(M40_OP_TAKE_LAST, take_last)
+    X(M40_OP_TAKE_LAST, take_last)   \
+    X(M40_OP_ROPE, rope)             \
+    X(M40_OP_SAMPLE, sample)
 /* columns: enum, name (m40_op_name gives it as a string; the library
 ** finds each kind's implementation by it) */
 
@@ -142,23 +159,30 @@ typedef struct m40_node_desc {
     /* Parameters; each op reads only its own. Every int is checked (bounds
     ** in the op's rule; strides, pads, dilations, windows at most 2^20). */
     m40_dtype out_dtype;   /* CONVERT */
-    float alpha;           /* SCALE */
+    float alpha;           /* SCALE; RMSNORM with a residual: 1 (x += r) or 0 (x = r) */
     m40_act act;           /* ACTIVATION */
     float eps;             /* RMSNORM, LAYERNORM: finite, > 0 */
     int kernel[2], stride[2], pad[2], groups; /* CONV2D (kernel from w), POOL2D */
     m40_pool pool;         /* POOL2D */
-    int heads, kv_heads, head_dim, rope_dims; /* ATTENTION */
+    int heads, kv_heads, head_dim, rope_dims; /* ATTENTION (heads, kv_heads,
+                           ** head_dim), ROPE (heads, head_dim, rope_dims) */
     int bits;              /* LINEAR_Q: 8, 4 or 16 (f16 weights) */
     m40_layout layout;     /* CONV2D, POOL2D: NCHW (0, default) or NHWC */
     int fuse_relu;         /* CONV2D: ReLU in the conv's epilogue */
     int dilation[2];       /* CONV2D (default 1) */
     int group;             /* LINEAR_Q: 0 = one scale per row; 32, 64, 128 =
                            ** per K-group (the scale dtype is the scale tensor's) */
+    m40_rope_pairs rope_pairs; /* ROPE: ADJACENT (default) or HALF */
+    float rope_theta;      /* ROPE: base (default 10000) */
+    float rope_scale;      /* ROPE: m40_rope_desc.pos_scale (default 1) */
+    float attn_scale;      /* ATTENTION: 0 (default) = 1/sqrt(head_dim) */
+    m40_sampler_desc sampler; /* SAMPLE (default: m40_sampler_desc_init) */
 } m40_node_desc;
 
 /* Zeroes nd, then sets struct_size, op, output = M40_TENSOR_NEW, every
 ** input M40_NO_TENSOR, out_dtype F32, alpha 1, groups 1, strides and
-** dilations 1, eps 1e-5. */
+** dilations 1, eps 1e-5, rope_theta 10000, rope_scale 1, the sampler's
+** defaults. */
 M40_API void m40_node_desc_init(m40_node_desc *nd, m40_op op);
 
 /* Creates an empty graph whose ops will run on ctx (CPU or GPU).

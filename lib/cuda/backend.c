@@ -6,6 +6,7 @@
 ** is destroyed. */
 #include "../internal.h"
 #include "../../kernels/elementwise.h"
+#include "../../kernels/guard.h"
 
 #ifdef M40_HAVE_CUBLAS
 #include <cublas_v2.h>
@@ -90,7 +91,33 @@ m40_status m40__cuda_ctx_init(m40_ctx *ctx) {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     ctx->stream = s;
+    void *g = NULL;
+    CK(cudaMalloc(&g, M40K_GUARD_WORDS * sizeof(unsigned)), "cudaMalloc (index guard)");
+    ctx->guard = g;
+    CK(cudaMemset(g, 0, M40K_GUARD_WORDS * sizeof(unsigned)), "cudaMemset (index guard)");
     return M40_OK;
+}
+
+m40_status m40__cuda_guard_check(m40_ctx *ctx, const char *fn) {
+    if (!ctx->guard_armed || !ctx->guard) return M40_OK;
+    unsigned g[M40K_GUARD_WORDS];
+    CK(cudaMemcpy(g, ctx->guard, sizeof g, cudaMemcpyDeviceToHost), "index guard: cudaMemcpy");
+    ctx->guard_armed = false;
+    if (g[0] == M40K_GUARD_NONE) return M40_OK;
+    CK(cudaMemset(ctx->guard, 0, sizeof g), "index guard: cudaMemset");
+    static const char *what[] = {"?", "embedding id", "rope position", "kv_append position",
+                                 "kv_append slot", "attention position", "attention slot",
+                                 "sample history id"};
+    const char *w = g[0] < sizeof what / sizeof what[0] ? what[g[0]] : "index";
+    int lo = g[0] == M40K_GUARD_KV_POS || g[0] == M40K_GUARD_ATTN_POS ||
+             g[0] == M40K_GUARD_SAMPLE_HISTORY ? -1 : 0;
+    if (g[0] == M40K_GUARD_ROPE_POS)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: a kernel met %s %d, negative (%u time%s); "
+                        "it left those rows as they were", fn, w, (int)g[1], g[3],
+                        g[3] == 1 ? "" : "s");
+    return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: a kernel met %s %d out of range [%d, %u) (%u "
+                    "time%s); it skipped what that index addressed (zeros where it had to write)",
+                    fn, w, (int)g[1], lo, g[2], g[3], g[3] == 1 ? "" : "s");
 }
 
 void m40__cuda_ctx_fini(m40_ctx *ctx) {
@@ -103,6 +130,8 @@ void m40__cuda_ctx_fini(m40_ctx *ctx) {
     if (ctx->cublas) cublasDestroy((cublasHandle_t)ctx->cublas);
 #endif
     if (ctx->ws) cudaFree(ctx->ws);
+    if (ctx->guard) cudaFree(ctx->guard);
+    ctx->guard = NULL;
     ctx->stream = NULL;
     ctx->cublas = NULL;
     ctx->ws = NULL;
@@ -123,7 +152,7 @@ m40_status m40__cuda_info(m40_ctx *ctx, m40_device_info *info) {
 
 m40_status m40__cuda_sync(m40_ctx *ctx) {
     CK(cudaStreamSynchronize((cudaStream_t)ctx->stream), "cudaStreamSynchronize");
-    return M40_OK;
+    return m40__cuda_guard_check(ctx, "m40_ctx_sync");
 }
 
 /* Called at the entry of every call on a GPU context (m40__ctx_check):

@@ -44,6 +44,7 @@ m40_status m40__graph_cuda_capture(m40_graph *g) {
 }
 
 m40_status m40__graph_cuda_replay(m40_graph *g) {
+    g->ctx->guard_armed = true; /* a replayed node may be a guarded kernel */
     cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)g->cuda_exec, (cudaStream_t)g->ctx->stream);
     return e == cudaSuccess ? M40_OK : m40__cuda_check(g->ctx, (int)e, "m40_graph_run: cudaGraphLaunch");
 }

@@ -27,8 +27,9 @@ m40_status m40__graph_infer(m40_graph *g, const m40_node_desc *nd, m40_tensor_de
     m40__graph_node_call(g, nd, fn, &c);
     m40_status st = m40__op_infer(&c, o);
     if (st != M40_OK) return st;
+    unsigned state = def->state_mask ? def->state_mask(&c) : def->state_inputs;
     for (int i = 0; i < nd->ninputs; i++)
-        if ((def->state_inputs >> i & 1u) && c.in[i] &&
+        if ((state >> i & 1u) && c.in[i] &&
             g->tensors[nd->inputs[i]].role != M40_ROLE_STATE)
             return m40__rule_fail(&c, M40_ERR_INVALID_ARG, "input %d (%s) must be a STATE "
                                   "tensor: the op writes it", i, def->in_names[i]);

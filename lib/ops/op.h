@@ -43,6 +43,9 @@ typedef struct m40__op_def {
     const char *in_names[M40_NODE_MAX_INPUTS]; /* for messages */
     const char *out_name;
     unsigned state_inputs;  /* bit i: input i must be a STATE tensor (graphs) */
+    /* When the STATE inputs depend on the call (RMSNORM: x only with a
+    ** residual): the mask for this call; NULL: state_inputs. */
+    unsigned (*state_mask)(const m40__op_call *c);
     /* Checks parameters, dtypes and shapes; writes the output desc
     ** (contiguous). Records the error on c->ctx. */
     m40_status (*rule)(const m40__op_call *c, m40_tensor_desc *out);

@@ -53,6 +53,11 @@ double rel_err(bench_env *e, m40_tensor *got, m40_tensor *ref);
 /* Random bytes into a device tensor (quantized codes need no quantizer to be timed). */
 m40_status upload_random(bench_env *e, m40_tensor *t, uint64_t seed);
 
+/* tools/bench/attention.c, norm.c, sample.c: the transformer's ops */
+int run_attention(bench_env *e);
+int run_norm(bench_env *e);
+int run_sample(bench_env *e);
+
 /* tools/bench/nn.c */
 int run_conv(bench_env *e);
 #ifdef M40B_HAVE_RESNET

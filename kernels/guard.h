@@ -1,0 +1,36 @@
+/* The index guard: kernels that read indices from device memory (token
+** ids, positions, cache slots) check each against its bound, never touch
+** memory through a bad one, and record the first bad index here; the
+** library reports it at the context's next synchronization
+** (lib/cuda/backend.c: m40__cuda_guard_check; m40/transformer.h says what
+** the user sees). The guard is 4 unsigned ints of device memory per
+** context: [0] the code of the first bad index (0: none), [1] its value,
+** [2] its bound, [3] how many bad indices were met. */
+#ifndef M40_KERNELS_GUARD_H
+#define M40_KERNELS_GUARD_H
+
+enum m40k_guard_code {
+    M40K_GUARD_NONE = 0,
+    M40K_GUARD_EMBEDDING_ID = 1,  /* embedding: id not in [0, V) */
+    M40K_GUARD_ROPE_POS = 2,      /* rope: position < 0 */
+    M40K_GUARD_KV_POS = 3,        /* kv_append: position not in [-1, L) */
+    M40K_GUARD_KV_SLOT = 4,       /* kv_append: slot not in [0, S) */
+    M40K_GUARD_ATTN_POS = 5,      /* attention: position not in [-1, L) */
+    M40K_GUARD_ATTN_SLOT = 6,     /* attention: slot not in [0, S) */
+    M40K_GUARD_SAMPLE_HISTORY = 7 /* sample: history id not in [-1, V) */
+};
+#define M40K_GUARD_WORDS 4
+
+#ifdef __CUDACC__
+/* Records a bad index (any thread, any time; the first one wins). */
+__device__ __forceinline__ void m40k_guard_report(unsigned *g, unsigned code, long long value,
+                                                  long long bound) {
+    if (!g) return;
+    if (atomicCAS(&g[0], 0u, code) == 0u) {
+        g[1] = (unsigned)value;
+        g[2] = (unsigned)bound;
+    }
+    atomicAdd(&g[3], 1u);
+}
+#endif
+#endif

@@ -18,7 +18,9 @@
 # racecheck: hazards reported as errors, "+Nw" warnings beside); "rc=K" after
 # it when the test itself failed; "T/O" cut by the time limit; "-" not run
 # (out of budget); "skip" the test exited 77.
-# Quick modes: M40_QUANT_QUICK=1 (odd shapes only), M40_FAULT_STRIDE=23
+# Quick modes: M40_QUANT_QUICK=1 (odd shapes only; 2 under racecheck: the
+# four smallest), M40_SGEMM_QUICK=1 (M, N
+# up to 300), M40_FAULT_STRIDE=23
 # (every 23rd fault site). API errors the tests provoke on purpose (device
 # OOM, a bad ordinal, the fault-injection test's refusals) are not findings:
 # --report-api-errors no. test_gpu_errors' trap kernel kills its CUDA
@@ -74,7 +76,7 @@ stamp "${#TESTS[@]} gpu tests x tools: $TOOLS ($JOBS at a time, budget ${BUDGET}
 
 # M40_FAULT_NO_DEVMEM: the tool's own allocations move cudaMemGetInfo, so the
 # fault test leaves device leaks to memcheck's leak check here.
-export M40_QUANT_QUICK=1 M40_FAULT_STRIDE=${M40_FAULT_STRIDE:-23} M40_FAULT_NO_DEVMEM=1
+export M40_QUANT_QUICK=1 M40_SGEMM_QUICK=1 M40_FAULT_STRIDE=${M40_FAULT_STRIDE:-23} M40_FAULT_NO_DEVMEM=1
 
 tool_opts() { # tool test
     case $1 in
@@ -95,7 +97,12 @@ run_one() { # name wd cmd tool
     [ "$left" -gt "$RUN_LIMIT" ] && left=$RUN_LIMIT
     if [ "$left" -lt 10 ]; then echo "-" > "$cell"; return; fi
     # shellcheck disable=SC2046
-    (cd "$wd" && eval "timeout -k 5 $left \"$SAN\" $(tool_opts "$tool" "$name") --report-api-errors no \
+    local env=()
+    # racecheck instruments every shared-memory access: the smallest cases,
+    # and every 97th fault site of the fault test
+    [ "$tool" = racecheck ] && env=(M40_QUANT_QUICK=2 M40_FAULT_STRIDE=97)
+    [ "$name" = test_gpu_fault ] && env+=(M40_FAULT_STRIDE=97)
+    (cd "$wd" && eval "${env[*]} timeout -k 5 $left \"$SAN\" $(tool_opts "$tool" "$name") --report-api-errors no \
         --error-exitcode 99 --print-limit 50 $cmd") > "$log" 2>&1
     local rc=$? n w
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "T/O" > "$cell"; return; fi

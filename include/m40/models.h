@@ -132,11 +132,14 @@ M40_API m40_status m40_resnet50_graph(m40_ctx *ctx, const m40_resnet50_desc *d,
 /* ------------------------------------------------------------------ */
 /* ChatGLM2-6B (planning only)                                         */
 /*
-** 28 blocks of: RMSNorm -> query_key_value (+bias) -> attention (RoPE on
-** half of each head, 2 KV groups, K/V appended to the STATE caches) ->
-** dense -> residual add -> RMSNorm -> dense_h_to_4h -> SwiGLU ->
-** dense_4h_to_h -> residual add; then (prefill: last position) final
-** RMSNorm and the output layer. Weight names follow the Hugging Face
+** 28 blocks of: RMSNorm -> query_key_value (+bias) -> RoPE (the first 64
+** of 128 dims of the 32 query and 2 key heads) -> attention (2 KV groups,
+** K/V appended to the STATE caches at `position`) -> dense -> residual add
+** + RMSNorm -> dense_h_to_4h -> SwiGLU -> dense_4h_to_h; then the residual
+** add + final RMSNorm, (prefill: the last position) and the output layer.
+** The residual stream is the STATE tensor "hidden" [B,T,4096]: each
+** RMSNORM node adds its residual into it first (m40/graph.h), so no
+** separate add runs. Weight names follow the Hugging Face
 ** checkpoint (transformer.encoder.layers.<l>. ...).
 */
 
@@ -153,7 +156,8 @@ M40_API void m40_chatglm2_desc_init(m40_chatglm2_desc *d);
 
 typedef struct m40_chatglm2_info {
     int input_ids;       /* [B,T] i32 (T = min(chunk, ctx), 1 for decode) */
-    int position;        /* [1] i32 */
+    int position;        /* [B,T] i32: the position of each token (0-based,
+                         ** over the whole conversation; -1: padding) */
     int logits;          /* [B,1,65024] f32: the last position's */
     uint64_t params;     /* parameters (a quantized weight counts once) */
 } m40_chatglm2_info;

@@ -63,15 +63,20 @@ static int linear(m40__mb *b, const char *prefix, int x, int64_t N, int64_t K, m
     return m40__mb_node(b, &nd);
 }
 
-static int rmsnorm(m40__mb *b, const char *name, const char *wname, int x, m40_dtype small) {
+/* y = rmsnorm(h) · w after the residual step on the stream h (a STATE
+** tensor): h = r (first = 1: the embedding starts the stream) or h += r. */
+static int rmsnorm(m40__mb *b, const char *name, const char *wname, int h, int r, int first,
+                   m40_dtype small) {
     int w = weight(b, wname, small, 1, GLM_HIDDEN, 0);
     m40_node_desc nd;
     m40_node_desc_init(&nd, M40_OP_RMSNORM);
     nd.name = name;
     nd.eps = 1e-5f;
-    nd.ninputs = 2;
-    nd.inputs[0] = x;
+    nd.alpha = first ? 0.0f : 1.0f;
+    nd.ninputs = 3;
+    nd.inputs[0] = h;
     nd.inputs[1] = w;
+    nd.inputs[2] = r;
     return m40__mb_node(b, &nd);
 }
 
@@ -83,30 +88,45 @@ static void declare(m40__mb *b, const m40_chatglm2_desc *d, m40_chatglm2_info *i
     ** unless the whole model is fp32 */
     const m40_dtype small = f == M40_WFMT_FP32 ? M40_DTYPE_F32 : M40_DTYPE_F16;
     info->input_ids = tensor(b, M40_ROLE_INPUT, "input_ids", M40_DTYPE_I32, 2, B, T, 0, 0);
-    info->position = tensor(b, M40_ROLE_INPUT, "position", M40_DTYPE_I32, 1, 1, 0, 0, 0);
+    info->position = tensor(b, M40_ROLE_INPUT, "position", M40_DTYPE_I32, 2, B, T, 0, 0);
+    /* the residual stream: updated in place by each RMSNORM's residual step */
+    int h = tensor(b, M40_ROLE_STATE, "hidden", M40_DTYPE_F32, 3, B, T, GLM_HIDDEN, 0);
     int emb = weight(b, "transformer.embedding.word_embeddings.weight", small, 2, GLM_VOCAB,
                      GLM_HIDDEN);
-    int x = m40__mb_op(b, M40_OP_EMBEDDING, "embedding", info->input_ids, emb);
+    int r = m40__mb_op(b, M40_OP_EMBEDDING, "embedding", info->input_ids, emb);
     for (int l = 0; l < GLM_LAYERS; l++) {
         char p[64], n[128], w[128];
         snprintf(p, sizeof p, "transformer.encoder.layers.%d", l);
         snprintf(n, sizeof n, "%s.input_layernorm", p);
         snprintf(w, sizeof w, "%s.input_layernorm.weight", p);
-        int a = rmsnorm(b, n, w, x, small);
+        int a = rmsnorm(b, n, w, h, r, l == 0, small);
         snprintf(n, sizeof n, "%s.self_attention.query_key_value", p);
         int qkv = linear(b, n, a, (GLM_HEADS + 2 * GLM_KV) * GLM_HEAD_DIM, GLM_HIDDEN, f, 1, small);
+        m40_node_desc nd;
+        /* RoPE on the 32 query and 2 key heads of each qkv row (the first
+        ** 64 of 128 dims, adjacent pairs); the value heads pass */
+        m40_node_desc_init(&nd, M40_OP_ROPE);
+        snprintf(n, sizeof n, "%s.self_attention.rope", p);
+        nd.name = n;
+        nd.heads = GLM_HEADS + GLM_KV;
+        nd.head_dim = GLM_HEAD_DIM;
+        nd.rope_dims = GLM_HEAD_DIM / 2;
+        nd.rope_pairs = M40_ROPE_ADJACENT;
+        nd.rope_theta = 10000.0f;
+        nd.ninputs = 2;
+        nd.inputs[0] = qkv;
+        nd.inputs[1] = info->position;
+        qkv = m40__mb_node(b, &nd);
         snprintf(n, sizeof n, "%s.k_cache", p);
         int kc = tensor(b, M40_ROLE_STATE, n, M40_DTYPE_F16, 4, B, L, GLM_KV, GLM_HEAD_DIM);
         snprintf(n, sizeof n, "%s.v_cache", p);
         int vc = tensor(b, M40_ROLE_STATE, n, M40_DTYPE_F16, 4, B, L, GLM_KV, GLM_HEAD_DIM);
-        m40_node_desc nd;
         m40_node_desc_init(&nd, M40_OP_ATTENTION);
         snprintf(n, sizeof n, "%s.self_attention.core", p);
         nd.name = n;
         nd.heads = GLM_HEADS;
         nd.kv_heads = GLM_KV;
         nd.head_dim = GLM_HEAD_DIM;
-        nd.rope_dims = GLM_HEAD_DIM / 2;
         nd.ninputs = 4;
         nd.inputs[0] = qkv;
         nd.inputs[1] = kc;
@@ -115,23 +135,19 @@ static void declare(m40__mb *b, const m40_chatglm2_desc *d, m40_chatglm2_info *i
         int o = m40__mb_node(b, &nd);
         snprintf(n, sizeof n, "%s.self_attention.dense", p);
         int dense = linear(b, n, o, GLM_HIDDEN, GLM_HIDDEN, f, 0, small);
-        snprintf(n, sizeof n, "%s.attention_residual", p);
-        x = m40__mb_op(b, M40_OP_ADD, n, x, dense);
         snprintf(n, sizeof n, "%s.post_attention_layernorm", p);
         snprintf(w, sizeof w, "%s.post_attention_layernorm.weight", p);
-        int m = rmsnorm(b, n, w, x, small);
+        int m = rmsnorm(b, n, w, h, dense, 0, small);
         snprintf(n, sizeof n, "%s.mlp.dense_h_to_4h", p);
         int u = linear(b, n, m, 2 * GLM_FFN, GLM_HIDDEN, f, 0, small);
         snprintf(n, sizeof n, "%s.mlp.swiglu", p);
-        int s = m40__mb_op(b, M40_OP_SWIGLU, n, u, -1);
+        int sw = m40__mb_op(b, M40_OP_SWIGLU, n, u, -1);
         snprintf(n, sizeof n, "%s.mlp.dense_4h_to_h", p);
-        int down = linear(b, n, s, GLM_HIDDEN, GLM_FFN, f, 0, small);
-        snprintf(n, sizeof n, "%s.mlp_residual", p);
-        x = m40__mb_op(b, M40_OP_ADD, n, x, down);
+        r = linear(b, n, sw, GLM_HIDDEN, GLM_FFN, f, 0, small);
     }
+    int x = rmsnorm(b, "transformer.encoder.final_layernorm",
+                    "transformer.encoder.final_layernorm.weight", h, r, 0, small);
     if (d->phase == M40_PHASE_PREFILL) x = m40__mb_op(b, M40_OP_TAKE_LAST, "last_position", x, -1);
-    x = rmsnorm(b, "transformer.encoder.final_layernorm",
-                "transformer.encoder.final_layernorm.weight", x, small);
     /* the output layer stays fp16 in the quantized models */
     info->logits = linear(b, "transformer.output_layer", x, GLM_VOCAB, GLM_HIDDEN,
                           f == M40_WFMT_FP32 ? M40_WFMT_FP32 : M40_WFMT_FP16, 0, small);

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The transformer ops (issue 16) on the GPU machine in one call: build the
+# targets (arch 90, -Werror), run their GPU tests, memcheck them, and the
+# benches side by side with the same-run copy and PyTorch. Everything lands
+# in $OUT (logs, JSON).
+#   OUT=DIR scripts/h200-transformer.sh [BUILD_DIR]
+# STEPS="test san bench torch versions" picks steps (default: all).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=${1:-build-gpu}
+O=${OUT:-/tmp/h200-transformer}
+STEPS=${STEPS:-test san bench torch versions}
+mkdir -p "$O"
+t0=$SECONDS
+stamp() { echo "==== [$((SECONDS - t0)) s] $*"; }
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+export NVIDIA_TF32_OVERRIDE=0 PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
+    --format=csv | tee "$O/nvidia-smi.csv"
+gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+TARGETS=(test_attention_gpu test_transformer_ops_gpu test_sample_gpu test_attention
+         test_transformer_ops test_sample m40-bench m40-attn-versions)
+stamp "build ${TARGETS[*]}"
+cmake -S . -B "$B" "${gen[@]}" -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DM40_CUDA=ON -DM40_WERROR=ON -DCMAKE_BUILD_TYPE=Release > "$O/configure.log" 2>&1 \
+    || { tail -20 "$O/configure.log"; exit 1; }
+for t in "${TARGETS[@]}"; do
+    cmake --build "$B" -j"$(nproc)" --target "$t" >> "$O/build.log" 2>&1 \
+        || { echo "BUILD FAILED: $t"; grep -E "error|FAILED" "$O/build.log" | tail -15; }
+done
+stamp built
+if has test; then
+    for t in test_attention test_transformer_ops test_sample test_attention_gpu \
+             test_transformer_ops_gpu test_sample_gpu; do
+        [ -x "$B/$t" ] || { echo "MISSING $t"; continue; }
+        s=$SECONDS
+        timeout 240 "$B/$t" > "$O/$t.log" 2>&1; rc=$?
+        echo "$t rc=$rc ($((SECONDS - s)) s): $(grep -E "passed|failed|checks" "$O/$t.log" | tail -1)"
+        [ $rc = 0 ] || grep -E "FAIL|CHECK failed|returned" "$O/$t.log" | head -20
+    done
+fi
+if has san && command -v compute-sanitizer >/dev/null; then
+    stamp "memcheck"
+    for t in test_attention_gpu test_transformer_ops_gpu test_sample_gpu; do
+        [ -x "$B/$t" ] || continue
+        M40_QUICK=1 timeout 150 compute-sanitizer --report-api-errors no --error-exitcode 9 \
+            "$B/$t" > "$O/$t.memcheck.log" 2>&1
+        echo "memcheck $t rc=$? $(grep -E "ERROR SUMMARY" "$O/$t.memcheck.log" | tail -1)"
+    done
+fi
+if has bench; then
+    for c in copy attention norm sample; do
+        stamp "m40-bench $c"
+        timeout 150 "$B/m40-bench" "$c" --json="$O/m40-$c.json" > "$O/m40-$c.txt" 2>&1
+        echo "rc=$?"; cut -c1-160 "$O/m40-$c.txt" | grep -vE "^\s*$" | head -40
+    done
+fi
+if has torch; then
+    stamp "PyTorch attention (FP32, TF32 off)"
+    timeout 150 python3 bench/bench_torch.py attention --json "$O/torch-attention.json" 2>&1 | tail -20
+fi
+if has versions && [ -x "$B/m40-attn-versions" ]; then
+    stamp "attention versions"
+    timeout 150 "$B/m40-attn-versions" > "$O/attn-versions.txt" 2>&1; echo "rc=$?"
+    tail -40 "$O/attn-versions.txt"
+fi
+nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader
+stamp done

@@ -130,18 +130,55 @@ M40_API m40_status m40_resnet50_graph(m40_ctx *ctx, const m40_resnet50_desc *d,
                                       m40_resnet50_info *info);
 
 /* ------------------------------------------------------------------ */
-/* ChatGLM2-6B (planning only)                                         */
+/* ChatGLM2 (ChatGLM2-6B, ChatGLM3-6B and smaller models of that shape) */
 /*
-** 28 blocks of: RMSNorm -> query_key_value (+bias) -> RoPE (the first 64
-** of 128 dims of the 32 query and 2 key heads) -> attention (2 KV groups,
-** K/V appended to the STATE caches at `position`) -> dense -> residual add
-** + RMSNorm -> dense_h_to_4h -> SwiGLU -> dense_4h_to_h; then the residual
-** add + final RMSNorm, (prefill: the last position) and the output layer.
-** The residual stream is the STATE tensor "hidden" [B,T,4096]: each
-** RMSNORM node adds its residual into it first (m40/graph.h), so no
-** separate add runs. Weight names follow the Hugging Face
-** checkpoint (transformer.encoder.layers.<l>. ...).
+** Per block: RMSNorm -> query_key_value (+bias) -> RoPE (the first half of
+** each query and key head's dims, adjacent pairs) -> attention (G KV
+** groups; K/V appended to the STATE caches at `position`) -> dense ->
+** residual add + RMSNorm -> dense_h_to_4h -> SwiGLU -> dense_4h_to_h; then
+** the residual add + final RMSNorm, (prefill: the last position) and the
+** output layer. The residual stream is the STATE tensor "hidden"
+** [B,T,hidden]: each RMSNORM node adds its residual into it first
+** (m40/graph.h), so no separate add runs.
+**
+** Weights (safetensors, the Hugging Face checkpoint's names and shapes):
+**   transformer.embedding.word_embeddings.weight          [V, C]
+**   transformer.encoder.layers.<l>.input_layernorm.weight [C]
+**     .self_attention.query_key_value.weight / .bias      [(H+2G)·D, C] / [(H+2G)·D]
+**     .self_attention.dense.weight                        [C, H·D]
+**     .post_attention_layernorm.weight                    [C]
+**     .mlp.dense_h_to_4h.weight                           [2F, C]
+**     .mlp.dense_4h_to_h.weight                           [C, F]
+**   transformer.encoder.final_layernorm.weight            [C]
+**   transformer.output_layer.weight                       [V, C]
+** F16 or F32 each (converted to the format asked). For int8/int4 the four
+** linear weights of a block are quantized at load (per row, f16 scales:
+** the official recipe), or taken as they are when the file is an official
+** quantized checkpoint (int8 `.weight` [N,K] or int4 [N,K/2] plus
+** `.weight_scale` [N] f16). transformer.rotary_pos_emb.inv_freq is
+** ignored (the op computes the angles); any other extra tensor is refused.
+** The shapes give C, V, F and the layer count; the heads come from the
+** file's metadata (num_attention_heads, multi_query_group_num,
+** kv_channels: config.json's names) or default to ChatGLM2-6B's (32, 2,
+** 128); layernorm_epsilon (1e-5) and rope_ratio (1: θ base 10000·ratio)
+** likewise.
 */
+
+/* The shape of a ChatGLM2-style model. */
+typedef struct m40_chatglm2_config {
+    int layers;     /* 28 */
+    int hidden;     /* C, 4096 */
+    int ffn;        /* F, 13696 */
+    int heads;      /* H, 32 */
+    int kv_heads;   /* G, 2 (multi_query_group_num) */
+    int head_dim;   /* D, 128 (kv_channels); hidden = H·D */
+    int vocab;      /* V, 65024 (padded_vocab_size) */
+    float eps;      /* RMSNorm, 1e-5 */
+    float rope_theta; /* 10000 · rope_ratio */
+} m40_chatglm2_config;
+
+/* ChatGLM2-6B's config. */
+M40_API void m40_chatglm2_config_6b(m40_chatglm2_config *c);
 
 typedef struct m40_chatglm2_desc {
     size_t struct_size;     /* sizeof(m40_chatglm2_desc); set by _init */
@@ -150,23 +187,45 @@ typedef struct m40_chatglm2_desc {
     int64_t ctx;            /* tokens the KV cache holds: 1 .. 2^22 (8192) */
     int chunk;              /* tokens per prefill step, >= 1 (512) */
     m40_model_phase phase;  /* prefill chunk (default) or decode */
+    /* Without a weights file: the shape to declare (m40_chatglm2_config_6b
+    ** by _init). With a file, the file's shape is used. */
+    m40_chatglm2_config config;
+    /* Optional, for running: an allocated ChatGLM2 graph of the same
+    ** config and format whose weights this graph uses (bound, not copied:
+    ** a prefill graph and a decode graph share one set), and 2·layers
+    ** tensors [B, ctx, G, D] F16 on the context (k of layer 0, v of layer
+    ** 0, k of layer 1, ...) bound as the KV cache, so that both graphs see
+    ** one cache. NULL: the graph's own. */
+    m40_graph *weights_from;
+    m40_tensor *const *kv_cache;
+    const m40_budget *budget; /* the plan's budget when allocating (NULL: none) */
 } m40_chatglm2_desc;
 
 M40_API void m40_chatglm2_desc_init(m40_chatglm2_desc *d);
 
 typedef struct m40_chatglm2_info {
+    m40_chatglm2_config config; /* what was declared */
     int input_ids;       /* [B,T] i32 (T = min(chunk, ctx), 1 for decode) */
     int position;        /* [B,T] i32: the position of each token (0-based,
                          ** over the whole conversation; -1: padding) */
-    int logits;          /* [B,1,65024] f32: the last position's */
+    int logits;          /* [B,1,V] f32: the last position's */
     uint64_t params;     /* parameters (a quantized weight counts once) */
+    int allocated;       /* 1: weights given (file or weights_from), graph allocated */
+    m40_plan_info plan;  /* when allocated */
 } m40_chatglm2_info;
 
-/* Declares ChatGLM2-6B's graph for one phase, for planning. weights must
-** be NULL until its kernels exist.
+/* Declares a ChatGLM2 graph for one phase. Without weights (NULL file and
+** no weights_from) for planning only; with a file (or weights_from) it
+** checks every tensor, converts or quantizes, plans against d->budget and
+** allocates: the graph is ready for m40_graph_run (upload input_ids and
+** position, run, read logits).
 ** Returns M40_OK, M40_ERR_INVALID_ARG (NULL, struct_size, batch, ctx,
-** chunk, format or phase out of range), M40_ERR_UNSUPPORTED (a weights
-** file: not runnable yet), M40_ERR_OOM_HOST. */
+** chunk, format, phase or config out of range; both a file and
+** weights_from), M40_ERR_FORMAT (a missing, extra or malformed tensor, a
+** metadata value that does not parse, heads that do not match the
+** shapes), M40_ERR_SHAPE, M40_ERR_DTYPE (a tensor of another shape or
+** dtype: named), M40_ERR_OOM_DEVICE (over the budget), M40_ERR_OOM_HOST,
+** and m40_graph_alloc's statuses. */
 M40_API m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d,
                                       m40_st_file *weights, m40_graph **out,
                                       m40_chatglm2_info *info);

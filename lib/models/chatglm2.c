@@ -1,18 +1,31 @@
-/* The ChatGLM2-6B builder (include/m40/models.h), planning only for now:
-** weight names follow the Hugging Face checkpoint so that binding a file
-** (the next step, once attention, RMSNorm, SwiGLU and embedding run) adds
-** data to these declarations without changing them. */
+/* The ChatGLM2 builder (include/m40/models.h): one declaration of the graph
+** that m40-plan plans and the chat program runs. With a weights file every
+** tensor is checked against the declared shapes, converted (f16 <-> f32,
+** the bias to f32) or quantized (int8/int4, per row, f16 scales: the
+** official recipe) and handed to m40_graph_set_data; without one the same
+** tensors are declared with no data. */
 #include "build.h"
+#include "../half.h"
+#include "m40/quant.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char FN[] = "m40_chatglm2_graph";
 
-enum { GLM_LAYERS = 28, GLM_HIDDEN = 4096, GLM_FFN = 13696, GLM_HEADS = 32, GLM_KV = 2,
-       GLM_HEAD_DIM = 128, GLM_VOCAB = 65024 };
 #define MAX_BATCH (1 << 20)
 #define MAX_CTX ((int64_t)1 << 22)
+#define MAX_DIM (1 << 20) /* hidden, ffn, vocab; heads and head_dim less */
+#define MAX_LAYERS 1024
+
+void m40_chatglm2_config_6b(m40_chatglm2_config *c) {
+    if (!c) return;
+    *c = (m40_chatglm2_config){.layers = 28, .hidden = 4096, .ffn = 13696, .heads = 32,
+                               .kv_heads = 2, .head_dim = 128, .vocab = 65024, .eps = 1e-5f,
+                               .rope_theta = 10000.0f};
+}
 
 void m40_chatglm2_desc_init(m40_chatglm2_desc *d) {
     if (!d) return;
@@ -23,7 +36,21 @@ void m40_chatglm2_desc_init(m40_chatglm2_desc *d) {
     d->ctx = 8192;
     d->chunk = 512;
     d->phase = M40_PHASE_PREFILL;
+    m40_chatglm2_config_6b(&d->config);
 }
+
+/* The builder's state: the graph, the file and what was taken from it. */
+typedef struct gb {
+    m40__mb b;
+    m40_chatglm2_config c;
+    m40_st_file *w;          /* NULL: no file */
+    m40_graph *from;         /* weights_from: bind its weights, NULL: none */
+    m40_ctx *cpu;            /* for m40_quantize (host tensors), made on need */
+    char *used;              /* [tensors in the file] */
+    void **bufs;             /* converted host data, alive until m40_graph_alloc */
+    int nbufs, capbufs;
+} gb;
+
 
 static int tensor(m40__mb *b, m40_tensor_role role, const char *name, m40_dtype dt, int ndim,
                   int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
@@ -31,18 +58,186 @@ static int tensor(m40__mb *b, m40_tensor_role role, const char *name, m40_dtype 
     return m40__mb_tensor(b, role, name, dt, ndim, shape);
 }
 
-static int weight(m40__mb *b, const char *name, m40_dtype dt, int ndim, int64_t d0, int64_t d1) {
-    const int64_t shape[2] = {d0, d1};
-    return m40__mb_weight(b, name, dt, ndim, shape, 0);
+static void *keep(gb *g, size_t bytes) {
+    if (g->nbufs == g->capbufs) {
+        int nc = g->capbufs ? 2 * g->capbufs : 64;
+        void **nb = realloc(g->bufs, (size_t)nc * sizeof *nb);
+        if (!nb) {
+            m40__mb_fail(&g->b, M40_ERR_OOM_HOST, "out of host memory");
+            return NULL;
+        }
+        g->bufs = nb;
+        g->capbufs = nc;
+    }
+    void *p = malloc(bytes ? bytes : 1);
+    if (p) g->bufs[g->nbufs++] = p;
+    else m40__mb_fail(&g->b, M40_ERR_OOM_HOST, "out of host memory (%zu bytes)", bytes);
+    return p;
 }
 
-/* y = x·Wᵀ (+ bias) in the model's weight format. */
-static int linear(m40__mb *b, const char *prefix, int x, int64_t N, int64_t K, m40_wformat f,
-                  int has_bias, m40_dtype small) {
+/* With weights_from: weight `id` uses the same-named tensor of that graph. */
+static void bind_shared(gb *g, int id, const char *name) {
+    int fid;
+    m40_tensor *t;
+    m40_status st;
+    if (!g->from || id < 0 || g->b.st != M40_OK) return;
+    if (m40_graph_find(g->from, name, &fid) != M40_OK) {
+        m40__mb_fail(&g->b, M40_ERR_INVALID_ARG, "weights_from has no tensor '%s' (another "
+                     "config or format?)", name);
+        return;
+    }
+    if ((st = m40_graph_get_tensor(g->from, fid, &t)) != M40_OK ||
+        (st = m40_graph_bind(g->b.g, id, t)) != M40_OK)
+        m40__mb_fail(&g->b, st, "weights_from '%s': %s", name, m40_errmsg(g->b.ctx));
+}
+
+/* The file's tensor `name`, F16 or F32, of exactly this shape; marked used. */
+static const m40_st_tensor *file_tensor(gb *g, const char *name, int ndim, const int64_t *shape) {
+    if (g->b.st != M40_OK) return NULL;
+    const m40_st_tensor *t = m40_st_find(g->w, name);
+    if (!t) {
+        m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: '%s' is missing", name);
+        return NULL;
+    }
+    bool fp = t->dtype == M40_DTYPE_F16 || t->dtype == M40_DTYPE_F32;
+    bool ok = fp && t->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == shape[i];
+    if (!ok) {
+        m40__mb_fail(&g->b, fp ? M40_ERR_SHAPE : M40_ERR_DTYPE,
+                     "weights: '%s' is %s of %d dims [%lld, %lld], expected F16 or F32 [%lld%s%lld]",
+                     name, t->dtype_name, t->ndim,
+                     (long long)t->shape[0],
+                     t->ndim > 1 ? (long long)t->shape[1] : 0LL, (long long)shape[0],
+                     ndim > 1 ? ", " : "", ndim > 1 ? (long long)shape[1] : 0LL);
+        return NULL;
+    }
+    g->used[t - m40_st_get(g->w, 0)] = 1;
+    return t;
+}
+
+/* The file tensor's n values as dt (F16 or F32): the file's bytes when the
+** dtype matches (set_data copies them), else a converted copy. */
+static const void *as_dtype(gb *g, const m40_st_tensor *t, m40_dtype dt, size_t n) {
+    const unsigned char *src = m40_st_get_data(g->w, t);
+    if (t->dtype == dt) return src;
+    void *dst = keep(g, n * m40_dtype_size(dt));
+    if (!dst) return NULL;
+    for (size_t i = 0; i < n; i++) { /* the file's bytes need not be aligned */
+        if (dt == M40_DTYPE_F32) {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            ((float *)dst)[i] = m40__f16_to_f32(h);
+        } else {
+            float f;
+            memcpy(&f, src + 4 * i, 4);
+            ((uint16_t *)dst)[i] = m40__f32_to_f16(f);
+        }
+    }
+    return dst;
+}
+
+/* A weight: declared; with a file its data set, with weights_from bound. */
+static int weight(gb *g, const char *name, m40_dtype dt, int ndim, int64_t d0, int64_t d1) {
+    const int64_t shape[2] = {d0, d1};
+    int id = m40__mb_weight(&g->b, name, dt, ndim, shape, 0);
+    bind_shared(g, id, name);
+    if (!g->w || id < 0) return id;
+    const m40_st_tensor *t = file_tensor(g, name, ndim, shape);
+    size_t n = (size_t)d0 * (size_t)(ndim > 1 ? d1 : 1);
+    const void *data = t ? as_dtype(g, t, dt, n) : NULL;
+    m40_status st;
+    if (data && (st = m40_graph_set_data(g->b.g, id, data, n * m40_dtype_size(dt))) != M40_OK)
+        m40__mb_fail(&g->b, st, "%s", m40_errmsg(g->b.ctx));
+    return id;
+}
+
+/* An int8/int4 weight [N,K] and its f16 scales [N]: the file's own (an
+** official quantized checkpoint: `.weight_scale` present) or quantized
+** here from its F16/F32 weight. */
+static void quantized(gb *g, const char *wn, const char *sn, int bits, int64_t N, int64_t K,
+                      int wid, int sid) {
+    const m40_st_tensor *scale = m40_st_find(g->w, sn);
+    const int64_t kq = bits == 8 ? K : (K + 1) / 2;
+    m40_status st = M40_OK;
+    if (scale) {
+        const m40_st_tensor *q = m40_st_find(g->w, wn);
+        if (!q) {
+            m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: '%s' is missing", wn);
+            return;
+        }
+        bool ok = q->dtype == M40_DTYPE_I8 && q->ndim == 2 && q->shape[0] == N &&
+                  q->shape[1] == kq && scale->dtype == M40_DTYPE_F16 &&
+                  scale->ndim == 1 && scale->shape[0] == N;
+        if (!ok) {
+            m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: '%s' and '%s' are not an int%d weight "
+                         "[%lld, %lld] I8 with F16 scales [%lld] (the official quantized layout)",
+                         wn, sn, bits, (long long)N, (long long)kq, (long long)N);
+            return;
+        }
+        g->used[q - m40_st_get(g->w, 0)] = g->used[scale - m40_st_get(g->w, 0)] = 1;
+        if ((st = m40_graph_set_data(g->b.g, wid, m40_st_get_data(g->w, q), (size_t)(N * kq))) ||
+            (st = m40_graph_set_data(g->b.g, sid, m40_st_get_data(g->w, scale), (size_t)N * 2)))
+            m40__mb_fail(&g->b, st, "%s", m40_errmsg(g->b.ctx));
+        return;
+    }
+    const int64_t shape[2] = {N, K};
+    const m40_st_tensor *t = file_tensor(g, wn, 2, shape);
+    if (!t) return;
+    if (!g->cpu) {
+        m40_ctx_desc cd;
+        m40_ctx_desc_init(&cd);
+        cd.device = M40_DEVICE_CPU;
+        if ((st = m40_ctx_create(&cd, &g->cpu)) != M40_OK) {
+            m40__mb_fail(&g->b, st, "a CPU context for quantizing: %s", m40_errmsg(g->cpu));
+            return;
+        }
+    }
+    /* the quantizer reads aligned F32 host tensors: a converted copy */
+    void *wf = keep(g, (size_t)(N * K) * 4);
+    void *qd = keep(g, (size_t)(N * kq)), *sd = keep(g, (size_t)N * 2);
+    if (!wf || !qd || !sd) return;
+    const unsigned char *src = m40_st_get_data(g->w, t);
+    for (int64_t i = 0; i < N * K; i++) {
+        if (t->dtype == M40_DTYPE_F16) {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            ((float *)wf)[i] = m40__f16_to_f32(h);
+        } else {
+            memcpy((float *)wf + i, src + 4 * i, 4);
+        }
+    }
+    m40_tensor_desc dw, dq, ds;
+    const int64_t qs[2] = {N, kq};
+    m40_tensor_desc_make(&dw, M40_DTYPE_F32, 2, shape);
+    m40_tensor_desc_make(&dq, M40_DTYPE_I8, 2, qs);
+    m40_tensor_desc_make(&ds, M40_DTYPE_F16, 1, shape);
+    m40_tensor *tw = NULL, *tq = NULL, *ts = NULL;
+    m40_quant_format f = {.wtype = bits == 8 ? M40_DTYPE_Q8 : M40_DTYPE_Q4, .group = 0,
+                          .scale_dtype = M40_DTYPE_F16};
+    if ((st = m40_tensor_wrap(g->cpu, &dw, M40_LOC_HOST, wf, &tw)) ||
+        (st = m40_tensor_wrap(g->cpu, &dq, M40_LOC_HOST, qd, &tq)) ||
+        (st = m40_tensor_wrap(g->cpu, &ds, M40_LOC_HOST, sd, &ts)) ||
+        (st = m40_quantize(g->cpu, &f, tw, tq, ts)))
+        m40__mb_fail(&g->b, st, "quantizing '%s': %s", wn, m40_errmsg(g->cpu));
+    m40_tensor_destroy(tw);
+    m40_tensor_destroy(tq);
+    m40_tensor_destroy(ts);
+    if (g->b.st == M40_OK &&
+        ((st = m40_graph_set_data(g->b.g, wid, qd, (size_t)(N * kq))) ||
+         (st = m40_graph_set_data(g->b.g, sid, sd, (size_t)N * 2))))
+        m40__mb_fail(&g->b, st, "%s", m40_errmsg(g->b.ctx));
+}
+
+/* y = x·Wᵀ (+ bias) in the model's weight format: f32 weights run as LINEAR,
+** f16 as LINEAR_Q bits 16 (store f16, compute f32), int8/int4 as LINEAR_Q
+** with per-row f16 scales. The bias is f32. */
+static int linear(gb *g, const char *prefix, int x, int64_t N, int64_t K, m40_wformat f,
+                  int has_bias) {
     char wn[160], sn[160], bn[160];
     snprintf(wn, sizeof wn, "%s.weight", prefix);
     snprintf(sn, sizeof sn, "%s.weight_scale", prefix);
     snprintf(bn, sizeof bn, "%s.bias", prefix);
+    m40__mb *b = &g->b;
     m40_node_desc nd;
     int n = 0;
     if (f == M40_WFMT_INT8 || f == M40_WFMT_INT4) {
@@ -50,14 +245,22 @@ static int linear(m40__mb *b, const char *prefix, int x, int64_t N, int64_t K, m
         nd.bits = f == M40_WFMT_INT8 ? 8 : 4;
         const int64_t ws[2] = {N, nd.bits == 8 ? K : (K + 1) / 2}; /* int4: two per byte */
         nd.inputs[n++] = x;
-        nd.inputs[n++] = m40__mb_weight(b, wn, M40_DTYPE_I8, 2, ws, (uint64_t)(N * K));
-        nd.inputs[n++] = tensor(b, M40_ROLE_WEIGHT, sn, M40_DTYPE_F16, 1, N, 0, 0, 0);
+        int wid = nd.inputs[n++] = m40__mb_weight(b, wn, M40_DTYPE_I8, 2, ws, (uint64_t)(N * K));
+        int sid = nd.inputs[n++] = tensor(b, M40_ROLE_WEIGHT, sn, M40_DTYPE_F16, 1, N, 0, 0, 0);
+        bind_shared(g, wid, wn);
+        bind_shared(g, sid, sn);
+        if (g->w && wid >= 0 && sid >= 0) quantized(g, wn, sn, nd.bits, N, K, wid, sid);
+    } else if (f == M40_WFMT_FP16) {
+        m40_node_desc_init(&nd, M40_OP_LINEAR_Q);
+        nd.bits = 16;
+        nd.inputs[n++] = x;
+        nd.inputs[n++] = weight(g, wn, M40_DTYPE_F16, 2, N, K);
     } else {
         m40_node_desc_init(&nd, M40_OP_LINEAR);
         nd.inputs[n++] = x;
-        nd.inputs[n++] = weight(b, wn, f == M40_WFMT_FP32 ? M40_DTYPE_F32 : M40_DTYPE_F16, 2, N, K);
+        nd.inputs[n++] = weight(g, wn, M40_DTYPE_F32, 2, N, K);
     }
-    if (has_bias) nd.inputs[n++] = weight(b, bn, small, 1, N, 0);
+    if (has_bias) nd.inputs[n++] = weight(g, bn, M40_DTYPE_F32, 1, N, 0);
     nd.ninputs = n;
     nd.name = prefix;
     return m40__mb_node(b, &nd);
@@ -65,68 +268,76 @@ static int linear(m40__mb *b, const char *prefix, int x, int64_t N, int64_t K, m
 
 /* y = rmsnorm(h) · w after the residual step on the stream h (a STATE
 ** tensor): h = r (first = 1: the embedding starts the stream) or h += r. */
-static int rmsnorm(m40__mb *b, const char *name, const char *wname, int h, int r, int first,
+static int rmsnorm(gb *g, const char *name, const char *wname, int h, int r, int first,
                    m40_dtype small) {
-    int w = weight(b, wname, small, 1, GLM_HIDDEN, 0);
+    int w = weight(g, wname, small, 1, g->c.hidden, 0);
     m40_node_desc nd;
     m40_node_desc_init(&nd, M40_OP_RMSNORM);
     nd.name = name;
-    nd.eps = 1e-5f;
+    nd.eps = g->c.eps;
     nd.alpha = first ? 0.0f : 1.0f;
     nd.ninputs = 3;
     nd.inputs[0] = h;
     nd.inputs[1] = w;
     nd.inputs[2] = r;
-    return m40__mb_node(b, &nd);
+    return m40__mb_node(&g->b, &nd);
 }
 
-static void declare(m40__mb *b, const m40_chatglm2_desc *d, m40_chatglm2_info *info) {
-    const int64_t B = d->batch, L = d->ctx;
+static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) {
+    m40__mb *b = &g->b;
+    const m40_chatglm2_config *c = &g->c;
+    const int64_t B = d->batch, L = d->ctx, C = c->hidden, H = c->heads, G = c->kv_heads,
+                  D = c->head_dim;
     const int64_t T = d->phase == M40_PHASE_DECODE ? 1 : (d->chunk < L ? d->chunk : L);
     const m40_wformat f = d->weights;
-    /* fp16 checkpoint tensors (norms, bias, embedding, output layer) stay fp16
+    /* fp16 checkpoint tensors (norms, embedding, output layer) stay fp16
     ** unless the whole model is fp32 */
     const m40_dtype small = f == M40_WFMT_FP32 ? M40_DTYPE_F32 : M40_DTYPE_F16;
     info->input_ids = tensor(b, M40_ROLE_INPUT, "input_ids", M40_DTYPE_I32, 2, B, T, 0, 0);
     info->position = tensor(b, M40_ROLE_INPUT, "position", M40_DTYPE_I32, 2, B, T, 0, 0);
     /* the residual stream: updated in place by each RMSNORM's residual step */
-    int h = tensor(b, M40_ROLE_STATE, "hidden", M40_DTYPE_F32, 3, B, T, GLM_HIDDEN, 0);
-    int emb = weight(b, "transformer.embedding.word_embeddings.weight", small, 2, GLM_VOCAB,
-                     GLM_HIDDEN);
+    int h = tensor(b, M40_ROLE_STATE, "hidden", M40_DTYPE_F32, 3, B, T, C, 0);
+    int emb = weight(g, "transformer.embedding.word_embeddings.weight", small, 2, c->vocab, C);
     int r = m40__mb_op(b, M40_OP_EMBEDDING, "embedding", info->input_ids, emb);
-    for (int l = 0; l < GLM_LAYERS; l++) {
+    for (int l = 0; l < c->layers; l++) {
         char p[64], n[128], w[128];
         snprintf(p, sizeof p, "transformer.encoder.layers.%d", l);
         snprintf(n, sizeof n, "%s.input_layernorm", p);
         snprintf(w, sizeof w, "%s.input_layernorm.weight", p);
-        int a = rmsnorm(b, n, w, h, r, l == 0, small);
+        int a = rmsnorm(g, n, w, h, r, l == 0, small);
         snprintf(n, sizeof n, "%s.self_attention.query_key_value", p);
-        int qkv = linear(b, n, a, (GLM_HEADS + 2 * GLM_KV) * GLM_HEAD_DIM, GLM_HIDDEN, f, 1, small);
+        int qkv = linear(g, n, a, (H + 2 * G) * D, C, f, 1);
         m40_node_desc nd;
-        /* RoPE on the 32 query and 2 key heads of each qkv row (the first
-        ** 64 of 128 dims, adjacent pairs); the value heads pass */
+        /* RoPE on the query and key heads of each qkv row (the first half
+        ** of each head's dims, adjacent pairs); the value heads pass */
         m40_node_desc_init(&nd, M40_OP_ROPE);
         snprintf(n, sizeof n, "%s.self_attention.rope", p);
         nd.name = n;
-        nd.heads = GLM_HEADS + GLM_KV;
-        nd.head_dim = GLM_HEAD_DIM;
-        nd.rope_dims = GLM_HEAD_DIM / 2;
+        nd.heads = (int)(H + G);
+        nd.head_dim = (int)D;
+        nd.rope_dims = (int)D / 2;
         nd.rope_pairs = M40_ROPE_ADJACENT;
-        nd.rope_theta = 10000.0f;
+        nd.rope_theta = c->rope_theta;
         nd.ninputs = 2;
         nd.inputs[0] = qkv;
         nd.inputs[1] = info->position;
         qkv = m40__mb_node(b, &nd);
         snprintf(n, sizeof n, "%s.k_cache", p);
-        int kc = tensor(b, M40_ROLE_STATE, n, M40_DTYPE_F16, 4, B, L, GLM_KV, GLM_HEAD_DIM);
-        snprintf(n, sizeof n, "%s.v_cache", p);
-        int vc = tensor(b, M40_ROLE_STATE, n, M40_DTYPE_F16, 4, B, L, GLM_KV, GLM_HEAD_DIM);
+        int kc = tensor(b, M40_ROLE_STATE, n, M40_DTYPE_F16, 4, B, L, G, D);
+        snprintf(w, sizeof w, "%s.v_cache", p);
+        int vc = tensor(b, M40_ROLE_STATE, w, M40_DTYPE_F16, 4, B, L, G, D);
+        if (d->kv_cache && kc >= 0 && vc >= 0 && b->st == M40_OK) {
+            m40_status st;
+            if ((st = m40_graph_bind(b->g, kc, d->kv_cache[2 * l])) != M40_OK ||
+                (st = m40_graph_bind(b->g, vc, d->kv_cache[2 * l + 1])) != M40_OK)
+                m40__mb_fail(b, st, "kv_cache of layer %d: %s", l, m40_errmsg(b->ctx));
+        }
         m40_node_desc_init(&nd, M40_OP_ATTENTION);
         snprintf(n, sizeof n, "%s.self_attention.core", p);
         nd.name = n;
-        nd.heads = GLM_HEADS;
-        nd.kv_heads = GLM_KV;
-        nd.head_dim = GLM_HEAD_DIM;
+        nd.heads = (int)H;
+        nd.kv_heads = (int)G;
+        nd.head_dim = (int)D;
         nd.ninputs = 4;
         nd.inputs[0] = qkv;
         nd.inputs[1] = kc;
@@ -134,24 +345,102 @@ static void declare(m40__mb *b, const m40_chatglm2_desc *d, m40_chatglm2_info *i
         nd.inputs[3] = info->position;
         int o = m40__mb_node(b, &nd);
         snprintf(n, sizeof n, "%s.self_attention.dense", p);
-        int dense = linear(b, n, o, GLM_HIDDEN, GLM_HIDDEN, f, 0, small);
+        int dense = linear(g, n, o, C, H * D, f, 0);
         snprintf(n, sizeof n, "%s.post_attention_layernorm", p);
         snprintf(w, sizeof w, "%s.post_attention_layernorm.weight", p);
-        int m = rmsnorm(b, n, w, h, dense, 0, small);
+        int m = rmsnorm(g, n, w, h, dense, 0, small);
         snprintf(n, sizeof n, "%s.mlp.dense_h_to_4h", p);
-        int u = linear(b, n, m, 2 * GLM_FFN, GLM_HIDDEN, f, 0, small);
+        int u = linear(g, n, m, 2 * (int64_t)c->ffn, C, f, 0);
         snprintf(n, sizeof n, "%s.mlp.swiglu", p);
         int sw = m40__mb_op(b, M40_OP_SWIGLU, n, u, -1);
         snprintf(n, sizeof n, "%s.mlp.dense_4h_to_h", p);
-        r = linear(b, n, sw, GLM_HIDDEN, GLM_FFN, f, 0, small);
+        r = linear(g, n, sw, C, c->ffn, f, 0);
     }
-    int x = rmsnorm(b, "transformer.encoder.final_layernorm",
+    int x = rmsnorm(g, "transformer.encoder.final_layernorm",
                     "transformer.encoder.final_layernorm.weight", h, r, 0, small);
     if (d->phase == M40_PHASE_PREFILL) x = m40__mb_op(b, M40_OP_TAKE_LAST, "last_position", x, -1);
     /* the output layer stays fp16 in the quantized models */
-    info->logits = linear(b, "transformer.output_layer", x, GLM_VOCAB, GLM_HIDDEN,
-                          f == M40_WFMT_FP32 ? M40_WFMT_FP32 : M40_WFMT_FP16, 0, small);
+    info->logits = linear(g, "transformer.output_layer", x, c->vocab, C,
+                          f == M40_WFMT_FP32 ? M40_WFMT_FP32 : M40_WFMT_FP16, 0);
     m40__mb_output(b, info->logits);
+}
+
+static int cfg_ok(const m40_chatglm2_config *c) {
+    return c->layers >= 1 && c->layers <= MAX_LAYERS && c->hidden >= 1 && c->hidden <= MAX_DIM &&
+           c->ffn >= 1 && c->ffn <= MAX_DIM && c->vocab >= 1 && c->vocab <= MAX_DIM &&
+           c->heads >= 1 && c->heads <= 4096 && c->kv_heads >= 1 && c->heads % c->kv_heads == 0 &&
+           c->head_dim >= 4 && c->head_dim <= 256 && c->head_dim % 4 == 0 &&
+           (int64_t)c->heads * c->head_dim == c->hidden && c->eps > 0.0f && c->eps < 1.0f &&
+           c->rope_theta > 1.0f && c->rope_theta < 1e30f;
+}
+
+/* A metadata value as a number in [lo, hi] (absent: *v is kept). */
+static int meta_num(gb *g, const char *key, double lo, double hi, double *v) {
+    const char *s = m40_st_get_metadata(g->w, key);
+    if (!s) return 1;
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (end == s || *end || errno || !(x >= lo && x <= hi)) {
+        m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: metadata %s = '%.40s' is not a number in "
+                     "[%g, %g]", key, s, lo, hi);
+        return 0;
+    }
+    *v = x;
+    return 1;
+}
+
+/* The config of the file: shapes give C, V, F and the layers; heads, eps
+** and the RoPE base come from the metadata (ChatGLM2-6B's where absent). */
+static void config_from_file(gb *g) {
+    m40_chatglm2_config c;
+    m40_chatglm2_config_6b(&c);
+    const m40_st_tensor *e = m40_st_find(g->w, "transformer.embedding.word_embeddings.weight");
+    const m40_st_tensor *dn =
+        m40_st_find(g->w, "transformer.encoder.layers.0.mlp.dense_4h_to_h.weight");
+    if (!e || e->ndim != 2 || !dn || dn->ndim != 2) {
+        m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: not a ChatGLM2 checkpoint (no 2-D "
+                     "transformer.embedding.word_embeddings.weight or layer 0's "
+                     "mlp.dense_4h_to_h.weight)");
+        return;
+    }
+    c.vocab = e->shape[0] <= MAX_DIM ? (int)e->shape[0] : -1;
+    c.hidden = e->shape[1] <= MAX_DIM ? (int)e->shape[1] : -1;
+    /* an int4 checkpoint packs two per byte: the unpacked width is 2x */
+    int64_t f = dn->shape[1];
+    if (dn->dtype == M40_DTYPE_I8 && f * 2 <= MAX_DIM &&
+        m40_st_find(g->w, "transformer.encoder.layers.0.mlp.dense_4h_to_h.weight_scale")) {
+        const m40_st_tensor *up =
+            m40_st_find(g->w, "transformer.encoder.layers.0.mlp.dense_h_to_4h.weight");
+        if (up && up->ndim == 2 && up->shape[0] == 4 * f) f *= 2; /* [2F, C/2] */
+    }
+    c.ffn = f <= MAX_DIM ? (int)f : -1;
+    for (c.layers = 0; c.layers <= MAX_LAYERS; c.layers++) {
+        char n[96];
+        snprintf(n, sizeof n, "transformer.encoder.layers.%d.input_layernorm.weight", c.layers);
+        if (!m40_st_find(g->w, n)) break;
+    }
+    double v[5] = {c.heads, c.kv_heads, c.head_dim, c.eps, 1.0};
+    if (!meta_num(g, "num_attention_heads", 1, 4096, &v[0]) ||
+        !meta_num(g, "multi_query_group_num", 1, 4096, &v[1]) ||
+        !meta_num(g, "kv_channels", 2, 256, &v[2]) ||
+        !meta_num(g, "layernorm_epsilon", 1e-12, 0.5, &v[3]) ||
+        !meta_num(g, "rope_ratio", 1e-3, 1e6, &v[4]))
+        return;
+    c.heads = (int)v[0];
+    c.kv_heads = (int)v[1];
+    c.head_dim = (int)v[2];
+    c.eps = (float)v[3];
+    c.rope_theta = (float)(10000.0 * v[4]);
+    if (!cfg_ok(&c)) {
+        m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: the shapes and metadata give %d layers, "
+                     "hidden %d, ffn %d, vocab %d, %d heads of %d over %d KV groups: not a "
+                     "ChatGLM2 shape (need heads·head_dim = hidden, heads %% kv_heads = 0, "
+                     "head_dim a multiple of 4 up to 256)", c.layers, c.hidden, c.ffn, c.vocab,
+                     c.heads, c.head_dim, c.kv_heads);
+        return;
+    }
+    g->c = c;
 }
 
 m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_file *weights,
@@ -175,21 +464,52 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
                         FN, (long long)d->ctx, (long long)MAX_CTX, d->chunk);
     if (d->phase != M40_PHASE_PREFILL && d->phase != M40_PHASE_DECODE)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: unknown phase %d", FN, (int)d->phase);
-    if (weights)
-        return m40__err(ctx, M40_ERR_UNSUPPORTED,
-                        "%s: binding ChatGLM2 weights is not implemented yet (attention, RMSNorm, "
-                        "SwiGLU and embedding have no kernels); pass NULL weights to plan", FN);
-    m40__mb b = {.ctx = ctx, .fn = FN, .st = M40_OK};
-    if ((st = m40_graph_create(ctx, &b.g)) != M40_OK) return st;
+    if (weights && d->weights_from)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: a weights file and weights_from: give one",
+                        FN);
+    gb g = {.b = {.ctx = ctx, .fn = FN, .st = M40_OK}, .c = d->config, .w = weights,
+            .from = d->weights_from};
+    if (!weights && !cfg_ok(&g.c))
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: config of %d layers, hidden %d, ffn %d, "
+                        "vocab %d, %d heads of %d over %d KV groups is out of range", FN,
+                        g.c.layers, g.c.hidden, g.c.ffn, g.c.vocab, g.c.heads, g.c.head_dim,
+                        g.c.kv_heads);
+    if (weights) {
+        config_from_file(&g);
+        if (g.b.st != M40_OK) return g.b.st;
+        if (!(g.used = calloc(m40_st_get_count(weights) + 1, 1)))
+            return m40__err(ctx, M40_ERR_OOM_HOST, "%s: out of host memory", FN);
+    }
+    if ((st = m40_graph_create(ctx, &g.b.g)) != M40_OK) {
+        free(g.used);
+        return st;
+    }
     m40_chatglm2_info inf;
     memset(&inf, 0, sizeof inf);
-    declare(&b, d, &inf);
-    if (b.st != M40_OK) {
-        m40_graph_destroy(b.g);
-        return b.st;
+    inf.config = g.c;
+    declare(&g, d, &inf);
+    /* every tensor in the file must belong to the model */
+    for (size_t i = 0; weights && g.b.st == M40_OK && i < m40_st_get_count(weights); i++)
+        if (!g.used[i] &&
+            strcmp(m40_st_get(weights, i)->name, "transformer.rotary_pos_emb.inv_freq") != 0)
+            m40__mb_fail(&g.b, M40_ERR_FORMAT, "weights: unknown tensor '%s' (not part of a "
+                         "ChatGLM2 of %d layers)", m40_st_get(weights, i)->name, g.c.layers);
+    if (g.b.st == M40_OK && (weights || d->weights_from)) {
+        if ((st = m40_graph_plan(g.b.g, d->budget, &inf.plan)) != M40_OK ||
+            (st = m40_graph_alloc(g.b.g)) != M40_OK)
+            m40__mb_fail(&g.b, st, "%s", m40_errmsg(ctx));
+        inf.allocated = g.b.st == M40_OK;
     }
-    inf.params = b.params;
+    for (int i = 0; i < g.nbufs; i++) free(g.bufs[i]);
+    free(g.bufs);
+    free(g.used);
+    m40_ctx_destroy(g.cpu);
+    if (g.b.st != M40_OK) {
+        m40_graph_destroy(g.b.g);
+        return g.b.st;
+    }
+    inf.params = g.b.params;
     if (info) *info = inf;
-    *out = b.g;
+    *out = g.b.g;
     return M40_OK;
 }

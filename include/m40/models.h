@@ -171,7 +171,7 @@ typedef struct m40_chatglm2_config {
     int ffn;        /* F, 13696 */
     int heads;      /* H, 32 */
     int kv_heads;   /* G, 2 (multi_query_group_num) */
-    int head_dim;   /* D, 128 (kv_channels); hidden = H·D */
+    int head_dim;   /* D, 128 (kv_channels); H·D need not equal hidden */
     int vocab;      /* V, 65024 (padded_vocab_size) */
     float eps;      /* RMSNorm, 1e-5 */
     float rope_theta; /* 10000 · rope_ratio */
@@ -199,6 +199,16 @@ typedef struct m40_chatglm2_desc {
     m40_graph *weights_from;
     m40_tensor *const *kv_cache;
     const m40_budget *budget; /* the plan's budget when allocating (NULL: none) */
+    /* A checkpoint in several files (a Hugging Face directory's shards):
+    ** with the weights argument NULL, these are searched in order. */
+    m40_st_file *const *shards;
+    int nshards;
+    /* With a checkpoint: 1 = d->config is what the checkpoint's config.json
+    ** says, and the tensors must agree with it (M40_ERR_FORMAT naming the
+    ** field otherwise); 0 = take the shapes and metadata alone. */
+    int check_config;
+    /* Prefill: logits of every position [B,T,V] instead of the last [B,1,V]. */
+    int all_logits;
 } m40_chatglm2_desc;
 
 M40_API void m40_chatglm2_desc_init(m40_chatglm2_desc *d);
@@ -214,8 +224,8 @@ typedef struct m40_chatglm2_info {
     m40_plan_info plan;  /* when allocated */
 } m40_chatglm2_info;
 
-/* Declares a ChatGLM2 graph for one phase. Without weights (NULL file and
-** no weights_from) for planning only; with a file (or weights_from) it
+/* Declares a ChatGLM2 graph for one phase. Without weights (NULL file, no
+** shards, no weights_from) for planning only; with a file (or weights_from) it
 ** checks every tensor, converts or quantizes, plans against d->budget and
 ** allocates: the graph is ready for m40_graph_run (upload input_ids and
 ** position, run, read logits).

@@ -43,10 +43,12 @@ void m40_chatglm2_desc_init(m40_chatglm2_desc *d) {
 typedef struct gb {
     m40__mb b;
     m40_chatglm2_config c;
-    m40_st_file *w;          /* NULL: no file */
+    m40_st_file *const *files; /* the checkpoint: one file or its shards; NULL: none */
+    int nfiles;
+    m40_st_file *w;          /* files[0], or NULL (what "with a file" tests) */
     m40_graph *from;         /* weights_from: bind its weights, NULL: none */
     m40_ctx *cpu;            /* for m40_quantize (host tensors), made on need */
-    char *used;              /* [tensors in the file] */
+    char **used;             /* [file][tensor]: taken by the model */
     void **bufs;             /* converted host data, alive until m40_graph_alloc */
     int nbufs, capbufs;
 } gb;
@@ -91,47 +93,88 @@ static void bind_shared(gb *g, int id, const char *name) {
         m40__mb_fail(&g->b, st, "weights_from '%s': %s", name, m40_errmsg(g->b.ctx));
 }
 
-/* The file's tensor `name`, F16 or F32, of exactly this shape; marked used. */
-static const m40_st_tensor *file_tensor(gb *g, const char *name, int ndim, const int64_t *shape) {
-    if (g->b.st != M40_OK) return NULL;
-    const m40_st_tensor *t = m40_st_find(g->w, name);
+/* A tensor of the checkpoint and the file that holds it. */
+typedef struct wt {
+    m40_st_file *f;
+    const m40_st_tensor *t;
+} wt;
+
+static wt lookup(gb *g, const char *name) {
+    for (int i = 0; i < g->nfiles; i++) {
+        const m40_st_tensor *t = m40_st_find(g->files[i], name);
+        if (t) return (wt){g->files[i], t};
+    }
+    return (wt){NULL, NULL};
+}
+
+static void mark_used(gb *g, wt x) {
+    for (int i = 0; i < g->nfiles; i++)
+        if (g->files[i] == x.f) g->used[i][x.t - m40_st_get(x.f, 0)] = 1;
+}
+
+static const char *metadata(gb *g, const char *key) {
+    for (int i = 0; i < g->nfiles; i++) {
+        const char *v = m40_st_get_metadata(g->files[i], key);
+        if (v) return v;
+    }
+    return NULL;
+}
+
+/* Float tensors of a checkpoint: F32, F16 or BF16 (Hugging Face's). */
+static int is_bf16(const m40_st_tensor *t) { return strcmp(t->dtype_name, "BF16") == 0; }
+static int is_float(const m40_st_tensor *t) {
+    return t->dtype == M40_DTYPE_F32 || t->dtype == M40_DTYPE_F16 || is_bf16(t);
+}
+
+/* Element i of a float tensor's (possibly unaligned) bytes. */
+static float load_f32(const m40_st_tensor *t, const unsigned char *src, size_t i) {
+    if (t->dtype == M40_DTYPE_F32) {
+        float f;
+        memcpy(&f, src + 4 * i, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, src + 2 * i, 2);
+    return is_bf16(t) ? m40__bits_f32((uint32_t)h << 16) : m40__f16_to_f32(h);
+}
+
+/* The checkpoint's tensor `name`, F16, BF16 or F32, of exactly this shape;
+** marked used. */
+static wt file_tensor(gb *g, const char *name, int ndim, const int64_t *shape) {
+    if (g->b.st != M40_OK) return (wt){NULL, NULL};
+    wt x = lookup(g, name);
+    const m40_st_tensor *t = x.t;
     if (!t) {
         m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: '%s' is missing", name);
-        return NULL;
+        return x;
     }
-    bool fp = t->dtype == M40_DTYPE_F16 || t->dtype == M40_DTYPE_F32;
+    bool fp = is_float(t);
     bool ok = fp && t->ndim == ndim;
     for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == shape[i];
     if (!ok) {
         m40__mb_fail(&g->b, fp ? M40_ERR_SHAPE : M40_ERR_DTYPE,
-                     "weights: '%s' is %s of %d dims [%lld, %lld], expected F16 or F32 [%lld%s%lld]",
+                     "weights: '%s' is %s of %d dims [%lld, %lld], expected F16, BF16 or F32 [%lld%s%lld]",
                      name, t->dtype_name, t->ndim,
                      (long long)t->shape[0],
                      t->ndim > 1 ? (long long)t->shape[1] : 0LL, (long long)shape[0],
                      ndim > 1 ? ", " : "", ndim > 1 ? (long long)shape[1] : 0LL);
-        return NULL;
+        return (wt){NULL, NULL};
     }
-    g->used[t - m40_st_get(g->w, 0)] = 1;
-    return t;
+    mark_used(g, x);
+    return x;
 }
 
 /* The file tensor's n values as dt (F16 or F32): the file's bytes when the
 ** dtype matches (set_data copies them), else a converted copy. */
-static const void *as_dtype(gb *g, const m40_st_tensor *t, m40_dtype dt, size_t n) {
-    const unsigned char *src = m40_st_get_data(g->w, t);
-    if (t->dtype == dt) return src;
+static const void *as_dtype(gb *g, wt x, m40_dtype dt, size_t n) {
+    const unsigned char *src = m40_st_get_data(x.f, x.t);
+    if (x.t->dtype == dt) return src;
     void *dst = keep(g, n * m40_dtype_size(dt));
     if (!dst) return NULL;
-    for (size_t i = 0; i < n; i++) { /* the file's bytes need not be aligned */
-        if (dt == M40_DTYPE_F32) {
-            uint16_t h;
-            memcpy(&h, src + 2 * i, 2);
-            ((float *)dst)[i] = m40__f16_to_f32(h);
-        } else {
-            float f;
-            memcpy(&f, src + 4 * i, 4);
-            ((uint16_t *)dst)[i] = m40__f32_to_f16(f);
-        }
+    for (size_t i = 0; i < n; i++) {
+        float v = load_f32(x.t, src, i);
+        if (dt == M40_DTYPE_F32) ((float *)dst)[i] = v;
+        else ((uint16_t *)dst)[i] = m40__f32_to_f16(v);
     }
     return dst;
 }
@@ -142,9 +185,9 @@ static int weight(gb *g, const char *name, m40_dtype dt, int ndim, int64_t d0, i
     int id = m40__mb_weight(&g->b, name, dt, ndim, shape, 0);
     bind_shared(g, id, name);
     if (!g->w || id < 0) return id;
-    const m40_st_tensor *t = file_tensor(g, name, ndim, shape);
+    wt x = file_tensor(g, name, ndim, shape);
     size_t n = (size_t)d0 * (size_t)(ndim > 1 ? d1 : 1);
-    const void *data = t ? as_dtype(g, t, dt, n) : NULL;
+    const void *data = x.t ? as_dtype(g, x, dt, n) : NULL;
     m40_status st;
     if (data && (st = m40_graph_set_data(g->b.g, id, data, n * m40_dtype_size(dt))) != M40_OK)
         m40__mb_fail(&g->b, st, "%s", m40_errmsg(g->b.ctx));
@@ -156,11 +199,13 @@ static int weight(gb *g, const char *name, m40_dtype dt, int ndim, int64_t d0, i
 ** here from its F16/F32 weight. */
 static void quantized(gb *g, const char *wn, const char *sn, int bits, int64_t N, int64_t K,
                       int wid, int sid) {
-    const m40_st_tensor *scale = m40_st_find(g->w, sn);
+    wt xs = lookup(g, sn);
+    const m40_st_tensor *scale = xs.t;
     const int64_t kq = bits == 8 ? K : (K + 1) / 2;
     m40_status st = M40_OK;
     if (scale) {
-        const m40_st_tensor *q = m40_st_find(g->w, wn);
+        wt xq = lookup(g, wn);
+        const m40_st_tensor *q = xq.t;
         if (!q) {
             m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: '%s' is missing", wn);
             return;
@@ -174,15 +219,16 @@ static void quantized(gb *g, const char *wn, const char *sn, int bits, int64_t N
                          wn, sn, bits, (long long)N, (long long)kq, (long long)N);
             return;
         }
-        g->used[q - m40_st_get(g->w, 0)] = g->used[scale - m40_st_get(g->w, 0)] = 1;
-        if ((st = m40_graph_set_data(g->b.g, wid, m40_st_get_data(g->w, q), (size_t)(N * kq))) ||
-            (st = m40_graph_set_data(g->b.g, sid, m40_st_get_data(g->w, scale), (size_t)N * 2)))
+        mark_used(g, xq);
+        mark_used(g, xs);
+        if ((st = m40_graph_set_data(g->b.g, wid, m40_st_get_data(xq.f, q), (size_t)(N * kq))) ||
+            (st = m40_graph_set_data(g->b.g, sid, m40_st_get_data(xs.f, scale), (size_t)N * 2)))
             m40__mb_fail(&g->b, st, "%s", m40_errmsg(g->b.ctx));
         return;
     }
     const int64_t shape[2] = {N, K};
-    const m40_st_tensor *t = file_tensor(g, wn, 2, shape);
-    if (!t) return;
+    wt x = file_tensor(g, wn, 2, shape);
+    if (!x.t) return;
     if (!g->cpu) {
         m40_ctx_desc cd;
         m40_ctx_desc_init(&cd);
@@ -196,16 +242,8 @@ static void quantized(gb *g, const char *wn, const char *sn, int bits, int64_t N
     void *wf = keep(g, (size_t)(N * K) * 4);
     void *qd = keep(g, (size_t)(N * kq)), *sd = keep(g, (size_t)N * 2);
     if (!wf || !qd || !sd) return;
-    const unsigned char *src = m40_st_get_data(g->w, t);
-    for (int64_t i = 0; i < N * K; i++) {
-        if (t->dtype == M40_DTYPE_F16) {
-            uint16_t h;
-            memcpy(&h, src + 2 * i, 2);
-            ((float *)wf)[i] = m40__f16_to_f32(h);
-        } else {
-            memcpy((float *)wf + i, src + 4 * i, 4);
-        }
-    }
+    const unsigned char *src = m40_st_get_data(x.f, x.t);
+    for (int64_t i = 0; i < N * K; i++) ((float *)wf)[i] = load_f32(x.t, src, (size_t)i);
     m40_tensor_desc dw, dq, ds;
     const int64_t qs[2] = {N, kq};
     m40_tensor_desc_make(&dw, M40_DTYPE_F32, 2, shape);
@@ -358,7 +396,8 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
     }
     int x = rmsnorm(g, "transformer.encoder.final_layernorm",
                     "transformer.encoder.final_layernorm.weight", h, r, 0, small);
-    if (d->phase == M40_PHASE_PREFILL) x = m40__mb_op(b, M40_OP_TAKE_LAST, "last_position", x, -1);
+    if (d->phase == M40_PHASE_PREFILL && !d->all_logits)
+        x = m40__mb_op(b, M40_OP_TAKE_LAST, "last_position", x, -1);
     /* the output layer stays fp16 in the quantized models */
     info->logits = linear(g, "transformer.output_layer", x, c->vocab, C,
                           f == M40_WFMT_FP32 ? M40_WFMT_FP32 : M40_WFMT_FP16, 0);
@@ -370,13 +409,13 @@ static int cfg_ok(const m40_chatglm2_config *c) {
            c->ffn >= 1 && c->ffn <= MAX_DIM && c->vocab >= 1 && c->vocab <= MAX_DIM &&
            c->heads >= 1 && c->heads <= 4096 && c->kv_heads >= 1 && c->heads % c->kv_heads == 0 &&
            c->head_dim >= 4 && c->head_dim <= 256 && c->head_dim % 4 == 0 &&
-           (int64_t)c->heads * c->head_dim == c->hidden && c->eps > 0.0f && c->eps < 1.0f &&
+           (int64_t)c->heads * c->head_dim <= MAX_DIM && c->eps > 0.0f && c->eps < 1.0f &&
            c->rope_theta > 1.0f && c->rope_theta < 1e30f;
 }
 
 /* A metadata value as a number in [lo, hi] (absent: *v is kept). */
 static int meta_num(gb *g, const char *key, double lo, double hi, double *v) {
-    const char *s = m40_st_get_metadata(g->w, key);
+    const char *s = metadata(g, key);
     if (!s) return 1;
     char *end;
     errno = 0;
@@ -392,12 +431,11 @@ static int meta_num(gb *g, const char *key, double lo, double hi, double *v) {
 
 /* The config of the file: shapes give C, V, F and the layers; heads, eps
 ** and the RoPE base come from the metadata (ChatGLM2-6B's where absent). */
-static void config_from_file(gb *g) {
+static void config_from_file(gb *g, const m40_chatglm2_config *want) {
     m40_chatglm2_config c;
     m40_chatglm2_config_6b(&c);
-    const m40_st_tensor *e = m40_st_find(g->w, "transformer.embedding.word_embeddings.weight");
-    const m40_st_tensor *dn =
-        m40_st_find(g->w, "transformer.encoder.layers.0.mlp.dense_4h_to_h.weight");
+    const m40_st_tensor *e = lookup(g, "transformer.embedding.word_embeddings.weight").t;
+    const m40_st_tensor *dn = lookup(g, "transformer.encoder.layers.0.mlp.dense_4h_to_h.weight").t;
     if (!e || e->ndim != 2 || !dn || dn->ndim != 2) {
         m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: not a ChatGLM2 checkpoint (no 2-D "
                      "transformer.embedding.word_embeddings.weight or layer 0's "
@@ -409,16 +447,15 @@ static void config_from_file(gb *g) {
     /* an int4 checkpoint packs two per byte: the unpacked width is 2x */
     int64_t f = dn->shape[1];
     if (dn->dtype == M40_DTYPE_I8 && f * 2 <= MAX_DIM &&
-        m40_st_find(g->w, "transformer.encoder.layers.0.mlp.dense_4h_to_h.weight_scale")) {
-        const m40_st_tensor *up =
-            m40_st_find(g->w, "transformer.encoder.layers.0.mlp.dense_h_to_4h.weight");
+        lookup(g, "transformer.encoder.layers.0.mlp.dense_4h_to_h.weight_scale").t) {
+        const m40_st_tensor *up = lookup(g, "transformer.encoder.layers.0.mlp.dense_h_to_4h.weight").t;
         if (up && up->ndim == 2 && up->shape[0] == 4 * f) f *= 2; /* [2F, C/2] */
     }
     c.ffn = f <= MAX_DIM ? (int)f : -1;
     for (c.layers = 0; c.layers <= MAX_LAYERS; c.layers++) {
         char n[96];
         snprintf(n, sizeof n, "transformer.encoder.layers.%d.input_layernorm.weight", c.layers);
-        if (!m40_st_find(g->w, n)) break;
+        if (!lookup(g, n).t) break;
     }
     double v[5] = {c.heads, c.kv_heads, c.head_dim, c.eps, 1.0};
     if (!meta_num(g, "num_attention_heads", 1, 4096, &v[0]) ||
@@ -432,10 +469,37 @@ static void config_from_file(gb *g) {
     c.head_dim = (int)v[2];
     c.eps = (float)v[3];
     c.rope_theta = (float)(10000.0 * v[4]);
+    if (want) { /* config.json's word beats the metadata; the shapes must agree */
+        const struct { const char *name; int file, cfg; } fl[] = {
+            {"num_layers", c.layers, want->layers}, {"hidden_size", c.hidden, want->hidden},
+            {"ffn_hidden_size", c.ffn, want->ffn}, {"padded_vocab_size", c.vocab, want->vocab}};
+        for (int i = 0; i < 4; i++)
+            if (fl[i].file != fl[i].cfg) {
+                m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: the config says %s %d, the "
+                             "tensors %d", fl[i].name, fl[i].cfg, fl[i].file);
+                return;
+            }
+        c.heads = want->heads;
+        c.kv_heads = want->kv_heads;
+        c.head_dim = want->head_dim;
+        c.eps = want->eps;
+        c.rope_theta = want->rope_theta;
+        const m40_st_tensor *qkv =
+            lookup(g, "transformer.encoder.layers.0.self_attention.query_key_value.bias").t;
+        if (qkv && qkv->ndim == 1 &&
+            qkv->shape[0] != ((int64_t)c.heads + 2 * (int64_t)c.kv_heads) * c.head_dim) {
+            m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: the config's %d heads, %d KV groups "
+                         "of %d (query_key_value %lld wide) disagree with the tensors (%lld)",
+                         c.heads, c.kv_heads, c.head_dim,
+                         ((long long)c.heads + 2LL * c.kv_heads) * c.head_dim,
+                         (long long)qkv->shape[0]);
+            return;
+        }
+    }
     if (!cfg_ok(&c)) {
         m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: the shapes and metadata give %d layers, "
                      "hidden %d, ffn %d, vocab %d, %d heads of %d over %d KV groups: not a "
-                     "ChatGLM2 shape (need heads·head_dim = hidden, heads %% kv_heads = 0, "
+                     "ChatGLM2 shape (need heads %% kv_heads = 0, "
                      "head_dim a multiple of 4 up to 256)", c.layers, c.hidden, c.ffn, c.vocab,
                      c.heads, c.head_dim, c.kv_heads);
         return;
@@ -464,23 +528,42 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
                         FN, (long long)d->ctx, (long long)MAX_CTX, d->chunk);
     if (d->phase != M40_PHASE_PREFILL && d->phase != M40_PHASE_DECODE)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: unknown phase %d", FN, (int)d->phase);
-    if (weights && d->weights_from)
-        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: a weights file and weights_from: give one",
-                        FN);
-    gb g = {.b = {.ctx = ctx, .fn = FN, .st = M40_OK}, .c = d->config, .w = weights,
-            .from = d->weights_from};
-    if (!weights && !cfg_ok(&g.c))
+    if (d->nshards < 0 || (d->nshards > 0 && !d->shards) || d->nshards > 4096)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: nshards %d (need 0..4096 and shards)", FN,
+                        d->nshards);
+    for (int i = 0; i < d->nshards; i++)
+        if (!d->shards[i]) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: shard %d is NULL", FN, i);
+    if ((weights ? 1 : 0) + (d->nshards > 0) + (d->weights_from != NULL) > 1)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: give one of a weights file, shards and "
+                        "weights_from", FN);
+    gb g = {.b = {.ctx = ctx, .fn = FN, .st = M40_OK}, .c = d->config, .from = d->weights_from};
+    if (weights) {
+        g.files = &weights;
+        g.nfiles = 1;
+    } else if (d->nshards > 0) {
+        g.files = d->shards;
+        g.nfiles = d->nshards;
+    }
+    g.w = g.nfiles ? g.files[0] : NULL;
+    if ((!g.w || d->check_config) && !cfg_ok(&g.c))
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: config of %d layers, hidden %d, ffn %d, "
                         "vocab %d, %d heads of %d over %d KV groups is out of range", FN,
                         g.c.layers, g.c.hidden, g.c.ffn, g.c.vocab, g.c.heads, g.c.head_dim,
                         g.c.kv_heads);
-    if (weights) {
-        config_from_file(&g);
+    if (g.w) {
+        config_from_file(&g, d->check_config ? &d->config : NULL);
         if (g.b.st != M40_OK) return g.b.st;
-        if (!(g.used = calloc(m40_st_get_count(weights) + 1, 1)))
+        if (!(g.used = calloc((size_t)g.nfiles, sizeof *g.used)))
             return m40__err(ctx, M40_ERR_OOM_HOST, "%s: out of host memory", FN);
+        for (int i = 0; i < g.nfiles; i++)
+            if (!(g.used[i] = calloc(m40_st_get_count(g.files[i]) + 1, 1))) {
+                for (int j = 0; j < i; j++) free(g.used[j]);
+                free(g.used);
+                return m40__err(ctx, M40_ERR_OOM_HOST, "%s: out of host memory", FN);
+            }
     }
     if ((st = m40_graph_create(ctx, &g.b.g)) != M40_OK) {
+        for (int i = 0; g.used && i < g.nfiles; i++) free(g.used[i]);
         free(g.used);
         return st;
     }
@@ -488,13 +571,15 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
     memset(&inf, 0, sizeof inf);
     inf.config = g.c;
     declare(&g, d, &inf);
-    /* every tensor in the file must belong to the model */
-    for (size_t i = 0; weights && g.b.st == M40_OK && i < m40_st_get_count(weights); i++)
-        if (!g.used[i] &&
-            strcmp(m40_st_get(weights, i)->name, "transformer.rotary_pos_emb.inv_freq") != 0)
-            m40__mb_fail(&g.b, M40_ERR_FORMAT, "weights: unknown tensor '%s' (not part of a "
-                         "ChatGLM2 of %d layers)", m40_st_get(weights, i)->name, g.c.layers);
-    if (g.b.st == M40_OK && (weights || d->weights_from)) {
+    /* every tensor in the checkpoint must belong to the model */
+    for (int f = 0; g.b.st == M40_OK && f < g.nfiles; f++)
+        for (size_t i = 0; g.b.st == M40_OK && i < m40_st_get_count(g.files[f]); i++)
+            if (!g.used[f][i] &&
+                strcmp(m40_st_get(g.files[f], i)->name, "transformer.rotary_pos_emb.inv_freq") != 0)
+                m40__mb_fail(&g.b, M40_ERR_FORMAT, "weights: unknown tensor '%s'%s (not part of "
+                             "a ChatGLM2 of %d layers)", m40_st_get(g.files[f], i)->name,
+                             g.nfiles > 1 ? " in a shard" : "", g.c.layers);
+    if (g.b.st == M40_OK && (g.w || d->weights_from)) {
         if ((st = m40_graph_plan(g.b.g, d->budget, &inf.plan)) != M40_OK ||
             (st = m40_graph_alloc(g.b.g)) != M40_OK)
             m40__mb_fail(&g.b, st, "%s", m40_errmsg(ctx));
@@ -502,6 +587,7 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
     }
     for (int i = 0; i < g.nbufs; i++) free(g.bufs[i]);
     free(g.bufs);
+    for (int i = 0; g.used && i < g.nfiles; i++) free(g.used[i]);
     free(g.used);
     m40_ctx_destroy(g.cpu);
     if (g.b.st != M40_OK) {

@@ -1,11 +1,13 @@
 /* The ChatGLM2 builder end to end on tests/fixtures/chatglm2/tiny.* (a
-** 2-layer model of ChatGLM2's shape: 4 heads of 16 over 2 KV groups, RoPE
-** on half of each head, qkv bias, SwiGLU), against the logits of
-** transformers' GlmForCausalLM: the last prompt position after prefill,
-** then 5 greedy decode steps through a KV cache shared by a prefill graph
-** and a decode graph (weights_from: one copy of the weights). fp32 and fp16
-** weights must match closely (fp16: the KV cache rounds K and V to fp16);
-** int8 and int4 must stay close and agree on most greedy ids.
+** 2-layer model of ChatGLM2's head geometry: 4 heads of 128 over 2 KV
+** groups, RoPE on 64 dims, qkv bias, SwiGLU with F = 200, hidden 128),
+** against transformers' GlmForCausalLM: the logits of every prompt position
+** (prefill), 64 greedy steps through the KV cache (decode graph), and a
+** second round prefilled on top of the cache, each row against one pass
+** over the whole conversation. Three graphs share one set of weights
+** (weights_from) and one cache (kv_cache). fp32 and fp16 weights: max |Δ|
+** / max |ref| <= 1e-3 per position and the same 64 greedy ids; int8 and
+** int4 reported with loose bounds.
 ** `--gpu`: the same on a GPU context (exit 77 without one). */
 #include "check.h"
 #include "m40/models.h"
@@ -15,36 +17,39 @@
 #include <string.h>
 
 #define DIR "tests/fixtures/chatglm2/"
-#define MAXV 4096
-#define MAXS 16
+#define MAXP 128
+#define MAXV 1024
 
-static int prompt[64], nprompt, greedy[MAXS], ngreedy, V;
-static float ref[MAXS][MAXV]; /* [0] prefill's last position, [i] decode step i */
-static int nref;
+static int prompt[MAXP], nprompt, greedy[MAXP], ngreedy, round2[MAXP], nround2, V, P;
+static float *ref; /* [P][V]: one pass over prompt + greedy + round2 */
+
+static int read_ids(FILE *f, int *dst, int *n) {
+    if (fscanf(f, "%d", n) != 1 || *n < 1 || *n > MAXP) return 0;
+    for (int i = 0; i < *n; i++)
+        if (fscanf(f, "%d", &dst[i]) != 1) return 0;
+    return 1;
+}
 
 static int load_ref(void) {
     FILE *f = fopen(DIR "tiny.ref", "r");
     if (!f) return 0;
-    char tag[16];
+    char tag[16], line[512];
     int ok = 1;
     while (ok && fscanf(f, "%15s", tag) == 1) {
-        int n, step;
-        if (!strcmp(tag, "prompt") || !strcmp(tag, "greedy")) {
-            int *dst = tag[0] == 'p' ? prompt : greedy;
-            ok = fscanf(f, "%d", &n) == 1 && n > 0 && n <= (tag[0] == 'p' ? 64 : MAXS);
-            for (int i = 0; ok && i < n; i++) ok = fscanf(f, "%d", &dst[i]) == 1;
-            if (tag[0] == 'p') nprompt = n; else ngreedy = n;
-        } else if (!strcmp(tag, "logits")) {
-            ok = fscanf(f, "%d %d", &step, &n) == 2 && step >= 0 && step < MAXS && n > 0 && n <= MAXV;
-            for (int i = 0; ok && i < n; i++) ok = fscanf(f, "%f", &ref[step][i]) == 1;
-            V = n;
-            if (step + 1 > nref) nref = step + 1;
-        } else {
-            ok = 0;
-        }
+        if (tag[0] == '#') ok = fgets(line, sizeof line, f) != NULL;
+        else if (!strcmp(tag, "prompt")) ok = read_ids(f, prompt, &nprompt);
+        else if (!strcmp(tag, "greedy")) ok = read_ids(f, greedy, &ngreedy);
+        else if (!strcmp(tag, "round2")) ok = read_ids(f, round2, &nround2);
+        else if (!strcmp(tag, "logits")) ok = fscanf(f, "%d %d", &P, &V) == 2;
+        else ok = 0;
     }
     fclose(f);
-    return ok && nprompt > 0 && ngreedy > 0 && nref == ngreedy;
+    if (!ok || P != nprompt + ngreedy + nround2 || V < 2 || V > MAXV) return 0;
+    ref = malloc((size_t)P * (size_t)V * sizeof(float));
+    FILE *b = fopen(DIR "tiny.logits", "rb");
+    ok = ref && b && fread(ref, sizeof(float), (size_t)P * (size_t)V, b) == (size_t)P * (size_t)V;
+    if (b) fclose(b);
+    return ok;
 }
 
 static int argmax(const float *x, int n) {
@@ -54,90 +59,109 @@ static int argmax(const float *x, int n) {
     return b;
 }
 
-/* Runs graph g on ids/pos (T tokens) and reads the [1,1,V] logits. */
-static int step(m40_ctx *c, m40_graph *g, const m40_chatglm2_info *inf, const int *ids,
-                const int *pos, int T, float *logits) {
+/* The measure: max |got - ref| / max |ref| over one position. */
+static double rel_err(const float *got, const float *r) {
+    double e = 0, m = 0;
+    for (int i = 0; i < V; i++) {
+        double d = fabs((double)got[i] - r[i]);
+        if (!(d <= e)) e = d; /* NaN counts */
+        if (fabs(r[i]) > m) m = fabs(r[i]);
+    }
+    return m > 0 ? e / m : e;
+}
+
+/* Runs graph g on T ids at positions pos0.. and reads `rows` logits rows. */
+static int run(m40_ctx *c, m40_graph *g, const m40_chatglm2_info *inf, const int *ids, int pos0,
+               int T, float *logits, int rows) {
     m40_tensor *ti, *tp, *tl;
+    int pos[MAXP];
+    for (int i = 0; i < T; i++) pos[i] = pos0 + i;
     m40_status st;
     if ((st = m40_graph_get_tensor(g, inf->input_ids, &ti)) ||
         (st = m40_graph_get_tensor(g, inf->position, &tp)) ||
         (st = m40_graph_get_tensor(g, inf->logits, &tl)) ||
         (st = m40_tensor_upload(c, ti, ids, (size_t)T * 4)) ||
         (st = m40_tensor_upload(c, tp, pos, (size_t)T * 4)) || (st = m40_graph_run(g)) ||
-        (st = m40_tensor_download(c, tl, logits, (size_t)V * 4))) {
-        fprintf(stderr, "step: %s: %s\n", m40_status_str(st), m40_errmsg(c));
+        (st = m40_tensor_download(c, tl, logits, (size_t)rows * (size_t)V * 4))) {
+        fprintf(stderr, "run: %s: %s\n", m40_status_str(st), m40_errmsg(c));
         return 0;
     }
     return 1;
 }
 
-/* One weight format end to end. tol: per-logit; agree: greedy ids that
-** must match the reference (counted while our own continuation is fed). */
-static void run_format(m40_ctx *c, m40_st_file *w, m40_wformat fmt, m40t_tol tol, int agree) {
-    char name[64];
-    const int L = 32;
+/* A graph of the checkpoint: a prefill of T tokens (all logits) or a decode
+** step, sharing `kv`, and the weights of `from` when given. */
+static m40_graph *graph(m40_ctx *c, m40_st_file *w, m40_wformat fmt, int T, int decode,
+                        m40_graph *from, m40_tensor *const *kv, m40_chatglm2_info *inf) {
     m40_chatglm2_desc d;
     m40_chatglm2_desc_init(&d);
     d.weights = fmt;
-    d.ctx = L;
-    d.chunk = nprompt;
-    m40_chatglm2_info pi, di;
-    m40_graph *pg = NULL, *dg = NULL;
-    /* the shared cache: k, v per layer, [1, L, G, D] f16 on the context */
-    m40_tensor *kv[16] = {0};
-    CHECK_ST(m40_chatglm2_graph(c, &d, w, &pg, &pi), M40_OK);
-    if (!pg) {
-        fprintf(stderr, "%s: %s\n", m40_wformat_name(fmt), m40_errmsg(c));
-        return;
-    }
-    int layers = pi.config.layers;
-    CHECK(layers == 2 && pi.config.heads == 4 && pi.config.kv_heads == 2 && pi.config.head_dim == 16);
-    /* the prefill graph's own cache is what the decode graph must see:
-    ** rebuild the prefill graph with a bound cache */
-    m40_graph_destroy(pg);
-    for (int i = 0; i < 2 * layers && i < 16; i++) {
-        int64_t s[4] = {1, L, pi.config.kv_heads, pi.config.head_dim};
+    d.ctx = MAXP;
+    d.chunk = T;
+    d.phase = decode ? M40_PHASE_DECODE : M40_PHASE_PREFILL;
+    d.all_logits = !decode;
+    d.kv_cache = kv;
+    d.weights_from = from;
+    m40_graph *g = NULL;
+    CHECK_ST(m40_chatglm2_graph(c, &d, from ? NULL : w, &g, inf), M40_OK);
+    if (!g) fprintf(stderr, "%s: %s\n", m40_wformat_name(fmt), m40_errmsg(c));
+    return g;
+}
+
+/* One weight format end to end: prefill the prompt (every position), 64
+** greedy decode steps through the cache, then a second round prefilled on
+** top of the cache; every logits row against the one-pass reference. */
+static void run_format(m40_ctx *c, m40_st_file *w, m40_wformat fmt, double tol, int agree) {
+    m40_chatglm2_info pi, di, ri;
+    m40_tensor *kv[8] = {0};
+    m40_graph *pg = NULL, *dg = NULL, *rg = NULL;
+    float *got = malloc((size_t)MAXP * (size_t)V * sizeof(float));
+    /* the shared cache: k, v per layer, [1, ctx, G, D] f16 on the context */
+    for (int i = 0; i < 4; i++) {
+        int64_t s[4] = {1, MAXP, 2, 128};
         CHECK_ST(m40_tensor_new(c, M40_DTYPE_F16, 4, s, &kv[i]), M40_OK);
     }
-    d.kv_cache = kv;
-    CHECK_ST(m40_chatglm2_graph(c, &d, w, &pg, &pi), M40_OK);
-    d.phase = M40_PHASE_DECODE;
-    d.weights_from = pg;
-    CHECK_ST(m40_chatglm2_graph(c, &d, NULL, &dg, &di), M40_OK);
-    if (!pg || !dg) {
-        fprintf(stderr, "%s: %s\n", m40_wformat_name(fmt), m40_errmsg(c));
+    if (!got || !(pg = graph(c, w, fmt, nprompt, 0, NULL, kv, &pi)) ||
+        !(dg = graph(c, w, fmt, 1, 1, pg, kv, &di)) ||
+        !(rg = graph(c, w, fmt, nround2, 0, pg, kv, &ri)))
         goto out;
+    CHECK(pi.config.layers == 2 && pi.config.heads == 4 && pi.config.kv_heads == 2 &&
+          pi.config.head_dim == 128 && pi.config.hidden == 128 && pi.config.ffn == 200);
+    /* one copy of the weights and of the cache */
+    CHECK(di.plan.region_bytes[M40_REGION_WEIGHTS] == 0 && ri.plan.region_bytes[M40_REGION_WEIGHTS] == 0);
+    double worst[3] = {0, 0, 0}; /* prefill, decode, round 2 */
+    int match = 0;
+    if (!run(c, pg, &pi, prompt, 0, nprompt, got, nprompt)) goto out;
+    for (int p = 0; p < nprompt; p++) {
+        double e = rel_err(got + (size_t)p * V, ref + (size_t)p * V);
+        if (!(e <= worst[0])) worst[0] = e;
     }
-    /* one copy of the weights: the decode graph's are all bound */
-    CHECK(di.plan.region_bytes[M40_REGION_WEIGHTS] == 0);
-    CHECK(di.plan.region_bytes[M40_REGION_KV] < pi.plan.region_bytes[M40_REGION_KV] ||
-          pi.plan.region_bytes[M40_REGION_KV] == 0);
-    float got[MAXV];
-    int pos[64];
-    for (int i = 0; i < nprompt; i++) pos[i] = i;
-    int match = 0, fed = -1;
-    if (step(c, pg, &pi, prompt, pos, nprompt, got)) {
-        snprintf(name, sizeof name, "chatglm2 %s prefill", m40_wformat_name(fmt));
-        m40t_compare(name, got, ref[0], V, tol);
-        for (int s = 0; s < ngreedy; s++) {
-            int id = argmax(got, V);
-            match += id == greedy[s];
-            if (s + 1 == ngreedy) break;
-            /* feed the reference's id, so that every step compares with the
-            ** reference's logits even when our argmax differs */
-            fed = greedy[s];
-            int p = nprompt + s;
-            if (!step(c, dg, &di, &fed, &p, 1, got)) break;
-            snprintf(name, sizeof name, "chatglm2 %s decode %d", m40_wformat_name(fmt), s + 1);
-            m40t_compare(name, got, ref[s + 1], V, tol);
-        }
+    int next = argmax(got + (size_t)(nprompt - 1) * V, V);
+    for (int s = 0; s < ngreedy; s++) {
+        match += next == greedy[s];
+        /* feed the reference's id, so that each step compares with the
+        ** reference's logits even after an argmax differs */
+        if (!run(c, dg, &di, &greedy[s], nprompt + s, 1, got, 1)) goto out;
+        double e = rel_err(got, ref + (size_t)(nprompt + s) * V);
+        if (!(e <= worst[1])) worst[1] = e;
+        next = argmax(got, V);
     }
-    printf("%s: greedy ids agree %d/%d (need %d)\n", m40_wformat_name(fmt), match, ngreedy, agree);
+    if (!run(c, rg, &ri, round2, nprompt + ngreedy, nround2, got, nround2)) goto out;
+    for (int i = 0; i < nround2; i++) {
+        double e = rel_err(got + (size_t)i * V, ref + (size_t)(nprompt + ngreedy + i) * V);
+        if (!(e <= worst[2])) worst[2] = e;
+    }
+    printf("%s: max |dlogit| / max |logit| per position: prefill %.2e, decode %.2e, second round "
+           "%.2e (tolerance %.0e); greedy ids %d/%d (need %d)\n", m40_wformat_name(fmt),
+           worst[0], worst[1], worst[2], tol, match, ngreedy, agree);
+    CHECK(worst[0] <= tol && worst[1] <= tol && worst[2] <= tol);
     CHECK(match >= agree);
 out:
+    m40_graph_destroy(rg);
     m40_graph_destroy(dg);
     m40_graph_destroy(pg);
-    for (int i = 0; i < 16; i++) m40_tensor_destroy(kv[i]);
+    for (int i = 0; i < 4; i++) m40_tensor_destroy(kv[i]);
+    free(got);
 }
 
 /* The builder refuses bad files with a status and a message. */
@@ -183,12 +207,14 @@ int main(int argc, char **argv) {
         return 1;
     }
     test_refusals(c);
-    /* fp32: only the fp16 KV cache differs from the reference */
-    run_format(c, w, M40_WFMT_FP32, (m40t_tol){.atol = 2e-3, .rtol = 2e-3, .nmse = 1e-5}, ngreedy);
-    run_format(c, w, M40_WFMT_FP16, (m40t_tol){.atol = 2e-3, .rtol = 2e-3, .nmse = 1e-5}, ngreedy);
-    /* per-row int8: small errors; int4 (7 levels): loose, a property check */
-    run_format(c, w, M40_WFMT_INT8, (m40t_tol){.atol = 0.1, .rtol = 0.1, .nmse = 1e-3}, ngreedy - 1);
-    run_format(c, w, M40_WFMT_INT4, (m40t_tol){.atol = 1.0, .rtol = 1.0, .nmse = 0.1}, 2);
+    /* fp32 and fp16 weights (the same values): FP32 math, the KV cache in
+    ** fp16, against FP32 PyTorch: the issue's 1e-3 */
+    run_format(c, w, M40_WFMT_FP32, 1e-3, ngreedy);
+    run_format(c, w, M40_WFMT_FP16, 1e-3, ngreedy);
+    /* per-row int8 and int4 against the fp16 oracle: what quantization
+    ** costs here, reported; bounds loose enough for a random model */
+    run_format(c, w, M40_WFMT_INT8, 0.05, ngreedy / 2);
+    run_format(c, w, M40_WFMT_INT4, 0.5, 1);
     m40_st_destroy(w);
     m40_ctx_destroy(c);
     return m40t_finish("test_chatglm2");

@@ -191,11 +191,12 @@ typedef struct m40_chatglm2_desc {
     ** by _init). With a file, the file's shape is used. */
     m40_chatglm2_config config;
     /* Optional, for running: an allocated ChatGLM2 graph of the same
-    ** config and format whose weights this graph uses (bound, not copied:
-    ** a prefill graph and a decode graph share one set), and 2·layers
-    ** tensors [B, ctx, G, D] F16 on the context (k of layer 0, v of layer
-    ** 0, k of layer 1, ...) bound as the KV cache, so that both graphs see
-    ** one cache. NULL: the graph's own. */
+    ** config, format, batch and ctx whose weights and KV cache this graph
+    ** uses (bound, not copied: a prefill graph and a decode graph share one
+    ** set and one cache; the first graph's plan counts them), and/or
+    ** 2·layers tensors [B, ctx, G, D] F16 on the context (k of layer 0, v
+    ** of layer 0, k of layer 1, ...) bound as the KV cache instead. NULL:
+    ** the graph's own. */
     m40_graph *weights_from;
     m40_tensor *const *kv_cache;
     const m40_budget *budget; /* the plan's budget when allocating (NULL: none) */
@@ -223,6 +224,15 @@ typedef struct m40_chatglm2_info {
     int allocated;       /* 1: weights given (file or weights_from), graph allocated */
     m40_plan_info plan;  /* when allocated */
 } m40_chatglm2_info;
+
+/* The config of a checkpoint (one file or its shards), as
+** m40_chatglm2_graph reads it: shapes, then `want` (config.json's values,
+** checked against the tensors) or the metadata. Returns M40_OK,
+** M40_ERR_INVALID_ARG (NULL), M40_ERR_FORMAT (not a ChatGLM2 checkpoint,
+** a disagreement: named). */
+M40_API m40_status m40_chatglm2_config_of(m40_ctx *ctx, m40_st_file *const *files, int nfiles,
+                                          const m40_chatglm2_config *want,
+                                          m40_chatglm2_config *out);
 
 /* Declares a ChatGLM2 graph for one phase. Without weights (NULL file, no
 ** shards, no weights_from) for planning only; with a file (or weights_from) it

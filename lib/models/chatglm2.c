@@ -369,6 +369,9 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
             if ((st = m40_graph_bind(b->g, kc, d->kv_cache[2 * l])) != M40_OK ||
                 (st = m40_graph_bind(b->g, vc, d->kv_cache[2 * l + 1])) != M40_OK)
                 m40__mb_fail(b, st, "kv_cache of layer %d: %s", l, m40_errmsg(b->ctx));
+        } else if (g->from) { /* the cache of the graph whose weights this one uses */
+            bind_shared(g, kc, n);
+            bind_shared(g, vc, w);
         }
         m40_node_desc_init(&nd, M40_OP_ATTENTION);
         snprintf(n, sizeof n, "%s.self_attention.core", p);
@@ -505,6 +508,22 @@ static void config_from_file(gb *g, const m40_chatglm2_config *want) {
         return;
     }
     g->c = c;
+}
+
+m40_status m40_chatglm2_config_of(m40_ctx *ctx, m40_st_file *const *files, int nfiles,
+                                  const m40_chatglm2_config *want, m40_chatglm2_config *out) {
+    m40_status st = m40__ctx_check(ctx);
+    if (st != M40_OK) return st;
+    if (!files || nfiles < 1 || nfiles > 4096 || !out)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_chatglm2_config_of: NULL or no files");
+    for (int i = 0; i < nfiles; i++)
+        if (!files[i]) return m40__err(ctx, M40_ERR_INVALID_ARG, "m40_chatglm2_config_of: file %d is NULL", i);
+    gb g = {.b = {.ctx = ctx, .fn = "m40_chatglm2_config_of", .st = M40_OK}, .files = files,
+            .nfiles = nfiles, .w = files[0]};
+    if (want) g.c = *want;
+    config_from_file(&g, want);
+    if (g.b.st == M40_OK) *out = g.c;
+    return g.b.st;
 }
 
 m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_file *weights,

@@ -8,3 +8,17 @@ if(M40_HAVE_CUDA)
   add_test(NAME test_gpu_chatglm2 COMMAND test_chatglm2 --gpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(test_gpu_chatglm2 PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
 endif()
+# m40-chat's test-friendly flags on the CPU reference: the fixture's greedy
+# continuation (the first 12 of transformers' ids), and a refusal.
+if(TARGET m40-chat)
+  add_test(NAME m40_chat_cli_greedy
+           COMMAND m40-chat --cpu --model tests/fixtures/chatglm2/tiny.safetensors --dtype fp16
+                   --ids 64,17,250,3,99,42,7,128,5,211,33 --max-new-tokens 12 --greedy --print-ids
+                   --chunk 4 --ctx 128
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(m40_chat_cli_greedy PROPERTIES LABELS cpu
+                       PASS_REGULAR_EXPRESSION "^55,243,243,243,243,243,50,60,53,5,243,287\n")
+  add_test(NAME m40_chat_cli_missing
+           COMMAND m40-chat --cpu --model tests/fixtures/chatglm2/nope.safetensors --ids 1,2)
+  set_tests_properties(m40_chat_cli_missing PROPERTIES LABELS cpu WILL_FAIL TRUE)
+endif()

@@ -1,0 +1,439 @@
+/* ChatGLM2 / ChatGLM3 on libm40's public API: see chatglm2.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "chatglm2.h"
+
+#include <m40/transformer.h>
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_SHARDS 256
+#define HISTORY 64 /* ids the repetition penalty looks back over */
+
+struct glm_model {
+    m40_ctx *ctx;
+    m40_st_file *files[MAX_SHARDS];
+    int nfiles;
+    m40_chatglm2_config cfg;
+    int64_t L;                 /* cache length */
+    int T;                     /* prefill chunk */
+    int all_logits;
+    m40_graph *pg, *dg;        /* prefill chunk, decode step */
+    m40_chatglm2_info pi, di;
+    int captured;
+    int pos;                   /* tokens in the session */
+    int32_t hist[HISTORY];     /* the last ids, oldest first; -1: none */
+    m40_tensor *last;          /* [1,V] view of the logits the next sample reads */
+    m40_tensor *pview, *dview; /* those views of the two graphs' outputs */
+    m40_tensor *t_hist, *t_pos, *t_out; /* sampler inputs [1,HISTORY], [1], output [1,2] */
+    int32_t *ids_buf, *pos_buf;        /* [T] */
+    float *rows;               /* [T·V] when all_logits */
+    char err[512];
+};
+
+static int fail(glm_model *m, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->err, sizeof m->err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* A library call failed: its message is on the context. */
+static int lib_fail(glm_model *m, const char *what) {
+    return fail(m, "%s: %s", what, m40_errmsg(m->ctx));
+}
+
+void glm_open_opts_init(glm_open_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->dtype = M40_WFMT_FP16;
+}
+
+const char *glm_errmsg(const glm_model *m) { return m ? m->err : "no model"; }
+const m40_chatglm2_config *glm_config(const glm_model *m) { return &m->cfg; }
+int64_t glm_ctx_len(const glm_model *m) { return m->L; }
+int glm_pos(const glm_model *m) { return m->pos; }
+m40_ctx *glm_ctx(glm_model *m) { return m->ctx; }
+
+void glm_plans(const glm_model *m, m40_plan_info *prefill, m40_plan_info *decode) {
+    if (prefill) *prefill = m->pi.plan;
+    if (decode) *decode = m->di.plan;
+}
+
+/* ---- the checkpoint -------------------------------------------------------- */
+
+static int is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int file_exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int open_file(glm_model *m, const char *path) {
+    if (m->nfiles == MAX_SHARDS) return fail(m, "%s: more than %d shards", path, MAX_SHARDS);
+    m40_st_file *f = NULL;
+    if (m40_st_open(path, &f) != M40_OK) {
+        fail(m, "%s: %s", path, f ? m40_st_errmsg(f) : "cannot open");
+        m40_st_destroy(f);
+        return -1;
+    }
+    m->files[m->nfiles++] = f;
+    return 0;
+}
+
+/* An integer field of config.json: absent keeps *v; present must be an
+** integer in [lo, hi]. */
+static int cfg_int(glm_model *m, json_t *root, const char *key, long lo, long hi, int *v) {
+    json_t *x = json_object_get(root, key);
+    if (!x) return 0;
+    if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > hi)
+        return fail(m, "config.json: %s must be an integer in %ld..%ld", key, lo, hi);
+    *v = (int)json_integer_value(x);
+    return 0;
+}
+
+static int cfg_real(glm_model *m, json_t *root, const char *key, double lo, double hi, double *v) {
+    json_t *x = json_object_get(root, key);
+    if (!x) return 0;
+    if (!json_is_number(x) || !(json_number_value(x) >= lo && json_number_value(x) <= hi))
+        return fail(m, "config.json: %s must be a number in [%g, %g]", key, lo, hi);
+    *v = json_number_value(x);
+    return 0;
+}
+
+/* config.json of a THUDM directory (ChatGLM2-6B, ChatGLM3-6B, -32K). */
+static int read_config(glm_model *m, const char *dir, int *seq_length, int *qbits) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    json_error_t je;
+    json_t *root = json_load_file(p, 0, &je);
+    if (!root) return fail(m, "%s: line %d: %s", p, je.line, je.text);
+    m40_chatglm2_config c;
+    m40_chatglm2_config_6b(&c);
+    double eps = c.eps, ratio = 1.0;
+    int rc = 0;
+    if (!json_is_object(root)) rc = fail(m, "%s: not a JSON object", p);
+    if (!rc) rc = cfg_int(m, root, "num_layers", 1, 1024, &c.layers);
+    if (!rc) rc = cfg_int(m, root, "hidden_size", 1, 1 << 20, &c.hidden);
+    if (!rc) rc = cfg_int(m, root, "ffn_hidden_size", 1, 1 << 20, &c.ffn);
+    if (!rc) rc = cfg_int(m, root, "num_attention_heads", 1, 4096, &c.heads);
+    if (!rc) rc = cfg_int(m, root, "multi_query_group_num", 1, 4096, &c.kv_heads);
+    if (!rc) rc = cfg_int(m, root, "kv_channels", 4, 256, &c.head_dim);
+    if (!rc) rc = cfg_int(m, root, "padded_vocab_size", 1, 1 << 20, &c.vocab);
+    if (!rc) rc = cfg_int(m, root, "seq_length", 1, 1 << 22, seq_length);
+    if (!rc) rc = cfg_int(m, root, "quantization_bit", 0, 16, qbits);
+    if (!rc) rc = cfg_real(m, root, "layernorm_epsilon", 1e-12, 0.5, &eps);
+    if (!rc) rc = cfg_real(m, root, "rope_ratio", 1e-3, 1e6, &ratio);
+    json_t *mq = json_object_get(root, "multi_query_attention");
+    if (!rc && mq && json_is_false(mq)) c.kv_heads = c.heads;
+    json_decref(root);
+    c.eps = (float)eps;
+    c.rope_theta = (float)(10000.0 * ratio);
+    m->cfg = c;
+    return rc;
+}
+
+/* The shards a model.safetensors.index.json names, each opened once. */
+static int open_index(glm_model *m, const char *dir, const char *index) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, index);
+    json_error_t je;
+    json_t *root = json_load_file(p, 0, &je);
+    if (!root) return fail(m, "%s: line %d: %s", p, je.line, je.text);
+    json_t *map = json_object_get(root, "weight_map");
+    int rc = 0;
+    if (!json_is_object(map)) rc = fail(m, "%s: no weight_map object", p);
+    const char *key;
+    json_t *v;
+    char seen[MAX_SHARDS][256];
+    int nseen = 0;
+    json_object_foreach(map, key, v) {
+        if (rc) break;
+        const char *shard = json_string_value(v);
+        if (!shard || !*shard || strchr(shard, '/') || strlen(shard) >= 256) {
+            rc = fail(m, "%s: tensor '%s' names a bad shard", p, key);
+            break;
+        }
+        int known = 0;
+        for (int i = 0; i < nseen && !known; i++) known = !strcmp(seen[i], shard);
+        if (known) continue;
+        if (nseen == MAX_SHARDS) {
+            rc = fail(m, "%s: more than %d shards", p, MAX_SHARDS);
+            break;
+        }
+        snprintf(seen[nseen++], 256, "%s", shard);
+        char sp[4096];
+        snprintf(sp, sizeof sp, "%s/%s", dir, shard);
+        if (!file_exists(sp)) rc = fail(m, "%s names shard %s, which is missing", p, sp);
+        else rc = open_file(m, sp);
+    }
+    json_decref(root);
+    return rc;
+}
+
+static int open_checkpoint(glm_model *m, const char *path, int *have_cfg, int *seq_len) {
+    *have_cfg = 0;
+    if (!is_dir(path)) return open_file(m, path);
+    int qbits = 0;
+    char p[4096];
+    snprintf(p, sizeof p, "%s/config.json", path);
+    if (file_exists(p)) {
+        if (read_config(m, path, seq_len, &qbits)) return -1;
+        *have_cfg = 1;
+    }
+    snprintf(p, sizeof p, "%s/model.safetensors.index.json", path);
+    if (file_exists(p)) return open_index(m, path, "model.safetensors.index.json");
+    snprintf(p, sizeof p, "%s/model.safetensors", path);
+    if (file_exists(p)) return open_file(m, p);
+    snprintf(p, sizeof p, "%s/pytorch_model.bin.index.json", path);
+    if (file_exists(p) || file_exists(strcat(strcpy(p, path), "/pytorch_model.bin")))
+        return fail(m, "%s holds PyTorch .bin shards: convert them once with "
+                    "examples/chatglm2/convert_bin.py %s OUT_DIR", path, path);
+    return fail(m, "%s: no model.safetensors or model.safetensors.index.json", path);
+}
+
+/* ---- open / close ------------------------------------------------------- */
+
+static m40_status new_tensor(glm_model *m, m40_dtype dt, int nd, int64_t a, int64_t b, int64_t c,
+                             int64_t d, m40_tensor **t) {
+    const int64_t s[4] = {a, b, c, d};
+    return m40_tensor_new(m->ctx, dt, nd, s, t);
+}
+
+/* [1,V] view of row `row` of a graph's logits tensor. */
+static int logits_view(glm_model *m, m40_graph *g, int id, int64_t row, m40_tensor **view) {
+    m40_tensor *t;
+    m40_tensor_desc d;
+    const int64_t s[2] = {1, m->cfg.vocab};
+    m40_tensor_desc_make(&d, M40_DTYPE_F32, 2, s);
+    if (m40_graph_get_tensor(g, id, &t) != M40_OK ||
+        m40_tensor_view(m->ctx, t, &d, row * m->cfg.vocab, view) != M40_OK)
+        return lib_fail(m, "logits view");
+    return 0;
+}
+
+int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t errlen) {
+    *out = NULL;
+    glm_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    int have_cfg = 0, seq_len = 8192;
+    m40_ctx_desc cd;
+    m40_ctx_desc_init(&cd);
+    cd.device = o->cpu ? M40_DEVICE_CPU : o->device;
+    if (m40_ctx_create(&cd, &m->ctx) != M40_OK) {
+        fail(m, "%s context: %s", o->cpu ? "CPU" : "GPU", m40_errmsg(m->ctx));
+        goto bad;
+    }
+    if (!o->path) {
+        fail(m, "no model path");
+        goto bad;
+    }
+    if (open_checkpoint(m, o->path, &have_cfg, &seq_len)) goto bad;
+    m->L = o->ctx > 0 ? o->ctx : (seq_len < 8192 ? seq_len : 8192);
+    m->T = o->chunk > 0 ? o->chunk : 256;
+    if (m->T > m->L) m->T = (int)m->L;
+    m->all_logits = o->all_logits;
+    m40_budget budget, *bp = NULL;
+    if (o->budget) {
+        if (m40_budget_preset(o->budget, &budget) != M40_OK) {
+            fail(m, "unknown budget '%s' (m40-12g, m40-24g)", o->budget);
+            goto bad;
+        }
+        bp = &budget;
+    } else if (!o->cpu && m40_budget_device(m->ctx, &budget) == M40_OK) {
+        bp = &budget;
+    }
+    /* the prefill graph first: it reads the checkpoint and says its shape */
+    m40_chatglm2_desc d;
+    m40_chatglm2_desc_init(&d);
+    d.weights = o->dtype;
+    d.ctx = m->L;
+    d.chunk = m->T;
+    d.all_logits = m->all_logits;
+    d.shards = m->files;
+    d.nshards = m->nfiles;
+    d.budget = bp;
+    if (have_cfg) {
+        d.config = m->cfg;
+        d.check_config = 1;
+    }
+    if (m40_chatglm2_config_of(m->ctx, m->files, m->nfiles, have_cfg ? &m->cfg : NULL,
+                               &m->cfg) != M40_OK) {
+        lib_fail(m, o->path);
+        goto bad;
+    }
+    const m40_chatglm2_config *c = &m->cfg;
+    /* the prefill graph holds the weights and the KV cache (its plan counts
+    ** both against the budget); the decode graph binds them */
+    if (m40_chatglm2_graph(m->ctx, &d, NULL, &m->pg, &m->pi) != M40_OK) {
+        lib_fail(m, "loading");
+        goto bad;
+    }
+    m40_chatglm2_desc dd = d;
+    dd.phase = M40_PHASE_DECODE;
+    dd.all_logits = 0;
+    dd.shards = NULL;
+    dd.nshards = 0;
+    dd.check_config = 0;
+    dd.config = *c;
+    dd.weights_from = m->pg;
+    if (m40_chatglm2_graph(m->ctx, &dd, NULL, &m->dg, &m->di) != M40_OK) {
+        lib_fail(m, "the decode graph");
+        goto bad;
+    }
+    /* the checkpoint's bytes are in the graphs now */
+    for (int i = 0; i < m->nfiles; i++) m40_st_destroy(m->files[i]);
+    m->nfiles = 0;
+    int64_t last_row = m->all_logits ? m->T - 1 : 0;
+    if (logits_view(m, m->pg, m->pi.logits, last_row, &m->pview) ||
+        logits_view(m, m->dg, m->di.logits, 0, &m->dview))
+        goto bad;
+    if (new_tensor(m, M40_DTYPE_I32, 2, 1, HISTORY, 0, 0, &m->t_hist) != M40_OK ||
+        new_tensor(m, M40_DTYPE_I32, 1, 1, 0, 0, 0, &m->t_pos) != M40_OK ||
+        new_tensor(m, M40_DTYPE_F32, 2, 1, 2, 0, 0, &m->t_out) != M40_OK) {
+        lib_fail(m, "sampler tensors");
+        goto bad;
+    }
+    m->ids_buf = malloc((size_t)m->T * sizeof *m->ids_buf);
+    m->pos_buf = malloc((size_t)m->T * sizeof *m->pos_buf);
+    m->rows = m->all_logits ? malloc((size_t)m->T * (size_t)c->vocab * sizeof(float)) : NULL;
+    if (!m->ids_buf || !m->pos_buf || (m->all_logits && !m->rows)) {
+        fail(m, "out of host memory");
+        goto bad;
+    }
+    glm_reset(m);
+    *out = m;
+    return 0;
+bad:
+    snprintf(err, errlen, "%s", m->err);
+    glm_model_close(m);
+    return -1;
+}
+
+void glm_model_close(glm_model *m) {
+    if (!m) return;
+    m40_tensor_destroy(m->pview);
+    m40_tensor_destroy(m->dview);
+    m40_tensor_destroy(m->t_hist);
+    m40_tensor_destroy(m->t_pos);
+    m40_tensor_destroy(m->t_out);
+    m40_graph_destroy(m->dg);
+    m40_graph_destroy(m->pg);
+    for (int i = 0; i < m->nfiles; i++) m40_st_destroy(m->files[i]);
+    free(m->ids_buf);
+    free(m->pos_buf);
+    free(m->rows);
+    m40_ctx_destroy(m->ctx);
+    free(m);
+}
+
+/* ---- running ---------------------------------------------------------------- */
+
+static void push_history(glm_model *m, int32_t id) {
+    memmove(m->hist, m->hist + 1, (HISTORY - 1) * sizeof m->hist[0]);
+    m->hist[HISTORY - 1] = id;
+}
+
+int glm_rewind(glm_model *m, int pos) {
+    if (pos < 0 || pos > m->pos) return fail(m, "rewind to %d: the session holds %d tokens", pos, m->pos);
+    /* the cache keeps positions < pos; what follows is overwritten by the
+    ** next tokens. The penalty's history is not rebuilt (ids are gone). */
+    m->pos = pos;
+    if (pos == 0)
+        for (int i = 0; i < HISTORY; i++) m->hist[i] = -1;
+    m->last = NULL;
+    return 0;
+}
+
+void glm_reset(glm_model *m) { glm_rewind(m, 0); }
+
+static int check_ids(glm_model *m, const int32_t *ids, int n) {
+    if (n < 1) return fail(m, "no ids");
+    if ((int64_t)m->pos + n > m->L)
+        return fail(m, "the context is full: %d tokens held, %d more, the cache holds %lld (a "
+                    "longer --ctx, or a new session)", m->pos, n, (long long)m->L);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m->cfg.vocab)
+            return fail(m, "id %d at %d is not in 0..%d", (int)ids[i], i, m->cfg.vocab - 1);
+    return 0;
+}
+
+int glm_prefill(glm_model *m, const int32_t *ids, int n, float *last, float *all) {
+    if (check_ids(m, ids, n)) return -1;
+    if (all && !m->all_logits) return fail(m, "every position's logits need all_logits at open");
+    const int V = m->cfg.vocab, T = m->T;
+    m40_tensor *ti, *tp, *tl;
+    if (m40_graph_get_tensor(m->pg, m->pi.input_ids, &ti) != M40_OK ||
+        m40_graph_get_tensor(m->pg, m->pi.position, &tp) != M40_OK ||
+        m40_graph_get_tensor(m->pg, m->pi.logits, &tl) != M40_OK)
+        return lib_fail(m, "prefill tensors");
+    for (int done = 0; done < n;) {
+        /* a short chunk is padded at the front (position -1: no token), so
+        ** the graph's last row is the last real token */
+        int k = n - done < T ? n - done : T, pad = T - k;
+        for (int i = 0; i < T; i++) {
+            m->ids_buf[i] = i < pad ? 0 : ids[done + i - pad];
+            m->pos_buf[i] = i < pad ? -1 : m->pos + i - pad;
+        }
+        if (m40_tensor_upload(m->ctx, ti, m->ids_buf, (size_t)T * 4) != M40_OK ||
+            m40_tensor_upload(m->ctx, tp, m->pos_buf, (size_t)T * 4) != M40_OK ||
+            m40_graph_run(m->pg) != M40_OK)
+            return lib_fail(m, "prefill");
+        if (all) {
+            if (m40_tensor_download(m->ctx, tl, m->rows, (size_t)T * (size_t)V * 4) != M40_OK)
+                return lib_fail(m, "prefill logits");
+            memcpy(all + (size_t)done * V, m->rows + (size_t)pad * V, (size_t)k * V * sizeof(float));
+        }
+        for (int i = 0; i < k; i++) push_history(m, ids[done + i]);
+        m->pos += k;
+        done += k;
+    }
+    m->last = m->pview;
+    if (last && m40_tensor_download(m->ctx, m->pview, last, (size_t)V * 4) != M40_OK)
+        return lib_fail(m, "prefill logits");
+    return 0;
+}
+
+int glm_step(glm_model *m, int32_t id, float *logits) {
+    if (check_ids(m, &id, 1)) return -1;
+    m40_tensor *ti, *tp;
+    int32_t pos = m->pos;
+    if (m40_graph_get_tensor(m->dg, m->di.input_ids, &ti) != M40_OK ||
+        m40_graph_get_tensor(m->dg, m->di.position, &tp) != M40_OK ||
+        m40_tensor_upload(m->ctx, ti, &id, 4) != M40_OK ||
+        m40_tensor_upload(m->ctx, tp, &pos, 4) != M40_OK || m40_graph_run(m->dg) != M40_OK)
+        return lib_fail(m, "decode");
+    /* on a GPU the step becomes one captured CUDA graph after its first run */
+    if (!m->captured && m40_graph_capture(m->dg, 1) == M40_OK) m->captured = 1;
+    push_history(m, id);
+    m->pos++;
+    m->last = m->dview;
+    if (logits && m40_tensor_download(m->ctx, m->dview, logits, (size_t)m->cfg.vocab * 4) != M40_OK)
+        return lib_fail(m, "decode logits");
+    return 0;
+}
+
+int glm_sample(glm_model *m, const m40_sampler_desc *s, int32_t *id, float *p) {
+    if (!m->last) return fail(m, "nothing to sample from: prefill or step first");
+    int32_t pos = m->pos;
+    float out[2];
+    if (m40_tensor_upload(m->ctx, m->t_hist, m->hist, sizeof m->hist) != M40_OK ||
+        m40_tensor_upload(m->ctx, m->t_pos, &pos, 4) != M40_OK ||
+        m40_sample(m->ctx, s, m->last, m->t_hist, m->t_pos, m->t_out) != M40_OK ||
+        m40_tensor_download(m->ctx, m->t_out, out, sizeof out) != M40_OK)
+        return lib_fail(m, "sample");
+    *id = (int32_t)out[0];
+    if (p) *p = out[1];
+    return 0;
+}

@@ -1,0 +1,70 @@
+/* ChatGLM2 / ChatGLM3 on libm40: a small C API other programs can link
+** (m40-chat and m40-server use it), on libm40's public API only.
+**
+**   glm_model_open   a checkpoint: a .safetensors file (ours, or one with
+**                    the config in its metadata) or a Hugging Face
+**                    directory (config.json + model.safetensors or the
+**                    model.safetensors.index.json shards); weights as fp32,
+**                    fp16, int8 or int4 (quantized at load unless the file
+**                    is an official quantized checkpoint); plans against
+**                    the card, then allocates: two graphs (a prefill chunk,
+**                    a decode step) sharing one set of weights and one KV
+**                    cache
+**   glm_prefill      appends ids to the session (chunks of `chunk` tokens,
+**                    each one graph run), logits of the last (or of every)
+**                    position
+**   glm_step         one decode step (the decode graph, captured once on a
+**                    GPU and replayed)
+**   glm_sample       an id from the last logits (m40_sample on the device)
+**   glm_rewind       back to an earlier position (the cache is kept: a new
+**                    round overwrites what follows); glm_reset = rewind(0)
+** One session (one sequence) per model for now. Every call returns 0 or -1
+** with a message in glm_errmsg; nothing prints or exits. */
+#ifndef M40_EXAMPLES_CHATGLM2_H
+#define M40_EXAMPLES_CHATGLM2_H
+
+#include <m40/models.h>
+
+#include <stdint.h>
+
+typedef struct glm_model glm_model;
+
+typedef struct glm_open_opts {
+    const char *path;        /* file or directory */
+    m40_wformat dtype;       /* fp16 default; int8/int4 quantize at load */
+    int64_t ctx;             /* tokens the cache holds (0: config's seq_length, at most 8192) */
+    int chunk;               /* prefill tokens per graph run (0: 256) */
+    int cpu;                 /* 1: the CPU reference instead of a GPU */
+    int device;              /* CUDA ordinal */
+    int all_logits;          /* 1: glm_prefill can return every position's logits */
+    const char *budget;      /* NULL: the device's free memory; "m40-12g", "m40-24g" */
+} glm_open_opts;
+
+void glm_open_opts_init(glm_open_opts *o);
+
+/* Returns 0, or -1 with the reason in err (NUL-terminated, errlen bytes). */
+int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t errlen);
+void glm_model_close(glm_model *m);
+const char *glm_errmsg(const glm_model *m);
+
+const m40_chatglm2_config *glm_config(const glm_model *m);
+int64_t glm_ctx_len(const glm_model *m);  /* the cache's length in tokens */
+int glm_pos(const glm_model *m);          /* tokens in the session */
+m40_ctx *glm_ctx(glm_model *m);
+/* The plan of the prefill graph and of the decode graph. */
+void glm_plans(const glm_model *m, m40_plan_info *prefill, m40_plan_info *decode);
+
+/* Appends n ids (0..V-1) at the session's positions. last: V floats, the
+** last position's logits (may be NULL); all: n·V floats, every position's
+** (needs all_logits at open; may be NULL). */
+int glm_prefill(glm_model *m, const int32_t *ids, int n, float *last, float *all);
+/* One token: appends id, logits (V floats, may be NULL) of its position. */
+int glm_step(glm_model *m, int32_t id, float *logits);
+/* Draws the next id from the last logits (of glm_prefill or glm_step):
+** history = the session's last ids (for the repetition penalty), the
+** random stream's counter = the session position. *p: its probability. */
+int glm_sample(glm_model *m, const m40_sampler_desc *s, int32_t *id, float *p);
+int glm_rewind(glm_model *m, int pos);
+void glm_reset(glm_model *m);
+
+#endif

@@ -1,0 +1,169 @@
+/* m40-chat, the test-friendly form (issue 17): runs a ChatGLM2/3 checkpoint
+** on token ids and prints or dumps what it computed. The interactive chat
+** (tokenizer, streaming, rounds) builds on the same examples/chatglm2 API.
+**
+**   m40-chat --model PATH [--dtype fp16|fp32|int8|int4] [--ctx N] [--chunk N]
+**            --ids a,b,c [--max-new-tokens N] [--greedy | --temperature T
+**            --top-p P --top-k K --seed S] [--print-ids] [--all-logits FILE]
+**            [--cpu] [--device N]
+**
+** --all-logits FILE: raw little-endian float32 rows of vocab size, one per
+** prompt position, then one per generated token (the logits it was drawn
+** from are the previous row; each generated token's own row follows it).
+** Exit status: 0, 1 a failure (message on stderr), 2 usage. */
+#include "chatglm2.h"
+
+#include <m40/transformer.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int usage(const char *why) {
+    if (why) fprintf(stderr, "m40-chat: %s\n", why);
+    fputs("usage: m40-chat --model PATH --ids a,b,c [--dtype fp16|fp32|int8|int4] [--ctx N]\n"
+          "       [--chunk N] [--max-new-tokens N] [--greedy] [--temperature T] [--top-p P]\n"
+          "       [--top-k K] [--seed S] [--print-ids] [--all-logits FILE] [--cpu] [--device N]\n",
+          stderr);
+    return 2;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *v) {
+    char *end;
+    errno = 0;
+    long x = strtol(s, &end, 10);
+    if (end == s || *end || errno || x < lo || x > hi) return -1;
+    *v = x;
+    return 0;
+}
+
+static int parse_ids(const char *s, int32_t **ids, int *n) {
+    int cap = 16;
+    *n = 0;
+    *ids = malloc((size_t)cap * sizeof **ids);
+    while (*ids && *s) {
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (end == s || errno || v < 0 || v > INT32_MAX || (*end && *end != ',')) return -1;
+        if (*n == cap) {
+            int32_t *nb = realloc(*ids, (size_t)(cap *= 2) * sizeof **ids);
+            if (!nb) return -1;
+            *ids = nb;
+        }
+        (*ids)[(*n)++] = (int32_t)v;
+        s = *end ? end + 1 : end;
+    }
+    return *ids && *n > 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv) {
+    glm_open_opts o;
+    glm_open_opts_init(&o);
+    m40_sampler_desc sd;
+    m40_sampler_desc_init(&sd);
+    const char *ids_arg = NULL, *logits_path = NULL;
+    long max_new = 0, v;
+    int print_ids = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--greedy")) sd.temperature = 0.0f;
+        else if (!strcmp(a, "--print-ids")) print_ids = 1;
+        else if (!strcmp(a, "--cpu")) o.cpu = 1;
+        else if (!val) return usage("an option is missing its value");
+        else if (!strcmp(a, "--model")) o.path = argv[++i];
+        else if (!strcmp(a, "--ids")) ids_arg = argv[++i];
+        else if (!strcmp(a, "--all-logits")) logits_path = argv[++i];
+        else if (!strcmp(a, "--dtype")) {
+            const char *d = argv[++i];
+            o.dtype = !strcmp(d, "fp32") ? M40_WFMT_FP32 : !strcmp(d, "fp16") ? M40_WFMT_FP16
+                    : !strcmp(d, "int8") ? M40_WFMT_INT8 : !strcmp(d, "int4") ? M40_WFMT_INT4
+                    : M40_WFMT_COUNT;
+            if (o.dtype == M40_WFMT_COUNT) return usage("--dtype: fp32, fp16, int8 or int4");
+        } else if (!strcmp(a, "--ctx")) {
+            if (parse_long(argv[++i], 1, 1L << 22, &v)) return usage("--ctx: 1..4194304");
+            o.ctx = v;
+        } else if (!strcmp(a, "--chunk")) {
+            if (parse_long(argv[++i], 1, 1 << 16, &v)) return usage("--chunk: 1..65536");
+            o.chunk = (int)v;
+        } else if (!strcmp(a, "--max-new-tokens")) {
+            if (parse_long(argv[++i], 0, 1 << 22, &max_new)) return usage("--max-new-tokens: 0..4194304");
+        } else if (!strcmp(a, "--device")) {
+            if (parse_long(argv[++i], 0, 1023, &v)) return usage("--device: 0..1023");
+            o.device = (int)v;
+        } else if (!strcmp(a, "--seed")) {
+            if (parse_long(argv[++i], 0, 0x7fffffffL, &v)) return usage("--seed: 0..2^31-1");
+            sd.seed = (uint64_t)v;
+        } else if (!strcmp(a, "--top-k")) {
+            if (parse_long(argv[++i], 0, 1 << 24, &v)) return usage("--top-k: 0..2^24");
+            sd.top_k = (int)v;
+        } else if (!strcmp(a, "--temperature") || !strcmp(a, "--top-p")) {
+            char *end;
+            double x = strtod(argv[++i], &end);
+            if (*end || !(x >= 0 && x <= 100)) return usage("--temperature / --top-p: a number");
+            if (a[2] == 't' && a[3] == 'e') sd.temperature = (float)x;
+            else sd.top_p = (float)x;
+        } else {
+            return usage("unknown option");
+        }
+    }
+    if (!o.path || !ids_arg) return usage("--model and --ids are required");
+    int32_t *ids = NULL;
+    int n = 0;
+    if (parse_ids(ids_arg, &ids, &n)) {
+        free(ids);
+        return usage("--ids: comma-separated non-negative integers");
+    }
+    o.all_logits = logits_path != NULL;
+    FILE *lf = NULL;
+    if (logits_path && !(lf = fopen(logits_path, "wb"))) {
+        fprintf(stderr, "m40-chat: cannot write %s: %s\n", logits_path, strerror(errno));
+        free(ids);
+        return 1;
+    }
+    char err[512];
+    glm_model *m = NULL;
+    int rc = 1;
+    float *rows = NULL;
+    if (glm_model_open(&o, &m, err, sizeof err)) {
+        fprintf(stderr, "m40-chat: %s\n", err);
+        goto out;
+    }
+    const int V = glm_config(m)->vocab;
+    if (!(rows = malloc((size_t)n * (size_t)V * sizeof(float)))) {
+        fprintf(stderr, "m40-chat: out of host memory\n");
+        goto out;
+    }
+    if (glm_prefill(m, ids, n, rows + (size_t)(n - 1) * V, lf ? rows : NULL)) {
+        fprintf(stderr, "m40-chat: %s\n", glm_errmsg(m));
+        goto out;
+    }
+    if (lf && fwrite(rows, sizeof(float), (size_t)n * V, lf) != (size_t)n * V) goto io;
+    for (long s = 0; s < max_new; s++) {
+        int32_t id;
+        if (glm_sample(m, &sd, &id, NULL)) {
+            fprintf(stderr, "m40-chat: %s\n", glm_errmsg(m));
+            goto out;
+        }
+        if (print_ids) printf("%s%d", s ? "," : "", (int)id);
+        fflush(stdout);
+        if (s + 1 == max_new) break;
+        if (glm_step(m, id, lf ? rows : NULL)) {
+            fprintf(stderr, "m40-chat: %s\n", glm_errmsg(m));
+            goto out;
+        }
+        if (lf && fwrite(rows, sizeof(float), (size_t)V, lf) != (size_t)V) goto io;
+    }
+    if (print_ids && max_new > 0) printf("\n");
+    rc = 0;
+    goto out;
+io:
+    fprintf(stderr, "m40-chat: writing %s failed\n", logits_path);
+out:
+    if (lf && fclose(lf) != 0 && rc == 0) rc = 1;
+    free(rows);
+    free(ids);
+    glm_model_close(m);
+    return rc;
+}

@@ -196,7 +196,8 @@ typedef struct m40_chatglm2_desc {
     ** set and one cache; the first graph's plan counts them), and/or
     ** 2·layers tensors [B, ctx, G, D] F16 on the context (k of layer 0, v
     ** of layer 0, k of layer 1, ...) bound as the KV cache instead. NULL:
-    ** the graph's own. */
+    ** the graph's own. With weights_from, `config` must be that graph's
+    ** (its m40_chatglm2_info.config). */
     m40_graph *weights_from;
     m40_tensor *const *kv_cache;
     const m40_budget *budget; /* the plan's budget when allocating (NULL: none) */

@@ -293,6 +293,7 @@ static int linear(gb *g, const char *prefix, int x, int64_t N, int64_t K, m40_wf
         nd.bits = 16;
         nd.inputs[n++] = x;
         nd.inputs[n++] = weight(g, wn, M40_DTYPE_F16, 2, N, K);
+        if (has_bias) nd.inputs[n++] = M40_NO_TENSOR; /* no scale: the bias is input 3 */
     } else {
         m40_node_desc_init(&nd, M40_OP_LINEAR);
         nd.inputs[n++] = x;

@@ -92,9 +92,11 @@ static int run(m40_ctx *c, m40_graph *g, const m40_chatglm2_info *inf, const int
 /* A graph of the checkpoint: a prefill of T tokens (all logits) or a decode
 ** step, sharing `kv`, and the weights of `from` when given. */
 static m40_graph *graph(m40_ctx *c, m40_st_file *w, m40_wformat fmt, int T, int decode,
-                        m40_graph *from, m40_tensor *const *kv, m40_chatglm2_info *inf) {
+                        m40_graph *from, const m40_chatglm2_config *cfg, m40_tensor *const *kv,
+                        m40_chatglm2_info *inf) {
     m40_chatglm2_desc d;
     m40_chatglm2_desc_init(&d);
+    if (cfg) d.config = *cfg; /* with weights_from: that graph's shape */
     d.weights = fmt;
     d.ctx = MAXP;
     d.chunk = T;
@@ -121,9 +123,9 @@ static void run_format(m40_ctx *c, m40_st_file *w, m40_wformat fmt, double tol, 
         int64_t s[4] = {1, MAXP, 2, 128};
         CHECK_ST(m40_tensor_new(c, M40_DTYPE_F16, 4, s, &kv[i]), M40_OK);
     }
-    if (!got || !(pg = graph(c, w, fmt, nprompt, 0, NULL, kv, &pi)) ||
-        !(dg = graph(c, w, fmt, 1, 1, pg, kv, &di)) ||
-        !(rg = graph(c, w, fmt, nround2, 0, pg, kv, &ri)))
+    if (!got || !(pg = graph(c, w, fmt, nprompt, 0, NULL, NULL, kv, &pi)) ||
+        !(dg = graph(c, w, fmt, 1, 1, pg, &pi.config, kv, &di)) ||
+        !(rg = graph(c, w, fmt, nround2, 0, pg, &pi.config, kv, &ri)))
         goto out;
     CHECK(pi.config.layers == 2 && pi.config.heads == 4 && pi.config.kv_heads == 2 &&
           pi.config.head_dim == 128 && pi.config.hidden == 128 && pi.config.ffn == 200);

@@ -216,7 +216,7 @@ int main(int argc, char **argv) {
     /* per-row int8 and int4 against the fp16 oracle: what quantization
     ** costs here, reported; bounds loose enough for a random model */
     run_format(c, w, M40_WFMT_INT8, 0.05, ngreedy / 2);
-    run_format(c, w, M40_WFMT_INT4, 0.5, 1);
+    run_format(c, w, M40_WFMT_INT4, 1.0, 1);
     m40_st_destroy(w);
     m40_ctx_destroy(c);
     return m40t_finish("test_chatglm2");

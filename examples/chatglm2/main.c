@@ -8,8 +8,8 @@
 **            [--cpu] [--device N]
 **
 ** --all-logits FILE: raw little-endian float32 rows of vocab size, one per
-** prompt position, then one per generated token (the logits it was drawn
-** from are the previous row; each generated token's own row follows it).
+** prompt position, then one per generated token (the logits at its
+** position, from which the next one is drawn): n + max-new-tokens rows.
 ** Exit status: 0, 1 a failure (message on stderr), 2 usage. */
 #include "chatglm2.h"
 
@@ -148,7 +148,7 @@ int main(int argc, char **argv) {
         }
         if (print_ids) printf("%s%d", s ? "," : "", (int)id);
         fflush(stdout);
-        if (s + 1 == max_new) break;
+        if (s + 1 == max_new && !lf) break; /* --all-logits: the last id's row too */
         if (glm_step(m, id, lf ? rows : NULL)) {
             fprintf(stderr, "m40-chat: %s\n", glm_errmsg(m));
             goto out;

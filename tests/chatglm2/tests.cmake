@@ -22,3 +22,13 @@ if(TARGET m40-chat)
            COMMAND m40-chat --cpu --model tests/fixtures/chatglm2/nope.safetensors --ids 1,2)
   set_tests_properties(m40_chat_cli_missing PROPERTIES LABELS cpu WILL_FAIL TRUE)
 endif()
+# Hugging Face-style directories (config.json + sharded safetensors + index,
+# made from the fixture with the standard library) and their refusals.
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(TARGET m40-chat AND Python3_FOUND)
+  add_test(NAME m40_chat_dirs
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/check_dirs.sh $<TARGET_FILE:m40-chat>
+                   ${PROJECT_BINARY_DIR}/chatglm2_dirs
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(m40_chat_dirs PROPERTIES LABELS cpu)
+endif()

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# m40-chat on Hugging Face-style directories (tests/chatglm2/make_dirs.py):
+# the sharded checkpoint with config.json gives the fixture's greedy ids;
+# each broken copy fails with a message naming the file or field.
+#   tests/chatglm2/check_dirs.sh M40_CHAT OUT_DIR
+set -u
+chat=$1 out=$2
+python3 "$(dirname "$0")/make_dirs.py" "$out" || exit 1
+fail=0
+expect() { # dir, regex of the message (or of stdout for "good")
+    local msg rc
+    msg=$("$chat" --cpu --model "$out/$1" --ids 64,17,250,3,99,42,7,128,5,211,33 --greedy \
+          --max-new-tokens 12 --print-ids --chunk 4 2>&1); rc=$?
+    if [ "$1" = good ] && [ $rc -ne 0 ]; then fail=1; echo "FAIL $1: rc $rc: $msg"; return; fi
+    if [ "$1" != good ] && [ $rc -ne 1 ]; then fail=1; echo "FAIL $1: rc $rc (want 1): $msg"; return; fi
+    if grep -qE "$2" <<<"$msg"; then echo "ok   $1: $msg"; else fail=1; echo "FAIL $1: '$msg' !~ /$2/"; fi
+}
+expect good "^55,243,243,243,243,243,50,60,53,5,243,287$"
+expect bad_config "config says ffn_hidden_size 256, the tensors 200"
+expect missing_shard "names shard .*model-00002-of-00002.safetensors, which is missing"
+expect truncated "model-00001-of-00002.safetensors: .*truncated"
+expect bin_only "PyTorch .bin shards: convert them once with examples/chatglm2/convert_bin.py"
+exit $fail

@@ -32,8 +32,13 @@
 **   DP 256:         BM 16, BN 16, S 1×2, O 4×8   ~35 KB (prefill and decode)
 **   decode DP 64:   BM 16, BN 64, S 2×4, O 1×8   ~23 KB  (T·HPG <= 16;
 **   decode DP 128:  BM 16, BN 64, S 2×4, O 2×8   ~47 KB   else prefill's)
-** ptxas -v (sm_52, CUDA 11.8): see the report table of the CI / the
-** branch's commit message; no spills.
+** ptxas -v (sm_52, CUDA 11.8; f16 and f32 caches alike), no spills:
+**   prefill DP 64   167 regs  37376 B smem   (launch bounds: 3 blocks/SM)
+**   prefill DP 128  168 regs  39424 B
+**   DP 256          106 regs  34816 B
+**   decode DP 64    123 regs  27136 B        (4 blocks/SM: <= 128 regs)
+**   decode DP 128   128 regs  47616 B
+**   combine          32 regs   4112 B;  kv_append 31 regs
 **
 ** Roofline (M40: 6.84 TFLOP/s, 288 GB/s, ridge 23.7 FLOP/B). Per key and
 ** KV group: 4·D bytes of f16 K and V read, 4·T·HPG·D FLOP. Decode T = 1,
@@ -132,8 +137,13 @@ template <> struct Load8<float> {
 template <int DP, int BN, typename TC>
 __device__ __forceinline__ void load_tile(const Params &p, const void *cache, int64_t s,
                                           int64_t g, int64_t k0, int64_t kend, float *dst) {
-    constexpr int DS = DP + 4, CH = DP / 8;
-    for (int it = threadIdx.x; it < BN * CH; it += NT) {
+    constexpr int DS = DP + 4, CH = DP / 8, ITEMS = (BN * CH + NT - 1) / NT;
+    /* unrolled with a compile-time count, so every 16-byte load of the tile
+    ** is in flight before the first conversion */
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+        const int it = threadIdx.x + k * NT;
+        if (BN * CH % NT != 0 && it >= BN * CH) break;
         int c = it / CH, d = (it % CH) * 8;
         int64_t j = k0 + c;
         float f[8];
@@ -159,8 +169,11 @@ __device__ __forceinline__ void load_tile(const Params &p, const void *cache, in
 ** 32/TPR rows of a warp are adjacent; BM + 32/TPR puts them in 32 banks */
 template <int BM> constexpr int pstride(int tpr) { return BM + 32 / tpr; }
 
-template <int DP, int BM, int BN, int SR, int SC, int OR, typename TC>
-__global__ void __launch_bounds__(NT) attn_kernel(Params p) {
+/* MINB blocks per SM at least: <= 65536 / (MINB·128) registers a thread
+** (4: 128, the decode tiles, memory-bound, want many loads in flight; 3:
+** 170, the prefill tiles) */
+template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB, typename TC>
+__global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     constexpr int DS = DP + 4;
     constexpr int SCG = BN / SC;          /* S: column groups */
     constexpr int TPR = NT / BM;          /* softmax: threads per row */
@@ -413,10 +426,10 @@ __global__ void __launch_bounds__(NT) attn_combine(const float *ws_ml, const flo
     }
 }
 
-template <int DP, int BM, int BN, int SR, int SC, int OR>
+template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB>
 cudaError_t launch(cudaStream_t st, Params p, int64_t nblocks, int f16) {
-    if (f16) attn_kernel<DP, BM, BN, SR, SC, OR, __half><<<(unsigned)nblocks, NT, 0, st>>>(p);
-    else attn_kernel<DP, BM, BN, SR, SC, OR, float><<<(unsigned)nblocks, NT, 0, st>>>(p);
+    if (f16) attn_kernel<DP, BM, BN, SR, SC, OR, MINB, __half><<<(unsigned)nblocks, NT, 0, st>>>(p);
+    else attn_kernel<DP, BM, BN, SR, SC, OR, MINB, float><<<(unsigned)nblocks, NT, 0, st>>>(p);
     return cudaGetLastError();
 }
 
@@ -467,11 +480,11 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     p.mtiles = (nrows + BM - 1) / BM;
     const int64_t nblocks = s->B * s->G * p.mtiles * splits;
     cudaError_t e;
-    if (DP == 256) e = launch<256, 16, 16, 1, 2, 4>(st, p, nblocks, s->cache_f16);
-    else if (small && DP == 128) e = launch<128, 16, 64, 2, 4, 2>(st, p, nblocks, s->cache_f16);
-    else if (small) e = launch<64, 16, 64, 2, 4, 1>(st, p, nblocks, s->cache_f16);
-    else if (DP == 128) e = launch<128, 32, 32, 2, 4, 4>(st, p, nblocks, s->cache_f16);
-    else e = launch<64, 64, 32, 4, 4, 4>(st, p, nblocks, s->cache_f16);
+    if (DP == 256) e = launch<256, 16, 16, 1, 2, 4, 3>(st, p, nblocks, s->cache_f16);
+    else if (small && DP == 128) e = launch<128, 16, 64, 2, 4, 2, 4>(st, p, nblocks, s->cache_f16);
+    else if (small) e = launch<64, 16, 64, 2, 4, 1, 4>(st, p, nblocks, s->cache_f16);
+    else if (DP == 128) e = launch<128, 32, 32, 2, 4, 4, 3>(st, p, nblocks, s->cache_f16);
+    else e = launch<64, 64, 32, 4, 4, 4, 3>(st, p, nblocks, s->cache_f16);
     if (e != cudaSuccess || splits == 1) return (int)e;
     attn_combine<<<(unsigned)(s->B * s->T * s->H), NT, 0, st>>>(p.ws_ml, p.ws_o, splits, s->D, y);
     return (int)cudaGetLastError();

@@ -165,6 +165,18 @@ __device__ __forceinline__ void load_tile(const Params &p, const void *cache, in
     }
 }
 
+/* N consecutive floats of shared memory, one load (16-, 8- or 4-byte aligned). */
+template <int N> __device__ __forceinline__ void lds(const float *p, float *v);
+template <> __device__ __forceinline__ void lds<4>(const float *p, float *v) {
+    float4 t = *reinterpret_cast<const float4 *>(p);
+    v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+}
+template <> __device__ __forceinline__ void lds<2>(const float *p, float *v) {
+    float2 t = *reinterpret_cast<const float2 *>(p);
+    v[0] = t.x, v[1] = t.y;
+}
+template <> __device__ __forceinline__ void lds<1>(const float *p, float *v) { v[0] = *p; }
+
 /* P's row stride: the TPR lanes of a row read columns part + k·TPR, the
 ** 32/TPR rows of a warp are adjacent; BM + 32/TPR puts them in 32 banks */
 template <int BM> constexpr int pstride(int tpr) { return BM + 32 / tpr; }
@@ -183,6 +195,7 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     static_assert((BM / SR) * SCG == NT, "S tiling");
     static_assert((BM / OR) * OCG == NT, "O tiling");
     static_assert(TPR >= 1 && TPR <= 32 && CPT * TPR == BN, "softmax tiling");
+    static_assert(PSTR % 4 == 0 && (OR == 1 || OR == 2 || OR == 4), "P rows: aligned loads");
 
     __shared__ __align__(16) float qs[BM * DS];
     __shared__ __align__(16) float kvs[BN * DS];
@@ -339,9 +352,11 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
         for (int j = 0; j < BN; j++) {
             float4 v0 = *reinterpret_cast<const float4 *>(kvs + j * DS + ocg * 4);
             float4 v1 = *reinterpret_cast<const float4 *>(kvs + j * DS + DP / 2 + ocg * 4);
+            float pr[OR]; /* P[j][this thread's OR rows]: one broadcast load */
+            lds<OR>(ps + j * PSTR + org * OR, pr);
 #pragma unroll
             for (int i = 0; i < OR; i++) {
-                float pv = ps[j * PSTR + org * OR + i];
+                const float pv = pr[i];
                 o[i][0] = fmaf(pv, v0.x, o[i][0]);
                 o[i][1] = fmaf(pv, v0.y, o[i][1]);
                 o[i][2] = fmaf(pv, v0.z, o[i][2]);

@@ -1,66 +1,339 @@
-/* ATTENTION (issue 16: being written; the rule below is the old plan-only one). */
+/* The KV cache and causal grouped-query attention (issue 16): the eager
+** m40_kv_append and m40_attention (m40/transformer.h) and the graph's
+** ATTENTION node, which appends qkv's K and V parts to its caches and then
+** attends with its Q part. CPU: lib/ref/attention.c; GPU:
+** kernels/attention.h.
+**
+** The eager calls do not go through m40__op_eager: their inputs are not
+** the node's (q alone, no append; kv_append has no node of its own). They
+** share the node's checks (below) and its runs (append_run, attend_run),
+** which take tensors whose descs passed those checks; the node builds
+** strided views of qkv for them.
+**
+** Indices in device memory (pos, slot): a CPU context checks them before
+** running (M40_ERR_INVALID_ARG, nothing written); on a GPU the kernels
+** check them against the index guard (kernels/guard.h), reported at the
+** next m40_ctx_sync. */
 #include "op.h"
+#include "../ref/ref.h"
+#include "../../kernels/attention.h"
 
-/* ---- attention ---------------------------------------------------------------
-** qkv [B,T,(H+2G)·D], k_cache and v_cache [B,L,G,D] (STATE: the op appends
-** K,V at pos), pos i32 [1]; RoPE on rope_dims; causal -> [B,T,H·D]. */
+#include <math.h>
+#include <stdlib.h>
 
 #define ATT_HEADS_MAX (1 << 16)
-#define ATT_HEAD_DIM_MAX (1 << 16)
+#define ATT_HEAD_DIM_MAX 256
+#define ATT_INT_MAX ((int64_t)0x7fffffff) /* the kernels' grid and row counts */
+
+/* ---- checks shared by the eager calls and the node -------------------------- */
+
+static bool f16_or_f32(const m40_tensor_desc *d) {
+    return d->dtype == M40_DTYPE_F16 || d->dtype == M40_DTYPE_F32;
+}
+
+/* dtypes and dims of pos I32 [B,T] and slot I32 [B] (or NULL: B <= S). */
+static m40_status check_index_descs(m40_ctx *ctx, const char *fn, const m40_tensor_desc *pos,
+                                    const m40_tensor_desc *slot, int64_t B, int64_t T,
+                                    int64_t S) {
+    if (pos->dtype != M40_DTYPE_I32 || (slot && slot->dtype != M40_DTYPE_I32))
+        return m40__err(ctx, M40_ERR_DTYPE, "%s: pos and slot must be i32 (pos is %s%s%s)", fn,
+                        m40_dtype_name(pos->dtype), slot ? ", slot is " : "",
+                        slot ? m40_dtype_name(slot->dtype) : "");
+    char a[96];
+    if (pos->ndim != 2 || pos->shape[0] != B || pos->shape[1] != T)
+        return m40__err(ctx, M40_ERR_SHAPE, "%s: pos is %s, expected [%lld,%lld] (one position "
+                        "per query row)", fn, m40__shape_str(pos, a, sizeof a), (long long)B,
+                        (long long)T);
+    if (slot && (slot->ndim != 1 || slot->shape[0] != B))
+        return m40__err(ctx, M40_ERR_SHAPE, "%s: slot is %s, expected [%lld]", fn,
+                        m40__shape_str(slot, a, sizeof a), (long long)B);
+    if (!slot && B > S)
+        return m40__err(ctx, M40_ERR_SHAPE, "%s: %lld sequences but the cache has %lld slots "
+                        "(pass a slot tensor, or a larger cache)", fn, (long long)B,
+                        (long long)S);
+    return M40_OK;
+}
+
+/* A cache [S,L,G,D] F16/F32 with G kv heads of D dims (G, D < 0: any). */
+static m40_status check_cache_desc(m40_ctx *ctx, const char *fn, const char *name,
+                                   const m40_tensor_desc *c, int64_t G, int64_t D) {
+    char a[96];
+    if (!f16_or_f32(c))
+        return m40__err(ctx, M40_ERR_DTYPE, "%s: %s is %s, expected f16 or f32", fn, name,
+                        m40_dtype_name(c->dtype));
+    if (c->ndim != 4 || (G >= 0 && c->shape[2] != G) || (D >= 0 && c->shape[3] != D))
+        return m40__err(ctx, M40_ERR_SHAPE, "%s: %s is %s, expected [slots,length,%lld,%lld]",
+                        fn, name, m40__shape_str(c, a, sizeof a), (long long)G, (long long)D);
+    return M40_OK;
+}
+
+static m40_status check_params(m40_ctx *ctx, const char *fn, int H, int G, int D, float scale) {
+    if (H < 1 || H > ATT_HEADS_MAX || G < 1 || G > H || H % G || D < 1 ||
+        D > ATT_HEAD_DIM_MAX || !isfinite(scale))
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: heads %d, kv_heads %d, head_dim %d, "
+                        "scale %g: need heads 1..%d divisible by kv_heads, head_dim 1..%d, a "
+                        "finite scale", fn, H, G, D, (double)scale, ATT_HEADS_MAX,
+                        ATT_HEAD_DIM_MAX);
+    return M40_OK;
+}
+
+/* q (or qkv) [B,T,W] F32 with W = cols. */
+static m40_status check_rows(m40_ctx *ctx, const char *fn, const char *name,
+                             const m40_tensor_desc *x, int64_t cols, const char *what) {
+    char a[96];
+    if (x->dtype != M40_DTYPE_F32)
+        return m40__err(ctx, M40_ERR_DTYPE, "%s: %s is %s, expected f32", fn, name,
+                        m40_dtype_name(x->dtype));
+    if (x->ndim != 3 || x->shape[2] != cols)
+        return m40__err(ctx, M40_ERR_SHAPE, "%s: %s is %s, expected [B,T,%lld] (%s)", fn, name,
+                        m40__shape_str(x, a, sizeof a), (long long)cols, what);
+    return M40_OK;
+}
+
+/* What the runs take beyond the shapes: contiguous caches, pos and slot,
+** rows whose last dim is contiguous, sizes that fit the kernels' ints. */
+static m40_status check_layout(m40_ctx *ctx, const char *fn, const m40_tensor_desc *rows,
+                               const m40_tensor_desc *pos, const m40_tensor_desc *slot,
+                               const m40_tensor_desc *c1, const m40_tensor_desc *c2,
+                               int64_t heads) {
+    if (!m40_tensor_desc_is_contiguous(c1) || (c2 && !m40_tensor_desc_is_contiguous(c2)) ||
+        !m40_tensor_desc_is_contiguous(pos) || (slot && !m40_tensor_desc_is_contiguous(slot)))
+        return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: the caches, pos and slot must be "
+                        "contiguous", fn);
+    if (rows->shape[2] > 1 && rows->stride[2] != 1)
+        return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: the rows' last dim must have stride 1",
+                        fn);
+    int64_t n = 0;
+    if (m40__mul_ok(rows->shape[0] * rows->shape[1], heads, ATT_INT_MAX, &n) ||
+        c1->shape[0] > ATT_INT_MAX || c1->shape[1] > ATT_INT_MAX)
+        return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: B·T·heads, slots and length must stay "
+                        "below 2^31", fn);
+    return M40_OK;
+}
+
+/* ---- runs (descs checked) --------------------------------------------------- */
+
+/* A CPU context checks the indices before anything is written. */
+static m40_status cpu_indices(m40_ctx *ctx, const char *fn, const m40_tensor *pos,
+                              const m40_tensor *slot, int64_t S, int64_t L) {
+    int64_t B = pos->desc.shape[0], T = pos->desc.shape[1];
+    const int32_t *p = pos->data, *s = slot ? slot->data : NULL;
+    for (int64_t b = 0; b < B && s; b++)
+        if (s[b] < 0 || s[b] >= S)
+            return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: slot[%lld] = %d out of range [0, "
+                            "%lld)", fn, (long long)b, (int)s[b], (long long)S);
+    for (int64_t i = 0; i < B * T; i++)
+        if (p[i] < -1 || p[i] >= L)
+            return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: pos[%lld,%lld] = %d %s the cache "
+                            "length %lld (positions are 0 .. L-1, or -1)", fn,
+                            (long long)(i / T), (long long)(i % T), (int)p[i],
+                            p[i] < -1 ? "below -1, with" : "past", (long long)L);
+    return M40_OK;
+}
+
+static m40_status append_run(m40_ctx *ctx, const char *fn, const m40_tensor *kv,
+                             const m40_tensor *pos, const m40_tensor *slot, m40_tensor *cache) {
+    const m40_tensor_desc *k = &kv->desc, *c = &cache->desc;
+    int64_t S = c->shape[0], L = c->shape[1], GD = c->shape[2] * c->shape[3];
+    int f16 = c->dtype == M40_DTYPE_F16;
+#ifdef M40_HAVE_CUDA
+    if (ctx->is_gpu) {
+        int e = m40k_kv_append(ctx->stream, k->shape[0], k->shape[1], GD, kv->data, k->stride[0],
+                               k->stride[1], pos->data, slot ? slot->data : NULL, S, L, f16,
+                               cache->data, ctx->guard);
+        ctx->guard_armed = true;
+        return m40__launched(ctx, e, fn);
+    }
+#endif
+    m40_status st = cpu_indices(ctx, fn, pos, slot, S, L);
+    if (st != M40_OK) return st;
+    m40__ref_kv_append(k->shape[0], k->shape[1], GD, kv->data, k->stride[0], k->stride[1],
+                       pos->data, slot ? slot->data : NULL, L, f16, cache->data);
+    return M40_OK;
+}
+
+static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_tensor_desc *kc,
+                                  float scale) {
+    m40k_attn_shape s = {.B = q->shape[0], .T = q->shape[1], .H = H, .G = kc->shape[2],
+                         .D = kc->shape[3], .S = kc->shape[0], .L = kc->shape[1],
+                         .qs0 = q->stride[0], .qs1 = q->stride[1],
+                         .cache_f16 = kc->dtype == M40_DTYPE_F16};
+    s.scale = scale != 0.0f ? scale : (float)(1.0 / sqrt((double)s.D));
+    return s;
+}
+
+static m40_status attend_run(m40_ctx *ctx, const char *fn, int H, float scale,
+                             const m40_tensor *q, const m40_tensor *kc, const m40_tensor *vc,
+                             const m40_tensor *pos, const m40_tensor *slot, m40_tensor *y) {
+    m40k_attn_shape s = attn_shape(H, &q->desc, &kc->desc, scale);
+    const int32_t *sp = slot ? slot->data : NULL;
+#ifdef M40_HAVE_CUDA
+    if (ctx->is_gpu) {
+        size_t want = (size_t)m40k_attention_workspace(&s, ctx->sm_count), got = want;
+        void *ws = NULL;
+        m40_status st = want ? m40__cuda_scratch(ctx, &got, &ws) : M40_OK;
+        if (st != M40_OK) return st;
+        int e = m40k_attention(ctx->stream, &s, q->data, kc->data, vc->data, pos->data, sp,
+                               y->data, ws, got, ctx->sm_count, ctx->guard);
+        ctx->guard_armed = true;
+        return m40__launched(ctx, e, fn);
+    }
+#endif
+    m40_status st = cpu_indices(ctx, fn, pos, slot, s.S, s.L);
+    if (st != M40_OK) return st;
+    double *scratch = malloc((size_t)(s.L + s.D) * sizeof *scratch);
+    if (!scratch) return m40__err(ctx, M40_ERR_OOM_HOST, "%s: no memory for the scores", fn);
+    m40__ref_attention(s.B, s.T, s.H, s.G, s.D, s.L, s.scale, q->data, s.qs0, s.qs1,
+                       s.cache_f16, kc->data, vc->data, pos->data, sp, y->data, scratch);
+    free(scratch);
+    return M40_OK;
+}
+
+/* ---- eager entry points ------------------------------------------------------ */
+
+static m40_status check_tensor_opt(m40_ctx *ctx, const m40_tensor *t, const char *what) {
+    return t ? m40__check_tensor(ctx, t, what) : M40_OK;
+}
+
+m40_status m40_kv_append(m40_ctx *ctx, const m40_tensor *kv, const m40_tensor *pos,
+                         const m40_tensor *slot, m40_tensor *cache) {
+    const char *fn = "m40_kv_append";
+    m40_status st = m40__ctx_check(ctx);
+    if (st || (st = m40__check_tensor(ctx, kv, "m40_kv_append: kv")) ||
+        (st = m40__check_tensor(ctx, pos, "m40_kv_append: pos")) ||
+        (st = check_tensor_opt(ctx, slot, "m40_kv_append: slot")) ||
+        (st = m40__check_tensor(ctx, cache, "m40_kv_append: cache")))
+        return st;
+    const m40_tensor_desc *c = &cache->desc, *k = &kv->desc;
+    const m40_tensor_desc *sd = slot ? &slot->desc : NULL;
+    if ((st = check_cache_desc(ctx, fn, "cache", c, -1, -1)) ||
+        (st = check_rows(ctx, fn, "kv", k, c->shape[2] * c->shape[3], "kv_heads·head_dim of "
+                         "the cache")) ||
+        (st = check_index_descs(ctx, fn, &pos->desc, sd, k->shape[0], k->shape[1], c->shape[0])) ||
+        (st = check_layout(ctx, fn, k, &pos->desc, sd, c, NULL, 1)))
+        return st;
+    return append_run(ctx, fn, kv, pos, slot, cache);
+}
+
+void m40_attention_desc_init(m40_attention_desc *d) {
+    if (!d) return;
+    d->struct_size = sizeof *d;
+    d->heads = 1;
+    d->kv_heads = 1;
+    d->head_dim = 128;
+    d->scale = 0.0f;
+}
+
+m40_status m40_attention(m40_ctx *ctx, const m40_attention_desc *d, const m40_tensor *q,
+                         const m40_tensor *k_cache, const m40_tensor *v_cache,
+                         const m40_tensor *pos, const m40_tensor *slot, m40_tensor *y) {
+    const char *fn = "m40_attention";
+    m40_status st = m40__ctx_check(ctx);
+    if (st) return st;
+    if (!d || d->struct_size < sizeof *d)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: desc is NULL or older than this "
+                        "library's (use m40_attention_desc_init)", fn);
+    if ((st = m40__check_tensor(ctx, q, "m40_attention: q")) ||
+        (st = m40__check_tensor(ctx, k_cache, "m40_attention: k_cache")) ||
+        (st = m40__check_tensor(ctx, v_cache, "m40_attention: v_cache")) ||
+        (st = m40__check_tensor(ctx, pos, "m40_attention: pos")) ||
+        (st = check_tensor_opt(ctx, slot, "m40_attention: slot")) ||
+        (st = m40__check_tensor(ctx, y, "m40_attention: y")) ||
+        (st = check_params(ctx, fn, d->heads, d->kv_heads, d->head_dim, d->scale)))
+        return st;
+    const m40_tensor_desc *kd = &k_cache->desc, *vd = &v_cache->desc, *qd = &q->desc;
+    const m40_tensor_desc *sd = slot ? &slot->desc : NULL;
+    int64_t HD = (int64_t)d->heads * d->head_dim;
+    if ((st = check_cache_desc(ctx, fn, "k_cache", kd, d->kv_heads, d->head_dim)) ||
+        (st = check_cache_desc(ctx, fn, "v_cache", vd, d->kv_heads, d->head_dim)))
+        return st;
+    if (kd->dtype != vd->dtype || !m40__same_shape(kd, vd))
+        return m40__err(ctx, kd->dtype != vd->dtype ? M40_ERR_DTYPE : M40_ERR_SHAPE,
+                        "%s: k_cache and v_cache differ in dtype or shape", fn);
+    if ((st = check_rows(ctx, fn, "q", qd, HD, "heads·head_dim")) ||
+        (st = check_rows(ctx, fn, "y", &y->desc, HD, "heads·head_dim")) ||
+        (st = check_index_descs(ctx, fn, &pos->desc, sd, qd->shape[0], qd->shape[1],
+                                kd->shape[0])))
+        return st;
+    if (y->desc.shape[0] != qd->shape[0] || y->desc.shape[1] != qd->shape[1])
+        return m40__err(ctx, M40_ERR_SHAPE, "%s: y's [B,T] differ from q's", fn);
+    if (!m40_tensor_desc_is_contiguous(&y->desc))
+        return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: y must be contiguous", fn);
+    if ((st = check_layout(ctx, fn, qd, &pos->desc, sd, kd, vd, d->heads))) return st;
+    return attend_run(ctx, fn, d->heads, d->scale, q, k_cache, v_cache, pos, slot, y);
+}
+
+/* ---- the graph node: qkv [B,T,(H+2G)·D], k_cache, v_cache [S,L,G,D] STATE,
+**      pos i32 [B,T], slot i32 [B]? -> y [B,T,H·D] ------------------------------- */
 
 static m40_status attention_rule(const m40__op_call *c, m40_tensor_desc *out) {
     const m40_node_desc *nd = c->nd;
     m40_status st;
-    if ((st = m40__rule_dtype(c, 0, M40_DTYPE_F32, M40_DTYPE_F32)) ||
-        (st = m40__rule_dtype(c, 1, M40_DTYPE_F16, M40_DTYPE_F32)) ||
-        (st = m40__rule_dtype(c, 2, M40_DTYPE_F16, M40_DTYPE_F32)) ||
-        (st = m40__rule_dtype(c, 3, M40_DTYPE_I32, M40_DTYPE_I32)) ||
-        (st = m40__rule_ndim(c, 0, 3, 3)) || (st = m40__rule_ndim(c, 1, 4, 4)) ||
-        (st = m40__rule_ndim(c, 2, 4, 4)))
+    int H = nd->heads, G = nd->kv_heads, D = nd->head_dim;
+    if ((st = check_params(c->ctx, c->fn, H, G, D, nd->attn_scale)) ||
+        (st = check_cache_desc(c->ctx, c->fn, "k_cache", c->in[1], G, D)) ||
+        (st = check_cache_desc(c->ctx, c->fn, "v_cache", c->in[2], G, D)))
         return st;
-    int H = nd->heads, G = nd->kv_heads, D = nd->head_dim, rd = nd->rope_dims;
-    if (H < 1 || G < 1 || D < 1 || H > ATT_HEADS_MAX || G > ATT_HEADS_MAX ||
-        D > ATT_HEAD_DIM_MAX || H % G || rd < 0 || rd > D || rd % 2)
-        return m40__rule_fail(c, M40_ERR_INVALID_ARG,
-                              "heads %d, kv_heads %d, head_dim %d, rope_dims %d: need heads and "
-                              "kv_heads 1..%d, head_dim 1..%d, heads %% kv_heads == 0, even "
-                              "rope_dims <= head_dim", H, G, D, rd, ATT_HEADS_MAX,
-                              ATT_HEAD_DIM_MAX);
-    const int64_t *q = c->in[0]->shape, *k = c->in[1]->shape;
-    int64_t B = q[0], T = q[1], L = k[1];
-    /* (H + 2G)·D < 3·2^32: no wrap */
-    bool ok = q[2] == ((int64_t)H + 2 * (int64_t)G) * D && k[0] == B && k[2] == G && k[3] == D &&
-              m40__same_shape(c->in[1], c->in[2]) && c->in[1]->dtype == c->in[2]->dtype &&
-              T <= L && m40__dims_product(c->in[3], 0, c->in[3]->ndim) == 1;
-    if (!ok)
-        return m40__rule_shape(c, "need qkv [B,T,(heads+2*kv_heads)*head_dim], caches "
-                               "[B,L,kv_heads,head_dim] with T <= L, pos [1]");
-    int64_t s[3] = {B, T, (int64_t)H * D};
+    if (c->in[1]->dtype != c->in[2]->dtype || !m40__same_shape(c->in[1], c->in[2]))
+        return m40__rule_fail(c, c->in[1]->dtype != c->in[2]->dtype ? M40_ERR_DTYPE
+                              : M40_ERR_SHAPE, "k_cache and v_cache differ in dtype or shape");
+    const m40_tensor_desc *x = c->in[0];
+    if ((st = check_rows(c->ctx, c->fn, "qkv", x, ((int64_t)H + 2 * (int64_t)G) * D,
+                         "(heads+2·kv_heads)·head_dim")) ||
+        (st = check_index_descs(c->ctx, c->fn, c->in[3], c->nd->ninputs > 4 ? c->in[4] : NULL,
+                                x->shape[0], x->shape[1], c->in[1]->shape[0])))
+        return st;
+    int64_t s[3] = {x->shape[0], x->shape[1], (int64_t)H * D};
     return m40__rule_out(c, out, M40_DTYPE_F32, 3, s);
 }
 
-/* decode (T = 1) splits the cache in 256-token chunks across blocks and
-** merges partial (max, sum, out[D]) per chunk; prefill needs no scratch */
+static m40_status attention_run_check(const m40__op_call *c, const m40_tensor_desc *out) {
+    (void)out;
+    return check_layout(c->ctx, c->fn, c->in[0], c->in[3], c->nd->ninputs > 4 ? c->in[4] : NULL,
+                        c->in[1], c->in[2], c->nd->heads + 2 * c->nd->kv_heads);
+}
+
+/* decode (T <= 8): the partial (max, sum, out[D]) of each query row and KV
+** split (kernels/attention.h's rule); prefill needs none */
 static m40_status attention_workspace(const m40__op_call *c, const m40_tensor_desc *out,
                                       int sm_count, uint64_t *bytes) {
-    (void)out;
-    (void)sm_count;
     *bytes = 0;
-    const int64_t *q = c->in[0]->shape, *k = c->in[1]->shape;
-    if (q[1] != 1) return M40_OK;
-    int64_t b;
-    if (m40__mul_ok(q[0], c->nd->heads, M40__OP_BYTES_MAX, &b) ||
-        m40__mul_ok(b, (k[1] + 255) / 256, M40__OP_BYTES_MAX, &b) ||
-        m40__mul_ok(b, (int64_t)c->nd->head_dim + 2, M40__OP_BYTES_MAX, &b) ||
-        m40__mul_ok(b, 4, M40__OP_BYTES_MAX, &b))
+    m40k_attn_shape s = attn_shape(c->nd->heads, out, c->in[1], c->nd->attn_scale);
+    int64_t n = m40k_attention_splits(&s, sm_count), b;
+    if (n <= 1) return M40_OK;
+    if (m40__mul_ok(s.B * s.T, s.H * n, M40__OP_BYTES_MAX, &b) ||
+        m40__mul_ok(b, (s.D + 2) * 4, M40__OP_BYTES_MAX, &b))
         return m40__rule_fail(c, M40_ERR_SHAPE, "the decode scratch would take 2^62 bytes or more");
     *bytes = (uint64_t)b;
     return M40_OK;
 }
 
-const m40__op_def m40__op_attention = {
-    .op = M40_OP_ATTENTION, .name = "attention", .inplace = 0, .min_in = 4, .max_in = 4,
-    .in_names = {"qkv", "k_cache", "v_cache", "pos"}, .out_name = "y",
-    .state_inputs = (1u << 1) | (1u << 2), .rule = attention_rule,
-    .workspace = attention_workspace};
+/* qkv's columns [col0, col0 + cols) as a [B,T,cols] view (same strides). */
+static m40_tensor part_of(const m40_tensor *qkv, int64_t col0, int64_t cols) {
+    m40_tensor v = *qkv;
+    v.desc.shape[2] = cols;
+    v.data = (float *)qkv->data + col0;
+    return v;
+}
 
+static m40_status attention_run(m40_ctx *ctx, const m40__op_run *r) {
+    const m40_node_desc *nd = r->nd;
+    int64_t H = nd->heads, G = nd->kv_heads, D = nd->head_dim;
+    const m40_tensor *slot = nd->ninputs > 4 ? r->in[4] : NULL;
+    m40_tensor q = part_of(r->in[0], 0, H * D), k = part_of(r->in[0], H * D, G * D),
+               v = part_of(r->in[0], (H + G) * D, G * D);
+    /* the caches are the node's STATE inputs: it writes them */
+    m40_tensor *kc = (m40_tensor *)r->in[1], *vc = (m40_tensor *)r->in[2];
+    m40_status st;
+    if ((st = append_run(ctx, r->fn, &k, r->in[3], slot, kc)) ||
+        (st = append_run(ctx, r->fn, &v, r->in[3], slot, vc)))
+        return st;
+    return attend_run(ctx, r->fn, nd->heads, nd->attn_scale, &q, kc, vc, r->in[3], slot, r->out);
+}
+
+const m40__op_def m40__op_attention = {
+    .op = M40_OP_ATTENTION, .name = "attention", .inplace = 0, .min_in = 4, .max_in = 5,
+    .in_names = {"qkv", "k_cache", "v_cache", "pos", "slot"}, .out_name = "y",
+    .state_inputs = (1u << 1) | (1u << 2), .rule = attention_rule,
+    .workspace = attention_workspace, .run_check = attention_run_check,
+    .run_cpu = attention_run, M40__GPU(attention_run)};

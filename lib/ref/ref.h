@@ -58,4 +58,20 @@ int m40__ref_quant_linear(const struct m40_quant_format *f, int64_t M, int64_t N
                           const float *x, const void *data, const void *scale,
                           const float *bias, float *y);
 
+/* ---- attention (issue 16): the KV cache and causal GQA ------------------
+** Caches [S, L, G, D] contiguous, F16 (cache_f16) or F32; pos I32 [B, T]
+** (-1: padding), slot I32 [B] or NULL (slot b); indices already checked. */
+/* cache[slot[b], pos[b,t], :] = kv[b, t, :GD] (kv rows at b·kvs0 + t·kvs1). */
+void m40__ref_kv_append(int64_t B, int64_t T, int64_t GD, const float *kv, int64_t kvs0,
+                        int64_t kvs1, const int32_t *pos, const int32_t *slot, int64_t L,
+                        int cache_f16, void *cache);
+/* y [B, T, H·D] contiguous = softmax over j <= pos[b,t] of q·K[j]·scale,
+** times V (zero rows where pos is -1); q rows at b·qs0 + t·qs1. scratch:
+** L + D doubles. */
+void m40__ref_attention(int64_t B, int64_t T, int64_t H, int64_t G, int64_t D, int64_t L,
+                        float scale, const float *q, int64_t qs0, int64_t qs1, int cache_f16,
+                        const void *k_cache, const void *v_cache, const int32_t *pos,
+                        const int32_t *slot, float *y, double *scratch);
+/* ---- end attention ---- */
+
 #endif

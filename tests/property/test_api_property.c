@@ -702,13 +702,13 @@ static void known_findings(void) {
     int out;
     m40_node_desc nd;
     /* shapes.c:320: (int64_t)(H + 2 * G) * D */
-    int64_t q[3] = {1, 1, 8}, kv[4] = {1, 4, 1 << 30, 1}, p[1] = {1};
+    int64_t q[3] = {1, 1, 8}, kv[4] = {1, 4, 1 << 30, 1}, p[2] = {1, 1}; /* pos [B,T] */
     m40_node_desc_init(&nd, M40_OP_ATTENTION);
     nd.ninputs = 4;
     nd.inputs[0] = g_tensor(g, M40_ROLE_INPUT, M40_DTYPE_F32, 3, q);
     nd.inputs[1] = g_tensor(g, M40_ROLE_STATE, M40_DTYPE_F16, 4, kv);
     nd.inputs[2] = g_tensor(g, M40_ROLE_STATE, M40_DTYPE_F16, 4, kv);
-    nd.inputs[3] = g_tensor(g, M40_ROLE_INPUT, M40_DTYPE_I32, 1, p);
+    nd.inputs[3] = g_tensor(g, M40_ROLE_INPUT, M40_DTYPE_I32, 2, p);
     nd.heads = nd.kv_heads = 1 << 30;
     nd.head_dim = 1;
     CALL(m40_graph_node(g, &nd, &out));

@@ -1,0 +1,506 @@
+/* KV-cache append and causal grouped-query attention, FP32 math on sm_52
+** (fp16 caches converted with __half2float on load; no half arithmetic).
+**
+** One tile kernel serves prefill and decode: a block owns BM query rows of
+** one (sequence b, KV group g) -- row r is (t, head) = (r / HPG, g·HPG +
+** r % HPG), HPG = H/G, so the HPG heads of a group share every K/V tile
+** the block loads (GQA: ChatGLM2's 16 heads per group read each K/V row
+** once) -- and walks BN-key tiles of the cache with an online softmax (the
+** running max m, sum l and unnormalized out[D] per row; no T×L matrix):
+**   1. K tile [BN][DP] -> smem (16-byte loads: 8 halves or 4 floats)
+**   2. S = Q·Kᵀ, register-tiled SR×SC per thread (float4 along D from Q
+**      [BM][DP+4] and K [BN][DP+4]; the SC columns of a thread are BN/SC
+**      apart, so 8 threads of a quarter-warp read 8 different bank quads)
+**   3. mask j > pos[row] (causal, per query row), -> P [BN][BM+pad] smem
+**   4. per row (NT/BM threads, shuffles): new max, rescale α, p = 2^(s-m)
+**      (Q is pre-scaled by scale·log2 e), l = l·α + Σp; V tile -> smem
+**   5. O = O·α + P·V, register-tiled OR rows × 8 dims per thread
+** Head dims are padded to DP ∈ {64, 128, 256} (zeros), so D = 80 runs the
+** 128 path (correct, 37% idle lanes of D); 64 and 128 are the fast ones.
+**
+** Prefill (T > 8): one block per BM rows over keys [0, max pos + 1) of its
+** rows; blocks of later rows (more keys) start first. Decode (T <= 8):
+** BM = 16 rows (T·HPG, e.g. 1 × 16 heads) and the keys [0, max pos + 1)
+** of the block's rows split evenly over `splits` blocks
+** (kernels/attention.h: about 2 blocks per SM), each writing partial
+** (m, l, out[D]) per row to the workspace; attn_combine merges them.
+**
+** Configurations (NT = 128 threads; smem = 4·(BM·(DP+4) + BN·(DP+4) +
+** BN·PSTR + 3·BM) bytes, all < 48 KB):
+**   prefill DP 64:  BM 64, BN 32, S 4×4, O 4×8   ~35 KB
+**   prefill DP 128: BM 32, BN 32, S 2×4, O 4×8   ~39 KB
+**   DP 256:         BM 16, BN 16, S 1×2, O 4×8   ~35 KB (prefill and decode)
+**   decode DP 64:   BM 16, BN 64, S 2×4, O 1×8   ~23 KB  (T·HPG <= 16;
+**   decode DP 128:  BM 16, BN 64, S 2×4, O 2×8   ~47 KB   else prefill's)
+** ptxas -v (sm_52, CUDA 11.8; f16 and f32 caches alike), no spills:
+**   prefill DP 64   167 regs  37376 B smem   (launch bounds: 3 blocks/SM)
+**   prefill DP 128  168 regs  39424 B
+**   DP 256          106 regs  34816 B
+**   decode DP 64    123 regs  27136 B        (4 blocks/SM: <= 128 regs)
+**   decode DP 128   128 regs  47616 B
+**   combine          32 regs   4112 B;  kv_append 31 regs
+**
+** Roofline (M40: 6.84 TFLOP/s, 288 GB/s, ridge 23.7 FLOP/B). Per key and
+** KV group: 4·D bytes of f16 K and V read, 4·T·HPG·D FLOP. Decode T = 1,
+** HPG 16: 16 FLOP/B < ridge: memory-bound, floor = cache bytes / 288 GB/s
+** (ChatGLM2 layer at 32K, f16: 32 MiB -> 116 us). Prefill T = L: causal
+** half of 4·T²·H·D FLOP, ~T·HPG FLOP/B: compute-bound; the QKᵀ loop does
+** SR·SC·4 FMA per SR+SC LDS.128, the PV loop OR·8 FMA per OR LDS + 2
+** LDS.128 (an SGEMM does 64 per 4), so expect ~half the SGEMM rate.
+**
+** kv_append: one block row per (b, t): cache[slot, pos, :] = kv row,
+** converted; guarded (a bad pos or slot skips the row). */
+#include "attention.h"
+#include "guard.h"
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+
+namespace {
+
+constexpr int NT = 128;
+constexpr float kLog2e = 1.4426950408889634f;
+
+/* ---- kv_append --------------------------------------------------------------- */
+
+__global__ void kv_append_kernel(int64_t T, int64_t GD, const float *kv, int64_t kvs0,
+                                 int64_t kvs1, const int32_t *pos, const int32_t *slot,
+                                 int64_t S, int64_t L, int f16, void *cache, unsigned *guard) {
+    int64_t row = blockIdx.x, b = row / T, t = row % T;
+    int64_t p = pos[row], s = slot ? (int64_t)slot[b] : b;
+    bool report = blockIdx.y == 0 && threadIdx.x == 0;
+    if (s < 0 || s >= S) {
+        if (report && t == 0) m40k_guard_report(guard, M40K_GUARD_KV_SLOT, s, S);
+        return;
+    }
+    if (p < -1 || p >= L) {
+        if (report) m40k_guard_report(guard, M40K_GUARD_KV_POS, p, L);
+        return;
+    }
+    if (p < 0) return; /* -1: padding */
+    const float *src = kv + b * kvs0 + t * kvs1;
+    int64_t o = (s * L + p) * GD;
+    for (int64_t i = (int64_t)blockIdx.y * blockDim.x + threadIdx.x; i < GD;
+         i += (int64_t)gridDim.y * blockDim.x) {
+        if (f16) ((__half *)cache)[o + i] = __float2half_rn(src[i]);
+        else ((float *)cache)[o + i] = src[i];
+    }
+}
+
+/* ---- attention tile kernel ----------------------------------------------------- */
+
+struct Params {
+    const float *q;
+    const void *kc, *vc;
+    const int32_t *pos, *slot;
+    float *y;
+    float *ws_ml, *ws_o; /* splits > 1: partial (m, l) and out[D] per (row, split) */
+    int64_t T, H, G, D, S, L, hpg, qs0, qs1;
+    int64_t mtiles, splits;
+    float qscale; /* scale · log2 e */
+    int vec;      /* D and the cache rows allow 16-byte loads */
+    unsigned *guard;
+};
+
+/* 8 consecutive cache values from element i of a cache row, as floats. */
+template <typename TC> struct Load8;
+template <> struct Load8<__half> {
+    static __device__ __forceinline__ void vec(const void *c, int64_t i, float *f) {
+        uint4 u = *reinterpret_cast<const uint4 *>(reinterpret_cast<const __half *>(c) + i);
+        const __half2 *h = reinterpret_cast<const __half2 *>(&u);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float2 v = __half22float2(h[k]);
+            f[2 * k] = v.x;
+            f[2 * k + 1] = v.y;
+        }
+    }
+    static __device__ __forceinline__ float one(const void *c, int64_t i) {
+        return __half2float(reinterpret_cast<const __half *>(c)[i]);
+    }
+};
+template <> struct Load8<float> {
+    static __device__ __forceinline__ void vec(const void *c, int64_t i, float *f) {
+        const float4 *p = reinterpret_cast<const float4 *>(reinterpret_cast<const float *>(c) + i);
+        float4 a = p[0], b = p[1];
+        f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w;
+        f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
+    }
+    static __device__ __forceinline__ float one(const void *c, int64_t i) {
+        return reinterpret_cast<const float *>(c)[i];
+    }
+};
+
+/* Keys [k0, k0 + BN) of (slot s, group g) -> dst [BN][DP+4]; keys >= kend
+** and dims >= D are zeros (never read). */
+template <int DP, int BN, typename TC>
+__device__ __forceinline__ void load_tile(const Params &p, const void *cache, int64_t s,
+                                          int64_t g, int64_t k0, int64_t kend, float *dst) {
+    constexpr int DS = DP + 4, CH = DP / 8, ITEMS = (BN * CH + NT - 1) / NT;
+    /* unrolled with a compile-time count, so every 16-byte load of the tile
+    ** is in flight before the first conversion */
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+        const int it = threadIdx.x + k * NT;
+        if (BN * CH % NT != 0 && it >= BN * CH) break;
+        int c = it / CH, d = (it % CH) * 8;
+        int64_t j = k0 + c;
+        float f[8];
+        if (j < kend && d < p.D) {
+            int64_t o = ((s * p.L + j) * p.G + g) * p.D + d;
+            if (p.vec) {
+                Load8<TC>::vec(cache, o, f);
+            } else {
+#pragma unroll
+                for (int k = 0; k < 8; k++) f[k] = d + k < p.D ? Load8<TC>::one(cache, o + k) : 0.0f;
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; k++) f[k] = 0.0f;
+        }
+        float4 *w = reinterpret_cast<float4 *>(dst + c * DS + d);
+        w[0] = make_float4(f[0], f[1], f[2], f[3]);
+        w[1] = make_float4(f[4], f[5], f[6], f[7]);
+    }
+}
+
+/* N consecutive floats of shared memory, one load (16-, 8- or 4-byte aligned). */
+template <int N> __device__ __forceinline__ void lds(const float *p, float *v);
+template <> __device__ __forceinline__ void lds<4>(const float *p, float *v) {
+    float4 t = *reinterpret_cast<const float4 *>(p);
+    v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+}
+template <> __device__ __forceinline__ void lds<2>(const float *p, float *v) {
+    float2 t = *reinterpret_cast<const float2 *>(p);
+    v[0] = t.x, v[1] = t.y;
+}
+template <> __device__ __forceinline__ void lds<1>(const float *p, float *v) { v[0] = *p; }
+
+/* P's row stride: the TPR lanes of a row read columns part + k·TPR, the
+** 32/TPR rows of a warp are adjacent; BM + 32/TPR puts them in 32 banks */
+template <int BM> constexpr int pstride(int tpr) { return BM + 32 / tpr; }
+
+/* MINB blocks per SM at least: <= 65536 / (MINB·128) registers a thread
+** (4: 128, the decode tiles, memory-bound, want many loads in flight; 3:
+** 170, the prefill tiles) */
+template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB, typename TC>
+__global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
+    constexpr int DS = DP + 4;
+    constexpr int SCG = BN / SC;          /* S: column groups */
+    constexpr int TPR = NT / BM;          /* softmax: threads per row */
+    constexpr int CPT = BN / TPR;         /* softmax: columns per thread */
+    constexpr int PSTR = pstride<BM>(TPR);
+    constexpr int OCG = DP / 8;           /* O: column groups of 4 + 4 dims */
+    static_assert((BM / SR) * SCG == NT, "S tiling");
+    static_assert((BM / OR) * OCG == NT, "O tiling");
+    static_assert(TPR >= 1 && TPR <= 32 && CPT * TPR == BN, "softmax tiling");
+    static_assert(PSTR % 4 == 0 && (OR == 1 || OR == 2 || OR == 4), "P rows: aligned loads");
+
+    __shared__ __align__(16) float qs[BM * DS];
+    __shared__ __align__(16) float kvs[BN * DS];
+    __shared__ __align__(16) float ps[BN * PSTR];
+    __shared__ float row_m[BM], row_l[BM], row_a[BM];
+    __shared__ int row_pos[BM];
+
+    const int tid = threadIdx.x;
+    /* blockIdx.x = ((b·G + g)·mtiles + mt)·splits + split; the last query
+    ** tiles (most keys) first */
+    int64_t bx = blockIdx.x;
+    const int64_t split = bx % p.splits;
+    bx /= p.splits;
+    const int64_t mt = p.mtiles - 1 - bx % p.mtiles;
+    bx /= p.mtiles;
+    const int64_t g = bx % p.G, b = bx / p.G;
+    const int64_t nrows = p.T * p.hpg;
+
+    /* the slot, the rows' positions (guarded), Q pre-scaled */
+    int64_t s = p.slot ? (int64_t)p.slot[b] : b;
+    const bool bad_slot = s < 0 || s >= p.S;
+    if (bad_slot && tid == 0 && mt == 0 && g == 0 && split == 0)
+        m40k_guard_report(p.guard, M40K_GUARD_ATTN_SLOT, s, p.S);
+    if (tid < BM) {
+        int64_t r = mt * BM + tid;
+        int pp = -1;
+        if (r < nrows && !bad_slot) {
+            int64_t t = r / p.hpg;
+            int64_t v = p.pos[b * p.T + t];
+            if (v < -1 || v >= p.L) {
+                if (r % p.hpg == 0 && g == 0 && split == 0)
+                    m40k_guard_report(p.guard, M40K_GUARD_ATTN_POS, v, p.L);
+            } else {
+                pp = (int)v;
+            }
+        }
+        row_pos[tid] = pp;
+        row_m[tid] = -INFINITY;
+        row_l[tid] = 0.0f;
+    }
+    for (int it = tid; it < BM * (DP / 4); it += NT) {
+        int r = it / (DP / 4), d = (it % (DP / 4)) * 4;
+        int64_t rr = mt * BM + r;
+        float f[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (rr < nrows) {
+            int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
+            const float *qr = p.q + b * p.qs0 + t * p.qs1 + h * p.D;
+#pragma unroll
+            for (int k = 0; k < 4; k++) f[k] = d + k < p.D ? qr[d + k] * p.qscale : 0.0f;
+        }
+        *reinterpret_cast<float4 *>(qs + r * DS + d) = make_float4(f[0], f[1], f[2], f[3]);
+    }
+    __syncthreads();
+
+    /* this block's keys: [0, kend) of its rows, then its split's share */
+    int kend = 0;
+    for (int r = 0; r < BM; r++) kend = max(kend, row_pos[r] + 1);
+    int64_t k_lo = 0, k_hi = kend;
+    if (p.splits > 1) {
+        int64_t per = (kend + p.splits - 1) / p.splits;
+        per = (per + BN - 1) / BN * BN;
+        k_lo = split * per;
+        k_hi = min((int64_t)kend, k_lo + per);
+    }
+
+    /* S-tile and O-tile coordinates */
+    const int srg = tid / SCG, scg = tid % SCG;
+    const int org = tid / OCG, ocg = tid % OCG;
+    float o[OR][8];
+#pragma unroll
+    for (int i = 0; i < OR; i++)
+#pragma unroll
+        for (int k = 0; k < 8; k++) o[i][k] = 0.0f;
+
+    for (int64_t k0 = k_lo; k0 < k_hi; k0 += BN) {
+        __syncthreads(); /* the previous tile's P·V is done with kvs and ps */
+        load_tile<DP, BN, TC>(p, p.kc, s, g, k0, k_hi, kvs);
+        __syncthreads();
+
+        float acc[SR][SC];
+#pragma unroll
+        for (int i = 0; i < SR; i++)
+#pragma unroll
+            for (int k = 0; k < SC; k++) acc[i][k] = 0.0f;
+#pragma unroll 4
+        for (int d = 0; d < DP; d += 4) {
+            float4 a[SR], bv[SC];
+#pragma unroll
+            for (int i = 0; i < SR; i++)
+                a[i] = *reinterpret_cast<const float4 *>(qs + (srg * SR + i) * DS + d);
+#pragma unroll
+            for (int k = 0; k < SC; k++)
+                bv[k] = *reinterpret_cast<const float4 *>(kvs + (scg + k * SCG) * DS + d);
+#pragma unroll
+            for (int i = 0; i < SR; i++)
+#pragma unroll
+                for (int k = 0; k < SC; k++) {
+                    acc[i][k] = fmaf(a[i].x, bv[k].x, acc[i][k]);
+                    acc[i][k] = fmaf(a[i].y, bv[k].y, acc[i][k]);
+                    acc[i][k] = fmaf(a[i].z, bv[k].z, acc[i][k]);
+                    acc[i][k] = fmaf(a[i].w, bv[k].w, acc[i][k]);
+                }
+        }
+#pragma unroll
+        for (int i = 0; i < SR; i++) {
+            int r = srg * SR + i;
+            int64_t lim = min((int64_t)row_pos[r], k_hi - 1); /* keys <= lim count */
+#pragma unroll
+            for (int k = 0; k < SC; k++) {
+                int c = scg + k * SCG;
+                ps[c * PSTR + r] = k0 + c <= lim ? acc[i][k] : -INFINITY;
+            }
+        }
+        __syncthreads();
+
+        /* online softmax, TPR adjacent lanes per row */
+        {
+            const int r = tid / TPR, part = tid % TPR;
+            const float m_old = row_m[r];
+            float mx = -INFINITY;
+#pragma unroll
+            for (int k = 0; k < CPT; k++) mx = fmaxf(mx, ps[(part + k * TPR) * PSTR + r]);
+#pragma unroll
+            for (int w = TPR / 2; w > 0; w >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, w));
+            const float m_new = fmaxf(m_old, mx);
+            const float m_safe = m_new == -INFINITY ? 0.0f : m_new; /* all masked: p = 0 */
+            float sum = 0.0f;
+#pragma unroll
+            for (int k = 0; k < CPT; k++) {
+                float *e = &ps[(part + k * TPR) * PSTR + r];
+                float v = exp2f(*e - m_safe);
+                *e = v;
+                sum += v;
+            }
+#pragma unroll
+            for (int w = TPR / 2; w > 0; w >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, w);
+            if (part == 0) {
+                float a = exp2f(m_old - m_safe); /* m_old -inf: 0 (o is 0 then) */
+                row_a[r] = a;
+                row_l[r] = row_l[r] * a + sum;
+                row_m[r] = m_new;
+            }
+        }
+        load_tile<DP, BN, TC>(p, p.vc, s, g, k0, k_hi, kvs);
+        __syncthreads();
+
+#pragma unroll
+        for (int i = 0; i < OR; i++) {
+            float a = row_a[org * OR + i];
+#pragma unroll
+            for (int k = 0; k < 8; k++) o[i][k] *= a;
+        }
+#pragma unroll 4
+        for (int j = 0; j < BN; j++) {
+            float4 v0 = *reinterpret_cast<const float4 *>(kvs + j * DS + ocg * 4);
+            float4 v1 = *reinterpret_cast<const float4 *>(kvs + j * DS + DP / 2 + ocg * 4);
+            float pr[OR]; /* P[j][this thread's OR rows]: one broadcast load */
+            lds<OR>(ps + j * PSTR + org * OR, pr);
+#pragma unroll
+            for (int i = 0; i < OR; i++) {
+                const float pv = pr[i];
+                o[i][0] = fmaf(pv, v0.x, o[i][0]);
+                o[i][1] = fmaf(pv, v0.y, o[i][1]);
+                o[i][2] = fmaf(pv, v0.z, o[i][2]);
+                o[i][3] = fmaf(pv, v0.w, o[i][3]);
+                o[i][4] = fmaf(pv, v1.x, o[i][4]);
+                o[i][5] = fmaf(pv, v1.y, o[i][5]);
+                o[i][6] = fmaf(pv, v1.z, o[i][6]);
+                o[i][7] = fmaf(pv, v1.w, o[i][7]);
+            }
+        }
+    }
+    __syncthreads(); /* row_l, row_m final */
+
+#pragma unroll
+    for (int i = 0; i < OR; i++) {
+        int r = org * OR + i;
+        int64_t rr = mt * BM + r;
+        if (rr >= nrows) continue;
+        int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
+        int64_t row = (b * p.T + t) * p.H + h;
+        float *dst;
+        float mul = 1.0f;
+        if (p.splits > 1) {
+            dst = p.ws_o + (row * p.splits + split) * p.D;
+        } else {
+            float l = row_l[r];
+            mul = l > 0.0f ? 1.0f / l : 0.0f; /* pos -1: a zero row */
+            dst = p.y + row * p.D;
+        }
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            int d = (k < 4 ? 0 : DP / 2) + ocg * 4 + (k & 3);
+            if (d < p.D) dst[d] = o[i][k] * mul;
+        }
+    }
+    if (p.splits > 1 && tid < BM) {
+        int64_t rr = mt * BM + tid;
+        if (rr < nrows) {
+            int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
+            int64_t row = (b * p.T + t) * p.H + h;
+            p.ws_ml[(row * p.splits + split) * 2] = row_m[tid];
+            p.ws_ml[(row * p.splits + split) * 2 + 1] = row_l[tid];
+        }
+    }
+}
+
+/* y[row, :] = Σ_c 2^(m_c - M) out_c / Σ_c 2^(m_c - M) l_c, one block per
+** query row; splits <= M40K_ATTN_MAX_SPLITS. */
+__global__ void __launch_bounds__(NT) attn_combine(const float *ws_ml, const float *ws_o,
+                                                   int64_t splits, int64_t D, float *y) {
+    __shared__ float w[M40K_ATTN_MAX_SPLITS];
+    __shared__ float red[NT / 32];
+    const int64_t row = blockIdx.x;
+    const float *ml = ws_ml + row * splits * 2;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    float mx = -INFINITY;
+    for (int64_t c = tid; c < splits; c += NT) mx = fmaxf(mx, ml[2 * c]);
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if (lane == 0) red[warp] = mx;
+    __syncthreads();
+    mx = red[0];
+    for (int k = 1; k < NT / 32; k++) mx = fmaxf(mx, red[k]);
+    __syncthreads();
+    const float m_safe = mx == -INFINITY ? 0.0f : mx;
+    float l = 0.0f;
+    for (int64_t c = tid; c < splits; c += NT) {
+        float v = exp2f(ml[2 * c] - m_safe);
+        w[c] = v;
+        l += v * ml[2 * c + 1];
+    }
+    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+    if (lane == 0) red[warp] = l;
+    __syncthreads();
+    l = 0.0f;
+    for (int k = 0; k < NT / 32; k++) l += red[k];
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    const float *src = ws_o + row * splits * D;
+    for (int64_t d = tid; d < D; d += NT) {
+        float acc = 0.0f;
+        for (int64_t c = 0; c < splits; c++) acc = fmaf(w[c], src[c * D + d], acc);
+        y[row * D + d] = acc * inv;
+    }
+}
+
+template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB>
+cudaError_t launch(cudaStream_t st, Params p, int64_t nblocks, int f16) {
+    if (f16) attn_kernel<DP, BM, BN, SR, SC, OR, MINB, __half><<<(unsigned)nblocks, NT, 0, st>>>(p);
+    else attn_kernel<DP, BM, BN, SR, SC, OR, MINB, float><<<(unsigned)nblocks, NT, 0, st>>>(p);
+    return cudaGetLastError();
+}
+
+} // namespace
+
+extern "C" int m40k_kv_append(void *stream, int64_t B, int64_t T, int64_t GD, const float *kv,
+                              int64_t kvs0, int64_t kvs1, const int32_t *pos,
+                              const int32_t *slot, int64_t S, int64_t L, int cache_f16,
+                              void *cache, unsigned *guard) {
+    if (B * T == 0 || GD == 0) return 0;
+    int64_t gy = (GD + 255) / 256;
+    if (gy > 64) gy = 64;
+    dim3 grid((unsigned)(B * T), (unsigned)gy);
+    kv_append_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(T, GD, kv, kvs0, kvs1, pos, slot, S,
+                                                              L, cache_f16, cache, guard);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const float *q,
+                              const void *k_cache, const void *v_cache, const int32_t *pos,
+                              const int32_t *slot, float *y, void *ws, size_t ws_bytes,
+                              int sm_count, unsigned *guard) {
+    if (s->B * s->T * s->H == 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    Params p = {};
+    p.q = q, p.kc = k_cache, p.vc = v_cache, p.pos = pos, p.slot = slot, p.y = y;
+    p.T = s->T, p.H = s->H, p.G = s->G, p.D = s->D, p.S = s->S, p.L = s->L;
+    p.hpg = s->H / s->G, p.qs0 = s->qs0, p.qs1 = s->qs1;
+    p.qscale = s->scale * kLog2e;
+    p.guard = guard;
+    const int64_t elem = s->cache_f16 ? 2 : 4;
+    p.vec = (s->D % 8 == 0) && ((uintptr_t)k_cache % 16 == 0) && ((uintptr_t)v_cache % 16 == 0) &&
+            (s->D * elem) % 16 == 0;
+    const int decode = s->T <= M40K_ATTN_DECODE_T;
+    int64_t splits = m40k_attention_splits(s, sm_count);
+    if (splits > 1 && (uint64_t)ws_bytes < m40k_attention_workspace(s, sm_count)) splits = 1;
+    p.splits = splits;
+    if (splits > 1) {
+        p.ws_ml = (float *)ws;
+        p.ws_o = p.ws_ml + s->B * s->T * s->H * splits * 2;
+    }
+    const int64_t nrows = s->T * p.hpg;
+    const int64_t DP = s->D <= 64 ? 64 : s->D <= 128 ? 128 : 256;
+    /* decode with up to 16 rows per (b, g): the 16-row tile; more rows
+    ** (T·HPG > 16): the prefill tiles, split over the keys all the same */
+    const int small = decode && nrows <= M40K_ATTN_DECODE_BM;
+    const int64_t BM = DP == 256 || small ? 16 : DP == 128 ? 32 : 64;
+    p.mtiles = (nrows + BM - 1) / BM;
+    const int64_t nblocks = s->B * s->G * p.mtiles * splits;
+    cudaError_t e;
+    if (DP == 256) e = launch<256, 16, 16, 1, 2, 4, 3>(st, p, nblocks, s->cache_f16);
+    else if (small && DP == 128) e = launch<128, 16, 64, 2, 4, 2, 4>(st, p, nblocks, s->cache_f16);
+    else if (small) e = launch<64, 16, 64, 2, 4, 1, 4>(st, p, nblocks, s->cache_f16);
+    else if (DP == 128) e = launch<128, 32, 32, 2, 4, 4, 3>(st, p, nblocks, s->cache_f16);
+    else e = launch<64, 64, 32, 4, 4, 4, 3>(st, p, nblocks, s->cache_f16);
+    if (e != cudaSuccess || splits == 1) return (int)e;
+    attn_combine<<<(unsigned)(s->B * s->T * s->H), NT, 0, st>>>(p.ws_ml, p.ws_o, splits, s->D, y);
+    return (int)cudaGetLastError();
+}

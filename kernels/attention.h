@@ -1,0 +1,79 @@
+/* KV-cache append and causal grouped-query attention launchers
+** (kernels/attention.cu). Launcher contract as every kernels/<family>.h:
+** callable from C, the stream as void*, a cudaError_t as int. Shapes and
+** strides are checked by lib/ops/attention.c; indices read from device
+** memory (pos, slot) are checked by the kernels against the index guard
+** (kernels/guard.h; `guard` may be NULL: no report).
+**
+** The split rule below is plain C so that the op file's workspace function
+** (the planner's figure, also on CPU builds) uses the launcher's own rule. */
+#ifndef M40_KERNELS_ATTENTION_H
+#define M40_KERNELS_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Decode (T <= M40K_ATTN_DECODE_T) splits the KV length of each (sequence,
+** KV group, query tile) over `splits` blocks; prefill runs one block per
+** query tile over the whole length. */
+#define M40K_ATTN_DECODE_T 8
+#define M40K_ATTN_DECODE_BM 16    /* query rows (t, head) per decode block */
+#define M40K_ATTN_MIN_CHUNK 128   /* keys per split at least */
+#define M40K_ATTN_MAX_SPLITS 1024 /* the combine kernel's bound */
+#define M40K_ATTN_PLAN_SMS 160    /* sm_count 0 (the planner): any GPU up to 160 SMs */
+
+typedef struct m40k_attn_shape {
+    int64_t B, T, H, G, D; /* batch, queries per sequence, heads, KV heads, head dim */
+    int64_t S, L;          /* cache slots and length: caches [S, L, G, D] contiguous */
+    int64_t qs0, qs1;      /* q's strides of b and t, in floats (last dim contiguous) */
+    float scale;           /* resolved: q·k·scale */
+    int cache_f16;         /* caches F16 (else F32) */
+} m40k_attn_shape;
+
+/* The number of KV splits of a decode call (1: no partials, no workspace):
+** about 2 blocks per SM, each at least M40K_ATTN_MIN_CHUNK keys of L. */
+static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int sm_count) {
+    if (s->T > M40K_ATTN_DECODE_T || s->B < 1 || s->T < 1 || s->G < 1) return 1;
+    int64_t sms = sm_count > 0 && sm_count < M40K_ATTN_PLAN_SMS ? sm_count : M40K_ATTN_PLAN_SMS;
+    int64_t rows = s->T * (s->H / s->G);
+    int64_t base = s->B * s->G * ((rows + M40K_ATTN_DECODE_BM - 1) / M40K_ATTN_DECODE_BM);
+    int64_t n = (2 * sms + base - 1) / base;
+    int64_t cap = (s->L + M40K_ATTN_MIN_CHUNK - 1) / M40K_ATTN_MIN_CHUNK;
+    if (n > cap) n = cap;
+    if (n > M40K_ATTN_MAX_SPLITS) n = M40K_ATTN_MAX_SPLITS;
+    return n < 1 ? 1 : n;
+}
+
+/* Workspace bytes of a call: B·T·H·splits·(D + 2) floats (the partial
+** (max, sum, out[D]) of each query row and split), 0 with one split.
+** The caller has bounded B·T·H·D (the output's size), so with splits <=
+** 1024 and D <= 256 this cannot wrap. */
+static inline uint64_t m40k_attention_workspace(const m40k_attn_shape *s, int sm_count) {
+    int64_t n = m40k_attention_splits(s, sm_count);
+    if (n <= 1) return 0;
+    return (uint64_t)s->B * (uint64_t)s->T * (uint64_t)s->H * (uint64_t)n *
+           (uint64_t)(s->D + 2) * 4u;
+}
+
+/* cache[slot[b], pos[b,t], :GD] = kv[b, t, :] converted to the cache dtype:
+** kv rows at b·kvs0 + t·kvs1 floats; pos I32 [B,T] (-1 skips the row),
+** slot I32 [B] or NULL. Guarded: KV_POS, KV_SLOT. */
+int m40k_kv_append(void *stream, int64_t B, int64_t T, int64_t GD, const float *kv,
+                   int64_t kvs0, int64_t kvs1, const int32_t *pos, const int32_t *slot,
+                   int64_t S, int64_t L, int cache_f16, void *cache, unsigned *guard);
+
+/* y [B, T, H·D] contiguous = causal GQA of q over the caches (see
+** m40/transformer.h). ws: m40k_attention_workspace(s, sm_count) bytes, or
+** fewer (then one split: correct, slower). Guarded: ATTN_POS, ATTN_SLOT. */
+int m40k_attention(void *stream, const m40k_attn_shape *s, const float *q, const void *k_cache,
+                   const void *v_cache, const int32_t *pos, const int32_t *slot, float *y,
+                   void *ws, size_t ws_bytes, int sm_count, unsigned *guard);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

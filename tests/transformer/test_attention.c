@@ -1,0 +1,362 @@
+/* m40_kv_append, m40_attention and the ATTENTION node on a CPU context
+** against a naive implementation written here (own f16 decoding, double
+** sums), then every bad input: dtypes, shapes, heads not dividing, head_dim
+** past 256, positions past the cache, slots out of range, the node's
+** rules (STATE caches, pos [B,T]); the context stays usable after each. */
+#include "check.h"
+#include "m40/transformer.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static m40_ctx *C;
+
+static int has(const char *needle) {
+    if (strstr(m40_errmsg(C), needle)) return 1;
+    fprintf(stderr, "message lacks '%s': %s\n", needle, m40_errmsg(C));
+    return 0;
+}
+
+static void fill(float *p, int64_t n, uint32_t seed) {
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        p[i] = (float)((seed >> 8) & 0xFFFF) / 32768.0f - 1.0f;
+    }
+}
+
+/* binary16 -> float, written out for the test (not lib/half.h) */
+static float h2f(uint16_t h) {
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    return (float)(h & 0x8000 ? -v : v);
+}
+
+static m40_tensor *tnew(m40_dtype dt, int nd, int64_t a, int64_t b, int64_t c, int64_t d) {
+    int64_t s[4] = {a, b, c, d};
+    m40_tensor *t = NULL;
+    if (m40_tensor_new(C, dt, nd, s, &t) != M40_OK) {
+        fprintf(stderr, "m40_tensor_new: %s\n", m40_errmsg(C));
+        exit(1);
+    }
+    memset(m40_tensor_get_data(t), 0, m40_tensor_get_nbytes(t));
+    return t;
+}
+
+/* A [B,T,cols] view of qkv's columns [col0, col0+cols). */
+static m40_tensor *cols_of(m40_tensor *qkv, int64_t col0, int64_t cols) {
+    const m40_tensor_desc *d = m40_tensor_get_desc(qkv);
+    m40_tensor_desc v = *d;
+    v.shape[2] = cols;
+    m40_tensor *t = NULL;
+    CHECK_ST(m40_tensor_view(C, qkv, &v, col0, &t), M40_OK);
+    return t;
+}
+
+static float cache_val(const m40_tensor *c, int64_t i) {
+    const void *p = m40_tensor_get_data(c);
+    return m40_tensor_get_desc(c)->dtype == M40_DTYPE_F16 ? h2f(((const uint16_t *)p)[i])
+                                                         : ((const float *)p)[i];
+}
+
+/* The naive attention of query row (b,t), head h, into out[D]. */
+static void naive_row(const float *q, const m40_tensor *kc, const m40_tensor *vc, int64_t L,
+                      int64_t G, int64_t D, int64_t g, int64_t s, int p, double scale,
+                      float *out) {
+    double *w = malloc((size_t)(p + 1) * sizeof *w), m = -1e300, sum = 0;
+    for (int j = 0; j <= p; j++) {
+        double dot = 0;
+        for (int64_t d = 0; d < D; d++) dot += q[d] * (double)cache_val(kc, ((s * L + j) * G + g) * D + d);
+        w[j] = dot * scale;
+        if (w[j] > m) m = w[j];
+    }
+    for (int j = 0; j <= p; j++) sum += (w[j] = exp(w[j] - m));
+    for (int64_t d = 0; d < D; d++) {
+        double a = 0;
+        for (int j = 0; j <= p; j++) a += w[j] * cache_val(vc, ((s * L + j) * G + g) * D + d);
+        out[d] = (float)(a / sum);
+    }
+    free(w);
+}
+
+/* One case: caches filled by a history append (every slot, every
+** position), then B sequences of up to T new rows appended at pos (slot
+** mapping, -1 padding, a stride-2 sequence), then attention; eager and the
+** graph node (when `node`) against the naive rows. */
+static void attn_case(int B, int T, int H, int G, int D, int S, int L, m40_dtype cdt,
+                      int use_slot, float scale) {
+    const int64_t W = (int64_t)(H + 2 * G) * D, GD = (int64_t)G * D;
+    /* history: [S, L, GD] K and V rows at slot s, position j */
+    m40_tensor *hk = tnew(M40_DTYPE_F32, 3, S, L, GD, 0), *hv = tnew(M40_DTYPE_F32, 3, S, L, GD, 0);
+    m40_tensor *hp = tnew(M40_DTYPE_I32, 2, S, L, 0, 0);
+    fill(m40_tensor_get_data(hk), (int64_t)S * L * GD, 1 + D);
+    fill(m40_tensor_get_data(hv), (int64_t)S * L * GD, 2 + D);
+    for (int64_t i = 0; i < (int64_t)S * L; i++) ((int32_t *)m40_tensor_get_data(hp))[i] = (int32_t)(i % L);
+    m40_tensor *kc = tnew(cdt, 4, S, L, G, D), *vc = tnew(cdt, 4, S, L, G, D);
+    CHECK_ST(m40_kv_append(C, hk, hp, NULL, kc), M40_OK);
+    CHECK_ST(m40_kv_append(C, hv, hp, NULL, vc), M40_OK);
+    /* the appended values, exactly (f32) or rounded to f16 */
+    int bad = 0;
+    for (int64_t i = 0; i < (int64_t)S * L * GD; i++) {
+        float v = ((float *)m40_tensor_get_data(hk))[i], c = cache_val(kc, i);
+        if (cdt == M40_DTYPE_F32 ? c != v : fabsf(c - v) > fabsf(v) * 4.9e-4f + 6e-8f) bad++;
+    }
+    CHECK(bad == 0);
+
+    /* the new rows */
+    m40_tensor *qkv = tnew(M40_DTYPE_F32, 3, B, T, W, 0), *pos = tnew(M40_DTYPE_I32, 2, B, T, 0, 0);
+    m40_tensor *slot = use_slot ? tnew(M40_DTYPE_I32, 1, B, 0, 0, 0) : NULL;
+    fill(m40_tensor_get_data(qkv), (int64_t)B * T * W, 7 + T);
+    int32_t *pp = m40_tensor_get_data(pos);
+    for (int b = 0; b < B; b++) {
+        int n = T - (b % 3), st = (b * 5) % 7, step = b % 2 ? 2 : 1; /* lengths, starts, strides */
+        if (st + (n - 1) * step >= L) st = 0, step = 1;
+        for (int t = 0; t < T; t++) pp[b * T + t] = t < n ? st + t * step : -1;
+        if (use_slot) ((int32_t *)m40_tensor_get_data(slot))[b] = (S - 1 - b) % S;
+    }
+    m40_tensor *q = cols_of(qkv, 0, (int64_t)H * D), *k = cols_of(qkv, (int64_t)H * D, GD),
+               *v = cols_of(qkv, (int64_t)(H + G) * D, GD);
+    m40_tensor *y = tnew(M40_DTYPE_F32, 3, B, T, (int64_t)H * D, 0);
+    m40t_poison(m40_tensor_get_data(y), (int64_t)B * T * H * D);
+    m40_attention_desc ad;
+    m40_attention_desc_init(&ad);
+    ad.heads = H, ad.kv_heads = G, ad.head_dim = D, ad.scale = scale;
+    CHECK_ST(m40_kv_append(C, k, pos, slot, kc), M40_OK);
+    CHECK_ST(m40_kv_append(C, v, pos, slot, vc), M40_OK);
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, y), M40_OK);
+
+    float *ref = malloc((size_t)B * T * H * D * sizeof *ref);
+    const float *x = m40_tensor_get_data(qkv);
+    double sc = scale != 0.0f ? scale : 1.0 / sqrt((double)D);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++) {
+                float *o = ref + (((int64_t)b * T + t) * H + h) * D;
+                int p = pp[b * T + t];
+                int64_t s = use_slot ? ((int32_t *)m40_tensor_get_data(slot))[b] : b;
+                if (p < 0) memset(o, 0, (size_t)D * sizeof *o);
+                else naive_row(x + ((int64_t)b * T + t) * W + (int64_t)h * D, kc, vc, L, G, D,
+                               h / (H / G), s, p, sc, o);
+            }
+    char name[128];
+    snprintf(name, sizeof name, "attention B%d T%d H%d G%d D%d %s%s", B, T, H, G, D,
+             m40_dtype_name(cdt), use_slot ? " slots" : "");
+    m40t_compare(name, m40_tensor_get_data(y), ref, (int64_t)B * T * H * D,
+                 (m40t_tol){1e-5, 1e-5, 1e-10});
+
+    /* the node: same caches (history), same new rows -> same y */
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    m40_node_desc nd;
+    m40_node_desc_init(&nd, M40_OP_ATTENTION);
+    nd.ninputs = use_slot ? 5 : 4;
+    nd.heads = H, nd.kv_heads = G, nd.head_dim = D, nd.attn_scale = scale;
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "qkv", m40_tensor_get_desc(qkv), &nd.inputs[0]), M40_OK);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_STATE, "k", m40_tensor_get_desc(kc), &nd.inputs[1]), M40_OK);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_STATE, "v", m40_tensor_get_desc(vc), &nd.inputs[2]), M40_OK);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "pos", m40_tensor_get_desc(pos), &nd.inputs[3]), M40_OK);
+    if (use_slot)
+        CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "slot", m40_tensor_get_desc(slot), &nd.inputs[4]), M40_OK);
+    int yid = -1;
+    CHECK_ST(m40_graph_node(g, &nd, &yid), M40_OK);
+    CHECK_ST(m40_graph_mark_output(g, yid), M40_OK);
+    /* bind every input and the caches (after the history only: the node appends) */
+    m40_tensor *kc2 = tnew(cdt, 4, S, L, G, D), *vc2 = tnew(cdt, 4, S, L, G, D);
+    CHECK_ST(m40_kv_append(C, hk, hp, NULL, kc2), M40_OK);
+    CHECK_ST(m40_kv_append(C, hv, hp, NULL, vc2), M40_OK);
+    CHECK_ST(m40_graph_bind(g, nd.inputs[0], qkv), M40_OK);
+    CHECK_ST(m40_graph_bind(g, nd.inputs[1], kc2), M40_OK);
+    CHECK_ST(m40_graph_bind(g, nd.inputs[2], vc2), M40_OK);
+    CHECK_ST(m40_graph_bind(g, nd.inputs[3], pos), M40_OK);
+    if (use_slot) CHECK_ST(m40_graph_bind(g, nd.inputs[4], slot), M40_OK);
+    CHECK_ST(m40_graph_alloc(g), M40_OK);
+    CHECK_ST(m40_graph_run(g), M40_OK);
+    m40_tensor *gy = NULL;
+    CHECK_ST(m40_graph_get_tensor(g, yid, &gy), M40_OK);
+    snprintf(name + strlen(name), sizeof name - strlen(name), " (node)");
+    if (gy) m40t_compare(name, m40_tensor_get_data(gy), ref, (int64_t)B * T * H * D,
+                         (m40t_tol){1e-5, 1e-5, 1e-10});
+    CHECK(memcmp(m40_tensor_get_data(kc2), m40_tensor_get_data(kc), m40_tensor_get_nbytes(kc)) == 0);
+    CHECK(memcmp(m40_tensor_get_data(vc2), m40_tensor_get_data(vc), m40_tensor_get_nbytes(vc)) == 0);
+    m40_graph_destroy(g);
+
+    free(ref);
+    m40_tensor *all[] = {hk, hv, hp, kc, vc, qkv, pos, slot, q, k, v, y, kc2, vc2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) m40_tensor_destroy(all[i]);
+}
+
+/* Bad inputs: statuses and messages; a valid call afterwards succeeds. */
+static void bad_inputs(void) {
+    const int B = 2, T = 3, H = 4, G = 2, D = 8, S = 2, L = 6;
+    m40_tensor *q = tnew(M40_DTYPE_F32, 3, B, T, H * D, 0), *y = tnew(M40_DTYPE_F32, 3, B, T, H * D, 0);
+    m40_tensor *kc = tnew(M40_DTYPE_F16, 4, S, L, G, D), *vc = tnew(M40_DTYPE_F16, 4, S, L, G, D);
+    m40_tensor *vc32 = tnew(M40_DTYPE_F32, 4, S, L, G, D), *kv = tnew(M40_DTYPE_F32, 3, B, T, G * D, 0);
+    m40_tensor *pos = tnew(M40_DTYPE_I32, 2, B, T, 0, 0), *slot = tnew(M40_DTYPE_I32, 1, B, 0, 0, 0);
+    m40_tensor *pos1 = tnew(M40_DTYPE_I32, 1, 1, 0, 0, 0), *posf = tnew(M40_DTYPE_F32, 2, B, T, 0, 0);
+    m40_tensor *qi = tnew(M40_DTYPE_I32, 3, B, T, H * D, 0), *k3 = tnew(M40_DTYPE_F16, 3, S, L, G * D, 0);
+    m40_tensor *big = tnew(M40_DTYPE_F32, 3, 3, T, H * D, 0), *kbig = tnew(M40_DTYPE_F32, 3, 3, T, G * D, 0);
+    int32_t *pp = m40_tensor_get_data(pos), *sp = m40_tensor_get_data(slot);
+    for (int i = 0; i < B * T; i++) pp[i] = i % T;
+    sp[0] = 1, sp[1] = 0;
+    m40_attention_desc ad;
+    m40_attention_desc_init(&ad);
+    CHECK(ad.struct_size == sizeof ad && ad.heads == 1 && ad.kv_heads == 1 && ad.head_dim == 128 &&
+          ad.scale == 0.0f);
+    ad.heads = H, ad.kv_heads = G, ad.head_dim = D;
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, y), M40_OK);
+    CHECK_ST(m40_kv_append(C, kv, pos, slot, kc), M40_OK);
+
+    /* dtypes */
+    CHECK_ST(m40_attention(C, &ad, qi, kc, vc, pos, slot, y), M40_ERR_DTYPE);
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc32, pos, slot, y), M40_ERR_DTYPE);
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, posf, slot, y), M40_ERR_DTYPE);
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, qi), M40_ERR_DTYPE);
+    CHECK_ST(m40_kv_append(C, kv, posf, NULL, kc), M40_ERR_DTYPE);
+    CHECK_ST(m40_kv_append(C, kv, pos, NULL, pos), M40_ERR_DTYPE);
+    /* shapes */
+    CHECK_ST(m40_attention(C, &ad, q, k3, vc, pos, slot, y), M40_ERR_SHAPE);
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos1, slot, y), M40_ERR_SHAPE);
+    CHECK(has("pos"));
+    CHECK_ST(m40_attention(C, &ad, kv, kc, vc, pos, slot, y), M40_ERR_SHAPE);
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, pos, y), M40_ERR_SHAPE);
+    CHECK_ST(m40_attention(C, &ad, big, kc, vc, pos, slot, big), M40_ERR_SHAPE);
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, big), M40_ERR_SHAPE);
+    CHECK_ST(m40_kv_append(C, q, pos, NULL, kc), M40_ERR_SHAPE);
+    CHECK_ST(m40_kv_append(C, kbig, pos1, NULL, kc), M40_ERR_SHAPE);
+    /* 3 sequences, no slot tensor, 2 slots */
+    m40_tensor *pos3 = tnew(M40_DTYPE_I32, 2, 3, T, 0, 0);
+    CHECK_ST(m40_kv_append(C, kbig, pos3, NULL, kc), M40_ERR_SHAPE);
+    CHECK(has("slots"));
+    ad.head_dim = 16;
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, y), M40_ERR_SHAPE);
+    /* parameters */
+    ad.head_dim = D, ad.heads = 3;
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, y), M40_ERR_INVALID_ARG);
+    CHECK(has("divisible"));
+    ad.heads = H, ad.kv_heads = 0;
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, y), M40_ERR_INVALID_ARG);
+    ad.kv_heads = G, ad.head_dim = 300;
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, y), M40_ERR_INVALID_ARG);
+    ad.head_dim = D, ad.scale = NAN;
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, y), M40_ERR_INVALID_ARG);
+    ad.scale = 0.0f;
+    CHECK_ST(m40_attention(C, NULL, q, kc, vc, pos, slot, y), M40_ERR_INVALID_ARG);
+    m40_attention_desc old = ad;
+    old.struct_size = 8;
+    CHECK_ST(m40_attention(C, &old, q, kc, vc, pos, slot, y), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_attention(C, &ad, NULL, kc, vc, pos, slot, y), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_kv_append(C, kv, NULL, NULL, kc), M40_ERR_INVALID_ARG);
+    /* a strided cache: not taken */
+    m40_tensor_desc vd = *m40_tensor_get_desc(kc);
+    vd.shape[1] = L - 1;
+    m40_tensor *kview = NULL, *vview = NULL;
+    CHECK_ST(m40_tensor_view(C, kc, &vd, 0, &kview), M40_OK);
+    CHECK_ST(m40_tensor_view(C, vc, &vd, 0, &vview), M40_OK);
+    CHECK_ST(m40_attention(C, &ad, q, kview, vview, pos, slot, y), M40_ERR_UNSUPPORTED);
+
+    /* indices: positions past the cache, below -1, slots out of range; nothing written */
+    memset(m40_tensor_get_data(y), 0x7f, m40_tensor_get_nbytes(y));
+    pp[4] = L;
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, y), M40_ERR_INVALID_ARG);
+    CHECK(has("pos[1,1] = 6 past the cache length 6"));
+    CHECK(((uint32_t *)m40_tensor_get_data(y))[0] == 0x7f7f7f7fu);
+    void *before = malloc(m40_tensor_get_nbytes(kc));
+    memcpy(before, m40_tensor_get_data(kc), m40_tensor_get_nbytes(kc));
+    CHECK_ST(m40_kv_append(C, kv, pos, slot, kc), M40_ERR_INVALID_ARG);
+    CHECK(has("past the cache"));
+    CHECK(memcmp(before, m40_tensor_get_data(kc), m40_tensor_get_nbytes(kc)) == 0);
+    pp[4] = -2;
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, y), M40_ERR_INVALID_ARG);
+    CHECK(has("below -1"));
+    pp[4] = 1;
+    sp[1] = S;
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, y), M40_ERR_INVALID_ARG);
+    CHECK(has("slot[1] = 2 out of range [0, 2)"));
+    CHECK_ST(m40_kv_append(C, kv, pos, slot, kc), M40_ERR_INVALID_ARG);
+    sp[1] = -1;
+    CHECK_ST(m40_kv_append(C, kv, pos, slot, kc), M40_ERR_INVALID_ARG);
+    CHECK(memcmp(before, m40_tensor_get_data(kc), m40_tensor_get_nbytes(kc)) == 0);
+    free(before);
+    sp[1] = 0;
+    /* still usable */
+    CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, y), M40_OK);
+    CHECK_ST(m40_kv_append(C, kv, pos, NULL, kc), M40_OK);
+
+    m40_tensor *all[] = {q, y, kc, vc, vc32, kv, pos, slot, pos1, posf, qi, k3, big, kbig, pos3,
+                         kview, vview};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) m40_tensor_destroy(all[i]);
+}
+
+/* The node's rules: shapes, dtypes, parameters, STATE caches. */
+static m40_status node_with(int H, int G, int D, const int64_t *qs, const int64_t *ks,
+                            m40_dtype kdt, m40_dtype vdt, const int64_t *ps, int pn,
+                            m40_tensor_role cache_role, int with_slot, int64_t slot_n) {
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    if (!g) return M40_ERR_STATE;
+    m40_tensor_desc dq, dk, dv, dp, ds;
+    m40_tensor_desc_make(&dq, M40_DTYPE_F32, 3, qs);
+    m40_tensor_desc_make(&dk, kdt, 4, ks);
+    m40_tensor_desc_make(&dv, vdt, 4, ks);
+    m40_tensor_desc_make(&dp, M40_DTYPE_I32, pn, ps);
+    m40_tensor_desc_make(&ds, M40_DTYPE_I32, 1, &slot_n);
+    m40_node_desc nd;
+    m40_node_desc_init(&nd, M40_OP_ATTENTION);
+    nd.ninputs = with_slot ? 5 : 4;
+    nd.heads = H, nd.kv_heads = G, nd.head_dim = D;
+    m40_graph_tensor(g, M40_ROLE_INPUT, "qkv", &dq, &nd.inputs[0]);
+    m40_graph_tensor(g, cache_role, "k", &dk, &nd.inputs[1]);
+    m40_graph_tensor(g, cache_role, "v", &dv, &nd.inputs[2]);
+    m40_graph_tensor(g, M40_ROLE_INPUT, "pos", &dp, &nd.inputs[3]);
+    if (with_slot) m40_graph_tensor(g, M40_ROLE_INPUT, "slot", &ds, &nd.inputs[4]);
+    int y;
+    m40_status st = m40_graph_node(g, &nd, &y);
+    if (st == M40_OK) {
+        m40_plan_info pi;
+        CHECK_ST(m40_graph_mark_output(g, y), M40_OK);
+        CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_OK);
+    }
+    m40_graph_destroy(g);
+    return st;
+}
+
+static void node_rules(void) {
+    const int64_t q[3] = {2, 1, 64}, k[4] = {2, 16, 2, 8}, p[2] = {2, 1}, p1[1] = {1};
+    const m40_dtype F16 = M40_DTYPE_F16, F32 = M40_DTYPE_F32;
+    const m40_tensor_role ST = M40_ROLE_STATE;
+    CHECK_ST(node_with(4, 2, 8, q, k, F16, F16, p, 2, ST, 0, 0), M40_OK);
+    CHECK_ST(node_with(4, 2, 8, q, k, F32, F32, p, 2, ST, 1, 2), M40_OK);
+    CHECK_ST(node_with(3, 2, 8, q, k, F16, F16, p, 2, ST, 0, 0), M40_ERR_INVALID_ARG);
+    CHECK_ST(node_with(4, 0, 8, q, k, F16, F16, p, 2, ST, 0, 0), M40_ERR_INVALID_ARG);
+    CHECK_ST(node_with(4, 2, 300, q, k, F16, F16, p, 2, ST, 0, 0), M40_ERR_INVALID_ARG);
+    CHECK_ST(node_with(4, 2, 8, q, k, F16, F32, p, 2, ST, 0, 0), M40_ERR_DTYPE);
+    CHECK_ST(node_with(4, 2, 8, q, k, M40_DTYPE_I32, M40_DTYPE_I32, p, 2, ST, 0, 0), M40_ERR_DTYPE);
+    CHECK_ST(node_with(4, 2, 8, q, k, F16, F16, p1, 1, ST, 0, 0), M40_ERR_SHAPE); /* old pos [1] */
+    CHECK_ST(node_with(4, 2, 8, q, k, F16, F16, p, 2, ST, 1, 3), M40_ERR_SHAPE);  /* slot [3] */
+    const int64_t q2[3] = {2, 1, 65}, k2[4] = {1, 16, 2, 8};
+    CHECK_ST(node_with(4, 2, 8, q2, k, F16, F16, p, 2, ST, 0, 0), M40_ERR_SHAPE);
+    CHECK_ST(node_with(4, 2, 8, q, k2, F16, F16, p, 2, ST, 0, 0), M40_ERR_SHAPE); /* B > S */
+    CHECK_ST(node_with(4, 2, 8, q, k2, F16, F16, p, 2, ST, 1, 2), M40_OK);       /* slots */
+    /* the caches must be STATE tensors (the node writes them) */
+    CHECK(node_with(4, 2, 8, q, k, F16, F16, p, 2, M40_ROLE_WEIGHT, 0, 0) != M40_OK);
+    CHECK(m40_op_runs(M40_OP_ATTENTION) == 1);
+}
+
+int main(void) {
+    m40_ctx_desc cd;
+    m40_ctx_desc_init(&cd);
+    cd.device = M40_DEVICE_CPU;
+    if (m40_ctx_create(&cd, &C) != M40_OK) {
+        fprintf(stderr, "CPU context: %s\n", m40_errmsg(C));
+        return 1;
+    }
+    attn_case(1, 1, 1, 1, 8, 1, 4, M40_DTYPE_F32, 0, 0.0f);
+    attn_case(3, 4, 4, 2, 16, 3, 12, M40_DTYPE_F32, 1, 0.0f);
+    attn_case(3, 5, 6, 3, 8, 4, 16, M40_DTYPE_F16, 1, 0.3f);
+    attn_case(2, 9, 8, 1, 12, 2, 24, M40_DTYPE_F16, 0, 0.0f);
+    attn_case(2, 3, 2, 2, 5, 2, 10, M40_DTYPE_F32, 0, 0.0f);
+    bad_inputs();
+    node_rules();
+    m40_ctx_destroy(C);
+    return m40t_finish("test_attention");
+}

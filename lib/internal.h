@@ -124,6 +124,8 @@ m40_status m40__cuda_copy_strided(m40_ctx *ctx, m40_tensor *dst, const m40_tenso
 ** returned as M40_ERR_INVALID_ARG, "fn: <what> <value> out of range ..."
 ** and the guard is cleared. */
 m40_status m40__cuda_guard_check(m40_ctx *ctx, const char *fn);
+/* cudaMemsetAsync on the context's stream. */
+m40_status m40__cuda_memset(m40_ctx *ctx, void *p, int value, size_t bytes);
 #endif
 
 #endif /* M40_INTERNAL_H */

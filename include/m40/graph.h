@@ -6,7 +6,8 @@
 ** regions, each one allocation:
 **
 **   weights      every WEIGHT tensor, persistent, read-only
-**   kv           every STATE tensor (the KV cache), persistent, read-write
+**   kv           every STATE tensor (the KV cache, a residual stream),
+**                persistent, read-write, zeroed by m40_graph_alloc
 **   workspace    scratch of the op that needs most (ops run one at a time)
 **   activations  one arena for INPUT and ACTIVATION tensors; offsets by
 **                liveness over the execution order, best fit, in-place

@@ -116,7 +116,10 @@ M40_API void m40_attention_desc_init(m40_attention_desc *d);
 ** with s = slot[b] (or b), g = h / (H/G).
 **   q     [B, T, H·D] F32; the last dim contiguous, rows may be strided
 **   k_cache, v_cache [S, L, G, D] F16 or F32 (same dtype), holding every
-**         position <= pos[b,t] of slot s (m40_kv_append first)
+**         position <= pos[b,t] of slot s (m40_kv_append first). Tiles may
+**         read positions that were never appended (with a zero weight), so
+**         those must hold finite values: clear a new cache once (a graph's
+**         STATE tensors start as zeros; m40_tensor_new does not clear)
 **   pos   I32 [B, T], 0 .. L-1, or -1: no query (its y row is zero). Rows
 **         of a sequence need not be contiguous positions, and sequences
 **         may have different lengths (pad with -1).

@@ -98,6 +98,11 @@ m40_status m40__cuda_ctx_init(m40_ctx *ctx) {
     return M40_OK;
 }
 
+m40_status m40__cuda_memset(m40_ctx *ctx, void *p, int value, size_t bytes) {
+    CK(cudaMemsetAsync(p, value, bytes, (cudaStream_t)ctx->stream), "cudaMemsetAsync");
+    return M40_OK;
+}
+
 m40_status m40__cuda_guard_check(m40_ctx *ctx, const char *fn) {
     if (!ctx->guard_armed || !ctx->guard) return M40_OK;
     unsigned g[M40K_GUARD_WORDS];

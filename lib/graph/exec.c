@@ -80,6 +80,21 @@ m40_status m40_graph_alloc(m40_graph *g) {
             return m40__err(ctx, st, "m40_graph_alloc: region %s: %s",
                             m40_region_name((m40_region)r), msg);
         }
+        /* STATE tensors start as zeros: a KV cache's positions that were
+        ** never appended are still read (times a zero weight) by attention
+        ** tiles, and must not be NaN */
+        if (r == M40_REGION_KV) {
+            void *p = m40_tensor_get_data(g->region[r]);
+#ifdef M40_HAVE_CUDA
+            if (ctx->is_gpu) st = m40__cuda_memset(ctx, p, 0, (size_t)bytes);
+            else
+#endif
+                memset(p, 0, (size_t)bytes);
+            if (st != M40_OK) {
+                m40__graph_free_views(g);
+                return st;
+            }
+        }
     }
     for (int i = 0; i < g->ntensors && st == M40_OK; i++) {
         m40__gtensor *t = &g->tensors[i];

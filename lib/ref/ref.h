@@ -58,4 +58,12 @@ int m40__ref_quant_linear(const struct m40_quant_format *f, int64_t M, int64_t N
                           const float *x, const void *data, const void *scale,
                           const float *bias, float *y);
 
+/* ---- sample (issue 16) --------------------------------------------------- */
+/* lib/ref/sample.c: m40_sample over logits [B,V], history [B,W]
+** (NULL, or ids in -1..V-1: the op checks) and pos [B] (NULL: 0); out
+** [B,2]. Returns 0, or -1 when the row buffers cannot be allocated. */
+struct m40_sampler_desc;
+int m40__ref_sample(const struct m40_sampler_desc *d, int64_t B, int64_t V, const float *logits,
+                    const int32_t *history, int64_t W, const int32_t *pos, float *out);
+
 #endif

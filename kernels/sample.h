@@ -16,7 +16,7 @@ typedef struct m40k_sample_args {
     const int32_t *history; /* [B, W] or NULL */
     const int32_t *pos;     /* [B] or NULL (step 0) */
     float *out;             /* [B, 2]: id, probability */
-    float *scratch;         /* [B, V] when the penalty applies (m40k_sample_scratch) */
+    float *scratch;         /* [B, V] when m40k_sample_scratch says so, else NULL */
     unsigned *guard;        /* the context's index guard (kernels/guard.h) */
     int64_t B, W;
     int V;                  /* 1 .. 2^24 */
@@ -25,10 +25,13 @@ typedef struct m40k_sample_args {
     uint64_t seed;
 } m40k_sample_args;
 
-/* Scratch bytes the launcher needs (0 without a history or with penalty 1);
-** B·V·4 with B·V < 2^62 checked by the caller. */
-static inline uint64_t m40k_sample_scratch(int64_t B, int64_t V, int has_history, float penalty) {
-    return has_history && penalty != 1.0f ? (uint64_t)B * (uint64_t)V * 4u : 0u;
+/* Scratch bytes the launcher needs: B·V floats (the penalized logits, then
+** z = x / T) when sampling or penalizing; 0 for greedy without a penalty.
+** B·V < 2^62 / 4 holds: the logits tensor exists. */
+static inline uint64_t m40k_sample_scratch(int64_t B, int64_t V, float temperature,
+                                           int has_history, float penalty) {
+    int need = temperature > 0.0f || (has_history && penalty != 1.0f);
+    return need ? (uint64_t)B * (uint64_t)V * 4u : 0u;
 }
 
 /* One block per row; B < 2^31. */

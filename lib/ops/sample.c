@@ -91,8 +91,9 @@ static m40_status sample_workspace(const m40__op_call *c, const m40_tensor_desc 
                                    int sm_count, uint64_t *bytes) {
     (void)out, (void)sm_count;
     /* B·V < 2^62 / 4: the logits tensor exists */
-    *bytes = m40k_sample_scratch(c->in[0]->shape[0], c->in[0]->shape[1], c->in[1] != NULL,
-                                 c->nd->sampler.repetition_penalty);
+    const m40_sampler_desc *s = &c->nd->sampler;
+    *bytes = m40k_sample_scratch(c->in[0]->shape[0], c->in[0]->shape[1], s->temperature,
+                                 c->in[1] != NULL, s->repetition_penalty);
     return M40_OK;
 }
 
@@ -105,7 +106,7 @@ static m40_status sample_gpu(m40_ctx *ctx, const m40__op_run *r) {
         .W = h ? h->desc.shape[1] : 0, .V = (int)l->desc.shape[1], .top_k = s->top_k,
         .temperature = s->temperature, .top_p = s->top_p, .min_p = s->min_p,
         .penalty = s->repetition_penalty, .seed = s->seed};
-    uint64_t ws = m40k_sample_scratch(a.B, a.V, h != NULL, s->repetition_penalty);
+    uint64_t ws = m40k_sample_scratch(a.B, a.V, s->temperature, h != NULL, s->repetition_penalty);
     if (ws) {
         void *wsp = NULL;
         m40_status st = m40__cuda_workspace(ctx, (size_t)ws, &wsp);

@@ -107,11 +107,13 @@ __device__ __forceinline__ bool kept(unsigned o, int i, Cut c) {
     return o > c.key || (o == c.key && i <= c.id);
 }
 
+/* One run of equal bins into the histogram; the mass (zero for far-off
+** ids) and the largest id (the last digit of a key select only) when asked. */
 __device__ __forceinline__ void flush(Smem &s, int bin, unsigned c, u64 m, unsigned id,
-                                      bool need_mass) {
+                                      bool need_maxid) {
     atomicAdd(&s.cnt[bin], c);
-    if (need_mass) atomicAdd(&s.mass[bin], m);
-    atomicMax(&s.maxid[bin], id);
+    if (m) atomicAdd(&s.mass[bin], m);
+    if (need_maxid) atomicMax(&s.maxid[bin], id);
 }
 
 /* Inclusive block scan of (c, m) in thread order; totals in tc, tm. */
@@ -162,6 +164,7 @@ __device__ u64 digit(const float *z, int V, float M, Cut cut, float zmin, unsign
         s.bin_c = 0, s.bin_m = 0, s.bin_maxid = 0;
     }
     __syncthreads();
+    const bool need_maxid = !BY_ID && shift == 0;
     int rb = -1;
     unsigned rc = 0, rid = 0;
     u64 rm = 0;
@@ -173,14 +176,14 @@ __device__ u64 digit(const float *z, int V, float M, Cut cut, float zmin, unsign
         if ((key & hmask) != prefix || !kept(o, i, cut) || !(zi >= zmin)) continue;
         int bin = (int)((key >> shift) & (unsigned)(nb - 1));
         if (bin != rb) {
-            if (rb >= 0) flush(s, rb, rc, rm, rid, need_mass);
+            if (rb >= 0) flush(s, rb, rc, rm, rid, need_maxid);
             rb = bin, rc = 0, rm = 0;
         }
         rc++;
         if (need_mass) rm += fixmass(zi, M);
         rid = (unsigned)i;
     }
-    if (rb >= 0) flush(s, rb, rc, rm, rid, need_mass);
+    if (rb >= 0) flush(s, rb, rc, rm, rid, need_maxid);
     __syncthreads();
     /* thread t holds scan positions 2t, 2t+1 */
     int b0 = 2 * tid, b1 = 2 * tid + 1;

@@ -355,6 +355,27 @@ static void test_graph(void) {
         m40_tensor_destroy(eo);
     }
     m40_graph_destroy(g);
+    /* logits only (no history, no pos): greedy, as the eager call */
+    g = NULL;
+    CHECK_ST(m40_graph_create(ctx, &g), M40_OK);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "logits", &dl, &il), M40_OK);
+    m40_node_desc_init(&nd, M40_OP_SAMPLE);
+    nd.ninputs = 1;
+    nd.inputs[0] = il;
+    nd.sampler.temperature = 0;
+    CHECK_ST(m40_graph_node(g, &nd, &io), M40_OK);
+    CHECK_ST(m40_graph_mark_output(g, io), M40_OK);
+    CHECK_ST(m40_graph_alloc(g), M40_OK);
+    tl = to = NULL;
+    CHECK_ST(m40_graph_get_tensor(g, il, &tl), M40_OK);
+    CHECK_ST(m40_graph_get_tensor(g, io, &to), M40_OK);
+    if (tl && to) {
+        CHECK_ST(m40_tensor_upload(ctx, tl, l, sizeof l), M40_OK);
+        CHECK_ST(m40_graph_run(g), M40_OK);
+        CHECK_ST(m40_tensor_download(ctx, to, o, sizeof o), M40_OK);
+        for (int b = 0; b < B; b++) CHECK(o[2 * b] == 0.0f); /* id 0 holds 3.0, the max */
+    }
+    m40_graph_destroy(g);
 }
 
 int main(void) {

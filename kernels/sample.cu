@@ -33,13 +33,17 @@
 ** cap of __launch_bounds__(1024, 1)), 0 bytes stack, no spills, 33,440 B
 ** static shared (2048 bins × (count 4 + mass 8 + max id 4) + the scans'
 ** per-warp words); one block of 1024 threads per SM.
-** M40 projection (/work/shared/docs/m40-facts.md): one SM per row. A pass
-** does ~20-30 instructions per element for the first digit and ~6 for
-** rejected elements later; 65024 logits × ~100 instructions over the 7
-** passes / 128 lanes ≈ 51k cycles ≈ 50 µs at 1.1 GHz per row (rows run
-** side by side on the 24 SMs up to B = 24). The row (254 KB) does not fit
-** the 48 KB L1 but does fit the 3 MB L2; 7 × 254 KB at an SM's share of L2
-** bandwidth is below the instruction time. Decode at ~20 ms/token: < 0.3%.
+** Loads: each thread issues 8 independent loads before using them
+** (for_row): a single block must keep ~32 KB in flight to hide L2 latency.
+** M40 projection (/work/shared/docs/m40-facts.md): one SM per row (rows
+** run side by side on the 24 SMs up to B = 24). Instructions: ~25 per
+** element in a select's first digit, ~6 for an element rejected by a later
+** digit; 65024 logits × ~100 over the 7 passes / 128 lanes ≈ 51k cycles ≈
+** 46 µs at 1.114 GHz. Bytes: the row (254 KB) does not fit the 48 KB L1
+** but stays in the 3 MB L2; at an SM's share of L2 (~32 B/clk ≈ 36 GB/s)
+** 7 × 254 KB ≈ 50 µs. The two overlap: ~50-70 µs per row for top-p on an
+** M40 (greedy: 2 passes, ~15 µs), < 0.5% of a 20 ms decode step. On an
+** H200 (1.98 GHz, 132 SMs) the same arithmetic gives ~25-35 µs.
 */
 #include "sample.h"
 #include "guard.h"
@@ -55,6 +59,7 @@ typedef unsigned long long u64;
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kBins = 2048; /* the widest digit: 11 bits */
+constexpr int kUnroll = 8;  /* loads in flight per thread (for_row) */
 constexpr float kFix = 549755813888.0f; /* 2^39 */
 
 enum Mode { BY_COUNT = 0, BY_TOP_P = 1, BY_DRAW = 2 };
@@ -105,6 +110,26 @@ __device__ __forceinline__ u64 fixmass(float z, float M) {
 
 __device__ __forceinline__ bool kept(unsigned o, int i, Cut c) {
     return o > c.key || (o == c.key && i <= c.id);
+}
+
+/* f(i, p[i]) for this thread's elements, in increasing i: kUnroll loads
+** in flight per thread before any is used (one load at a time per warp
+** would leave a single SM waiting on L2 latency). */
+template <class F>
+__device__ __forceinline__ void for_row(const float *p, int V, F f) {
+    for (int base = threadIdx.x; base < V; base += kThreads * kUnroll) {
+        float v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            int i = base + u * kThreads;
+            v[u] = i < V ? p[i] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; u++) {
+            int i = base + u * kThreads;
+            if (i < V) f(i, v[u]);
+        }
+    }
 }
 
 /* One run of equal bins into the histogram; the mass (zero for far-off
@@ -168,12 +193,11 @@ __device__ u64 digit(const float *z, int V, float M, Cut cut, float zmin, unsign
     int rb = -1;
     unsigned rc = 0, rid = 0;
     u64 rm = 0;
-    for (int i = tid; i < V; i += kThreads) {
-        float zi = z[i];
+    for_row(z, V, [&](int i, float zi) {
         unsigned o = ord(zi);
         unsigned key = BY_ID ? (unsigned)i : o;
-        if (BY_ID && o != tau) continue;
-        if ((key & hmask) != prefix || !kept(o, i, cut) || !(zi >= zmin)) continue;
+        if (BY_ID && o != tau) return;
+        if ((key & hmask) != prefix || !kept(o, i, cut) || !(zi >= zmin)) return;
         int bin = (int)((key >> shift) & (unsigned)(nb - 1));
         if (bin != rb) {
             if (rb >= 0) flush(s, rb, rc, rm, rid, need_maxid);
@@ -182,7 +206,7 @@ __device__ u64 digit(const float *z, int V, float M, Cut cut, float zmin, unsign
         rc++;
         if (need_mass) rm += fixmass(zi, M);
         rid = (unsigned)i;
-    }
+    });
     if (rb >= 0) flush(s, rb, rc, rm, rid, need_maxid);
     __syncthreads();
     /* thread t holds scan positions 2t, 2t+1 */
@@ -284,7 +308,7 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
     const float *src = lrow;
     const bool pen = a.history && a.penalty != 1.0f;
     if (pen) {
-        for (int i = tid; i < V; i += kThreads) w[i] = sanitize(lrow[i]);
+        for_row(lrow, V, [&](int i, float x) { w[i] = sanitize(x); });
         __syncthreads(); /* the copy is complete before any penalty lands */
     }
     if (a.history) {
@@ -309,11 +333,11 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
     /* pass 1: z, max and argmax (lowest id on ties) */
     float bv = -INFINITY;
     int bi = INT_MAX;
-    for (int i = tid; i < V; i += kThreads) {
-        float z = zval(src[i], T);
+    for_row(src, V, [&](int i, float x) {
+        float z = zval(x, T);
         if (!greedy) w[i] = z; /* each thread rewrites only what it read */
         if (z > bv || bi == INT_MAX) bv = z, bi = i;
-    }
+    });
     for (int o = 16; o > 0; o >>= 1) {
         float v2 = __shfl_xor_sync(0xffffffffu, bv, o);
         int i2 = __shfl_xor_sync(0xffffffffu, bi, o);
@@ -331,7 +355,7 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
 
     if (greedy) { /* p = 1 / Σ e (the argmax's e is 1) */
         u64 sum = 0;
-        for (int i = tid; i < V; i += kThreads) sum += fixmass(zval(src[i], 1.0f), M);
+        for_row(src, V, [&](int, float x) { sum += fixmass(zval(x, 1.0f), M); });
         unsigned c = 0, tc;
         u64 tm;
         block_scan(c, sum, tc, tm, s);

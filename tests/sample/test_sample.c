@@ -288,6 +288,21 @@ static void test_bad_inputs(void) {
     CHECK_ST(m40_graph_node(g, &nd, NULL), M40_ERR_SHAPE);
     CHECK(strstr(m40_errmsg(ctx), "2^24") != NULL);
     m40_graph_destroy(g);
+    /* V = 1: id 0, probability 1; B = 0: nothing to do */
+    {
+        m40_tensor *l11 = t_new(M40_DTYPE_F32, 2, 1, 1), *o12 = t_new(M40_DTYPE_F32, 2, 1, 2);
+        m40_tensor *l0 = t_new(M40_DTYPE_F32, 2, 0, 50), *o0 = t_new(M40_DTYPE_F32, 2, 0, 2);
+        float one = -3.0f, r[2] = {-1, -1};
+        m40_sampler_desc t = d;
+        t.top_k = 1, t.top_p = 0.5f, t.min_p = 0.5f;
+        CHECK_ST(m40_tensor_upload(ctx, l11, &one, 4), M40_OK);
+        CHECK_ST(m40_sample(ctx, &t, l11, NULL, NULL, o12), M40_OK);
+        CHECK_ST(m40_tensor_download(ctx, o12, r, sizeof r), M40_OK);
+        CHECK(r[0] == 0.0f && r[1] == 1.0f);
+        CHECK_ST(m40_sample(ctx, &t, l0, NULL, NULL, o0), M40_OK);
+        m40_tensor_destroy(l11), m40_tensor_destroy(o12), m40_tensor_destroy(l0);
+        m40_tensor_destroy(o0);
+    }
     /* still usable */
     CHECK_ST(m40_sample(ctx, &d, l, NULL, NULL, o), M40_OK);
     CHECK(m40_errmsg(ctx)[0] == 0);

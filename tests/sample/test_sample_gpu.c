@@ -255,6 +255,22 @@ static void test_guard(void) {
     free(l);
 }
 
+/* V = 1: id 0 with probability 1, whatever the filters. */
+static void test_v1(void) {
+    m40_tensor *l = t_new(gpu, M40_DTYPE_F32, 2, 3, 1), *o = t_new(gpu, M40_DTYPE_F32, 2, 3, 2);
+    float x[3] = {-3.0f, 0.0f, 7.0f}, r[6];
+    m40t_poison(r, 6);
+    CHECK_ST(m40_tensor_upload(gpu, l, x, sizeof x), M40_OK);
+    CHECK_ST(m40_tensor_upload(gpu, o, r, sizeof r), M40_OK);
+    m40_sampler_desc d;
+    m40_sampler_desc_init(&d);
+    d.top_k = 1, d.top_p = 0.5f, d.min_p = 0.5f;
+    CHECK_ST(m40_sample(gpu, &d, l, NULL, NULL, o), M40_OK);
+    CHECK_ST(m40_tensor_download(gpu, o, r, sizeof r), M40_OK);
+    for (int b = 0; b < 3; b++) CHECK(r[2 * b] == 0.0f && r[2 * b + 1] == 1.0f);
+    m40_tensor_destroy(l), m40_tensor_destroy(o);
+}
+
 /* SAMPLE in a GPU graph equals the eager call, bit for bit. */
 static void test_graph(void) {
     enum { B = 8, W = 16 };
@@ -350,6 +366,7 @@ int main(void) {
     test_distributions();
     test_tied_boundary();
     test_guard();
+    test_v1();
     test_graph();
     timing();
     m40_ctx_destroy(cpu);

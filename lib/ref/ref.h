@@ -74,4 +74,12 @@ void m40__ref_attention(int64_t B, int64_t T, int64_t H, int64_t G, int64_t D, i
                         const int32_t *slot, float *y, double *scratch);
 /* ---- end attention ---- */
 
+/* ---- sample (issue 16) --------------------------------------------------- */
+/* lib/ref/sample.c: m40_sample over logits [B,V], history [B,W]
+** (NULL, or ids in -1..V-1: the op checks) and pos [B] (NULL: 0); out
+** [B,2]. Returns 0, or -1 when the row buffers cannot be allocated. */
+struct m40_sampler_desc;
+int m40__ref_sample(const struct m40_sampler_desc *d, int64_t B, int64_t V, const float *logits,
+                    const int32_t *history, int64_t W, const int32_t *pos, float *out);
+
 #endif

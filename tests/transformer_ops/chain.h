@@ -70,7 +70,10 @@ static m40_status tchain_build(m40_ctx *ctx, int B, int T, int V, const uint16_t
     m40_node_desc_init(&nd, M40_OP_TAKE_LAST);
     t->out = tchain_node(g, &nd, "last", 1, y4, -1, -1);
     if (e < 0 || y1 < 0 || y2 < 0 || y3 < 0 || y4 < 0 || t->out < 0) return M40_ERR_INVALID_ARG;
-    if ((st = m40_graph_mark_output(g, t->out)) != M40_OK) return st;
+    /* y2 an output too: not shared with y3, so ROPE runs out of place */
+    if ((st = m40_graph_mark_output(g, t->out)) != M40_OK ||
+        (st = m40_graph_mark_output(g, y2)) != M40_OK)
+        return st;
     return m40_graph_alloc(g);
 }
 
@@ -79,12 +82,14 @@ static m40_status tchain_run(m40_ctx *ctx, tchain *t, const int32_t *ids, const 
                              int B, int T, float *out, float *h) {
     m40_tensor *ti, *tp, *to, *th;
     m40_status st;
-    if ((st = m40_graph_get_tensor(t->g, t->ids, &ti)) || (st = m40_graph_get_tensor(t->g, t->pos, &tp)) ||
-        (st = m40_graph_get_tensor(t->g, t->out, &to)) || (st = m40_graph_get_tensor(t->g, t->h, &th)))
+    if ((st = m40_graph_get_tensor(t->g, t->ids, &ti)) ||
+        (st = m40_graph_get_tensor(t->g, t->pos, &tp)) ||
+        (st = m40_graph_get_tensor(t->g, t->out, &to)) ||
+        (st = m40_graph_get_tensor(t->g, t->h, &th)))
         return st;
     size_t n = (size_t)B * T;
-    if ((st = m40_tensor_upload(ctx, ti, ids, n * 4)) || (st = m40_tensor_upload(ctx, tp, pos, n * 4)) ||
-        (st = m40_graph_run(t->g)) ||
+    if ((st = m40_tensor_upload(ctx, ti, ids, n * 4)) ||
+        (st = m40_tensor_upload(ctx, tp, pos, n * 4)) || (st = m40_graph_run(t->g)) ||
         (st = m40_tensor_download(ctx, to, out, (size_t)B * TCHAIN_C / 2 * 4)))
         return st;
     return m40_tensor_download(ctx, th, h, n * TCHAIN_C * 4);

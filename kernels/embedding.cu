@@ -12,8 +12,8 @@
 ** ids ≈ 44 µs, one id launch-bound. Target >= 0.80x copy bandwidth
 ** (tools/bench/norm.c).
 **
-** ptxas (sm_52, CUDA 11.8, -v): no stack frame, no spills, no shared
-** memory. */
+** ptxas (sm_52, CUDA 11.8, -v), 4 instances (V 1/4 x f32/f16): 21-32
+** registers, 0 bytes stack frame, 0 spills, no shared memory. */
 #include "embedding.h"
 #include "guard.h"
 

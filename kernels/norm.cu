@@ -18,9 +18,9 @@
 ** 288 GB/s, so C = 4096 at 64 rows (mode 1: 4 MiB) is ≈ 14.6 µs; the
 ** target is >= 0.80x the device copy bandwidth (tools/bench/norm.c).
 **
-** ptxas (sm_52, CUDA 11.8, -v): see the report of issue 16 / the CI
-** resource table; every instance has no stack frame and no spills, and
-** at most 128 bytes of static shared memory. */
+** ptxas (sm_52, CUDA 11.8, -v), all 12 instances (V 1/4 x w f32/f16 x
+** warp, block 256, block 1024): 32 registers, 0 bytes stack frame, 0
+** spills; shared 0 (warp), 32 B (block 256), 128 B (block 1024). */
 #include "norm.h"
 
 #include <cuda_fp16.h>

@@ -12,8 +12,8 @@
 ** instructions per output against a ridge of ~280 per 12 bytes, so
 ** bandwidth-bound. Target >= 0.80x copy bandwidth (tools/bench/norm.c).
 **
-** ptxas (sm_52, CUDA 11.8, -v): no stack frame, no spills, no shared
-** memory. */
+** ptxas (sm_52, CUDA 11.8, -v): V 1: 25 registers, V 4: 37 registers; 0
+** bytes stack frame, 0 spills, no shared memory. */
 #include "swiglu.h"
 
 #include <cuda_runtime.h>

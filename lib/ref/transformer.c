@@ -32,7 +32,7 @@ void m40__ref_rmsnorm(int64_t rows, int64_t C, float eps, int mode, float *x, in
     for (int64_t i = 0; i < rows; i++) {
         float *xr = x + i * xs, *yr = y + i * ys;
         if (mode == 1)
-            for (int64_t c = 0; c < C; c++) xr[c] = xr[c] + r[i * rs + c]; /* FP32 add, as the GPU */
+            for (int64_t c = 0; c < C; c++) xr[c] = xr[c] + r[i * rs + c]; /* FP32, as the GPU */
         else if (mode == 2)
             for (int64_t c = 0; c < C; c++) xr[c] = r[i * rs + c];
         double s = 0.0;

@@ -116,7 +116,8 @@ static void test_rope(void) {
     ((int32_t *)m40_tensor_get_data(pos))[0] = 1;
     ((int32_t *)m40_tensor_get_data(pos))[1] = 2;
     CHECK_ST(m40_rope(C, &d, x, pos), M40_OK);
-    float hand[4] = {(float)cos(1.0), (float)sin(1.0), (float)(-2 * sin(2.0)), (float)(2 * cos(2.0))};
+    float hand[4] = {(float)cos(1.0), (float)sin(1.0), (float)(-2 * sin(2.0)),
+                     (float)(2 * cos(2.0))};
     m40t_compare("rope hand case", fdata(x), hand, 4, (m40t_tol){1e-6, 1e-6, 1e-12});
 
     /* closed form: rotating by p, then by q, is rotating by p + q; the
@@ -256,8 +257,9 @@ static void test_swiglu(void) {
     float want[R * F];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < F; c++) {
-            double g = 4 * fdata(base)[r * (2 * F + 3) + c], u = fdata(base)[r * (2 * F + 3) + F + c];
-            fdata(base)[r * (2 * F + 3) + c] = (float)g;
+            float *xr = fdata(base) + r * (2 * F + 3);
+            double g = 4 * xr[c], u = xr[F + c];
+            xr[c] = (float)g;
             want[r * F + c] = (float)(g * u / (1 + exp(-g)));
         }
     m40t_poison(fdata(y), R * F);

@@ -158,13 +158,15 @@ static void test_rope(void) {
     float x0[3 * 16], gx[3 * 16], hx[3 * 16];
     fill(x0, 48, 1.0f);
     int32_t p[3] = {4, -3, 9}, pc[3] = {4, 0, 9};
-    m40_tensor *x = mk(G, M40_DTYPE_F32, 2, 3, 16, 0, x0), *pos = mk(G, M40_DTYPE_I32, 1, 3, 0, 0, p);
+    m40_tensor *x = mk(G, M40_DTYPE_F32, 2, 3, 16, 0, x0);
+    m40_tensor *pos = mk(G, M40_DTYPE_I32, 1, 3, 0, 0, p);
     CHECK_ST(m40_rope(G, &d, x, pos), M40_OK);
     CHECK_ST(m40_ctx_sync(G), M40_ERR_INVALID_ARG);
     CHECK(has("rope position -3"));
     CHECK_ST(m40_ctx_sync(G), M40_OK); /* cleared */
     get(G, x, gx);
-    m40_tensor *hxt = mk(H, M40_DTYPE_F32, 2, 3, 16, 0, x0), *hp = mk(H, M40_DTYPE_I32, 1, 3, 0, 0, pc);
+    m40_tensor *hxt = mk(H, M40_DTYPE_F32, 2, 3, 16, 0, x0);
+    m40_tensor *hp = mk(H, M40_DTYPE_I32, 1, 3, 0, 0, pc);
     CHECK_ST(m40_rope(H, &d, hxt, hp), M40_OK);
     get(H, hxt, hx);
     memcpy(hx + 16, x0 + 16, 16 * sizeof(float));
@@ -182,7 +184,8 @@ static void swiglu_case(int64_t F, int64_t R, int64_t xs) {
     m40_ctx *cs[2] = {G, H};
     float *oy[2] = {gy, hy};
     for (int k = 0; k < 2; k++) {
-        m40_tensor *xb = mk(cs[k], M40_DTYPE_F32, 2, R, xs, 0, x0), *x = view(cs[k], xb, R, 2 * F, xs);
+        m40_tensor *xb = mk(cs[k], M40_DTYPE_F32, 2, R, xs, 0, x0);
+        m40_tensor *x = view(cs[k], xb, R, 2 * F, xs);
         m40_tensor *y = mk(cs[k], M40_DTYPE_F32, 2, R, F, 0, yp);
         CHECK_ST(m40_swiglu(cs[k], x, y), M40_OK);
         get(cs[k], y, oy[k]);
@@ -199,16 +202,21 @@ static void test_swiglu(void) {
     const int64_t Fs[] = {1, 7, 4096, 13696}, Rs[] = {1, 3, 64, 129};
     int k = 0;
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++, k++) swiglu_case(Fs[i], Rs[j], 2 * Fs[i] + (k % 3) * 4 + (k % 5 == 0));
+        for (int j = 0; j < 4; j++, k++) /* row strides: +0, +4, +8, some odd */
+            swiglu_case(Fs[i], Rs[j], 2 * Fs[i] + (k % 3) * 4 + (k % 5 == 0));
 }
 
 static void embedding_case(int64_t V, int64_t C, int64_t n, int f16) {
-    float *t0 = malloc(sizeof(float) * V * C), *yp = malloc(sizeof(float) * n * C);
+    /* one table of the two kinds (ChatGLM2's f16 one is 512 MiB: no f32 copy) */
+    float *t0 = f16 ? NULL : malloc(sizeof(float) * V * C), *yp = malloc(sizeof(float) * n * C);
     float *gy = malloc(sizeof(float) * n * C), *hy = malloc(sizeof(float) * n * C);
-    uint16_t *th = malloc(2 * V * C);
+    uint16_t *th = f16 ? malloc(2 * V * C) : NULL;
     int32_t *ids = malloc(sizeof(int32_t) * n);
-    fill(t0, V * C, 3.0f);
-    for (int64_t i = 0; i < V * C; i++) th[i] = m40__f32_to_f16(t0[i]);
+    for (int64_t i = 0; i < V * C; i++) {
+        float v = frand() * 3.0f;
+        if (f16) th[i] = m40__f32_to_f16(v);
+        else t0[i] = v;
+    }
     for (int64_t i = 0; i < n; i++) {
         frand();
         ids[i] = (int32_t)((rng >> 17) % (uint64_t)V);

@@ -165,7 +165,7 @@ extern "C" int m40k_rmsnorm(void *stream, int64_t rows, int64_t C, float eps, in
                             int64_t xs, const float *r, int64_t rs, const void *w, int w_f16,
                             float *y, int64_t ys) {
     if (rows == 0 || C == 0) return 0;
-    if (rows > 2147483647 || C > 2147483647) return (int)cudaErrorInvalidConfiguration;
+    if (rows > 2147483647 || C > (1 << 30)) return (int)cudaErrorInvalidConfiguration;
     cudaStream_t s = (cudaStream_t)stream;
     bool v4 = C % 4 == 0 && xs % 4 == 0 && ys % 4 == 0 && aligned(x, 16) && aligned(y, 16) &&
               aligned(w, w_f16 ? 8 : 16) && (!mode || (rs % 4 == 0 && aligned(r, 16)));

@@ -8,7 +8,7 @@
 extern "C" {
 #endif
 
-/* rows rows of C (< 2^31 each): mode 0: y = norm(x)·w; 1: x += r, then
+/* rows (< 2^31) rows of C (<= 2^30): mode 0: y = norm(x)·w; 1: x += r, then
 ** y = norm(x)·w; 2: x = r, then the same (x written). Row strides xs, rs,
 ** ys in elements; y may be x (mode 0). w [C] F32 or F16 (w_f16). */
 int m40k_rmsnorm(void *stream, int64_t rows, int64_t C, float eps, int mode, float *x,

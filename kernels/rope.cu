@@ -103,7 +103,7 @@ extern "C" int m40k_rope(void *stream, int heads, int head_dim, int rope_dims, i
                          float theta, float pos_scale, int64_t rows, int64_t W, const float *x,
                          int64_t xs, const int32_t *pos, float *y, int64_t ys, unsigned *guard) {
     if (rows == 0) return 0;
-    if (rows > 2147483647 || W > 2147483647 || rope_dims < 2 ||
+    if (rows > 2147483647 || W > (1 << 30) || rope_dims < 2 ||
         (int64_t)heads * head_dim > W)
         return (int)cudaErrorInvalidValue;
     RopeArgs a;

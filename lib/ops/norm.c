@@ -57,9 +57,11 @@ static m40_status rms_run_check(const m40__op_call *c, const m40_tensor_desc *ou
     }
     if (C > 1 && w->stride[0] != 1)
         return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "w must be contiguous");
-    if (rows > INT32_MAX || C > INT32_MAX)
+    /* int indices in the kernels, with room for a block's stride past C */
+    if (rows > INT32_MAX || C > (1 << 30))
         return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "%lld rows of %lld: the kernels take "
-                              "fewer than 2^31 of each", (long long)rows, (long long)C);
+                              "fewer than 2^31 rows of at most 2^30", (long long)rows,
+                              (long long)C);
     return M40_OK;
 }
 

@@ -78,9 +78,9 @@ static m40_status rope_run_check(const m40__op_call *c, const m40_tensor_desc *o
                                   "1 and the leading dims one row stride", i ? "y" : "x");
     if (!m40_tensor_desc_is_contiguous(c->in[1]))
         return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "pos must be contiguous");
-    if (rows > INT32_MAX || x->shape[x->ndim - 1] > INT32_MAX)
+    if (rows > INT32_MAX || x->shape[x->ndim - 1] > (1 << 30))
         return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "the kernels take fewer than 2^31 rows "
-                              "of fewer than 2^31 values");
+                              "of at most 2^30 values");
     return M40_OK;
 }
 

@@ -82,4 +82,33 @@ struct m40_sampler_desc;
 int m40__ref_sample(const struct m40_sampler_desc *d, int64_t B, int64_t V, const float *logits,
                     const int32_t *history, int64_t W, const int32_t *pos, float *out);
 
+/* ---- issue 16: the small transformer ops (lib/ref/transformer.c) ---------- */
+struct m40_rope_desc; /* m40/transformer.h */
+/* Rows of x [..., C] as (rows, row stride): the leading dims must collapse to
+** one stride (each row's last dim contiguous is the caller's check).
+** Returns 0, or -1 when they do not collapse. */
+int m40__rows_of(const m40_tensor_desc *d, int64_t *rows, int64_t *row_stride);
+/* RMSNorm of `rows` rows of C: mode 0: y = norm(x)·w; 1: x += r first; 2:
+** x = r first (x written). w: F32 or F16 (w_f16) [C]. Strides in elements;
+** y may be x (mode 0). Sums in double. */
+void m40__ref_rmsnorm(int64_t rows, int64_t C, float eps, int mode, float *x, int64_t xs,
+                      const float *r, int64_t rs, const void *w, int w_f16, float *y,
+                      int64_t ys);
+/* The FP32 angle of pair i at position pos, as PyTorch's float cache:
+** e = float(2i / rope_dims), θ_i = 1 / float(theta^e) in float, angle =
+** float(float(pos · pos_scale) · θ_i). kernels/rope.cu computes the same. */
+float m40__rope_angle(const struct m40_rope_desc *d, int64_t pos, int i);
+/* RoPE over rows of W (>= heads·head_dim) values: y = x rotated (y may be
+** x); the values past heads·head_dim, and past rope_dims in each head, are
+** copied. pos[r] >= 0 (the caller's check). cos/sin in double. */
+void m40__ref_rope(const struct m40_rope_desc *d, int64_t rows, int64_t W, const float *x,
+                   int64_t xs, const int32_t *pos, float *y, int64_t ys);
+/* y[r, :F] = silu(x[r, :F]) · x[r, F:2F]; y contiguous rows of F. */
+void m40__ref_swiglu(int64_t rows, int64_t F, const float *x, int64_t xs, float *y);
+/* y[n, :] = table[ids[n], :] (F32 or F16 table [V, C]); ids checked by the
+** caller. */
+void m40__ref_embedding(int64_t n, const int32_t *ids, int64_t C, const void *table,
+                        int table_f16, float *y);
+/* ---- end of issue 16 ------------------------------------------------------- */
+
 #endif

@@ -197,11 +197,12 @@ static void test_budget_and_states(void) {
     m40_tensor_desc_make(&dn, M40_DTYPE_F32, 1, sn);
     CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "h", &dr, &x), M40_OK);
     CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "g", &dn, &w), M40_OK);
-    m40_node_desc_init(&nd, M40_OP_RMSNORM);
+    m40_node_desc_init(&nd, M40_OP_LAYERNORM);
     nd.name = "norm";
-    nd.ninputs = 2;
+    nd.ninputs = 3;
     nd.inputs[0] = x;
     nd.inputs[1] = w;
+    nd.inputs[2] = w;
     CHECK_ST(m40_graph_node(g, &nd, &y), M40_OK);
     CHECK_ST(m40_graph_mark_output(g, y), M40_OK);
     CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_OK);

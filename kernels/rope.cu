@@ -1,0 +1,128 @@
+/* Rotary position embedding, FP32. For row r, head h, pair i < rope_dims/2:
+**   (a, b) -> (a cos − b sin, b cos + a sin), angle = float(pos[r]·pos_scale)·θ_i
+** pairs adjacent (x[2i], x[2i+1]: ChatGLM2) or half (x[i], x[i+rope_dims/2]:
+** LLaMA). θ_i = 1 / theta^(2i/rope_dims) as PyTorch's float cache: the
+** launcher computes the first 256 on the host exactly as the reference
+** (lib/ref/transformer.c: float exponent, double pow, rounded to float) and
+** passes them by value (kernel parameters: constant bank, indexed loads);
+** pairs past 256 (rope_dims > 512) use powf. The angle is then bit-equal
+** to the reference's, and only sincosf (full-range, ~1 ulp) differs from
+** its double cos/sin.
+**
+** Layout: one block of 256 threads per row (rows < 2^31); threads stride
+** over the heads·rope_dims/2 pairs (adjacent pairs as one float2 when the
+** row strides and head_dim are even and the pointers 8-byte aligned). Out
+** of place, the values that do not rotate are copied too. A negative
+** position is reported to the index guard by thread 0 and the row is left
+** as it was (copied when out of place).
+**
+** Bytes: in place 8 per rotated pair read + written (a ChatGLM2 qkv row:
+** 34 heads · 64 dims · 4 B · 2 = 17 KiB); M40 roofline at 288 GB/s: 64
+** rows ≈ 3.9 µs, launch-bound below that. Target >= 0.80x copy bandwidth
+** over the rotated bytes (tools/bench/norm.c).
+**
+** ptxas (sm_52, CUDA 11.8, -v), 3 instances: 30-32 registers, 0 spills,
+** no shared memory (the table is in the parameter bank: 1416 B cmem[0]);
+** a 32-byte stack frame, which is sincosf's Payne-Hanek reduction buffer,
+** touched only for |angle| > 105615 (ChatGLM2's angles stay below its
+** 32768 positions). */
+#include "rope.h"
+#include "guard.h"
+
+#include <cuda_runtime.h>
+#include <math.h>
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kTab = 256;
+
+struct RopeArgs {
+    float th[kTab]; /* θ_i for i < min(half, kTab) */
+    float theta, pos_scale;
+    int heads, head_dim, half;
+};
+
+__device__ __forceinline__ float theta_i(const RopeArgs &a, int i) {
+    if (i < kTab) return a.th[i];
+    return 1.0f / powf(a.theta, (float)(2 * i) / (float)(2 * a.half));
+}
+
+/* PAIRS: 0 adjacent, 1 half; V2: adjacent pairs as float2 */
+template <int PAIRS, bool V2>
+__global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a, int W, const float *x,
+                                                        int64_t xs, const int *pos, float *y,
+                                                        int64_t ys, unsigned *guard) {
+    const int64_t row = blockIdx.x;
+    const float *xr = x + row * xs;
+    float *yr = y + row * ys;
+    const bool copy = xr != yr;
+    const int p = pos[row];
+    if (p < 0) {
+        if (threadIdx.x == 0) m40k_guard_report(guard, M40K_GUARD_ROPE_POS, p, 0);
+        if (copy)
+            for (int j = threadIdx.x; j < W; j += kThreads) yr[j] = xr[j];
+        return;
+    }
+    const float fp = (float)p * a.pos_scale;
+    const int npairs = a.heads * a.half;
+    for (int k = threadIdx.x; k < npairs; k += kThreads) {
+        const int h = k / a.half, i = k - h * a.half;
+        float s, c;
+        sincosf(fp * theta_i(a, i), &s, &c);
+        const int base = h * a.head_dim;
+        const int ia = base + (PAIRS == 0 ? 2 * i : i);
+        const int ib = base + (PAIRS == 0 ? 2 * i + 1 : i + a.half);
+        float va, vb;
+        if (V2) {
+            float2 t = *reinterpret_cast<const float2 *>(xr + ia);
+            va = t.x, vb = t.y;
+        } else {
+            va = xr[ia], vb = xr[ib];
+        }
+        const float ra = va * c - vb * s, rb = vb * c + va * s;
+        if (V2) {
+            *reinterpret_cast<float2 *>(yr + ia) = make_float2(ra, rb);
+        } else {
+            yr[ia] = ra;
+            yr[ib] = rb;
+        }
+    }
+    if (copy) {
+        const int rot = a.heads * a.head_dim, rd = 2 * a.half;
+        for (int j = threadIdx.x; j < W; j += kThreads)
+            if (j >= rot || j % a.head_dim >= rd) yr[j] = xr[j];
+    }
+}
+
+bool aligned(const void *p, unsigned n) { return ((uintptr_t)p & (n - 1)) == 0; }
+
+} // namespace
+
+extern "C" int m40k_rope(void *stream, int heads, int head_dim, int rope_dims, int pairs,
+                         float theta, float pos_scale, int64_t rows, int64_t W, const float *x,
+                         int64_t xs, const int32_t *pos, float *y, int64_t ys, unsigned *guard) {
+    if (rows == 0) return 0;
+    if (rows > 2147483647 || W > (1 << 30) || rope_dims < 2 ||
+        (int64_t)heads * head_dim > W)
+        return (int)cudaErrorInvalidValue;
+    RopeArgs a;
+    a.theta = theta, a.pos_scale = pos_scale;
+    a.heads = heads, a.head_dim = head_dim, a.half = rope_dims / 2;
+    for (int i = 0; i < kTab; i++) {
+        /* the reference's θ_i (m40__rope_angle): float exponent, double pow */
+        float e = (float)(2 * i) / (float)rope_dims;
+        a.th[i] = i < a.half ? 1.0f / (float)pow((double)theta, (double)e) : 0.0f;
+    }
+    cudaStream_t s = (cudaStream_t)stream;
+    const unsigned g = (unsigned)rows;
+    if (pairs == 1) {
+        rope_kernel<1, false><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
+    } else if (head_dim % 2 == 0 && xs % 2 == 0 && ys % 2 == 0 && aligned(x, 8) &&
+               aligned(y, 8)) {
+        rope_kernel<0, true><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
+    } else {
+        rope_kernel<0, false><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
+    }
+    return (int)cudaGetLastError();
+}

@@ -12,7 +12,8 @@
 ** Layout: one block of 256 threads per row (rows < 2^31); threads stride
 ** over the heads·rope_dims/2 pairs (adjacent pairs as one float2 when the
 ** row strides and head_dim are even and the pointers 8-byte aligned). Out
-** of place, the values that do not rotate are copied too. A negative
+** of place, the values that do not rotate are copied too. Position -1 is
+** padding: the row passes as it is (copied when out of place). A lower
 ** position is reported to the index guard by thread 0 and the row is left
 ** as it was (copied when out of place).
 **
@@ -58,8 +59,8 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a, int W,
     float *yr = y + row * ys;
     const bool copy = xr != yr;
     const int p = pos[row];
-    if (p < 0) {
-        if (threadIdx.x == 0) m40k_guard_report(guard, M40K_GUARD_ROPE_POS, p, 0);
+    if (p < 0) { /* -1: padding, the row passes; below: a bad index */
+        if (threadIdx.x == 0 && p < -1) m40k_guard_report(guard, M40K_GUARD_ROPE_POS, p, 0);
         if (copy)
             for (int j = threadIdx.x; j < W; j += kThreads) yr[j] = xr[j];
         return;

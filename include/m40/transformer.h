@@ -79,8 +79,9 @@ M40_API void m40_rope_desc_init(m40_rope_desc *d);
 **        values of each row rotate, the rest are left as they are (so a
 **        fused qkv row rotates its Q and K heads with heads = H + G); the
 **        last dim contiguous, rows may be strided
-**   pos  I32 with one position per row (x's leading dims flattened), >= 0;
-**        a device tensor on a GPU, so a captured graph replays new positions */
+**   pos  I32 with one position per row (x's leading dims flattened), >= 0,
+**        or -1: padding, the row is left as it is; a device tensor on a GPU,
+**        so a captured graph replays new positions */
 M40_API m40_status m40_rope(m40_ctx *ctx, const m40_rope_desc *d, m40_tensor *x,
                             const m40_tensor *pos);
 

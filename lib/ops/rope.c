@@ -103,8 +103,9 @@ static m40_status rope_cpu(m40_ctx *ctx, const m40__op_run *r) {
     rope_args a = rope_args_of(r);
     const int32_t *pos = (const int32_t *)r->in[1]->data;
     for (int64_t i = 0; i < a.rows; i++)
-        if (pos[i] < 0)
-            return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: position %d (row %lld) is negative",
+        if (pos[i] < -1)
+            return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: position %d (row %lld) is negative "
+                            "(-1 marks padding)",
                             r->fn, (int)pos[i], (long long)i);
     m40__ref_rope(&a.d, a.rows, a.W, (const float *)r->in[0]->data, a.xs, pos,
                   (float *)r->out->data, a.ys);

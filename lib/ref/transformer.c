@@ -58,6 +58,7 @@ void m40__ref_rope(const m40_rope_desc *d, int64_t rows, int64_t W, const float 
         const float *xr = x + r * xs;
         float *yr = y + r * ys;
         if (yr != xr) memmove(yr, xr, (size_t)W * sizeof *yr);
+        if (pos[r] == -1) continue; /* padding: the row passes as it is */
         for (int i = 0; i < half; i++) {
             double a = m40__rope_angle(d, pos[r], i), cs = cos(a), sn = sin(a);
             int64_t ia = d->pairs == M40_ROPE_ADJACENT ? 2 * i : i;

@@ -168,6 +168,9 @@ static void test_rope(void) {
     bad = d, bad.struct_size = 8;
     CHECK_ST(m40_rope(C, &bad, a, p1), M40_ERR_INVALID_ARG);
     CHECK_ST(m40_rope(C, NULL, a, p1), M40_ERR_INVALID_ARG);
+    *pp = -1; /* padding: the row passes as it is, no error */
+    CHECK_ST(m40_rope(C, &d, a, p1), M40_OK);
+    CHECK(memcmp(saved, fdata(a), 128 * 4) == 0);
     *pp = -2;
     CHECK_ST(m40_rope(C, &d, a, p1), M40_ERR_INVALID_ARG);
     CHECK(has("position -2") && has("negative"));

@@ -1,0 +1,28 @@
+# The attention trail (issue 16): bench/attention/attn_versions.cu holds the
+# numbered versions (naive, tiled, online softmax, split-KV, GQA-shared) of
+# causal GQA attention over a KV cache; m40-attn-versions
+# (bench/attention/attn_check.c) checks each against a CPU double reference,
+# then times them beside the library's m40_attention on ChatGLM2 shapes.
+# docs/attention.md tells the story. `m40-attn-versions --check` is also a
+# gpu-labelled test (exit 77 without a GPU).
+if(M40_HAVE_CUDA)
+  add_library(m40_attn_versions OBJECT ${PROJECT_SOURCE_DIR}/bench/attention/attn_versions.cu)
+  target_include_directories(m40_attn_versions PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  if(M40_CUDA_OVERLAY_DIR)
+    target_include_directories(m40_attn_versions BEFORE PRIVATE ${M40_CUDA_OVERLAY_DIR})
+  endif()
+  target_compile_options(m40_attn_versions PRIVATE
+    $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${M40_PTXAS_VERBOSE}>>:-Xptxas=-v>)
+  add_executable(m40-attn-versions ${PROJECT_SOURCE_DIR}/bench/attention/attn_check.c
+                 $<TARGET_OBJECTS:m40_attn_versions>)
+  if(M40_CUDA_OVERLAY_DIR)
+    target_include_directories(m40-attn-versions BEFORE PRIVATE ${M40_CUDA_OVERLAY_DIR})
+  endif()
+  target_link_libraries(m40-attn-versions PRIVATE m40_static CUDA::cudart_static m)
+  target_compile_options(m40-attn-versions PRIVATE -Wall -Wextra $<$<BOOL:${M40_WERROR}>:-Werror>)
+  if(M40_BUILD_TESTS)
+    enable_testing()
+    add_test(NAME m40_attn_versions COMMAND m40-attn-versions --check)
+    set_tests_properties(m40_attn_versions PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
+  endif()
+endif()

@@ -5,6 +5,7 @@
 
     python3 bench/bench_torch.py copy,gemm [--warmup 3] [--repeats 20]
         [--sizes-copy 1,8,64,256,1024] [--sizes-gemm 1x4096x4096,...,4096]
+        [--sizes-attention 1024,8192,32768] [--sizes-prefill 512,2048,8192]
         [--json FILE] [--device 0]
 
 FP32 is real FP32: TF32 is switched off for matmul and cuDNN (both default
@@ -28,6 +29,8 @@ DEFAULT_SIZES = {
     "conv": "1,32",
     "resnet50": "1,8,64",
     "copy": "1,8,64,256,1024",
+    "attention": "1024,8192,32768",  # decode contexts, as m40-bench attention
+    "prefill": "512,2048,8192",      # attention's prefill lengths
     "gemm": "1x4096x4096,8x4096x4096,32x4096x4096,128x4096x4096,512x4096x4096,"
             "2048x4096x4096,4096",
 }
@@ -256,6 +259,73 @@ def run_resnet50(torch, args, dev, sampler, is_m40):
     return out
 
 
+# ChatGLM2's attention, as m40-bench attention: 32 heads over 2 KV groups,
+# head_dim 128, an fp16 KV cache, one sequence
+ATT_H, ATT_G, ATT_D = 32, 2, 128
+
+
+def run_attention(torch, args, dev, sampler, is_m40):
+    """torch.nn.functional.scaled_dot_product_attention in FP32 (TF32 off).
+    PyTorch needs K/V at all 32 heads and in q's dtype: two rows per shape,
+      'torch.sdpa'         K/V converted and expanded beforehand (the kernel)
+      'torch expand+sdpa'  fp16 cache -> fp32, repeat_interleave to 32 heads,
+                           then SDPA, every call (what a GQA model does each step)
+    Both in the units of ours: decode = the fp16 cache's K+V bytes / time,
+    prefill = 4*T^2/2*D*H / time. Decode is one query at position L-1: it
+    sees every key, so is_causal=False (PyTorch's is_causal is top-left
+    aligned: a 1-row query would see key 0 only); prefill (L = T) is causal."""
+    F = torch.nn.functional
+    rep = ATT_H // ATT_G
+    out = []
+
+    def rows(kind, label, batch, unit, work, q, k16, v16, causal, ref_rows):
+        kx = k16.float().repeat_interleave(rep, dim=1)
+        vx = v16.float().repeat_interleave(rep, dim=1)
+        y = F.scaled_dot_product_attention(q, kx, vx, is_causal=causal)
+        # float64 reference on the last query rows (all heads)
+        qr = q[:, :, -ref_rows:].double()
+        s = qr @ kx.double().transpose(-1, -2) / ATT_D ** 0.5
+        if causal:
+            T = q.shape[2]
+            i = torch.arange(T - ref_rows, T, device=dev)[:, None]
+            s = s.masked_fill(torch.arange(kx.shape[2], device=dev)[None, :] > i, float("-inf"))
+        ref = torch.softmax(s, dim=-1) @ vx.double()
+        err = float((y[:, :, -ref_rows:].double() - ref).abs().max() / ref.abs().max())
+        for impl, op in (("torch.sdpa", lambda: F.scaled_dot_product_attention(q, kx, vx, is_causal=causal)),
+                         ("torch expand+sdpa", lambda: F.scaled_dot_product_attention(
+                             q, k16.float().repeat_interleave(rep, dim=1),
+                             v16.float().repeat_interleave(rep, dim=1), is_causal=causal))):
+            t, tele = measure(torch, op, args.warmup, args.repeats, sampler)
+            r = result("attention", impl, label, batch, {}, unit, work, t, tele, is_m40)
+            r["max_rel_err"] = err
+            if unit == "GB/s":
+                r["m40"]["formula"] = (f"{work / 1e9:.4g} GB (fp16 K+V read) / {M40_GBS:.1f} GB/s = "
+                                       f"{r['m40']['floor_ms']:.4g} ms")
+            else:
+                r["m40"]["formula"] = (f"4*T^2/2*D*H = {work / 1e9:.4g} GFLOP / {M40_GFLOPS:.0f} "
+                                       f"GFLOP/s = {r['m40']['floor_ms']:.4g} ms")
+            out.append(r)
+            print_line(r)
+        print(f"      {kind}: max_rel_err {err:.2g} vs float64 (last {ref_rows} query rows)", flush=True)
+        del kx, vx, y
+
+    for L, _, _ in parse_sizes(args.sizes_attention):
+        q = torch.empty(1, ATT_H, 1, ATT_D, device=dev).uniform_(-2, 2)
+        k16 = torch.empty(1, ATT_G, L, ATT_D, device=dev).uniform_(-1, 1).half()
+        v16 = torch.empty(1, ATT_G, L, ATT_D, device=dev).uniform_(-1, 1).half()
+        rows("decode", f"decode ctx {L}", L, "GB/s", 2.0 * L * ATT_G * ATT_D * 2, q, k16, v16,
+             False, 1)
+        del q, k16, v16
+    for T, _, _ in parse_sizes(args.sizes_prefill):
+        q = torch.empty(1, ATT_H, T, ATT_D, device=dev).uniform_(-2, 2)
+        k16 = torch.empty(1, ATT_G, T, ATT_D, device=dev).uniform_(-1, 1).half()
+        v16 = torch.empty(1, ATT_G, T, ATT_D, device=dev).uniform_(-1, 1).half()
+        rows("prefill", f"prefill T {T}", T, "GFLOP/s", 2.0 * T * T * ATT_D * ATT_H, q, k16, v16,
+             True, 4)
+        del q, k16, v16
+    return out
+
+
 def print_line(r):
     t = r["time_ms"]
     line = (f"{r['workload']:5s} {r['label']:16s} {r['impl']:14s} {r['value']:10.1f} {r['unit']:7s} "
@@ -272,13 +342,17 @@ def print_line(r):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("workloads", help="comma-separated: copy,gemm,conv,resnet50")
+    ap.add_argument("workloads", help="comma-separated: copy,gemm,conv,resnet50,attention")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--sizes-copy", default=DEFAULT_SIZES["copy"])
     ap.add_argument("--sizes-gemm", default=DEFAULT_SIZES["gemm"])
     ap.add_argument("--sizes-conv", default=DEFAULT_SIZES["conv"], help="batch sizes")
     ap.add_argument("--sizes-resnet50", default=DEFAULT_SIZES["resnet50"], help="batch sizes")
+    ap.add_argument("--sizes-attention", default=DEFAULT_SIZES["attention"],
+                    help="attention: decode contexts")
+    ap.add_argument("--sizes-prefill", default=DEFAULT_SIZES["prefill"],
+                    help="attention: prefill lengths (causal, L = T)")
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--json", help="write results here")
     args = ap.parse_args()
@@ -300,7 +374,8 @@ def main():
           f"{torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}; "
           f"TF32 off; telemetry {'NVML, driver ' + sampler.driver if sampler.ok else 'off'}")
     torch.manual_seed(0)
-    runners = {"copy": run_copy, "gemm": run_gemm, "conv": run_conv, "resnet50": run_resnet50}
+    runners = {"copy": run_copy, "gemm": run_gemm, "conv": run_conv, "resnet50": run_resnet50,
+               "attention": run_attention}
     results = []
     for w in args.workloads.split(","):
         if w not in runners:
@@ -320,7 +395,9 @@ def main():
                         "cudnn_benchmark": True},
            "options": {"warmup": args.warmup, "repeats": args.repeats,
                        "sizes": {"copy": args.sizes_copy, "gemm": args.sizes_gemm,
-                                 "conv": args.sizes_conv, "resnet50": args.sizes_resnet50},
+                                 "conv": args.sizes_conv, "resnet50": args.sizes_resnet50,
+                                 "attention": args.sizes_attention,
+                                 "prefill": args.sizes_prefill},
                        "timing": "cuda events per repeat"},
            "results": results}
     if args.json:

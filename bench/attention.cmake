@@ -5,26 +5,7 @@
 # then times them beside the library's m40_attention on ChatGLM2 shapes.
 # docs/attention.md tells the story. `m40-attn-versions --check` is also a
 # gpu-labelled test (exit 77 without a GPU).
-#
-# m40_attention arrives with issue 16's kernels. Until the library defines it
-# (looked for in lib/ at configure time), m40-attn-versions and m40-bench's
-# tools/bench/attention.c (a source property: both files are compiled in this
-# directory) reference it weakly and report it missing; once it is defined
-# the reference is an ordinary one, so the linker pulls it in wherever it lives.
-file(GLOB_RECURSE _m40b_lib_c ${PROJECT_SOURCE_DIR}/lib/*.c)
-set(_m40b_have_attention OFF)
-foreach(_f ${_m40b_lib_c})
-  file(STRINGS ${_f} _hit REGEX "m40_attention[ \t]*\\(m40_ctx")
-  if(_hit)
-    set(_m40b_have_attention ON)
-  endif()
-endforeach()
-if(NOT _m40b_have_attention)
-  message(STATUS "m40_attention is not in lib/ yet: m40-bench attention and m40-attn-versions skip it")
-  set_property(SOURCE ${PROJECT_SOURCE_DIR}/tools/bench/attention.c
-               ${PROJECT_SOURCE_DIR}/bench/attention/attn_check.c
-               APPEND PROPERTY COMPILE_DEFINITIONS M40B_NO_ATTENTION)
-endif()
+
 if(M40_HAVE_CUDA)
   add_library(m40_attn_versions OBJECT ${PROJECT_SOURCE_DIR}/bench/attention/attn_versions.cu)
   target_include_directories(m40_attn_versions PRIVATE ${PROJECT_SOURCE_DIR}/include)
@@ -46,9 +27,9 @@ if(M40_HAVE_CUDA)
     set_tests_properties(m40_attn_versions PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
   endif()
 endif()
-# m40-bench attention (tools/bench/attention.c), once the library has m40_attention:
+# m40-bench attention (tools/bench/attention.c):
 # the harness on the CPU reference, and a short GPU run (77 without a GPU)
-if(M40_BUILD_TESTS AND M40_BUILD_EXAMPLES AND _m40b_have_attention)
+if(M40_BUILD_TESTS AND M40_BUILD_EXAMPLES)
   enable_testing()
   add_test(NAME m40_bench_attention_cpu
     COMMAND m40-bench attention --cpu --sizes 64 --warmup 1 --repeats 2 --json)

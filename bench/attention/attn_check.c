@@ -23,15 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* m40_attention comes with issue 16's kernels: while lib/ has no definition
-** (bench/attention.cmake looks), the reference is weak, the symbol NULL, and
-** this program says it is missing. */
-#ifdef M40B_NO_ATTENTION
-#pragma weak m40_attention
-#define HAVE_ATTENTION() (m40_attention != NULL)
-#else
-#define HAVE_ATTENTION() 1
-#endif
 
 #define D M40B_ATTN_D
 #define NV M40B_ATTN_NVERSIONS
@@ -41,7 +32,6 @@ static void *S;   /* the context's stream: versions, copies and events all on it
 static int sms;
 static long checks, failed;
 
-static int have_prod(void) { return HAVE_ATTENTION(); }
 
 typedef struct prob {
     m40b_attn_problem p;
@@ -187,7 +177,7 @@ static void check_case(int T, int H, int G, int L, int p0, int f16) {
     prob_make(&b, T, H, G, L, p0, f16, 1000u + (uint64_t)(T * 7 + L + f16));
     double *ref = reference(&b);
     const size_t n = (size_t)T * H * D;
-    for (int ver = have_prod() ? 0 : 1; ver <= NV; ver++) {
+    for (int ver = 0; ver <= NV; ver++) {
         void *ws = scratch_for(&b, ver);
         /* NaN: an unwritten output shows; synchronized, as the context's
         ** stream may not wait for the legacy stream */
@@ -304,10 +294,6 @@ static void time_shape(int T, int L) {
     float *base = NULL;
     for (int ver = 1; ver <= NV + 1; ver++) {
         const int v = ver == NV + 1 ? 0 : ver; /* the library last */
-        if (v == 0 && !have_prod()) {
-            printf("  %-72s (not in this build)\n", name_of(0));
-            continue;
-        }
         ver_arg a = {&b, v, scratch_for(&b, v)};
         double ms = time_op(ver_op, &a);
         if (!(ms > 0) || m40_ctx_sync(C)) {
@@ -371,8 +357,7 @@ int main(int argc, char **argv) {
     }
     S = m40_ctx_get_stream(C);
     for (int i = 0; i < NV; i++) printf("version %d: %s\n", i + 1, m40b_attn_notes[i]);
-    printf("production m40_attention: %s\n", have_prod() ? "checked and timed as version 0"
-                                                         : "not in this build (skipped)");
+    printf("production m40_attention: checked and timed as version 0\n");
     /* T, H, G, L, p0: decode, decode at ChatGLM2 heads, prefill, a chunk of
     ** prefill after a prefix with unused cache behind it, MHA with T = 3 */
     static const int cases[][5] = {{1, 8, 2, 300, 299}, {1, 32, 2, 1000, 999}, {77, 8, 2, 77, 0},

@@ -23,15 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* m40_attention comes with issue 16's kernels: while lib/ has no definition
-** (bench/attention.cmake looks), the reference is weak, the symbol NULL, and
-** this program says it is missing. */
-#ifdef M40B_NO_ATTENTION
-#pragma weak m40_attention
-#define HAVE_ATTENTION() (m40_attention != NULL)
-#else
-#define HAVE_ATTENTION() 1
-#endif
 
 #define ATT_H 32
 #define ATT_G 2
@@ -272,11 +263,6 @@ int run_attention(bench_env *e) {
     if (ns <= 0) {
         fprintf(stderr, "m40-bench attention: --sizes takes decode contexts in 1..%d, e.g. "
                         "1024,8192,32768\n", ATT_MAX_CONTEXT);
-        return 2;
-    }
-    if (!HAVE_ATTENTION()) {
-        fprintf(stderr, "m40-bench attention: this libm40 has no m40_attention yet (issue 16's "
-                        "kernels); nothing measured\n");
         return 2;
     }
     for (int i = 0; i < ns; i++) decode_one(e, (int)sz[i][0]);

@@ -20,7 +20,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 TARGETS=(test_attention_gpu test_transformer_ops_gpu test_sample_gpu test_attention
-         test_transformer_ops test_sample m40-bench m40-attn-versions)
+         test_transformer_ops test_sample test_graph_ops test_chatglm2 m40-chat m40-bench
+         m40-attn-versions)
 stamp "build ${TARGETS[*]}"
 cmake -S . -B "$B" "${gen[@]}" -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DM40_CUDA=ON -DM40_WERROR=ON -DCMAKE_BUILD_TYPE=Release > "$O/configure.log" 2>&1 \
@@ -32,12 +33,14 @@ done
 stamp built
 if has test; then
     for t in test_attention test_transformer_ops test_sample test_attention_gpu \
-             test_transformer_ops_gpu test_sample_gpu; do
-        [ -x "$B/$t" ] || { echo "MISSING $t"; continue; }
+             test_transformer_ops_gpu test_sample_gpu "test_graph_ops --gpu" "test_chatglm2 --gpu" \
+             "m40-attn-versions --check"; do
+        set -- $t
+        [ -x "$B/$1" ] || { echo "MISSING $1"; continue; }
         s=$SECONDS
-        timeout 240 "$B/$t" > "$O/$t.log" 2>&1; rc=$?
-        echo "$t rc=$rc ($((SECONDS - s)) s): $(grep -E "passed|failed|checks" "$O/$t.log" | tail -1)"
-        [ $rc = 0 ] || grep -E "FAIL|CHECK failed|returned" "$O/$t.log" | head -20
+        timeout 240 "$B/$1" "${@:2}" > "$O/$1.log" 2>&1; rc=$?
+        echo "$t rc=$rc ($((SECONDS - s)) s): $(grep -E "passed|failed|checks" "$O/$1.log" | tail -1)"
+        [ $rc = 0 ] || grep -E "FAIL|CHECK failed|returned" "$O/$1.log" | head -20
     done
 fi
 if has san && command -v compute-sanitizer >/dev/null; then

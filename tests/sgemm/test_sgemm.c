@@ -261,7 +261,7 @@ int main(void) {
     ** every shared-memory access): only shapes up to 300 in M and N, so every
     ** tile, split-K and epilogue path still runs, on small problems */
     const char *quick = getenv("M40_SGEMM_QUICK");
-    const bool is_quick = quick && strcmp(quick, "1") == 0;
+    const int is_quick = quick && strcmp(quick, "1") == 0;
     for (int s = 0; s < nsh; s++) {
         if (is_quick && (SH[s][0] > 300 || SH[s][1] > 300)) continue;
         for (int layout = 0; layout < 2; layout++) {

@@ -5,6 +5,7 @@
 #ifndef M40_TESTS_SAMPLE_COMMON_H
 #define M40_TESTS_SAMPLE_COMMON_H
 
+#include "check.h"
 #include "m40/transformer.h"
 
 #include <float.h>
@@ -112,6 +113,50 @@ static double st_chi2_crit(int df) {
     double k = df, a = 2.0 / (9.0 * k), z = 3.0902;
     double v = 1.0 - a + z * sqrt(a);
     return k * v * v * v;
+}
+
+/* An allocated graph of one SAMPLE node (sampler d) over the inputs logits
+** [B,V], history [B,W] and pos [B]; t[0..3] get the logits, history, pos
+** and output tensors. With `bad`, a node with that sampler is tried first
+** and must be refused. NULL when a step failed (CHECKed). */
+static m40_graph *st_graph(m40_ctx *ctx, int B, int V, int W, const m40_sampler_desc *d,
+                           const m40_sampler_desc *bad, m40_tensor *t[4]) {
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(ctx, &g), M40_OK);
+    if (!g) return NULL;
+    m40_tensor_desc dl, dh, dp;
+    int64_t sl[2] = {B, V}, sh[2] = {B, W}, sp[1] = {B};
+    m40_tensor_desc_make(&dl, M40_DTYPE_F32, 2, sl);
+    m40_tensor_desc_make(&dh, M40_DTYPE_I32, 2, sh);
+    m40_tensor_desc_make(&dp, M40_DTYPE_I32, 1, sp);
+    int id[4] = {-1, -1, -1, -1};
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "logits", &dl, &id[0]), M40_OK);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "history", &dh, &id[1]), M40_OK);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "pos", &dp, &id[2]), M40_OK);
+    m40_node_desc nd;
+    m40_node_desc_init(&nd, M40_OP_SAMPLE);
+    nd.name = "sample";
+    nd.ninputs = 3;
+    nd.inputs[0] = id[0], nd.inputs[1] = id[1], nd.inputs[2] = id[2];
+    if (bad) {
+        nd.sampler = *bad;
+        CHECK_ST(m40_graph_node(g, &nd, NULL), M40_ERR_INVALID_ARG);
+    }
+    nd.sampler = *d;
+    CHECK_ST(m40_graph_node(g, &nd, &id[3]), M40_OK);
+    CHECK_ST(m40_graph_mark_output(g, id[3]), M40_OK);
+    CHECK_ST(m40_graph_alloc(g), M40_OK);
+    int ok = 1;
+    for (int i = 0; i < 4; i++) {
+        t[i] = NULL;
+        CHECK_ST(m40_graph_get_tensor(g, id[i], &t[i]), M40_OK);
+        ok &= t[i] != NULL;
+    }
+    if (!ok) {
+        m40_graph_destroy(g);
+        return NULL;
+    }
+    return g;
 }
 
 #endif

@@ -283,32 +283,10 @@ static void test_graph(void) {
     m40_sampler_desc d;
     m40_sampler_desc_init(&d);
     d.top_k = 40, d.top_p = 0.9f, d.temperature = 0.8f, d.repetition_penalty = 1.1f, d.seed = 3;
-    m40_graph *g = NULL;
-    CHECK_ST(m40_graph_create(gpu, &g), M40_OK);
-    m40_tensor_desc dl, dh, dp;
-    int64_t sl[2] = {B, V}, sh[2] = {B, W}, sp[1] = {B};
-    m40_tensor_desc_make(&dl, M40_DTYPE_F32, 2, sl);
-    m40_tensor_desc_make(&dh, M40_DTYPE_I32, 2, sh);
-    m40_tensor_desc_make(&dp, M40_DTYPE_I32, 1, sp);
-    int il, ih, ip, io = -1;
-    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "logits", &dl, &il), M40_OK);
-    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "history", &dh, &ih), M40_OK);
-    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "pos", &dp, &ip), M40_OK);
-    m40_node_desc nd;
-    m40_node_desc_init(&nd, M40_OP_SAMPLE);
-    nd.name = "sample";
-    nd.ninputs = 3;
-    nd.inputs[0] = il, nd.inputs[1] = ih, nd.inputs[2] = ip;
-    nd.sampler = d;
-    CHECK_ST(m40_graph_node(g, &nd, &io), M40_OK);
-    CHECK_ST(m40_graph_mark_output(g, io), M40_OK);
-    CHECK_ST(m40_graph_alloc(g), M40_OK);
-    m40_tensor *tl = NULL, *th = NULL, *tp = NULL, *to = NULL;
-    CHECK_ST(m40_graph_get_tensor(g, il, &tl), M40_OK);
-    CHECK_ST(m40_graph_get_tensor(g, ih, &th), M40_OK);
-    CHECK_ST(m40_graph_get_tensor(g, ip, &tp), M40_OK);
-    CHECK_ST(m40_graph_get_tensor(g, io, &to), M40_OK);
-    if (tl && th && tp && to) {
+    m40_tensor *t[4];
+    m40_graph *g = st_graph(gpu, B, V, W, &d, NULL, t);
+    m40_tensor *tl = t[0], *th = t[1], *tp = t[2], *to = t[3];
+    if (g) {
         CHECK_ST(m40_tensor_upload(gpu, tl, l, (size_t)B * V * 4), M40_OK);
         CHECK_ST(m40_tensor_upload(gpu, th, h, sizeof h), M40_OK);
         CHECK_ST(m40_tensor_upload(gpu, tp, p, sizeof p), M40_OK);

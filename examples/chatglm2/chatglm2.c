@@ -264,6 +264,8 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     d.shards = m->files;
     d.nshards = m->nfiles;
     d.budget = bp;
+    d.progress = o->progress;
+    d.progress_user = o->progress_user;
     if (have_cfg) {
         d.config = m->cfg;
         d.check_config = 1;

@@ -38,6 +38,9 @@ typedef struct glm_open_opts {
     int device;              /* CUDA ordinal */
     int all_logits;          /* 1: glm_prefill can return every position's logits */
     const char *budget;      /* NULL: the device's free memory; "m40-12g", "m40-24g" */
+    /* loading progress (m40_chatglm2_desc.progress), or NULL */
+    void (*progress)(void *user, const char *stage, uint64_t done, uint64_t total);
+    void *progress_user;
 } glm_open_opts;
 
 void glm_open_opts_init(glm_open_opts *o);

@@ -11,14 +11,31 @@
 ** prompt position, then one per generated token (the logits at its
 ** position, from which the next one is drawn): n + max-new-tokens rows.
 ** Exit status: 0, 1 a failure (message on stderr), 2 usage. */
+#define _POSIX_C_SOURCE 200809L
 #include "chatglm2.h"
 
 #include <m40/transformer.h>
 
 #include <errno.h>
 #include <stdio.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Loading progress on a terminal: MB done of the total and the rate. */
+static void progress(void *user, const char *stage, uint64_t done, uint64_t total) {
+    struct timespec *t0 = user, now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double s = (double)(now.tv_sec - t0->tv_sec) + 1e-9 * (double)(now.tv_nsec - t0->tv_nsec);
+    fprintf(stderr, "\r%-6s %8.1f / %.1f MB  %7.1f MB/s%s", stage, done / 1e6, total / 1e6,
+            s > 0 ? done / 1e6 / s : 0.0,
+            !strcmp(stage, "upload") && done == total ? "\n" : "");
+    if (!strcmp(stage, "read") && done == total) {
+        fputc('\n', stderr);
+        *t0 = now; /* the upload's rate from here */
+    }
+}
 
 static int usage(const char *why) {
     if (why) fprintf(stderr, "m40-chat: %s\n", why);
@@ -121,6 +138,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "m40-chat: cannot write %s: %s\n", logits_path, strerror(errno));
         free(ids);
         return 1;
+    }
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (isatty(2)) { /* a terminal: show the load's progress */
+        o.progress = progress;
+        o.progress_user = &t0;
     }
     char err[512];
     glm_model *m = NULL;

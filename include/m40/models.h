@@ -211,6 +211,13 @@ typedef struct m40_chatglm2_desc {
     int check_config;
     /* Prefill: logits of every position [B,T,V] instead of the last [B,1,V]. */
     int all_logits;
+    /* Optional, called from this thread while a checkpoint loads (the
+    ** library prints nothing): stage "read" after each checkpoint tensor is
+    ** checked and converted (done, total: checkpoint bytes), "upload"
+    ** before and after the weights go to the device (done, total: the
+    ** weights region's bytes). */
+    void (*progress)(void *user, const char *stage, uint64_t done, uint64_t total);
+    void *progress_user;
 } m40_chatglm2_desc;
 
 M40_API void m40_chatglm2_desc_init(m40_chatglm2_desc *d);

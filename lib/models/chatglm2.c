@@ -49,6 +49,8 @@ typedef struct gb {
     m40_graph *from;         /* weights_from: bind its weights, NULL: none */
     m40_ctx *cpu;            /* for m40_quantize (host tensors), made on need */
     char **used;             /* [file][tensor]: taken by the model */
+    const m40_chatglm2_desc *d; /* for the progress callback */
+    uint64_t read_bytes, total_bytes; /* checkpoint bytes taken so far, in all */
     void **bufs;             /* converted host data, alive until m40_graph_alloc */
     int nbufs, capbufs;
 } gb;
@@ -110,6 +112,9 @@ static wt lookup(gb *g, const char *name) {
 static void mark_used(gb *g, wt x) {
     for (int i = 0; i < g->nfiles; i++)
         if (g->files[i] == x.f) g->used[i][x.t - m40_st_get(x.f, 0)] = 1;
+    g->read_bytes += x.t->nbytes;
+    if (g->d && g->d->progress)
+        g->d->progress(g->d->progress_user, "read", g->read_bytes, g->total_bytes);
 }
 
 static const char *metadata(gb *g, const char *key) {
@@ -556,7 +561,8 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
     if ((weights ? 1 : 0) + (d->nshards > 0) + (d->weights_from != NULL) > 1)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: give one of a weights file, shards and "
                         "weights_from", FN);
-    gb g = {.b = {.ctx = ctx, .fn = FN, .st = M40_OK}, .c = d->config, .from = d->weights_from};
+    gb g = {.b = {.ctx = ctx, .fn = FN, .st = M40_OK}, .c = d->config, .from = d->weights_from,
+            .d = d};
     if (weights) {
         g.files = &weights;
         g.nfiles = 1;
@@ -575,6 +581,9 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
         if (g.b.st != M40_OK) return g.b.st;
         if (!(g.used = calloc((size_t)g.nfiles, sizeof *g.used)))
             return m40__err(ctx, M40_ERR_OOM_HOST, "%s: out of host memory", FN);
+        for (int i = 0; i < g.nfiles; i++)
+            for (size_t j = 0; j < m40_st_get_count(g.files[i]); j++)
+                g.total_bytes += m40_st_get(g.files[i], j)->nbytes;
         for (int i = 0; i < g.nfiles; i++)
             if (!(g.used[i] = calloc(m40_st_get_count(g.files[i]) + 1, 1))) {
                 for (int j = 0; j < i; j++) free(g.used[j]);
@@ -600,9 +609,14 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
                              "a ChatGLM2 of %d layers)", m40_st_get(g.files[f], i)->name,
                              g.nfiles > 1 ? " in a shard" : "", g.c.layers);
     if (g.b.st == M40_OK && (g.w || d->weights_from)) {
-        if ((st = m40_graph_plan(g.b.g, d->budget, &inf.plan)) != M40_OK ||
-            (st = m40_graph_alloc(g.b.g)) != M40_OK)
-            m40__mb_fail(&g.b, st, "%s", m40_errmsg(ctx));
+        uint64_t wb = 0;
+        if ((st = m40_graph_plan(g.b.g, d->budget, &inf.plan)) == M40_OK) {
+            wb = inf.plan.region_bytes[M40_REGION_WEIGHTS];
+            if (d->progress && g.w) d->progress(d->progress_user, "upload", 0, wb);
+            st = m40_graph_alloc(g.b.g);
+        }
+        if (st != M40_OK) m40__mb_fail(&g.b, st, "%s", m40_errmsg(ctx));
+        else if (d->progress && g.w) d->progress(d->progress_user, "upload", wb, wb);
         inf.allocated = g.b.st == M40_OK;
     }
     for (int i = 0; i < g.nbufs; i++) free(g.bufs[i]);

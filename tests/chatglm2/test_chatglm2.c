@@ -89,6 +89,17 @@ static int run(m40_ctx *c, m40_graph *g, const m40_chatglm2_info *inf, const int
     return 1;
 }
 
+/* The loading progress: every call's figures, the last of each stage. */
+static struct { int calls; uint64_t read_done, read_total, up_done, up_total; int bad; } prog;
+static void on_progress(void *user, const char *stage, uint64_t done, uint64_t total) {
+    (void)user;
+    prog.calls++;
+    if (done > total) prog.bad = 1;
+    if (!strcmp(stage, "read")) prog.read_done = done, prog.read_total = total;
+    else if (!strcmp(stage, "upload")) prog.up_done = done, prog.up_total = total;
+    else prog.bad = 1;
+}
+
 /* A graph of the checkpoint: a prefill of T tokens (all logits) or a decode
 ** step, sharing `kv`, and the weights of `from` when given. */
 static m40_graph *graph(m40_ctx *c, m40_st_file *w, m40_wformat fmt, int T, int decode,
@@ -104,6 +115,7 @@ static m40_graph *graph(m40_ctx *c, m40_st_file *w, m40_wformat fmt, int T, int 
     d.all_logits = !decode;
     d.kv_cache = kv;
     d.weights_from = from;
+    d.progress = on_progress;
     m40_graph *g = NULL;
     CHECK_ST(m40_chatglm2_graph(c, &d, from ? NULL : w, &g, inf), M40_OK);
     if (!g) fprintf(stderr, "%s: %s\n", m40_wformat_name(fmt), m40_errmsg(c));
@@ -127,6 +139,11 @@ static void run_format(m40_ctx *c, m40_st_file *w, m40_wformat fmt, double tol, 
         !(dg = graph(c, w, fmt, 1, 1, pg, &pi.config, kv, &di)) ||
         !(rg = graph(c, w, fmt, nround2, 0, pg, &pi.config, kv, &ri)))
         goto out;
+    /* the first graph read the whole checkpoint and uploaded its weights;
+    ** the two bound graphs reported nothing */
+    CHECK(!prog.bad && prog.calls >= 17 && prog.read_done == prog.read_total &&
+          prog.read_total == 1252608 && prog.up_done == prog.up_total && prog.up_total > 0);
+    memset(&prog, 0, sizeof prog);
     CHECK(pi.config.layers == 2 && pi.config.heads == 4 && pi.config.kv_heads == 2 &&
           pi.config.head_dim == 128 && pi.config.hidden == 128 && pi.config.ffn == 200);
     /* one copy of the weights and of the cache */

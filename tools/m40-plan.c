@@ -19,7 +19,7 @@
 
 static void usage(FILE *f) {
     fputs("usage: m40-plan --model resnet50|chatglm2-6b [options]\n"
-          "  --dtype fp32|fp16|int8|int4  weight format (resnet50: fp32; chatglm2-6b: fp16)\n"
+          "  --dtype fp32|fp16|int8|int4|int4g128  weight format (resnet50: fp32; chatglm2-6b: fp16)\n"
           "  --batch N                    images or sequences (default 1)\n"
           "  --ctx N|max                  chatglm2-6b context length (default 8192);\n"
           "                               max = the longest context that fits\n"
@@ -352,7 +352,7 @@ int main(int argc, char **argv) {
         int f = -1;
         for (int k = 0; k < M40_WFMT_COUNT; k++)
             if (strcmp(dtype, m40_wformat_name((m40_wformat)k)) == 0) f = k;
-        if (f < 0) return bad("unknown --dtype '%s'%s: use fp32, fp16, int8 or int4", dtype, "");
+        if (f < 0) return bad("unknown --dtype '%s'%s: use fp32, fp16, int8, int4 or int4g128", dtype, "");
         if (kind == M40_MODEL_RESNET50 && f != M40_WFMT_FP32)
             return bad("resnet50 is planned in fp32 only (--dtype %s given)%s", dtype, "");
         o.d.weights = (m40_wformat)f;

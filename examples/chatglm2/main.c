@@ -2,7 +2,7 @@
 ** on token ids and prints or dumps what it computed. The interactive chat
 ** (tokenizer, streaming, rounds) builds on the same examples/chatglm2 API.
 **
-**   m40-chat --model PATH [--dtype fp16|fp32|int8|int4] [--ctx N] [--chunk N]
+**   m40-chat --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]
 **            --ids a,b,c [--max-new-tokens N] [--greedy | --temperature T
 **            --top-p P --top-k K --seed S] [--print-ids] [--all-logits FILE]
 **            [--cpu] [--device N]
@@ -39,7 +39,7 @@ static void progress(void *user, const char *stage, uint64_t done, uint64_t tota
 
 static int usage(const char *why) {
     if (why) fprintf(stderr, "m40-chat: %s\n", why);
-    fputs("usage: m40-chat --model PATH --ids a,b,c [--dtype fp16|fp32|int8|int4] [--ctx N]\n"
+    fputs("usage: m40-chat --model PATH --ids a,b,c [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N]\n"
           "       [--chunk N] [--max-new-tokens N] [--greedy] [--temperature T] [--top-p P]\n"
           "       [--top-k K] [--seed S] [--print-ids] [--all-logits FILE] [--cpu] [--device N]\n",
           stderr);
@@ -96,8 +96,8 @@ int main(int argc, char **argv) {
             const char *d = argv[++i];
             o.dtype = !strcmp(d, "fp32") ? M40_WFMT_FP32 : !strcmp(d, "fp16") ? M40_WFMT_FP16
                     : !strcmp(d, "int8") ? M40_WFMT_INT8 : !strcmp(d, "int4") ? M40_WFMT_INT4
-                    : M40_WFMT_COUNT;
-            if (o.dtype == M40_WFMT_COUNT) return usage("--dtype: fp32, fp16, int8 or int4");
+                    : !strcmp(d, "int4g128") ? M40_WFMT_INT4G128 : M40_WFMT_COUNT;
+            if (o.dtype == M40_WFMT_COUNT) return usage("--dtype: fp32, fp16, int8, int4 or int4g128");
         } else if (!strcmp(a, "--ctx")) {
             if (parse_long(argv[++i], 1, 1L << 22, &v)) return usage("--ctx: 1..4194304");
             o.ctx = v;

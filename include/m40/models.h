@@ -27,16 +27,19 @@ extern "C" {
 
 /* How a model's weights are stored. int8/int4: per-row scales, weight-only,
 ** only the four linear layers of each transformer block (embedding and
-** output layer stay fp16), as the official ChatGLM2 quantization. */
+** output layer stay fp16), as the official ChatGLM2 quantization;
+** int4g128: int4 with one f16 scale per row and per 128 columns (finer
+** scales, 1/8 more scale bytes; libm40's own, not an official layout). */
 typedef enum m40_wformat {
     M40_WFMT_FP32 = 0,
     M40_WFMT_FP16 = 1,
     M40_WFMT_INT8 = 2,
     M40_WFMT_INT4 = 3,
+    M40_WFMT_INT4G128 = 4,
     M40_WFMT_COUNT
 } m40_wformat;
 
-/* "fp32", "fp16", "int8", "int4"; "?" else. */
+/* "fp32", "fp16", "int8", "int4", "int4g128"; "?" else. */
 M40_API const char *m40_wformat_name(m40_wformat f);
 
 typedef enum m40_model_phase {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 const char *m40_wformat_name(m40_wformat f) {
-    static const char *const names[] = {"fp32", "fp16", "int8", "int4"};
+    static const char *const names[] = {"fp32", "fp16", "int8", "int4", "int4g128"};
     return (int)f >= 0 && f < M40_WFMT_COUNT ? names[f] : "?";
 }
 

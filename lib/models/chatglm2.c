@@ -202,11 +202,12 @@ static int weight(gb *g, const char *name, m40_dtype dt, int ndim, int64_t d0, i
 /* An int8/int4 weight [N,K] and its f16 scales [N]: the file's own (an
 ** official quantized checkpoint: `.weight_scale` present) or quantized
 ** here from its F16/F32 weight. */
-static void quantized(gb *g, const char *wn, const char *sn, int bits, int64_t N, int64_t K,
-                      int wid, int sid) {
+static void quantized(gb *g, const char *wn, const char *sn, int bits, int group, int64_t N,
+                      int64_t K, int wid, int sid) {
     wt xs = lookup(g, sn);
     const m40_st_tensor *scale = xs.t;
     const int64_t kq = bits == 8 ? K : (K + 1) / 2;
+    const int64_t ng = group ? (K + group - 1) / group : 1; /* scales per row */
     m40_status st = M40_OK;
     if (scale) {
         wt xq = lookup(g, wn);
@@ -216,18 +217,20 @@ static void quantized(gb *g, const char *wn, const char *sn, int bits, int64_t N
             return;
         }
         bool ok = q->dtype == M40_DTYPE_I8 && q->ndim == 2 && q->shape[0] == N &&
-                  q->shape[1] == kq && scale->dtype == M40_DTYPE_F16 &&
-                  scale->ndim == 1 && scale->shape[0] == N;
+                  q->shape[1] == kq && scale->dtype == M40_DTYPE_F16 && scale->shape[0] == N &&
+                  (group ? scale->ndim == 2 && scale->shape[1] == ng : scale->ndim == 1);
         if (!ok) {
             m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: '%s' and '%s' are not an int%d weight "
-                         "[%lld, %lld] I8 with F16 scales [%lld] (the official quantized layout)",
-                         wn, sn, bits, (long long)N, (long long)kq, (long long)N);
+                         "[%lld, %lld] I8 with F16 scales [%lld%s%lld] (%s)", wn, sn, bits,
+                         (long long)N, (long long)kq, (long long)N, group ? ", " : "",
+                         group ? (long long)ng : 0LL,
+                         group ? "per 128 columns" : "the official quantized layout");
             return;
         }
         mark_used(g, xq);
         mark_used(g, xs);
         if ((st = m40_graph_set_data(g->b.g, wid, m40_st_get_data(xq.f, q), (size_t)(N * kq))) ||
-            (st = m40_graph_set_data(g->b.g, sid, m40_st_get_data(xs.f, scale), (size_t)N * 2)))
+            (st = m40_graph_set_data(g->b.g, sid, m40_st_get_data(xs.f, scale), (size_t)(N * ng) * 2)))
             m40__mb_fail(&g->b, st, "%s", m40_errmsg(g->b.ctx));
         return;
     }
@@ -245,17 +248,17 @@ static void quantized(gb *g, const char *wn, const char *sn, int bits, int64_t N
     }
     /* the quantizer reads aligned F32 host tensors: a converted copy */
     void *wf = keep(g, (size_t)(N * K) * 4);
-    void *qd = keep(g, (size_t)(N * kq)), *sd = keep(g, (size_t)N * 2);
+    void *qd = keep(g, (size_t)(N * kq)), *sd = keep(g, (size_t)(N * ng) * 2);
     if (!wf || !qd || !sd) return;
     const unsigned char *src = m40_st_get_data(x.f, x.t);
     for (int64_t i = 0; i < N * K; i++) ((float *)wf)[i] = load_f32(x.t, src, (size_t)i);
     m40_tensor_desc dw, dq, ds;
-    const int64_t qs[2] = {N, kq};
+    const int64_t qs[2] = {N, kq}, ss[2] = {N, ng};
     m40_tensor_desc_make(&dw, M40_DTYPE_F32, 2, shape);
     m40_tensor_desc_make(&dq, M40_DTYPE_I8, 2, qs);
-    m40_tensor_desc_make(&ds, M40_DTYPE_F16, 1, shape);
+    m40_tensor_desc_make(&ds, M40_DTYPE_F16, group ? 2 : 1, ss);
     m40_tensor *tw = NULL, *tq = NULL, *ts = NULL;
-    m40_quant_format f = {.wtype = bits == 8 ? M40_DTYPE_Q8 : M40_DTYPE_Q4, .group = 0,
+    m40_quant_format f = {.wtype = bits == 8 ? M40_DTYPE_Q8 : M40_DTYPE_Q4, .group = group,
                           .scale_dtype = M40_DTYPE_F16};
     if ((st = m40_tensor_wrap(g->cpu, &dw, M40_LOC_HOST, wf, &tw)) ||
         (st = m40_tensor_wrap(g->cpu, &dq, M40_LOC_HOST, qd, &tq)) ||
@@ -267,7 +270,7 @@ static void quantized(gb *g, const char *wn, const char *sn, int bits, int64_t N
     m40_tensor_destroy(ts);
     if (g->b.st == M40_OK &&
         ((st = m40_graph_set_data(g->b.g, wid, qd, (size_t)(N * kq))) ||
-         (st = m40_graph_set_data(g->b.g, sid, sd, (size_t)N * 2))))
+         (st = m40_graph_set_data(g->b.g, sid, sd, (size_t)(N * ng) * 2))))
         m40__mb_fail(&g->b, st, "%s", m40_errmsg(g->b.ctx));
 }
 
@@ -283,16 +286,19 @@ static int linear(gb *g, const char *prefix, int x, int64_t N, int64_t K, m40_wf
     m40__mb *b = &g->b;
     m40_node_desc nd;
     int n = 0;
-    if (f == M40_WFMT_INT8 || f == M40_WFMT_INT4) {
+    if (f == M40_WFMT_INT8 || f == M40_WFMT_INT4 || f == M40_WFMT_INT4G128) {
         m40_node_desc_init(&nd, M40_OP_LINEAR_Q);
         nd.bits = f == M40_WFMT_INT8 ? 8 : 4;
+        nd.group = f == M40_WFMT_INT4G128 ? 128 : 0;
         const int64_t ws[2] = {N, nd.bits == 8 ? K : (K + 1) / 2}; /* int4: two per byte */
         nd.inputs[n++] = x;
         int wid = nd.inputs[n++] = m40__mb_weight(b, wn, M40_DTYPE_I8, 2, ws, (uint64_t)(N * K));
-        int sid = nd.inputs[n++] = tensor(b, M40_ROLE_WEIGHT, sn, M40_DTYPE_F16, 1, N, 0, 0, 0);
+        int sid = nd.inputs[n++] = nd.group
+            ? tensor(b, M40_ROLE_WEIGHT, sn, M40_DTYPE_F16, 2, N, (K + 127) / 128, 0, 0)
+            : tensor(b, M40_ROLE_WEIGHT, sn, M40_DTYPE_F16, 1, N, 0, 0, 0);
         bind_shared(g, wid, wn);
         bind_shared(g, sid, sn);
-        if (g->w && wid >= 0 && sid >= 0) quantized(g, wn, sn, nd.bits, N, K, wid, sid);
+        if (g->w && wid >= 0 && sid >= 0) quantized(g, wn, sn, nd.bits, nd.group, N, K, wid, sid);
     } else if (f == M40_WFMT_FP16) {
         m40_node_desc_init(&nd, M40_OP_LINEAR_Q);
         nd.bits = 16;

@@ -22,7 +22,7 @@
 
 static int prompt[MAXP], nprompt, greedy[MAXP], ngreedy, round2[MAXP], nround2, V, P;
 static float *ref;  /* [P][V]: one pass over prompt + greedy + round2 */
-static float *qref[2]; /* the same with int8 / int4 block linears (dequantized) */
+static float *qref[3]; /* the same with int8 / int4 / int4g128 block linears (dequantized) */
 
 static int read_ids(FILE *f, int *dst, int *n) {
     if (fscanf(f, "%d", n) != 1 || *n < 1 || *n > MAXP) return 0;
@@ -46,10 +46,10 @@ static int load_ref(void) {
     }
     fclose(f);
     if (!ok || P != nprompt + ngreedy + nround2 || V < 2 || V > MAXV) return 0;
-    static const char *const files[3] = {DIR "tiny.logits", DIR "tiny.int8.logits",
-                                         DIR "tiny.int4.logits"};
-    float **dst[3] = {&ref, &qref[0], &qref[1]};
-    for (int i = 0; i < 3 && ok; i++) {
+    static const char *const files[4] = {DIR "tiny.logits", DIR "tiny.int8.logits",
+                                         DIR "tiny.int4.logits", DIR "tiny.int4g128.logits"};
+    float **dst[4] = {&ref, &qref[0], &qref[1], &qref[2]};
+    for (int i = 0; i < 4 && ok; i++) {
         size_t n = (size_t)P * (size_t)V;
         *dst[i] = malloc(n * sizeof(float));
         FILE *b = fopen(files[i], "rb");
@@ -243,6 +243,7 @@ int main(int argc, char **argv) {
     ** same quantized-then-dequantized weights: the same 1e-3 */
     run_format(c, w, M40_WFMT_INT8, qref[0], 1e-3, ngreedy);
     run_format(c, w, M40_WFMT_INT4, qref[1], 1e-3, ngreedy);
+    run_format(c, w, M40_WFMT_INT4G128, qref[2], 1e-3, ngreedy);
     m40_st_destroy(w);
     m40_ctx_destroy(c);
     return m40t_finish("test_chatglm2");

@@ -439,3 +439,112 @@ int glm_sample(glm_model *m, const m40_sampler_desc *s, int32_t *id, float *p) {
     if (p) *p = out[1];
     return 0;
 }
+
+/* ---- saving --------------------------------------------------------------- */
+
+static const char *st_dtype(m40_dtype dt) {
+    switch (dt) {
+    case M40_DTYPE_F32: return "F32";
+    case M40_DTYPE_F16: return "F16";
+    case M40_DTYPE_I8: return "I8";
+    case M40_DTYPE_I32: return "I32";
+    default: return NULL;
+    }
+}
+
+/* One safetensors file of what the prefill graph holds: every weight in
+** its converted or quantized form (so the next load is a single mmap and
+** no quantization), the config as metadata, and `extra` bytes (a
+** tokenizer model) as the tensor "extra.tokenizer.model". */
+int glm_model_save(glm_model *m, const char *path, const void *extra, size_t extra_len) {
+    int n = m40_graph_get_tensor_count(m->pg), rc = -1;
+    json_t *head = json_object(), *meta = json_object();
+    FILE *f = NULL;
+    void *buf = NULL;
+    uint64_t off = 0;
+    const m40_chatglm2_config *c = &m->cfg;
+    char v[64];
+    if (!head || !meta) return fail(m, "out of host memory");
+#define META(k, fmt, x) (snprintf(v, sizeof v, fmt, x), json_object_set_new(meta, k, json_string(v)))
+    META("num_layers", "%d", c->layers);
+    META("hidden_size", "%d", c->hidden);
+    META("ffn_hidden_size", "%d", c->ffn);
+    META("num_attention_heads", "%d", c->heads);
+    META("multi_query_group_num", "%d", c->kv_heads);
+    META("kv_channels", "%d", c->head_dim);
+    META("padded_vocab_size", "%d", c->vocab);
+    META("layernorm_epsilon", "%.9g", (double)c->eps);
+    META("rope_ratio", "%.9g", (double)c->rope_theta / 10000.0);
+#undef META
+    json_object_set_new(head, "__metadata__", meta);
+    /* the header: weights in declaration order, then the extra bytes */
+    for (int id = 0; id < n; id++) {
+        m40_graph_tensor_info ti;
+        if (m40_graph_get_tensor_info(m->pg, id, &ti) != M40_OK) goto lib;
+        if (ti.role != M40_ROLE_WEIGHT) continue;
+        json_t *shape = json_array(), *e = json_object();
+        for (int d = 0; d < ti.desc.ndim; d++) json_array_append_new(shape, json_integer(ti.desc.shape[d]));
+        json_object_set_new(e, "dtype", json_string(st_dtype(ti.desc.dtype)));
+        json_object_set_new(e, "shape", shape);
+        json_object_set_new(e, "data_offsets", json_pack("[II]", (json_int_t)off,
+                                                         (json_int_t)(off + ti.bytes)));
+        json_object_set_new(head, ti.name, e);
+        off += ti.bytes;
+    }
+    if (extra && extra_len)
+        json_object_set_new(head, "extra.tokenizer.model",
+                            json_pack("{s:s, s:[I], s:[II]}", "dtype", "I8", "shape",
+                                      (json_int_t)extra_len, "data_offsets", (json_int_t)off,
+                                      (json_int_t)(off + extra_len)));
+    char *hj = json_dumps(head, JSON_COMPACT);
+    if (!hj) {
+        fail(m, "out of host memory");
+        goto out;
+    }
+    size_t hl = strlen(hj), pad = (8 - hl % 8) % 8;
+    uint64_t hlen = hl + pad;
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++) le[i] = (unsigned char)(hlen >> (8 * i));
+    if (!(f = fopen(path, "wb"))) {
+        free(hj);
+        fail(m, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    int ok = fwrite(le, 1, 8, f) == 8 && fwrite(hj, 1, hl, f) == hl &&
+             fwrite("        ", 1, pad, f) == pad;
+    free(hj);
+    /* the data, in the header's order */
+    for (int id = 0; ok && id < n; id++) {
+        m40_graph_tensor_info ti;
+        m40_tensor *t;
+        if (m40_graph_get_tensor_info(m->pg, id, &ti) != M40_OK) goto lib;
+        if (ti.role != M40_ROLE_WEIGHT) continue;
+        void *nb = realloc(buf, ti.bytes ? ti.bytes : 1);
+        if (!nb) {
+            fail(m, "out of host memory");
+            goto out;
+        }
+        buf = nb;
+        if (m40_graph_get_tensor(m->pg, id, &t) != M40_OK ||
+            m40_tensor_download(m->ctx, t, buf, ti.bytes) != M40_OK)
+            goto lib;
+        ok = fwrite(buf, 1, ti.bytes, f) == ti.bytes;
+    }
+    if (ok && extra && extra_len) ok = fwrite(extra, 1, extra_len, f) == extra_len;
+    if (fclose(f) != 0) ok = 0;
+    f = NULL;
+    if (!ok) {
+        fail(m, "%s: writing failed: %s", path, strerror(errno));
+        goto out;
+    }
+    rc = 0;
+    goto out;
+lib:
+    lib_fail(m, "save");
+out:
+    if (f) fclose(f);
+    if (rc) remove(path);
+    free(buf);
+    json_decref(head);
+    return rc;
+}

@@ -70,4 +70,11 @@ int glm_sample(glm_model *m, const m40_sampler_desc *s, int32_t *id, float *p);
 int glm_rewind(glm_model *m, int pos);
 void glm_reset(glm_model *m);
 
+/* Writes the loaded model as one safetensors file: every weight as it is
+** held (converted, or quantized at load: the next load of that file is a
+** single mmap with no quantization, at the same --dtype), the config as
+** metadata, and `extra` (e.g. the tokenizer model, may be NULL) as the
+** tensor "extra.tokenizer.model". The file is removed on failure. */
+int glm_model_save(glm_model *m, const char *path, const void *extra, size_t extra_len);
+
 #endif

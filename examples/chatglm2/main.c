@@ -10,6 +10,9 @@
 ** --all-logits FILE: raw little-endian float32 rows of vocab size, one per
 ** prompt position, then one per generated token (the logits at its
 ** position, from which the next one is drawn): n + max-new-tokens rows.
+** --save FILE: writes the model as loaded (converted / quantized at load,
+** the config, the directory's tokenizer.model) as one safetensors file; the
+** next run loads FILE with the same --dtype as a single mmap.
 ** Exit status: 0, 1 a failure (message on stderr), 2 usage. */
 #define _POSIX_C_SOURCE 200809L
 #include "chatglm2.h"
@@ -37,11 +40,34 @@ static void progress(void *user, const char *stage, uint64_t done, uint64_t tota
     }
 }
 
+/* --save: the model as loaded, plus tokenizer.model when the checkpoint is
+** a directory that has one. */
+static int save(glm_model *m, const glm_open_opts *o, const char *path) {
+    char tp[4096];
+    snprintf(tp, sizeof tp, "%s/tokenizer.model", o->path);
+    FILE *f = fopen(tp, "rb");
+    void *tok = NULL;
+    long len = 0;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && len < (64L << 20) &&
+        fseek(f, 0, SEEK_SET) == 0 && (tok = malloc((size_t)len)) &&
+        fread(tok, 1, (size_t)len, f) != (size_t)len) {
+        free(tok);
+        tok = NULL;
+    }
+    if (f) fclose(f);
+    int rc = glm_model_save(m, path, tok, tok ? (size_t)len : 0);
+    if (rc) fprintf(stderr, "m40-chat: %s\n", glm_errmsg(m));
+    else fprintf(stderr, "m40-chat: saved %s%s\n", path, tok ? " (with tokenizer.model)" : "");
+    free(tok);
+    return rc;
+}
+
 static int usage(const char *why) {
     if (why) fprintf(stderr, "m40-chat: %s\n", why);
     fputs("usage: m40-chat --model PATH --ids a,b,c [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N]\n"
           "       [--chunk N] [--max-new-tokens N] [--greedy] [--temperature T] [--top-p P]\n"
-          "       [--top-k K] [--seed S] [--print-ids] [--all-logits FILE] [--cpu] [--device N]\n",
+          "       [--top-k K] [--seed S] [--print-ids] [--all-logits FILE] [--cpu] [--device N]\n"
+          "       [--save FILE]   (the model as loaded: quantize once, then load FILE)\n",
           stderr);
     return 2;
 }
@@ -80,7 +106,7 @@ int main(int argc, char **argv) {
     glm_open_opts_init(&o);
     m40_sampler_desc sd;
     m40_sampler_desc_init(&sd);
-    const char *ids_arg = NULL, *logits_path = NULL;
+    const char *ids_arg = NULL, *logits_path = NULL, *save_path = NULL;
     long max_new = 0, v;
     int print_ids = 0;
     for (int i = 1; i < argc; i++) {
@@ -92,6 +118,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--model")) o.path = argv[++i];
         else if (!strcmp(a, "--ids")) ids_arg = argv[++i];
         else if (!strcmp(a, "--all-logits")) logits_path = argv[++i];
+        else if (!strcmp(a, "--save")) save_path = argv[++i];
         else if (!strcmp(a, "--dtype")) {
             const char *d = argv[++i];
             o.dtype = !strcmp(d, "fp32") ? M40_WFMT_FP32 : !strcmp(d, "fp16") ? M40_WFMT_FP16
@@ -125,10 +152,10 @@ int main(int argc, char **argv) {
             return usage("unknown option");
         }
     }
-    if (!o.path || !ids_arg) return usage("--model and --ids are required");
+    if (!o.path || (!ids_arg && !save_path)) return usage("--model and --ids (or --save) are required");
     int32_t *ids = NULL;
     int n = 0;
-    if (parse_ids(ids_arg, &ids, &n)) {
+    if (ids_arg && parse_ids(ids_arg, &ids, &n)) {
         free(ids);
         return usage("--ids: comma-separated non-negative integers");
     }
@@ -151,6 +178,11 @@ int main(int argc, char **argv) {
     float *rows = NULL;
     if (glm_model_open(&o, &m, err, sizeof err)) {
         fprintf(stderr, "m40-chat: %s\n", err);
+        goto out;
+    }
+    if (save_path && save(m, &o, save_path)) goto out;
+    if (!ids_arg) {
+        rc = 0;
         goto out;
     }
     const int V = glm_config(m)->vocab;

@@ -158,8 +158,10 @@ M40_API m40_status m40_resnet50_graph(m40_ctx *ctx, const m40_resnet50_desc *d,
 ** linear weights of a block are quantized at load (per row, f16 scales:
 ** the official recipe), or taken as they are when the file is an official
 ** quantized checkpoint (int8 `.weight` [N,K] or int4 [N,K/2] plus
-** `.weight_scale` [N] f16). transformer.rotary_pos_emb.inv_freq is
-** ignored (the op computes the angles); any other extra tensor is refused.
+** `.weight_scale` [N] f16; int4g128: scales [N, ceil(K/128)]).
+** transformer.rotary_pos_emb.inv_freq is ignored (the op computes the
+** angles), and so are tensors named "extra.*" (data a program keeps in the
+** file: m40-chat's saved tokenizer); any other tensor is refused.
 ** The shapes give C, V, F and the layer count; the heads come from the
 ** file's metadata (num_attention_heads, multi_query_group_num,
 ** kv_channels: config.json's names) or default to ChatGLM2-6B's (32, 2,

@@ -156,6 +156,11 @@ static wt file_tensor(gb *g, const char *name, int ndim, const int64_t *shape) {
     bool fp = is_float(t);
     bool ok = fp && t->ndim == ndim;
     for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == shape[i];
+    if (!ok && t->dtype == M40_DTYPE_I8) {
+        m40__mb_fail(&g->b, M40_ERR_DTYPE, "weights: '%s' is quantized (I8, with scales): load "
+                     "this checkpoint as int8, int4 or int4g128, the format it was saved in", name);
+        return (wt){NULL, NULL};
+    }
     if (!ok) {
         m40__mb_fail(&g->b, fp ? M40_ERR_SHAPE : M40_ERR_DTYPE,
                      "weights: '%s' is %s of %d dims [%lld, %lld], expected F16, BF16 or F32 [%lld%s%lld]",
@@ -606,11 +611,13 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
     memset(&inf, 0, sizeof inf);
     inf.config = g.c;
     declare(&g, d, &inf);
-    /* every tensor in the checkpoint must belong to the model */
+    /* every tensor in the checkpoint must belong to the model (but the
+    ** official rotary cache and a saved model's "extra." data) */
     for (int f = 0; g.b.st == M40_OK && f < g.nfiles; f++)
         for (size_t i = 0; g.b.st == M40_OK && i < m40_st_get_count(g.files[f]); i++)
             if (!g.used[f][i] &&
-                strcmp(m40_st_get(g.files[f], i)->name, "transformer.rotary_pos_emb.inv_freq") != 0)
+                strcmp(m40_st_get(g.files[f], i)->name, "transformer.rotary_pos_emb.inv_freq") != 0 &&
+                strncmp(m40_st_get(g.files[f], i)->name, "extra.", 6) != 0)
                 m40__mb_fail(&g.b, M40_ERR_FORMAT, "weights: unknown tensor '%s'%s (not part of "
                              "a ChatGLM2 of %d layers)", m40_st_get(g.files[f], i)->name,
                              g.nfiles > 1 ? " in a shard" : "", g.c.layers);

@@ -20,4 +20,15 @@ expect bad_config "config says ffn_hidden_size 256, the tensors 200"
 expect missing_shard "names shard .*model-00002-of-00002.safetensors, which is missing"
 expect truncated "model-00001-of-00002.safetensors: .*truncated"
 expect bin_only "PyTorch .bin shards: convert them once with examples/chatglm2/convert_bin.py"
+# --save: the checkpoint quantized at load, written once, loaded as one
+# mmap with the same ids as quantizing again; another --dtype is refused
+ids=64,17,250,3,99,42,7,128,5,211,33
+a=$("$chat" --cpu --model "$out/good" --dtype int4g128 --ids $ids --greedy --max-new-tokens 12 \
+    --print-ids --save "$out/saved.safetensors" 2>/dev/null)
+b=$("$chat" --cpu --model "$out/saved.safetensors" --dtype int4g128 --ids $ids --greedy \
+    --max-new-tokens 12 --print-ids 2>&1)
+if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "ok   save/load int4g128: $b"; else fail=1; echo "FAIL save/load: '$a' vs '$b'"; fi
+msg=$("$chat" --cpu --model "$out/saved.safetensors" --dtype fp16 --ids 1,2 2>&1)
+if [ $? = 1 ] && grep -q "is quantized (I8, with scales)" <<<"$msg"; then echo "ok   saved int4g128 as fp16: $msg"
+else fail=1; echo "FAIL saved as fp16: $msg"; fi
 exit $fail

@@ -326,6 +326,61 @@ def run_attention(torch, args, dev, sampler, is_m40):
     return out
 
 
+def run_chatglm2(torch, args, dev, sampler, is_m40):
+    """transformers' GlmForCausalLM in ChatGLM2-6B's shape (the independent
+    implementation the tests use as the oracle), random weights, FP32 with TF32
+    off (the Maxwell-faithful baseline; --chatglm2-fp16 adds fp16 as a labelled
+    extra): decode tokens/s at each context (eager, one token with the KV
+    cache, as model.generate runs it), prefill of 128/512/2048 tokens."""
+    from transformers import GlmConfig, GlmForCausalLM
+    from transformers.cache_utils import DynamicCache
+    cfg = GlmConfig(vocab_size=65024, hidden_size=4096, intermediate_size=13696,
+                    num_hidden_layers=28, num_attention_heads=32, num_key_value_heads=2,
+                    head_dim=128, partial_rotary_factor=0.5, rms_norm_eps=1e-5,
+                    attention_bias=True, max_position_embeddings=32768, tie_word_embeddings=False,
+                    pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    out = []
+    dtypes = [("fp32", torch.float32)] + ([("fp16", torch.float16)] if args.chatglm2_fp16 else [])
+    for name, dt in dtypes:
+        with torch.device(dev):
+            model = GlmForCausalLM(cfg).to(dt).eval()
+        wbytes = sum(p.numel() * p.element_size() for n, p in model.named_parameters()
+                     if "embed_tokens" not in n)
+        kv_tok = 2 * 28 * 2 * 128 * (4 if dt == torch.float32 else 2)
+        with torch.no_grad():
+            for ctx, _, _ in parse_sizes(args.sizes_chatglm2):
+                ids = torch.randint(1, 60000, (1, ctx - 1), device=dev)
+                cache = DynamicCache()
+                model(ids, past_key_values=cache, use_cache=True)
+                tok = torch.tensor([[7]], device=dev)
+
+                def step():  # one decode step; the cache is cut back to ctx - 1 after
+                    model(tok, past_key_values=cache, use_cache=True)
+                    cache.crop(-1)  # drop that token (negative: the form every version takes)
+                t, tele = measure(torch, step, args.warmup, args.repeats, sampler)
+                r = result("chatglm2", f"torch GlmForCausalLM {name}", f"{name} decode ctx {ctx}",
+                           ctx, {}, "GB/s", wbytes + kv_tok * ctx, t, tele, is_m40)
+                r["tokens_per_s"] = 1e3 / t["median"]
+                out.append(r)
+                print_line(r)
+                print(f"      {r['tokens_per_s']:.1f} tokens/s")
+                del cache
+            for P in (128, 512, 2048):
+                ids = torch.randint(1, 60000, (1, P), device=dev)
+                t, tele = measure(torch, lambda: model(ids, use_cache=False), 1,
+                                  max(3, args.repeats // 4), sampler)
+                flops = 2.0 * (wbytes / (4 if dt == torch.float32 else 2)) * P
+                r = result("chatglm2", f"torch GlmForCausalLM {name}", f"{name} prefill {P}", P,
+                           {}, "GFLOP/s", flops, t, tele, is_m40)
+                r["tokens_per_s"] = P / (t["median"] * 1e-3)
+                out.append(r)
+                print_line(r)
+                print(f"      {r['tokens_per_s']:.0f} tokens/s")
+        del model
+        torch.cuda.empty_cache()
+    return out
+
+
 def print_line(r):
     t = r["time_ms"]
     line = (f"{r['workload']:5s} {r['label']:16s} {r['impl']:14s} {r['value']:10.1f} {r['unit']:7s} "
@@ -342,7 +397,7 @@ def print_line(r):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("workloads", help="comma-separated: copy,gemm,conv,resnet50,attention")
+    ap.add_argument("workloads", help="comma-separated: copy,gemm,conv,resnet50,attention,chatglm2")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--sizes-copy", default=DEFAULT_SIZES["copy"])
@@ -353,6 +408,8 @@ def main():
                     help="attention: decode contexts")
     ap.add_argument("--sizes-prefill", default=DEFAULT_SIZES["prefill"],
                     help="attention: prefill lengths (causal, L = T)")
+    ap.add_argument("--sizes-chatglm2", default="128,1024,8192", help="chatglm2: decode contexts")
+    ap.add_argument("--chatglm2-fp16", action="store_true", help="chatglm2: fp16 too (labelled)")
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--json", help="write results here")
     args = ap.parse_args()
@@ -375,7 +432,7 @@ def main():
           f"TF32 off; telemetry {'NVML, driver ' + sampler.driver if sampler.ok else 'off'}")
     torch.manual_seed(0)
     runners = {"copy": run_copy, "gemm": run_gemm, "conv": run_conv, "resnet50": run_resnet50,
-               "attention": run_attention}
+               "attention": run_attention, "chatglm2": run_chatglm2}
     results = []
     for w in args.workloads.split(","):
         if w not in runners:

@@ -53,15 +53,17 @@ if has san && command -v compute-sanitizer >/dev/null; then
     done
 fi
 if has bench; then
-    for c in copy attention norm sample; do
+    for c in copy attention norm sample chatglm2; do
         stamp "m40-bench $c"
-        timeout 150 "$B/m40-bench" "$c" --json="$O/m40-$c.json" > "$O/m40-$c.txt" 2>&1
+        timeout 240 "$B/m40-bench" "$c" --json="$O/m40-$c.json" > "$O/m40-$c.txt" 2>&1
         echo "rc=$?"; cut -c1-160 "$O/m40-$c.txt" | grep -vE "^\s*$" | head -40
     done
 fi
 if has torch; then
     stamp "PyTorch attention (FP32, TF32 off)"
     timeout 150 python3 bench/bench_torch.py attention --json "$O/torch-attention.json" 2>&1 | tail -20
+    stamp "PyTorch ChatGLM2 (GlmForCausalLM, 6B shape, FP32, TF32 off)"
+    timeout 240 python3 bench/bench_torch.py chatglm2 --repeats 10 --json "$O/torch-chatglm2.json" 2>&1 | tail -24
 fi
 if has versions && [ -x "$B/m40-attn-versions" ]; then
     stamp "attention versions"

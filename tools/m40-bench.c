@@ -326,7 +326,10 @@ static const bench_cmd commands[] = {
      "copy (tools/bench/norm.c)"},
     {"sample", run_sample, 8, "1,8",
      "sampling over 65024 logits, N rows: greedy, top-k, top-p, min-p, penalty (tools/bench/sample.c)"},
-    {"chatglm", NULL, 7, NULL, "ChatGLM2-6B decode, tokens/s"},
+    {"chatglm2", run_chatglm2, 5, "128,1024,8192",
+     "ChatGLM2-6B-shaped model, random weights, fp16/int8/int4/int4g128: decode tokens/s at "
+     "context N (bytes read vs a device copy) and prefill of 128/512/2048 tokens "
+     "(tools/bench/chatglm2.c)"},
 };
 #define NCOMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

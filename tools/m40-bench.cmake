@@ -6,7 +6,8 @@ find_package(Threads REQUIRED)
 add_executable(m40-bench ${CMAKE_CURRENT_LIST_DIR}/m40-bench.c
                ${CMAKE_CURRENT_LIST_DIR}/bench/harness.c ${CMAKE_CURRENT_LIST_DIR}/bench/nn.c
                ${CMAKE_CURRENT_LIST_DIR}/bench/sampler.c ${CMAKE_CURRENT_LIST_DIR}/bench/attention.c
-               ${CMAKE_CURRENT_LIST_DIR}/bench/norm.c ${CMAKE_CURRENT_LIST_DIR}/bench/sample.c)
+               ${CMAKE_CURRENT_LIST_DIR}/bench/norm.c ${CMAKE_CURRENT_LIST_DIR}/bench/sample.c
+               ${CMAKE_CURRENT_LIST_DIR}/bench/chatglm2.c)
 target_include_directories(m40-bench PRIVATE ${PROJECT_SOURCE_DIR}/lib ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(m40-bench PRIVATE m40_static Threads::Threads m)
 target_compile_options(m40-bench PRIVATE -Wall -Wextra $<$<BOOL:${M40_WERROR}>:-Werror>)

@@ -223,6 +223,12 @@ typedef struct m40_chatglm2_desc {
     ** weights region's bytes). */
     void (*progress)(void *user, const char *stage, uint64_t done, uint64_t total);
     void *progress_user;
+    /* Without a checkpoint: 1 = allocate anyway and fill every weight with
+    ** seeded random values (f32/f16 normal(0, 0.02), int8/int4 codes
+    ** uniform, scales uniform in [0.001, 0.002]): a 6B-shaped model for
+    ** timing (m40-bench chatglm2). */
+    int random_weights;
+    uint64_t seed;
 } m40_chatglm2_desc;
 
 M40_API void m40_chatglm2_desc_init(m40_chatglm2_desc *d);

@@ -527,6 +527,43 @@ static void config_from_file(gb *g, const m40_chatglm2_config *want) {
     g->c = c;
 }
 
+/* random_weights: every WEIGHT of the allocated graph filled by seed. */
+static m40_status fill_random(m40_graph *gr, m40_ctx *ctx, uint64_t seed) {
+    m40_status st = M40_OK;
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    for (int id = 0; st == M40_OK && id < m40_graph_get_tensor_count(gr); id++) {
+        m40_graph_tensor_info ti;
+        m40_tensor *t;
+        if ((st = m40_graph_get_tensor_info(gr, id, &ti)) != M40_OK) break;
+        if (ti.role != M40_ROLE_WEIGHT || ti.bound) continue;
+        if ((st = m40_graph_get_tensor(gr, id, &t)) != M40_OK) break;
+        uint64_t s = seed * 0x9E3779B97F4A7C15ull + (uint64_t)id + 1;
+        if (ti.desc.dtype != M40_DTYPE_I8) {
+            int scale = strstr(ti.name, "weight_scale") != NULL;
+            st = m40_fill_random(ctx, s, scale ? M40_RANDOM_UNIFORM : M40_RANDOM_NORMAL,
+                                 scale ? 0.001f : 0.0f, scale ? 0.002f : 0.02f, t);
+            continue;
+        }
+        if (ti.bytes > cap) { /* int8 / packed int4 codes: any byte is valid */
+            unsigned char *nb = realloc(buf, (size_t)ti.bytes);
+            if (!nb) {
+                st = m40__err(ctx, M40_ERR_OOM_HOST, "random weights: out of host memory");
+                break;
+            }
+            buf = nb;
+            cap = (size_t)ti.bytes;
+        }
+        for (uint64_t i = 0; i < ti.bytes; i++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            buf[i] = (unsigned char)(s >> 24);
+        }
+        st = m40_tensor_upload(ctx, t, buf, (size_t)ti.bytes);
+    }
+    free(buf);
+    return st;
+}
+
 m40_status m40_chatglm2_config_of(m40_ctx *ctx, m40_st_file *const *files, int nfiles,
                                   const m40_chatglm2_config *want, m40_chatglm2_config *out) {
     m40_status st = m40__ctx_check(ctx);
@@ -621,13 +658,14 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
                 m40__mb_fail(&g.b, M40_ERR_FORMAT, "weights: unknown tensor '%s'%s (not part of "
                              "a ChatGLM2 of %d layers)", m40_st_get(g.files[f], i)->name,
                              g.nfiles > 1 ? " in a shard" : "", g.c.layers);
-    if (g.b.st == M40_OK && (g.w || d->weights_from)) {
+    if (g.b.st == M40_OK && (g.w || d->weights_from || d->random_weights)) {
         uint64_t wb = 0;
         if ((st = m40_graph_plan(g.b.g, d->budget, &inf.plan)) == M40_OK) {
             wb = inf.plan.region_bytes[M40_REGION_WEIGHTS];
             if (d->progress && g.w) d->progress(d->progress_user, "upload", 0, wb);
             st = m40_graph_alloc(g.b.g);
         }
+        if (st == M40_OK && d->random_weights && !g.w) st = fill_random(g.b.g, ctx, d->seed);
         if (st != M40_OK) m40__mb_fail(&g.b, st, "%s", m40_errmsg(ctx));
         else if (d->progress && g.w) d->progress(d->progress_user, "upload", wb, wb);
         inf.allocated = g.b.st == M40_OK;

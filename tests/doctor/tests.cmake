@@ -11,9 +11,11 @@ if(M40_BUILD_EXAMPLES)
     COMMAND m40-bench gemm --cpu --sizes 17x33x9,8 --warmup 1 --repeats 3 --json)
   set_tests_properties(m40_bench_harness_cpu PROPERTIES LABELS cpu
     PASS_REGULAR_EXPRESSION "\"schema\":\"m40-bench/1\".*\"label\":\"8x8x8\"")
-  add_test(NAME m40_bench_not_implemented COMMAND m40-bench chatglm)
-  set_tests_properties(m40_bench_not_implemented PROPERTIES LABELS cpu
-    PASS_REGULAR_EXPRESSION "not implemented yet \\(issue 7\\)")
+  # the ChatGLM2 workload's harness on a tiny model on the CPU reference
+  add_test(NAME m40_bench_chatglm2_cpu
+    COMMAND m40-bench chatglm2 --cpu --sizes 32 --warmup 1 --repeats 2 --json)
+  set_tests_properties(m40_bench_chatglm2_cpu PROPERTIES LABELS cpu
+    PASS_REGULAR_EXPRESSION "\"label\":\"fp16 decode ctx 32\".*\"label\":\"fp16 prefill 16\"")
   add_test(NAME m40_bench_gemv_cpu
     COMMAND m40-bench gemv --cpu --sizes 2x64x96 --warmup 1 --repeats 2 --json)
   set_tests_properties(m40_bench_gemv_cpu PROPERTIES LABELS cpu

@@ -57,6 +57,7 @@ m40_status upload_random(bench_env *e, m40_tensor *t, uint64_t seed);
 int run_attention(bench_env *e);
 int run_norm(bench_env *e);
 int run_sample(bench_env *e);
+int run_chatglm2(bench_env *e);
 
 /* tools/bench/nn.c */
 int run_conv(bench_env *e);

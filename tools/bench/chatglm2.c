@@ -1,0 +1,220 @@
+/* m40-bench chatglm2 (issue 17): a ChatGLM2-6B-shaped model with random
+** weights (m40_chatglm2_graph, random_weights), per weight format:
+**   prefill  P tokens in one graph run (P = 128, 512, 2048): tokens/s, and
+**            GFLOP/s counting 2·(params - embedding)·P + the causal
+**            attention's 2·P²·H·D per layer
+**   decode   one token at context N (--sizes, default 128,1024,8192), the
+**            decode graph captured and replayed: tokens/s, and the bytes it
+**            must read (every weight but the embedding table, plus the KV
+**            cache up to N) per second against a same-run device copy: the
+**            decode step's fraction of its bandwidth bound
+** plus the graph's nodes per token and its planned device memory. The M40
+** projection is bytes at 288 GB/s (labelled). --cpu: a 2-layer model of
+** ChatGLM2's head geometry on the CPU reference (a smoke test of the
+** harness, not a measurement). */
+#include "bench/harness.h"
+
+#include <m40/models.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct glm_arg {
+    m40_graph *g;
+} glm_arg;
+
+static m40_status run_graph(bench_env *e, void *arg) {
+    (void)e;
+    return m40_graph_run(((glm_arg *)arg)->g);
+}
+
+/* Sets a graph's ids (all 1) and positions (p0, p0+1, ...). */
+static m40_status set_inputs(m40_ctx *c, m40_graph *g, const m40_chatglm2_info *inf, int T,
+                             int p0) {
+    int32_t *buf = malloc((size_t)T * 2 * sizeof *buf);
+    if (!buf) return M40_ERR_OOM_HOST;
+    for (int i = 0; i < T; i++) buf[i] = 1 + i % 1000, buf[T + i] = p0 + i;
+    m40_tensor *ti, *tp;
+    m40_status st;
+    if ((st = m40_graph_get_tensor(g, inf->input_ids, &ti)) == M40_OK &&
+        (st = m40_graph_get_tensor(g, inf->position, &tp)) == M40_OK &&
+        (st = m40_tensor_upload(c, ti, buf, (size_t)T * 4)) == M40_OK)
+        st = m40_tensor_upload(c, tp, buf + T, (size_t)T * 4);
+    free(buf);
+    return st;
+}
+
+/* The weight bytes a token reads: the weights region less the embedding
+** table (one row of it is read). */
+static double weight_bytes_read(const m40_chatglm2_info *inf, m40_wformat f) {
+    const m40_chatglm2_config *c = &inf->config;
+    double emb = (double)c->vocab * c->hidden * (f == M40_WFMT_FP32 ? 4 : 2);
+    return (double)inf->plan.region_bytes[M40_REGION_WEIGHTS] - emb;
+}
+
+/* The same-run device copy (measure_copy's 256 MiB), 0 on a CPU. */
+static double copy_gbs(bench_env *e) {
+    for (int i = e->nres - 1; i >= 0; i--)
+        if (!strcmp(e->res[i].workload, "copy")) return e->res[i].value;
+    return 0;
+}
+
+/* A 256 MiB m40_tensor_copy, timed like every result: the bandwidth the
+** decode step is held against. */
+static void measure_copy(bench_env *e) {
+    if (!e->info.is_gpu) return;
+    int64_t n[1] = {256 << 18};
+    m40_tensor *a = NULL, *b = NULL;
+    if (m40_tensor_new(e->ctx, M40_DTYPE_F32, 1, n, &a) == M40_OK &&
+        m40_tensor_new(e->ctx, M40_DTYPE_F32, 1, n, &b) == M40_OK &&
+        m40_fill_random(e->ctx, 3, M40_RANDOM_UNIFORM, -1, 1, a) == M40_OK) {
+        m40__bench_result *r = new_result(e, "copy", "m40_tensor_copy", "256MiB", "GB/s");
+        if (r) {
+            r->work = 2.0 * (double)m40_tensor_get_nbytes(a);
+            m40__evtimer tm;
+            double *t = calloc((size_t)e->o->repeats, sizeof *t);
+            if (t && m40__evtimer_create(e->ctx, &tm) == M40_OK) {
+                int ok = 1;
+                for (int i = 0; i < e->o->warmup && ok; i++) ok = m40_tensor_copy(e->ctx, b, a) == M40_OK;
+                for (int i = 0; i < e->o->repeats && ok; i++)
+                    ok = m40__evtimer_start(&tm) == M40_OK && m40_tensor_copy(e->ctx, b, a) == M40_OK &&
+                         m40__evtimer_stop(&tm) == M40_OK && m40__evtimer_ms(&tm, &t[i]) == M40_OK;
+                if (ok) {
+                    m40__stats_compute(t, e->o->repeats, &r->t_ms);
+                    m40__bench_finish(r);
+                    if (e->text) print_result(r);
+                }
+                m40__evtimer_destroy(&tm);
+            }
+            free(t);
+        }
+    }
+    m40_tensor_destroy(a);
+    m40_tensor_destroy(b);
+}
+
+static void one_format(bench_env *e, m40_wformat f, const m40_chatglm2_config *cfg,
+                       const int64_t (*ctxs)[3], int nctx, const int *prefills, int npre) {
+    int64_t L = 0;
+    for (int i = 0; i < nctx; i++) L = ctxs[i][0] > L ? ctxs[i][0] : L;
+    for (int i = 0; i < npre; i++) L = prefills[i] > L ? prefills[i] : L;
+    m40_chatglm2_desc d;
+    m40_chatglm2_desc_init(&d);
+    d.config = *cfg;
+    d.weights = f;
+    d.ctx = L;
+    d.phase = M40_PHASE_DECODE;
+    d.random_weights = 1;
+    d.seed = 17;
+    m40_chatglm2_info di;
+    m40_graph *dg = NULL;
+    const char *fn = m40_wformat_name(f);
+    if (m40_chatglm2_graph(e->ctx, &d, NULL, &dg, &di) != M40_OK) {
+        fprintf(stderr, "m40-bench chatglm2 %s: %s\n", fn, m40_errmsg(e->ctx));
+        e->failed = 1;
+        return;
+    }
+    const double gbs = copy_gbs(e), wbytes = weight_bytes_read(&di, f);
+    const m40_chatglm2_config *c = &di.config;
+    const double kv_per_tok = 2.0 * c->layers * c->kv_heads * c->head_dim * 2;
+    if (e->text)
+        printf("chatglm2 %s: %d layers, weights %.2f GB (%.2f GB read per token), kv %.1f KiB "
+               "per token, %d graph nodes per decode step, planned %.2f GB\n", fn, c->layers,
+               di.plan.region_bytes[M40_REGION_WEIGHTS] / 1e9, wbytes / 1e9, kv_per_tok / 1024,
+               m40_graph_get_node_count(dg), di.plan.total_bytes / 1e9);
+    /* decode at each context: positions N-1, the graph captured once */
+    for (int i = 0; i < nctx; i++) {
+        int N = (int)ctxs[i][0];
+        char label[64];
+        snprintf(label, sizeof label, "%s decode ctx %d", fn, N);
+        glm_arg a = {dg};
+        m40__bench_result *r = new_result(e, "chatglm2", "m40 decode", label, "GB/s");
+        if (!r) continue;
+        r->batch = N;
+        r->work = wbytes + kv_per_tok * N;
+        if (gbs > 0) {
+            snprintf(r->baseline, sizeof r->baseline, "device copy");
+            r->baseline_value = gbs;
+        }
+        if (set_inputs(e->ctx, dg, &di, 1, N - 1) != M40_OK || m40_graph_run(dg) != M40_OK ||
+            (e->info.is_gpu && m40_graph_capture(dg, 1) != M40_OK) ||
+            measure(e, run_graph, &a, r) != 0) {
+            fprintf(stderr, "m40-bench chatglm2 %s: %s\n", label, m40_errmsg(e->ctx));
+            e->failed = 1;
+            continue;
+        }
+        if (e->info.is_gpu) m40_graph_capture(dg, 0);
+        if (e->text) {
+            print_result(r);
+            printf("      %.1f tokens/s (median %.3f ms per token)%s; M40 projection (bytes at "
+                   "288 GB/s, not a measurement): %.1f tokens/s\n", 1e3 / r->t_ms.median,
+                   r->t_ms.median, gbs > 0 ? "" : " (no copy baseline)",
+                   288e9 / r->work);
+        }
+    }
+    /* prefill of P tokens, one graph per P sharing the decode graph's weights */
+    for (int i = 0; i < npre; i++) {
+        int P = prefills[i];
+        m40_chatglm2_desc pd = d;
+        pd.phase = M40_PHASE_PREFILL;
+        pd.chunk = P;
+        pd.weights_from = dg;
+        pd.random_weights = 0;
+        m40_chatglm2_info pi;
+        m40_graph *pg = NULL;
+        char label[64];
+        snprintf(label, sizeof label, "%s prefill %d", fn, P);
+        if (m40_chatglm2_graph(e->ctx, &pd, NULL, &pg, &pi) != M40_OK ||
+            set_inputs(e->ctx, pg, &pi, P, 0) != M40_OK) {
+            fprintf(stderr, "m40-bench chatglm2 %s: %s\n", label, m40_errmsg(e->ctx));
+            e->failed = 1;
+            m40_graph_destroy(pg);
+            continue;
+        }
+        m40__bench_result *r = new_result(e, "chatglm2", "m40 prefill", label, "GFLOP/s");
+        glm_arg a = {pg};
+        if (r) {
+            /* multiply-adds per token: the block linears, and the output
+            ** layer on the last row only */
+            double p = (double)c->layers * ((double)(c->heads + 2 * c->kv_heads) * c->head_dim * c->hidden +
+                                            (double)c->heads * c->head_dim * c->hidden +
+                                            3.0 * c->ffn * c->hidden) +
+                       (double)c->vocab * c->hidden / P; /* the output layer runs on one row */
+            r->batch = P;
+            r->work = 2.0 * p * P + 2.0 * (double)P * P * c->heads * c->head_dim * c->layers;
+            if (measure(e, run_graph, &a, r) != 0) e->failed = 1;
+            else if (e->text) {
+                print_result(r);
+                printf("      %.0f tokens/s\n", P / (r->t_ms.median * 1e-3));
+            }
+        }
+        m40_graph_destroy(pg);
+    }
+    m40_graph_destroy(dg);
+}
+
+int run_chatglm2(bench_env *e) {
+    int64_t ctxs[M40B_MAX_SIZES][3];
+    int nctx = parse_sizes(e->o->sizes, ctxs, M40B_MAX_SIZES);
+    for (int i = 0; i < nctx; i++)
+        if (ctxs[i][0] > (1 << 20)) nctx = -1;
+    if (nctx <= 0) {
+        fprintf(stderr, "m40-bench chatglm2: --sizes takes contexts in 1..2^20, e.g. 128,1024\n");
+        return 2;
+    }
+    m40_chatglm2_config cfg;
+    m40_chatglm2_config_6b(&cfg);
+    static const int gpu_prefill[] = {128, 512, 2048}, cpu_prefill[] = {16};
+    static const m40_wformat all[] = {M40_WFMT_FP16, M40_WFMT_INT8, M40_WFMT_INT4,
+                                      M40_WFMT_INT4G128};
+    int nf = 4, np = 3;
+    const int *pre = gpu_prefill;
+    if (!e->info.is_gpu) { /* the CPU reference: a tiny model, one format */
+        cfg.layers = 2, cfg.hidden = 128, cfg.ffn = 200, cfg.heads = 4, cfg.vocab = 300;
+        nf = 1, np = 1, pre = cpu_prefill;
+    }
+    measure_copy(e);
+    for (int i = 0; i < nf; i++) one_format(e, all[i], &cfg, (const int64_t (*)[3])ctxs, nctx, pre, np);
+    return 0;
+}

@@ -136,6 +136,7 @@ static m40_status append_run(m40_ctx *ctx, const char *fn, const m40_tensor *kv,
     const m40_tensor_desc *k = &kv->desc, *c = &cache->desc;
     int64_t S = c->shape[0], L = c->shape[1], GD = c->shape[2] * c->shape[3];
     int f16 = c->dtype == M40_DTYPE_F16;
+    if (k->shape[0] * k->shape[1] == 0) return M40_OK; /* no rows: nothing to append */
 #ifdef M40_HAVE_CUDA
     if (ctx->is_gpu) {
         int e = m40k_kv_append(ctx->stream, k->shape[0], k->shape[1], GD, kv->data, k->stride[0],
@@ -167,6 +168,7 @@ static m40_status attend_run(m40_ctx *ctx, const char *fn, int H, float scale,
                              const m40_tensor *pos, const m40_tensor *slot, m40_tensor *y) {
     m40k_attn_shape s = attn_shape(H, &q->desc, &kc->desc, scale);
     const int32_t *sp = slot ? slot->data : NULL;
+    if (s.B * s.T == 0) return M40_OK; /* no queries: an empty y */
 #ifdef M40_HAVE_CUDA
     if (ctx->is_gpu) {
         size_t want = (size_t)m40k_attention_workspace(&s, ctx->sm_count), got = want;

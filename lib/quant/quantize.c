@@ -226,6 +226,7 @@ m40_status m40_quantize(m40_ctx *ctx, const m40_quant_format *f, const m40_tenso
 
 void m40__quant_dequant_row(const m40_quant_format *f, int64_t k, const void *data,
                             const void *scale, int64_t n, float *out) {
+    if (k == 0) return; /* K = 0: no storage behind data (y is the bias alone) */
     if (f->wtype == M40_DTYPE_F16) {
         const uint16_t *h = (const uint16_t *)data + n * k;
         for (int64_t i = 0; i < k; i++) out[i] = m40__f16_to_f32(h[i]);

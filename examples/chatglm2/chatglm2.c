@@ -193,8 +193,10 @@ static int open_checkpoint(glm_model *m, const char *path, int *have_cfg, int *s
     if (file_exists(p)) return open_index(m, path, "model.safetensors.index.json");
     snprintf(p, sizeof p, "%s/model.safetensors", path);
     if (file_exists(p)) return open_file(m, p);
+    char q[4096];
     snprintf(p, sizeof p, "%s/pytorch_model.bin.index.json", path);
-    if (file_exists(p) || file_exists(strcat(strcpy(p, path), "/pytorch_model.bin")))
+    snprintf(q, sizeof q, "%s/pytorch_model.bin", path);
+    if (file_exists(p) || file_exists(q))
         return fail(m, "%s holds PyTorch .bin shards: convert them once with "
                     "examples/chatglm2/convert_bin.py %s OUT_DIR", path, path);
     return fail(m, "%s: no model.safetensors or model.safetensors.index.json", path);

@@ -47,10 +47,7 @@ void m40_node_desc_init(m40_node_desc *nd, m40_op op) {
     nd->rope_pairs = M40_ROPE_ADJACENT;
     nd->rope_theta = 10000.0f;
     nd->rope_scale = 1.0f;
-    nd->sampler.struct_size = sizeof nd->sampler; /* m40_sampler_desc_init's values */
-    nd->sampler.temperature = 1.0f;
-    nd->sampler.top_p = 1.0f;
-    nd->sampler.repetition_penalty = 1.0f;
+    m40_sampler_desc_init(&nd->sampler);
 }
 
 /* ---- helpers of the rules ------------------------------------------------ */

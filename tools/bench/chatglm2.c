@@ -60,38 +60,31 @@ static double copy_gbs(bench_env *e) {
     return 0;
 }
 
+typedef struct copy_pair {
+    m40_tensor *src, *dst;
+} copy_pair;
+
+static m40_status copy_op(bench_env *e, void *arg) {
+    copy_pair *c = arg;
+    return m40_tensor_copy(e->ctx, c->dst, c->src);
+}
+
 /* A 256 MiB m40_tensor_copy, timed like every result: the bandwidth the
 ** decode step is held against. */
 static void measure_copy(bench_env *e) {
     if (!e->info.is_gpu) return;
     int64_t n[1] = {256 << 18};
-    m40_tensor *a = NULL, *b = NULL;
-    if (m40_tensor_new(e->ctx, M40_DTYPE_F32, 1, n, &a) == M40_OK &&
-        m40_tensor_new(e->ctx, M40_DTYPE_F32, 1, n, &b) == M40_OK &&
-        m40_fill_random(e->ctx, 3, M40_RANDOM_UNIFORM, -1, 1, a) == M40_OK) {
-        m40__bench_result *r = new_result(e, "copy", "m40_tensor_copy", "256MiB", "GB/s");
-        if (r) {
-            r->work = 2.0 * (double)m40_tensor_get_nbytes(a);
-            m40__evtimer tm;
-            double *t = calloc((size_t)e->o->repeats, sizeof *t);
-            if (t && m40__evtimer_create(e->ctx, &tm) == M40_OK) {
-                int ok = 1;
-                for (int i = 0; i < e->o->warmup && ok; i++) ok = m40_tensor_copy(e->ctx, b, a) == M40_OK;
-                for (int i = 0; i < e->o->repeats && ok; i++)
-                    ok = m40__evtimer_start(&tm) == M40_OK && m40_tensor_copy(e->ctx, b, a) == M40_OK &&
-                         m40__evtimer_stop(&tm) == M40_OK && m40__evtimer_ms(&tm, &t[i]) == M40_OK;
-                if (ok) {
-                    m40__stats_compute(t, e->o->repeats, &r->t_ms);
-                    m40__bench_finish(r);
-                    if (e->text) print_result(r);
-                }
-                m40__evtimer_destroy(&tm);
-            }
-            free(t);
-        }
+    copy_pair c = {NULL, NULL};
+    m40__bench_result *r = NULL;
+    if (m40_tensor_new(e->ctx, M40_DTYPE_F32, 1, n, &c.src) == M40_OK &&
+        m40_tensor_new(e->ctx, M40_DTYPE_F32, 1, n, &c.dst) == M40_OK &&
+        m40_fill_random(e->ctx, 3, M40_RANDOM_UNIFORM, -1, 1, c.src) == M40_OK &&
+        (r = new_result(e, "copy", "m40_tensor_copy", "256MiB", "GB/s"))) {
+        r->work = 2.0 * (double)m40_tensor_get_nbytes(c.src);
+        if (measure(e, copy_op, &c, r) == 0 && e->text) print_result(r);
     }
-    m40_tensor_destroy(a);
-    m40_tensor_destroy(b);
+    m40_tensor_destroy(c.src);
+    m40_tensor_destroy(c.dst);
 }
 
 static void one_format(bench_env *e, m40_wformat f, const m40_chatglm2_config *cfg,

@@ -4,12 +4,14 @@
 # benches side by side with the same-run copy and PyTorch. Everything lands
 # in $OUT (logs, JSON).
 #   OUT=DIR scripts/h200-transformer.sh [BUILD_DIR]
-# STEPS="test san bench torch versions" picks steps (default: all).
+# STEPS="test san chat bench torch versions" picks steps (default: all).
+# jansson (m40-chat) is not on that machine's image: where .debs/ holds
+# libjansson4 and libjansson-dev (apt-get download, here), they are unpacked.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build-gpu}
 O=${OUT:-/tmp/h200-transformer}
-STEPS=${STEPS:-test san bench torch versions}
+STEPS=${STEPS:-test san chat bench torch versions}
 mkdir -p "$O"
 t0=$SECONDS
 stamp() { echo "==== [$((SECONDS - t0)) s] $*"; }
@@ -17,6 +19,9 @@ has() { [[ " $STEPS " == *" $1 "* ]]; }
 export NVIDIA_TF32_OVERRIDE=0 PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
     --format=csv | tee "$O/nvidia-smi.csv"
+if ! pkg-config --exists jansson 2>/dev/null && ls .debs/libjansson*.deb >/dev/null 2>&1; then
+    for f in .debs/libjansson*.deb; do dpkg -x "$f" /; done; ldconfig
+fi
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 TARGETS=(test_attention_gpu test_transformer_ops_gpu test_sample_gpu test_attention
@@ -38,9 +43,17 @@ if has test; then
         set -- $t
         [ -x "$B/$1" ] || { echo "MISSING $1"; continue; }
         s=$SECONDS
-        timeout 240 "$B/$1" "${@:2}" > "$O/$1.log" 2>&1; rc=$?
+        timeout 120 "$B/$1" "${@:2}" > "$O/$1.log" 2>&1; rc=$?
         echo "$t rc=$rc ($((SECONDS - s)) s): $(grep -E "passed|failed|checks" "$O/$1.log" | tail -1)"
         [ $rc = 0 ] || grep -E "FAIL|CHECK failed|returned" "$O/$1.log" | head -20
+    done
+fi
+if has chat && [ -x "$B/m40-chat" ]; then
+    stamp "m40-chat on the GPU (tiny fixture, greedy; transformers' ids: 55,243,243,243,243,243,50,60,53,5,243,287)"
+    for d in fp32 fp16 int8 int4 int4g128; do
+        ids=$(timeout 60 "$B/m40-chat" --model tests/fixtures/chatglm2/tiny.safetensors --dtype $d \
+              --ids 64,17,250,3,99,42,7,128,5,211,33 --max-new-tokens 12 --greedy --print-ids \
+              --chunk 4 --ctx 128 2> "$O/m40-chat-$d.err"); echo "$d rc=$? ids=$ids"
     done
 fi
 if has san && command -v compute-sanitizer >/dev/null; then

@@ -82,8 +82,12 @@ m40_status m40_graph_alloc(m40_graph *g) {
         }
         /* STATE tensors start as zeros: a KV cache's positions that were
         ** never appended are still read (times a zero weight) by attention
-        ** tiles, and must not be NaN */
-        if (r == M40_REGION_KV) {
+        ** tiles, and must not be NaN. On a GPU every region starts as
+        ** zeros: the conv engines are timed below, on the graph's own
+        ** tensors, before the caller has uploaded anything (compute-sanitizer
+        ** initcheck found cuDNN reading those uninitialized bytes); one
+        ** memset at device speed (12 GB: ~42 ms on an M40) */
+        if (r == M40_REGION_KV || ctx->is_gpu) {
             void *p = m40_tensor_get_data(g->region[r]);
 #ifdef M40_HAVE_CUDA
             if (ctx->is_gpu) st = m40__cuda_memset(ctx, p, 0, (size_t)bytes);

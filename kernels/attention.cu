@@ -22,7 +22,7 @@
 ** rows; blocks of later rows (more keys) start first. Decode (T <= 8):
 ** BM = 16 rows (T·HPG, e.g. 1 × 16 heads) and the keys [0, max pos + 1)
 ** of the block's rows split evenly over `splits` blocks
-** (kernels/attention.h: about 2 blocks per SM), each writing partial
+** (kernels/attention.h: one wave of the SMs' resident blocks), each writing partial
 ** (m, l, out[D]) per row to the workspace; attn_combine merges them.
 **
 ** Configurations (NT = 128 threads; smem = 4·(BM·(DP+4) + BN·(DP+4) +
@@ -466,7 +466,7 @@ extern "C" int m40k_kv_append(void *stream, int64_t B, int64_t T, int64_t GD, co
 extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const float *q,
                               const void *k_cache, const void *v_cache, const int32_t *pos,
                               const int32_t *slot, float *y, void *ws, size_t ws_bytes,
-                              int sm_count, unsigned *guard) {
+                              int slots, unsigned *guard) {
     if (s->B * s->T * s->H == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
     Params p = {};
@@ -479,8 +479,8 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     p.vec = (s->D % 8 == 0) && ((uintptr_t)k_cache % 16 == 0) && ((uintptr_t)v_cache % 16 == 0) &&
             (s->D * elem) % 16 == 0;
     const int decode = s->T <= M40K_ATTN_DECODE_T;
-    int64_t splits = m40k_attention_splits(s, sm_count);
-    if (splits > 1 && (uint64_t)ws_bytes < m40k_attention_workspace(s, sm_count)) splits = 1;
+    int64_t splits = m40k_attention_splits(s, slots);
+    if (splits > 1 && (uint64_t)ws_bytes < m40k_attention_workspace(s, slots)) splits = 1;
     p.splits = splits;
     if (splits > 1) {
         p.ws_ml = (float *)ws;

@@ -22,9 +22,9 @@ extern "C" {
 ** query tile over the whole length. */
 #define M40K_ATTN_DECODE_T 8
 #define M40K_ATTN_DECODE_BM 16    /* query rows (t, head) per decode block */
-#define M40K_ATTN_MIN_CHUNK 128   /* keys per split at least */
+#define M40K_ATTN_MIN_CHUNK 64    /* keys per split at least (one decode tile) */
 #define M40K_ATTN_MAX_SPLITS 1024 /* the combine kernel's bound */
-#define M40K_ATTN_PLAN_SMS 160    /* sm_count 0 (the planner): any GPU up to 160 SMs */
+#define M40K_ATTN_PLAN_SLOTS 640  /* slots 0 (the planner): any GPU up to 160 SMs x 4 */
 
 typedef struct m40k_attn_shape {
     int64_t B, T, H, G, D; /* batch, queries per sequence, heads, KV heads, head dim */
@@ -35,13 +35,17 @@ typedef struct m40k_attn_shape {
 } m40k_attn_shape;
 
 /* The number of KV splits of a decode call (1: no partials, no workspace):
-** about 2 blocks per SM, each at least M40K_ATTN_MIN_CHUNK keys of L. */
-static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int sm_count) {
+** about one block per resident-block slot of the device (`slots` = SMs x
+** decode blocks an SM holds: 2 on an M40, whose 96 KB of shared memory per
+** SM hold two 47.6 KB tiles; 4 on an H200; lib/ops/attention.c), each at
+** least M40K_ATTN_MIN_CHUNK keys of L. One wave of resident blocks: more
+** would add partials (5% of the bytes at 8K on an M40) and no bandwidth. */
+static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int slots) {
     if (s->T > M40K_ATTN_DECODE_T || s->B < 1 || s->T < 1 || s->G < 1) return 1;
-    int64_t sms = sm_count > 0 && sm_count < M40K_ATTN_PLAN_SMS ? sm_count : M40K_ATTN_PLAN_SMS;
+    int64_t n_slots = slots > 0 && slots < M40K_ATTN_PLAN_SLOTS ? slots : M40K_ATTN_PLAN_SLOTS;
     int64_t rows = s->T * (s->H / s->G);
     int64_t base = s->B * s->G * ((rows + M40K_ATTN_DECODE_BM - 1) / M40K_ATTN_DECODE_BM);
-    int64_t n = (2 * sms + base - 1) / base;
+    int64_t n = (n_slots + base - 1) / base;
     int64_t cap = (s->L + M40K_ATTN_MIN_CHUNK - 1) / M40K_ATTN_MIN_CHUNK;
     if (n > cap) n = cap;
     if (n > M40K_ATTN_MAX_SPLITS) n = M40K_ATTN_MAX_SPLITS;
@@ -52,8 +56,8 @@ static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int sm_cou
 ** (max, sum, out[D]) of each query row and split), 0 with one split.
 ** The caller has bounded B·T·H·D (the output's size), so with splits <=
 ** 1024 and D <= 256 this cannot wrap. */
-static inline uint64_t m40k_attention_workspace(const m40k_attn_shape *s, int sm_count) {
-    int64_t n = m40k_attention_splits(s, sm_count);
+static inline uint64_t m40k_attention_workspace(const m40k_attn_shape *s, int slots) {
+    int64_t n = m40k_attention_splits(s, slots);
     if (n <= 1) return 0;
     return (uint64_t)s->B * (uint64_t)s->T * (uint64_t)s->H * (uint64_t)n *
            (uint64_t)(s->D + 2) * 4u;
@@ -67,11 +71,11 @@ int m40k_kv_append(void *stream, int64_t B, int64_t T, int64_t GD, const float *
                    int64_t S, int64_t L, int cache_f16, void *cache, unsigned *guard);
 
 /* y [B, T, H·D] contiguous = causal GQA of q over the caches (see
-** m40/transformer.h). ws: m40k_attention_workspace(s, sm_count) bytes, or
+** m40/transformer.h). ws: m40k_attention_workspace(s, slots) bytes, or
 ** fewer (then one split: correct, slower). Guarded: ATTN_POS, ATTN_SLOT. */
 int m40k_attention(void *stream, const m40k_attn_shape *s, const float *q, const void *k_cache,
                    const void *v_cache, const int32_t *pos, const int32_t *slot, float *y,
-                   void *ws, size_t ws_bytes, int sm_count, unsigned *guard);
+                   void *ws, size_t ws_bytes, int slots, unsigned *guard);
 
 #ifdef __cplusplus
 }

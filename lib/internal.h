@@ -21,6 +21,7 @@ struct m40_ctx {
     void *ws;           /* device scratch (split-K partial sums), grown on need */
     size_t ws_bytes;
     int cc_major, cc_minor, sm_count;
+    int smem_per_sm;    /* shared memory bytes per SM (attention's split rule) */
     bool matmul_cublas; /* desc.matmul (or M40_MATMUL=cublas): m40_matmul runs cuBLAS */
     char device_name[256];
     m40_conv_engine conv_engine; /* m40_ctx_set_conv_engine (lib/conv_engine/) */

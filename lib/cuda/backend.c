@@ -88,6 +88,7 @@ m40_status m40__cuda_ctx_init(m40_ctx *ctx) {
     ctx->cc_major = p.major;
     ctx->cc_minor = p.minor;
     ctx->sm_count = p.multiProcessorCount;
+    ctx->smem_per_sm = (int)p.sharedMemPerMultiprocessor;
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     ctx->stream = s;

@@ -258,11 +258,11 @@ static void test_plan_only_ints(void) {
         CHECK_ST(m40_graph_node(g, &nd, &y), cases[i].want);
         if (cases[i].want == M40_OK) {
             /* decode scratch (kernels/attention.h): B·T·H·splits·(D+2) floats,
-            ** splits = min(2·160 SMs / (B·G·1 tile), L / 128) = 8: 1280 B */
+            ** splits = min(640 slots / (B·G·1 tile), L / 64) = 16: 2560 B */
             m40_plan_info pi;
             CHECK_ST(m40_graph_mark_output(g, y), M40_OK);
             CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_OK);
-            CHECK(pi.region_bytes[M40_REGION_WORKSPACE] == 1280);
+            CHECK(pi.region_bytes[M40_REGION_WORKSPACE] == 2560);
         }
         m40_graph_destroy(g);
     }

@@ -18,7 +18,8 @@
 # racecheck: hazards reported as errors, "+Nw" warnings beside); "rc=K" after
 # it when the test itself failed; "T/O" cut by the time limit; "-" not run
 # (out of budget); "skip" the test exited 77.
-# Quick modes: M40_QUANT_QUICK=1 (odd shapes only; 2 under racecheck: the
+# Quick modes: M40_CONV_ENGINE_QUICK=1 (2 of 7 epilogues, graphs NHWC only),
+# M40_QUANT_QUICK=1 (odd shapes only; 2 under racecheck: the
 # four smallest), M40_SGEMM_QUICK=1 (M, N
 # up to 300), M40_FAULT_STRIDE=23
 # (every 23rd fault site). API errors the tests provoke on purpose (device
@@ -76,7 +77,8 @@ stamp "${#TESTS[@]} gpu tests x tools: $TOOLS ($JOBS at a time, budget ${BUDGET}
 
 # M40_FAULT_NO_DEVMEM: the tool's own allocations move cudaMemGetInfo, so the
 # fault test leaves device leaks to memcheck's leak check here.
-export M40_QUANT_QUICK=1 M40_SGEMM_QUICK=1 M40_FAULT_STRIDE=${M40_FAULT_STRIDE:-23} M40_FAULT_NO_DEVMEM=1
+export M40_QUANT_QUICK=1 M40_SGEMM_QUICK=1 M40_FAULT_STRIDE=${M40_FAULT_STRIDE:-23} M40_FAULT_NO_DEVMEM=1 \
+       M40_CONV_ENGINE_QUICK=1
 
 tool_opts() { # tool test
     case $1 in

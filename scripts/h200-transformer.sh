@@ -4,7 +4,10 @@
 # benches side by side with the same-run copy and PyTorch. Everything lands
 # in $OUT (logs, JSON).
 #   OUT=DIR scripts/h200-transformer.sh [BUILD_DIR]
-# STEPS="test san chat bench torch versions" picks steps (default: all).
+# STEPS="test san chat bench torch versions" picks steps (default: all);
+# BENCHES="copy attention norm sample chatglm2" the m40-bench workloads;
+# EXTRA_TARGETS more targets to build (ALL: the whole tree, for the
+# sanitizer and soak scripts that run after this one with NO_BUILD=1).
 # jansson (m40-chat) is not on that machine's image: where .debs/ holds
 # libjansson4 and libjansson-dev (apt-get download, here), they are unpacked.
 set -uo pipefail
@@ -12,6 +15,7 @@ cd "$(dirname "$0")/.."
 B=${1:-build-gpu}
 O=${OUT:-/tmp/h200-transformer}
 STEPS=${STEPS:-test san chat bench torch versions}
+BENCHES=${BENCHES:-copy attention norm sample chatglm2}
 mkdir -p "$O"
 t0=$SECONDS
 stamp() { echo "==== [$((SECONDS - t0)) s] $*"; }
@@ -27,12 +31,14 @@ NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 TARGETS=(test_attention_gpu test_transformer_ops_gpu test_sample_gpu test_attention
          test_transformer_ops test_sample test_graph_ops test_chatglm2 m40-chat m40-bench
          m40-attn-versions)
+TARGETS+=(${EXTRA_TARGETS:-})
 stamp "build ${TARGETS[*]}"
 cmake -S . -B "$B" "${gen[@]}" -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DM40_CUDA=ON -DM40_WERROR=ON -DCMAKE_BUILD_TYPE=Release > "$O/configure.log" 2>&1 \
     || { tail -20 "$O/configure.log"; exit 1; }
 for t in "${TARGETS[@]}"; do
-    cmake --build "$B" -j"$(nproc)" --target "$t" >> "$O/build.log" 2>&1 \
+    tt=(--target "$t"); [ "$t" = ALL ] && tt=()
+    cmake --build "$B" -j"$(nproc)" "${tt[@]}" >> "$O/build.log" 2>&1 \
         || { echo "BUILD FAILED: $t"; grep -E "error|FAILED" "$O/build.log" | tail -15; }
 done
 stamp built
@@ -66,7 +72,7 @@ if has san && command -v compute-sanitizer >/dev/null; then
     done
 fi
 if has bench; then
-    for c in copy attention norm sample chatglm2; do
+    for c in $BENCHES; do
         stamp "m40-bench $c"
         timeout 240 "$B/m40-bench" "$c" --json="$O/m40-$c.json" > "$O/m40-$c.txt" 2>&1
         echo "rc=$?"; cut -c1-160 "$O/m40-$c.txt" | grep -vE "^\s*$" | head -40

@@ -379,6 +379,11 @@ M40_API m40_status m40_graph_run(m40_graph *g);
 ** context or built without CUDA), M40_ERR_CUDA, the op statuses. */
 M40_API m40_status m40_graph_capture(m40_graph *g, int enable);
 
+/* The operations in the captured CUDA graph (kernel launches, copies,
+** memsets: what one replay runs; a decode step's "launches per token"),
+** -1 when none is captured. */
+M40_API int m40_graph_get_launch_count(const m40_graph *g);
+
 /* ------------------------------------------------------------------ */
 /* Convolution engines per node (ours, cuDNN, auto-tuned)               */
 /*

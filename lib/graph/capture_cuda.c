@@ -4,11 +4,13 @@
 #include "graph_internal.h"
 
 #include <cuda_runtime_api.h>
+#include <limits.h>
 
 void m40__graph_cuda_drop(m40_graph *g) {
     if (g->cuda_exec) cudaGraphExecDestroy((cudaGraphExec_t)g->cuda_exec);
     if (g->cuda_graph) cudaGraphDestroy((cudaGraph_t)g->cuda_graph);
     g->cuda_exec = g->cuda_graph = NULL;
+    g->cuda_nodes = 0;
 }
 
 m40_status m40__graph_cuda_capture(m40_graph *g) {
@@ -37,9 +39,13 @@ m40_status m40__graph_cuda_capture(m40_graph *g) {
         cudaGraphDestroy(graph);
         return m40__cuda_check(ctx, (int)e, "m40_graph_capture: cudaGraphInstantiateWithFlags");
     }
+    size_t n = 0;
+    if (cudaGraphGetNodes(graph, NULL, &n) != cudaSuccess) n = 0;
     g->cuda_graph = graph;
     g->cuda_exec = exec;
-    m40__log(ctx, M40_LOG_DEBUG, "captured a CUDA graph of %d nodes", g->nnodes);
+    g->cuda_nodes = n > INT_MAX ? INT_MAX : (int)n;
+    m40__log(ctx, M40_LOG_DEBUG, "captured a CUDA graph: %d graph nodes, %d launches", g->nnodes,
+             g->cuda_nodes);
     return M40_OK;
 }
 

@@ -353,6 +353,10 @@ m40_status m40_graph_find(const m40_graph *g, const char *name, int *id) {
 int m40_graph_get_tensor_count(const m40_graph *g) { return g ? g->ntensors : 0; }
 int m40_graph_get_node_count(const m40_graph *g) { return g ? g->nnodes : 0; }
 
+int m40_graph_get_launch_count(const m40_graph *g) {
+    return g && g->cuda_exec ? g->cuda_nodes : -1;
+}
+
 int m40_graph_get_step_node(const m40_graph *g, int step) {
     if (!g || g->state == M40__G_BUILD || step < 0 || step >= g->nnodes) return -1;
     return g->order[step];

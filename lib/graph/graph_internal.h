@@ -46,6 +46,7 @@ struct m40_graph {
     m40_plan_info info;
     m40_tensor *region[M40_REGION_COUNT]; /* allocated regions */
     void *cuda_graph, *cuda_exec; /* cudaGraph_t, cudaGraphExec_t */
+    int cuda_nodes;               /* the captured CUDA graph's nodes (launches, copies) */
     m40_conv_engine conv_engine;  /* the conv nodes' default (DEFAULT: the context's) */
     unsigned checks;              /* m40_graph_set_check; the last finding (check.c) */
     m40_check_report check_found;

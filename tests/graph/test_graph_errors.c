@@ -146,6 +146,7 @@ static void test_budget_and_states(void) {
     CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "late", &late, NULL), M40_ERR_STATE);
     CHECK_ST(m40_graph_capture(g, 1), M40_ERR_NO_DEVICE);
     CHECK_ST(m40_graph_capture(g, 0), M40_OK);
+    CHECK(m40_graph_get_launch_count(g) == -1 && m40_graph_get_launch_count(NULL) == -1);
     m40_budget dev;
     CHECK_ST(m40_budget_device(C, &dev), M40_ERR_NO_DEVICE);
     m40_graph_destroy(g);

@@ -100,7 +100,9 @@ static void qlinear_case(m40_quant_format f, int64_t M, int64_t N, int64_t K, in
     CHECK_ST(m40_tensor_upload(X, gx, x, (size_t)(M * K) * 4), M40_OK);
     CHECK_ST(m40_graph_run(g), M40_OK);
     if (capture) {
+        CHECK(m40_graph_get_launch_count(g) == -1); /* not captured yet */
         CHECK_ST(m40_graph_capture(g, 1), M40_OK);
+        CHECK(m40_graph_get_launch_count(g) >= 1); /* at least the node's kernel */
         float *poison = malloc((size_t)(M * N) * 4);
         m40t_poison(poison, M * N);
         CHECK_ST(m40_tensor_upload(X, gy, poison, (size_t)(M * N) * 4), M40_OK);

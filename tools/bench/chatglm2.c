@@ -103,6 +103,9 @@ static void one_format(bench_env *e, m40_wformat f, const m40_chatglm2_config *c
     m40_chatglm2_info di;
     m40_graph *dg = NULL;
     const char *fn = m40_wformat_name(f);
+    /* device memory the model takes, against its plan (issue 17: within 5%) */
+    m40_device_info before = {0}, after = {0};
+    if (e->info.is_gpu) (void)m40_ctx_sync(e->ctx), (void)m40_ctx_get_info(e->ctx, &before);
     if (m40_chatglm2_graph(e->ctx, &d, NULL, &dg, &di) != M40_OK) {
         fprintf(stderr, "m40-bench chatglm2 %s: %s\n", fn, m40_errmsg(e->ctx));
         e->failed = 1;
@@ -111,11 +114,17 @@ static void one_format(bench_env *e, m40_wformat f, const m40_chatglm2_config *c
     const double gbs = copy_gbs(e), wbytes = weight_bytes_read(&di, f);
     const m40_chatglm2_config *c = &di.config;
     const double kv_per_tok = 2.0 * c->layers * c->kv_heads * c->head_dim * 2;
-    if (e->text)
+    if (e->info.is_gpu) (void)m40_ctx_sync(e->ctx), (void)m40_ctx_get_info(e->ctx, &after);
+    if (e->text) {
         printf("chatglm2 %s: %d layers, weights %.2f GB (%.2f GB read per token), kv %.1f KiB "
                "per token, %d graph nodes per decode step, planned %.2f GB\n", fn, c->layers,
                di.plan.region_bytes[M40_REGION_WEIGHTS] / 1e9, wbytes / 1e9, kv_per_tok / 1024,
                m40_graph_get_node_count(dg), di.plan.total_bytes / 1e9);
+        if (e->info.is_gpu && before.free_bytes >= after.free_bytes)
+            printf("      device memory taken by the model: %.3f GB = %.3fx the plan (cudaMemGetInfo "
+                   "before and after building it)\n", (before.free_bytes - after.free_bytes) / 1e9,
+                   (double)(before.free_bytes - after.free_bytes) / (double)di.plan.total_bytes);
+    }
     /* decode at each context: positions N-1, the graph captured once */
     for (int i = 0; i < nctx; i++) {
         int N = (int)ctxs[i][0];
@@ -137,6 +146,10 @@ static void one_format(bench_env *e, m40_wformat f, const m40_chatglm2_config *c
             e->failed = 1;
             continue;
         }
+        if (e->text && i == 0 && e->info.is_gpu)
+            printf("      launches per token: %d (the captured decode step's CUDA graph nodes; "
+                   "%d graph nodes, %d layers)\n", m40_graph_get_launch_count(dg),
+                   m40_graph_get_node_count(dg), c->layers);
         if (e->info.is_gpu) m40_graph_capture(dg, 0);
         if (e->text) {
             print_result(r);

@@ -6,6 +6,7 @@
 #   2. the GPU tests of the transformer ops and the model, m40-chat on the GPU
 #   3. benches on a quiet GPU: m40-bench copy|attention|norm|sample, the
 #      attention versions                       (same script, STEPS/BENCHES)
+#      and a short m40-bench chatglm2 (GLM=0: not)
 #   4. the decode soak, alone on the GPU (device memory is board-wide)
 #   5. compute-sanitizer: memcheck, racecheck, initcheck, synccheck over the
 #      transformer's GPU tests and the fault test; initcheck over
@@ -33,6 +34,15 @@ OUT=$W/t STEPS="test chat bench versions" BENCHES="${BENCHES:-copy attention nor
     EXTRA_TARGETS="test_gpu_conv_engine test_fault m40-soak ${EXTRA_TARGETS:-}" \
     timeout $(($(left) - 60)) scripts/h200-transformer.sh "$B"
 pack
+
+# 3b: the 6B-shaped model, short (launches per token, memory vs plan, decode)
+if [ -x "$B/m40-bench" ] && [ "$(left)" -gt 330 ] && [ "${GLM:-1}" = 1 ]; then
+    stamp "m40-bench chatglm2 (repeats 5)"
+    timeout 100 "$B/m40-bench" chatglm2 --warmup 1 --repeats 5 --sizes 128,8192 \
+        --json="$W/m40-chatglm2.json" > "$W/m40-chatglm2.txt" 2>&1
+    echo "rc=$?"; grep -E "^chatglm2|launches|device memory|tokens/s" "$W/m40-chatglm2.txt" | cut -c1-150
+    pack
+fi
 
 # 4: the soak, alone
 if [ -n "${SOAK:-}" ] && [ -x "$B/m40-soak" ] && [ "$(left)" -gt 200 ]; then

@@ -32,8 +32,11 @@ if(M40_HAVE_CUDA)
   set_tests_properties(test_gpu_nonfinite PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
 endif()
 
-# m40-soak (bench/soak/) in CI: a few CPU batches of the reduced ResNet must
-# leave RSS and descriptors flat. The 1,000-batch run: scripts/h200-soak.sh.
+# m40-soak (bench/soak/) in CI: a few CPU batches of the reduced ResNet, and
+# 240 ChatGLM2 decode steps of the tiny fixture (12 rounds: prefill, 20
+# steps, rewinds, a full reset every 3 rounds that must repeat round 0's ids)
+# must leave RSS and descriptors flat. The 1,000-batch and 10,000-step runs:
+# scripts/h200-soak.sh.
 if(TARGET m40-soak)
   add_test(NAME m40_soak_cpu_smoke COMMAND m40-soak --cpu --weights
            tests/fixtures/resnet/reduced_resnet.safetensors --batch 1 --size 32 --batches 40
@@ -41,4 +44,11 @@ if(TARGET m40-soak)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(m40_soak_cpu_smoke PROPERTIES LABELS cpu
                        PASS_REGULAR_EXPRESSION "flat within 1 MB after warm-up: yes")
+  add_test(NAME m40_soak_glm_cpu_smoke COMMAND m40-soak --model chatglm2 --cpu --weights
+           tests/fixtures/chatglm2/tiny.safetensors --steps 240 --round 20 --prompt 12
+           --chunk 8 --reset-every 3 --ctx 96 --every 20
+           --csv ${CMAKE_BINARY_DIR}/soak_glm_cpu_smoke.csv
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(m40_soak_glm_cpu_smoke PROPERTIES LABELS cpu
+                       PASS_REGULAR_EXPRESSION "3/3 rounds said round 0's 21 ids.*flat within 1 MB after warm-up: yes")
 endif()

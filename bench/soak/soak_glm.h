@@ -30,8 +30,7 @@ typedef struct soak_glm soak_glm;
 int soak_glm_open(m40_ctx *ctx, const soak_glm_opts *o, soak_glm **out);
 /* Decodes one token (after starting a round when one is due). 0 or -1. */
 int soak_glm_step(soak_glm *s, long step);
-/* Host-side checks that need no synchronization beyond the step's own:
-** the last decode logits are finite. 0 or -1. */
+/* Downloads the last decode step's logits [V]: all finite. 0 or -1. */
 int soak_glm_check(soak_glm *s, long step);
 /* Prints the counts (rounds, rewinds, resets, the repeat check); returns 0
 ** when the repeat check passed, -1 when it failed where it must hold. */

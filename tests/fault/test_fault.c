@@ -11,7 +11,10 @@
 **     convert or quantize, plan, alloc), the decode graph bound to its
 **     weights and KV cache (weights_from), a prefill run, two decode runs
 **     (on a GPU the second replays a captured CUDA graph), a greedy
-**     m40_sample, the logits download, teardown;
+**     m40_sample, the logits download, teardown; and (host) the same from a
+**     pre-quantized int4 checkpoint in two shards written from the fixture
+**     (the loader's shards and take-as-is paths), which must also give the
+**     quantize-at-load logits;
 **   - a tokenizer load + encode;
 **   - a safetensors open + lookup.
 ** Each injected failure must come back as a status with a message (a
@@ -35,6 +38,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef M40_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -343,11 +347,14 @@ enum { GLM_CTX = 16, GLM_PROMPT = 8 };
 typedef struct glm_arg {
     int device;
     m40_wformat format;
+    const char *const *files; /* NULL: the fixture; else nfiles shards */
+    int nfiles;
 } glm_arg;
 
-/* The graph of the fixture for one phase (weights_from: the decode graph). */
-static m40_status glm_graph(m40_ctx *ctx, m40_wformat fmt, m40_st_file *w, m40_graph *from,
-                            const m40_chatglm2_config *cfg, m40_graph **g,
+/* The graph of a checkpoint (nw files) for one phase, or the decode graph
+** bound to `from`'s weights. */
+static m40_status glm_graph(m40_ctx *ctx, m40_wformat fmt, m40_st_file *const *w, int nw,
+                            m40_graph *from, const m40_chatglm2_config *cfg, m40_graph **g,
                             m40_chatglm2_info *info) {
     m40_chatglm2_desc d;
     m40_chatglm2_desc_init(&d);
@@ -358,8 +365,11 @@ static m40_status glm_graph(m40_ctx *ctx, m40_wformat fmt, m40_st_file *w, m40_g
         d.phase = M40_PHASE_DECODE;
         d.weights_from = from;
         d.config = *cfg;
+    } else if (nw > 1) {
+        d.shards = w;
+        d.nshards = nw;
     }
-    return m40_chatglm2_graph(ctx, &d, from ? NULL : w, g, info);
+    return m40_chatglm2_graph(ctx, &d, from || nw > 1 ? NULL : w[0], g, info);
 }
 
 /* Uploads ids and their positions pos0.. into graph g's inputs and runs it. */
@@ -390,7 +400,10 @@ static pass_result glm_pass(const void *arg, float *out, size_t *nout, const flo
     m40_ctx_desc_init(&cd);
     cd.device = a->device;
     m40_ctx *ctx = NULL;
-    m40_st_file *w = NULL;
+    m40_st_file *w[2] = {NULL, NULL};
+    const char *const fixture[1] = {GLM};
+    const char *const *paths = a->files ? a->files : fixture;
+    const int nw = a->files ? a->nfiles : 1;
     m40_graph *pl = NULL, *pg = NULL, *dg = NULL;
     m40_tensor *view = NULL, *tout = NULL;
     m40_chatglm2_info pi, di;
@@ -401,10 +414,11 @@ static pass_result glm_pass(const void *arg, float *out, size_t *nout, const flo
         goto teardown; /* a failed creation is not a context to reuse */
     }
     m40f_set_phase("st_open");
-    if ((st = m40_st_open(GLM, &w)) != M40_OK) {
-        fail_at(&r, st, w ? m40_st_errmsg(w) : st == M40_ERR_OOM_HOST ? "(no handle)" : "");
-        goto after_fail;
-    }
+    for (int i = 0; i < nw; i++)
+        if ((st = m40_st_open(paths[i], &w[i])) != M40_OK) {
+            fail_at(&r, st, w[i] ? m40_st_errmsg(w[i]) : st == M40_ERR_OOM_HOST ? "(no handle)" : "");
+            goto after_fail;
+        }
     /* the planner alone: the file's config, a graph declared without weights */
     m40f_set_phase("config_plan");
     m40_chatglm2_config cfg;
@@ -414,18 +428,21 @@ static pass_result glm_pass(const void *arg, float *out, size_t *nout, const flo
     pd.ctx = GLM_CTX;
     pd.chunk = GLM_PROMPT;
     m40_plan_info plan;
-    if ((st = m40_chatglm2_config_of(ctx, &w, 1, NULL, &cfg)) != M40_OK ||
+    if ((st = m40_chatglm2_config_of(ctx, w, nw, NULL, &cfg)) != M40_OK ||
         (pd.config = cfg, st = m40_chatglm2_graph(ctx, &pd, NULL, &pl, NULL)) != M40_OK ||
         (st = m40_graph_plan(pl, NULL, &plan)) != M40_OK)
         goto lib_fail;
     m40_graph_destroy(pl);
     pl = NULL;
     m40f_set_phase("prefill_graph");
-    if ((st = glm_graph(ctx, a->format, w, NULL, NULL, &pg, &pi)) != M40_OK) goto lib_fail;
+    if ((st = glm_graph(ctx, a->format, w, nw, NULL, NULL, &pg, &pi)) != M40_OK) goto lib_fail;
     m40f_set_phase("decode_graph");
-    if ((st = glm_graph(ctx, a->format, NULL, pg, &pi.config, &dg, &di)) != M40_OK) goto lib_fail;
-    m40_st_destroy(w); /* the weights are in the graphs */
-    w = NULL;
+    if ((st = glm_graph(ctx, a->format, NULL, 0, pg, &pi.config, &dg, &di)) != M40_OK)
+        goto lib_fail;
+    for (int i = 0; i < nw; i++) { /* the weights are in the graphs */
+        m40_st_destroy(w[i]);
+        w[i] = NULL;
+    }
     m40f_set_phase("prefill_run");
     if ((st = glm_run(ctx, pg, &pi, prompt, GLM_PROMPT, 0)) != M40_OK) goto lib_fail;
     m40f_set_phase("decode_run");
@@ -478,7 +495,8 @@ teardown:
     m40_graph_destroy(pl);
     m40_graph_destroy(dg);
     m40_graph_destroy(pg);
-    m40_st_destroy(w);
+    m40_st_destroy(w[0]);
+    m40_st_destroy(w[1]);
     m40_ctx_destroy(ctx);
     return r;
 }
@@ -487,8 +505,110 @@ static void glm_sweep(int kind, int device, m40_wformat fmt) {
     char what[64];
     snprintf(what, sizeof what, "chatglm2 %s (%s)", m40_wformat_name(fmt),
              kind == M40F_HOST ? "host allocations" : "device calls");
-    glm_arg a = {device, fmt};
+    glm_arg a = {device, fmt, NULL, 0};
     sweep(kind, what, glm_pass, &a);
+}
+
+/* A pre-quantized int4 checkpoint in two shards (what m40-chat saves: the
+** int4 graph's weights as they are, `.weight` codes and `.weight_scale`),
+** made from the fixture: tensors alternate between dir/a and dir/b. The
+** loader then takes them as they are, through the shards path. */
+static int write_int4_shards(char paths[2][600]) {
+    m40_ctx_desc cd;
+    m40_ctx_desc_init(&cd);
+    cd.device = M40_DEVICE_CPU;
+    m40_ctx *ctx = NULL;
+    m40_st_file *w = NULL;
+    m40_graph *g = NULL;
+    m40_chatglm2_info pi;
+    char *head = malloc(1 << 16);
+    void *buf = NULL;
+    FILE *f = NULL;
+    int ok = head && m40_ctx_create(&cd, &ctx) == M40_OK && m40_st_open(GLM, &w) == M40_OK &&
+             glm_graph(ctx, M40_WFMT_INT4, &w, 1, NULL, NULL, &g, &pi) == M40_OK;
+    const m40_chatglm2_config *c = &pi.config;
+    for (int sh = 0; ok && sh < 2; sh++) {
+        size_t hl = (size_t)snprintf(head, 1 << 16, "{\"__metadata__\":{\"num_attention_heads\":"
+                                     "\"%d\",\"multi_query_group_num\":\"%d\",\"kv_channels\":"
+                                     "\"%d\",\"layernorm_epsilon\":\"%.9g\",\"rope_ratio\":"
+                                     "\"%.9g\"}", c->heads, c->kv_heads, c->head_dim,
+                                     (double)c->eps, (double)c->rope_theta / 10000.0);
+        uint64_t off = 0;
+        int n = m40_graph_get_tensor_count(g), k = 0;
+        for (int id = 0; id < n; id++) { /* the header: this shard's weights in order */
+            m40_graph_tensor_info ti;
+            if (m40_graph_get_tensor_info(g, id, &ti) != M40_OK) ok = 0;
+            if (!ok || ti.role != M40_ROLE_WEIGHT || k++ % 2 != sh) continue;
+            const m40_tensor_desc *d = &ti.desc;
+            const char *dt = d->dtype == M40_DTYPE_I8 ? "I8" : d->dtype == M40_DTYPE_F16 ? "F16" : "F32";
+            hl += (size_t)snprintf(head + hl, (1 << 16) - hl, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[",
+                                   ti.name, dt);
+            for (int i = 0; i < d->ndim; i++)
+                hl += (size_t)snprintf(head + hl, (1 << 16) - hl, "%s%lld", i ? "," : "",
+                                       (long long)d->shape[i]);
+            hl += (size_t)snprintf(head + hl, (1 << 16) - hl, "],\"data_offsets\":[%llu,%llu]}",
+                                   (unsigned long long)off, (unsigned long long)(off + ti.bytes));
+            off += ti.bytes;
+            if (hl > (1 << 16) - 512) ok = 0;
+        }
+        hl += (size_t)snprintf(head + hl, (1 << 16) - hl, "}");
+        while (hl % 8) head[hl++] = ' ';
+        unsigned char le[8];
+        for (int i = 0; i < 8; i++) le[i] = (unsigned char)((uint64_t)hl >> (8 * i));
+        ok = ok && (f = fopen(paths[sh], "wb")) && fwrite(le, 1, 8, f) == 8 &&
+             fwrite(head, 1, hl, f) == hl;
+        k = 0;
+        for (int id = 0; ok && id < n; id++) { /* the data, in the header's order */
+            m40_graph_tensor_info ti;
+            m40_tensor *t;
+            if (m40_graph_get_tensor_info(g, id, &ti) != M40_OK) ok = 0;
+            if (!ok || ti.role != M40_ROLE_WEIGHT || k++ % 2 != sh) continue;
+            free(buf);
+            ok = (buf = malloc(ti.bytes)) && m40_graph_get_tensor(g, id, &t) == M40_OK &&
+                 m40_tensor_download(ctx, t, buf, ti.bytes) == M40_OK &&
+                 fwrite(buf, 1, ti.bytes, f) == ti.bytes;
+        }
+        if (f && fclose(f) != 0) ok = 0;
+        f = NULL;
+    }
+    if (f) fclose(f);
+    free(buf);
+    free(head);
+    m40_graph_destroy(g);
+    m40_st_destroy(w);
+    m40_ctx_destroy(ctx);
+    return ok;
+}
+
+static void glm_shards_sweep(void) {
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], paths[2][600];
+    snprintf(dir, sizeof dir, "%s/m40_fault_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(paths[0], sizeof paths[0], "%s/a.safetensors", dir);
+    snprintf(paths[1], sizeof paths[1], "%s/b.safetensors", dir);
+    int ok = write_int4_shards(paths);
+    CHECK(ok);
+    if (ok) {
+        /* the same model as quantized at load: the same logits and id */
+        const char *const files[2] = {paths[0], paths[1]};
+        glm_arg q = {M40_DEVICE_CPU, M40_WFMT_INT4, NULL, 0}, sa = {M40_DEVICE_CPU, M40_WFMT_INT4, files, 2};
+        float *x = malloc(NLOGITS_MAX * 4), *y = malloc(NLOGITS_MAX * 4);
+        size_t nx = 0, ny = 0;
+        CHECK(x && y);
+        if (x && y) {
+            pass_result rx = glm_pass(&q, x, &nx, NULL), ry = glm_pass(&sa, y, &ny, NULL);
+            CHECK_ST(rx.st, M40_OK);
+            CHECK_ST(ry.st, M40_OK);
+            CHECK(nx == ny && nx > 1 && same_logits(y, x, nx - 1) && x[nx - 1] == y[ny - 1]);
+        }
+        free(x);
+        free(y);
+        sweep(M40F_HOST, "chatglm2 int4 pre-quantized, 2 shards (host allocations)", glm_pass, &sa);
+    }
+    remove(paths[0]);
+    remove(paths[1]);
+    rmdir(dir);
 }
 
 /* ---- tokenizer and safetensors (host only) ------------------------------- */
@@ -623,7 +743,7 @@ int main(int argc, char **argv) {
         resnet_sweep(M40F_DEVICE, 0, M40_LAYOUT_NCHW);
         /* the same for ChatGLM2, after a warm-up pass of its own (its
         ** kernels, the first capture) */
-        glm_arg ga = {0, M40_WFMT_FP16};
+        glm_arg ga = {0, M40_WFMT_FP16, NULL, 0};
         pass_result gw = glm_pass(&ga, lg, &n, NULL);
         CHECK_ST(gw.st, M40_OK);
         glm_sweep(M40F_DEVICE, 0, M40_WFMT_FP16);
@@ -635,6 +755,7 @@ int main(int argc, char **argv) {
     resnet_sweep(M40F_HOST, M40_DEVICE_CPU, M40_LAYOUT_NCHW);
     glm_sweep(M40F_HOST, M40_DEVICE_CPU, M40_WFMT_FP16);
     glm_sweep(M40F_HOST, M40_DEVICE_CPU, M40_WFMT_INT4);
+    glm_shards_sweep();
     small_sweep(0);
     small_sweep(1);
     return m40t_finish("test_fault");

@@ -1,6 +1,7 @@
 # Fault injection (issue 15): test_fault makes the N-th host allocation fail
 # for every N along a reduced-ResNet pass, a ChatGLM2 pass on the tiny
-# fixture (fp16 and int4: load, plan, prefill, decode, sample, teardown), a
+# fixture (fp16 and int4: load, plan, prefill, decode, sample, teardown; and a
+# pre-quantized int4 checkpoint in two shards written from it), a
 # tokenizer load and a safetensors open; test_gpu_fault does the same with the N-th device
 # allocation / stream, copy or launch call. The hooks reach the static
 # library's calls through the linker's --wrap, so no library source changes.

@@ -1,6 +1,8 @@
 # Fault injection (issue 15): test_fault makes the N-th host allocation fail
-# for every N along a reduced-ResNet pass, a tokenizer load and a
-# safetensors open; test_gpu_fault does the same with the N-th device
+# for every N along a reduced-ResNet pass, a ChatGLM2 pass on the tiny
+# fixture (fp16 and int4: load, plan, prefill, decode, sample, teardown; and a
+# pre-quantized int4 checkpoint in two shards written from it), a
+# tokenizer load and a safetensors open; test_gpu_fault does the same with the N-th device
 # allocation / stream, copy or launch call. The hooks reach the static
 # library's calls through the linker's --wrap, so no library source changes.
 set(_f ${CMAKE_CURRENT_LIST_DIR})
@@ -32,8 +34,11 @@ if(M40_HAVE_CUDA)
   set_tests_properties(test_gpu_nonfinite PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
 endif()
 
-# m40-soak (bench/soak/) in CI: a few CPU batches of the reduced ResNet must
-# leave RSS and descriptors flat. The 1,000-batch run: scripts/h200-soak.sh.
+# m40-soak (bench/soak/) in CI: a few CPU batches of the reduced ResNet, and
+# 240 ChatGLM2 decode steps of the tiny fixture (12 rounds: prefill, 20
+# steps, rewinds, a full reset every 3 rounds that must repeat round 0's ids)
+# must leave RSS and descriptors flat. The 1,000-batch and 10,000-step runs:
+# scripts/h200-soak.sh.
 if(TARGET m40-soak)
   add_test(NAME m40_soak_cpu_smoke COMMAND m40-soak --cpu --weights
            tests/fixtures/resnet/reduced_resnet.safetensors --batch 1 --size 32 --batches 40
@@ -41,4 +46,11 @@ if(TARGET m40-soak)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(m40_soak_cpu_smoke PROPERTIES LABELS cpu
                        PASS_REGULAR_EXPRESSION "flat within 1 MB after warm-up: yes")
+  add_test(NAME m40_soak_glm_cpu_smoke COMMAND m40-soak --model chatglm2 --cpu --weights
+           tests/fixtures/chatglm2/tiny.safetensors --steps 240 --round 20 --prompt 12
+           --chunk 8 --reset-every 3 --ctx 96 --every 20
+           --csv ${CMAKE_BINARY_DIR}/soak_glm_cpu_smoke.csv
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(m40_soak_glm_cpu_smoke PROPERTIES LABELS cpu
+                       PASS_REGULAR_EXPRESSION "3/3 rounds said round 0's 21 ids.*flat within 1 MB after warm-up: yes")
 endif()

@@ -14,7 +14,8 @@
 # Everything lands in $OUT/round.tgz (logs, JSON, CSV) and the summary on stdout.
 #   OUT=DIR scripts/h200-round.sh [BUILD_DIR]
 # Environment: BUDGET=570 (seconds for everything), SOAK="..." (the soak's
-# command line after m40-soak; empty: no soak), SAN_ONLY (regex of the tests).
+# command line after m40-soak, default ChatGLM2 mid shape 10,000 steps;
+# empty: no soak), SAN_ONLY (regex of the tests).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 T0=$SECONDS
@@ -30,7 +31,7 @@ pack() { tar czf "$OUTDIR/round.tgz" -C "$W" . 2>/dev/null; }
 trap pack EXIT
 
 # 1-3: build, tests, m40-chat, benches, versions
-OUT=$W/t STEPS="test chat bench versions" BENCHES="${BENCHES:-copy attention norm sample}" \
+OUT=$W/t STEPS="test chat bench versions" EXTRA_TESTS="${EXTRA_TESTS-test_fault --gpu}" BENCHES="${BENCHES:-copy attention norm sample}" \
     EXTRA_TARGETS="test_gpu_conv_engine test_fault m40-soak ${EXTRA_TARGETS:-}" \
     timeout $(($(left) - 60)) scripts/h200-transformer.sh "$B"
 pack
@@ -45,10 +46,11 @@ if [ -x "$B/m40-bench" ] && [ "$(left)" -gt 330 ] && [ "${GLM:-1}" = 1 ]; then
 fi
 
 # 4: the soak, alone
-if [ -n "${SOAK:-}" ] && [ -x "$B/m40-soak" ] && [ "$(left)" -gt 200 ]; then
+SOAK=${SOAK-"--model chatglm2 --shape mid --dtype fp16 --steps 10000 --round 200 --every 100"}
+if [ -n "$SOAK" ] && [ -x "$B/m40-soak" ] && [ "$(left)" -gt 200 ]; then
     stamp "m40-soak $SOAK"
     # shellcheck disable=SC2086
-    timeout 120 "$B/m40-soak" $SOAK --csv "$W/soak_chatglm2.csv" > "$W/soak_chatglm2.txt" 2>&1
+    timeout 150 "$B/m40-soak" $SOAK --csv "$W/soak_chatglm2.csv" > "$W/soak_chatglm2.txt" 2>&1
     echo "soak rc=$?"; tail -6 "$W/soak_chatglm2.txt"
     pack
 fi

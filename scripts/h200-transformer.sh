@@ -43,9 +43,11 @@ for t in "${TARGETS[@]}"; do
 done
 stamp built
 if has test; then
-    for t in test_attention test_transformer_ops test_sample test_attention_gpu \
-             test_transformer_ops_gpu test_sample_gpu "test_graph_ops --gpu" "test_chatglm2 --gpu" \
-             "m40-attn-versions --check"; do
+    LIST=(test_attention test_transformer_ops test_sample test_attention_gpu
+          test_transformer_ops_gpu test_sample_gpu "test_graph_ops --gpu" "test_chatglm2 --gpu"
+          "m40-attn-versions --check")
+    IFS=';' read -ra ext <<< "${EXTRA_TESTS:-}"   # EXTRA_TESTS="prog args;prog args"
+    for t in "${LIST[@]}" "${ext[@]}"; do
         set -- $t
         [ -x "$B/$1" ] || { echo "MISSING $1"; continue; }
         s=$SECONDS

@@ -288,7 +288,7 @@ def sample_rows(fname, body):
                 "select digit" if count(c, "ATOMS") else
                 "greedy sum" if count(c, "MUFU.EX2") else "copy / other")
         n, q = hot_path(body, lp, req(body, lp, r"LDG\.E|LD\.E"))
-        rows.append(Row("sample " + kind, "sample_kernel", "logit/pass", 8, lp[1] - lp[0] + 1,
+        rows.append(Row(f"sample {kind} @{body[lp[0]][0]:#x}", "sample_kernel", "logit/pass", 8, lp[1] - lp[0] + 1,
                         n, q, 4, False))
     return rows
 
@@ -327,15 +327,19 @@ ATT_USED = [(r"attn_kernelILi128ELi16ELi64ELi2ELi4ELi2ELi4E6__half", "attention 
 
 
 def analyse(text):
+    """-> (rows, attention rows, the checked ops whose loop was not found)"""
     funcs = list(functions(text))
-    rows, att = [], []
+    rows, att, missing = [], [], []
     for rx, spec in SPECS:
+        r = None
         for name, body in funcs:
             if re.search(rx, name):
                 r = loop_rows(name, body, spec)
-                if r:
-                    rows.append(r)
                 break
+        if r:
+            rows.append(r)
+        else:
+            missing.append(spec[0])
     for rx, label in ATT_USED:
         for name, body in funcs:
             if re.search(rx, name):
@@ -345,170 +349,194 @@ def analyse(text):
     for name, body in funcs:
         if "sample_kernel" in name:
             rows += sample_rows(name, body)
-    return rows, att
+    return rows, att, missing
 
 
 # ---- projection (docs/projections.md): ChatGLM2-6B on an M40 ------------------
-# Labelled a projection everywhere: bytes at 288.4 GB/s against instructions at
-# 3.42e12/s, per kernel, the larger wins; plus a fixed cost per launch.
+# PROJECTION, not a measurement. Per kernel: bytes at 288.4 GB/s against
+# weighted instructions at 3.42e12/s (scaled to the SMs the grid occupies),
+# the larger wins; the prefill GEMMs at their FFMA bound over an assumed
+# efficiency; plus a fixed cost per launch, added serially.
 GLM = dict(L=28, C=4096, H=32, G=2, D=128, F=13696, V=65024)
 SMS = 24
 # GEMV instructions per weight at batch 1 (scripts/sass_quant_ipw.py on the
-# sm_52 build, 2026-12-01; docs/quant.md), for the variant
+# sm_52 build of 2026-12-01; docs/quant.md) for the variant
 # m40k_quant_gemv_choose picks on 24 SMs: K = 4096: v3 whole (R = 2, D = 4;
 # group scales R = 4); K = 13696 (x does not fit 48 KB): int8 split-K (R = 2,
-# D = 2, 2 splits + a sum kernel), int4 / int4g128 v2 (R = 2). fp16: v2 R = 2
-# plus one F2F per weight (quarter rate: +3 issue slots).
+# D = 2, 2 splits + a sum kernel), int4 and int4g128 v2 (R = 2). fp16: v2
+# R = 2, whose one F2F per weight issues at a quarter rate (+3 slots).
 IPW = {"fp16": {4096: 3.75 + 3, 13696: 3.75 + 3},
        "int8": {4096: 2.83, 13696: 2.88},
        "int4": {4096: 2.61, 13696: 4.16},
        "int4g128": {4096: 2.88, 13696: 5.70}}
-BPW = {"fp16": 2.0, "int8": 1.0 + 2.0 / 4096, "int4": 0.5 + 2.0 / 4096, "int4g128": 0.5 + 2.0 / 128}
-GEMM_EFF = 0.75  # of 6.84 TFLOP/s: assumption (docs/projections.md)
-PEAK = 2 * M40_ISSUE  # FLOP/s, FFMA = 2
+BPW = {"fp16": 2.0, "int8": 1.0, "int4": 0.5, "int4g128": 0.5}
+FORMATS = ("fp16", "int8", "int4", "int4g128")
+GEMM_EFF = 0.75  # of 6.84 TFLOP/s; an assumption, docs/projections.md says why
+PEAK = 2 * M40_ISSUE  # FLOP/s (an FFMA is 2)
 
 
-def t_op(bytes_, instr, sms=SMS):
-    tb, ti = bytes_ / M40_BW, instr / (M40_ISSUE * sms / SMS)
-    return max(tb, ti), ("bytes" if tb >= ti else "issue"), tb, ti
+class Item:
+    """One kernel of a step, `n` times (layers): bytes, weighted instructions,
+    FFMA, the SMs its grid keeps busy (blocks / the most blocks one SM runs),
+    launches per instance; t_fixed: a time given directly (the prefill GEMMs)."""
+    def __init__(self, name, n, bytes_=0.0, instr=0.0, ffma=0.0, sms=SMS, launches=1, t_fixed=None,
+                 note=""):
+        self.name, self.n, self.bytes, self.instr, self.ffma = name, n, bytes_, instr, ffma
+        self.sms, self.launches, self.t_fixed, self.note = sms, launches, t_fixed, note
+
+    def times(self):
+        tb = self.bytes / M40_BW
+        ti = self.instr / (M40_ISSUE * self.sms / SMS)
+        tf = self.ffma / (M40_ISSUE * self.sms / SMS)
+        if self.t_fixed is not None:
+            return self.t_fixed, "FFMA/eff", tb, ti, tf
+        return max(tb, ti), ("bytes" if tb >= ti else "issue"), tb, ti, tf
 
 
-def gemv(fmt, N, K, bias):
+def gemv(name, fmt, N, K, bias, n):
     b = N * K * BPW[fmt] + K * 4 + N * 4 + (N * 4 if bias else 0)
+    if fmt != "fp16":
+        b += N * 2 * (-(-K // 128) if fmt == "int4g128" else 1)  # f16 scales
     launches = 1
-    if fmt == "int8" and K == 13696:  # split-K: partials written and summed
-        b += 2 * N * 4 * 2 + N * 4
+    if fmt == "int8" and K == 13696:  # split-K: 2 partial rows written, summed
+        b += 2 * N * 4 * 2
         launches = 2
-    return b, N * K * IPW[fmt][K], launches
+    return Item(name, n, b, N * K * IPW[fmt][K], N * K, launches=launches,
+                note=f"{fmt} GEMV {N}x{K}")
 
 
-def gemm(M, N, K):
-    """the quant GEMM (128x128 tiles, 2 blocks per M40 SM), split-K as the
-    launcher does it (kernels/quant_gemm.cu) -> (time, launches)"""
+def gemm(name, fmt, M, N, K, n):
+    """the quant GEMM (128x128 tiles, 2 blocks per M40 SM; kernels/quant_gemm.cu's
+    split-K rule, a memset before a split), wave quantization included"""
     gx, gy, nk = -(-N // 128), -(-M // 128), -(-K // 16)
     splits = 1
     while splits < 8 and gx * gy * splits < 2 * SMS and nk // (splits * 2) >= 16:
         splits *= 2
     blocks, slots = gx * gy * splits, 2 * SMS
-    waves = -(-blocks // slots)
-    fill = blocks / (waves * slots)
-    return 2.0 * M * N * K / (PEAK * GEMM_EFF * fill), 1 + (splits > 1)
+    fill = blocks / (-(-blocks // slots) * slots)
+    t = 2.0 * M * N * K / (PEAK * GEMM_EFF * fill)
+    return Item(name, n, N * K * BPW[fmt] + M * K * 4 + M * N * 4, 0, M * N * K, t_fixed=t,
+                launches=1 + (splits > 1), note=f"GEMM {M}x{N}x{K}, {blocks} blocks, fill {fill:.2f}")
 
 
 def attn_splits(n):
-    slots = 2 * SMS
+    """kernels/attention.h's rule on an M40: 48 resident-block slots (24 SMs x 2)"""
     base = GLM["G"]
-    s = -(-slots // base)
-    return max(1, min(s, -(-n // 64), 1024))
+    return max(1, min(-(-2 * SMS // base), -(-n // 64), 1024))
 
 
-def project(rows, att, launch_us, sample_mode="top-p"):
-    k = {r.op: r.as_dict()["weighted_ipe"] for r in rows}
-    k_static = {}
+def kernel_ipe(rows, att):
+    k = {r.op: r.as_dict()["weighted_ipe"] for r in rows if not r.op.startswith("sample")}
+    st = collections.defaultdict(list)
     for r in rows:
-        k_static.setdefault(r.op, []).append(r.static / r.elems)
-    dec = next(a for a in att if "decode" in a["op"])
-    pre = next(a for a in att if "prefill" in a["op"])
+        if r.op.startswith("sample"):
+            st[r.op.split(" @")[0]].append(r.static / r.elems)
+    k["rmsnorm"] = k["rmsnorm pass 1 (x += r)"] + k["rmsnorm pass 2 (y = x*inv*w)"]
+    # sampling: the static loop bodies (provisional: kernels/sample.cu is being rewritten)
+    k["sample pass 1"] = max(st.get("sample pass 1 (z, max)", [30.0]))
+    k["sample digit"] = max(st.get("sample select digit", [36.0]))
+    k["att_dec"] = next(a for a in att if "decode" in a["op"])
+    k["att_pre"] = next(a for a in att if "prefill" in a["op"])
+    return k
+
+
+def small_items(k, T, n):
+    C, H, G, D, F = (GLM[x] for x in "CHGDF")
+    pairs = (H + G) * (D // 4)  # rope_dims = D/2: D/4 pairs per head
+    return [Item("rmsnorm (+ residual)", 2 * n, T * C * 16 + 2 * C, T * C * k["rmsnorm"]),
+            Item("rope", n, T * pairs * 16, T * pairs * k["rope (shared table)"]),
+            Item("kv_append (K, V)", 2 * n, T * G * D * 6, T * G * D * k["kv_append (f16 cache)"]),
+            Item("swiglu", n, T * F * 12, T * F * k["swiglu"])]
+
+
+def decode_items(k, fmt, ctx, sampling="top-p"):
     C, H, G, D, F, V, L = (GLM[x] for x in "CHGDFVL")
-    rms_ipe = k["rmsnorm pass 1 (x += r)"] + k["rmsnorm pass 2 (y = x*inv*w)"]
-    out = {}
-
-    def small_ops(rows_):
-        """norm, rope, kv_append, swiglu for `rows_` token rows: [(name, t, bound, launches)]"""
-        r = []
-
-        def add(name, n, b, i, la):
-            t, bound, _, _ = t_op(b, i)
-            r.append((name, n * t, bound, la))
-        add("rmsnorm x2", 2, rows_ * C * 16 + 2 * C, rows_ * C * rms_ipe, 2)
-        pairs = (H + G) * (D // 4)
-        add("rope", 1, rows_ * pairs * 16, rows_ * pairs * k["rope (shared table)"], 1)
-        add("kv_append x2", 2, rows_ * G * D * 6, rows_ * G * D * k["kv_append (f16 cache)"], 2)
-        add("swiglu", 1, rows_ * F * 12, rows_ * F * k["swiglu"], 1)
-        return r
-
-    for fmt in ("fp16", "int8", "int4", "int4g128"):
-        for n in (128, 1024, 8192):
-            items = []  # (name, seconds per step, bound, launches)
-            items.append(("embedding", t_op(C * 6, C * k["embedding (f16 table)"])[0], "bytes", 1))
-            per = []
-            for name, (N, K, bias) in (("qkv", ((H + 2 * G) * D, C, True)), ("dense", (C, H * D, False)),
-                                       ("h_to_4h", (2 * F, C, False)), ("4h_to_h", (C, F, False))):
-                b, i, la = gemv(fmt, N, K, bias)
-                t, bound, _, _ = t_op(b, i)
-                per.append((name, t, bound, la))
-            per += small_ops(1)
-            s = attn_splits(n)
-            ab = n * G * 2 * D * 2 + H * D * 4 + H * s * (D + 2) * 4
-            ai = n * G * dec["per_key_per_group_weighted"]
-            t, bound, tb, ti = t_op(ab, ai, min(SMS, G * s))
-            per.append(("attention", t, bound, 1))
-            cb = 2 * H * s * (D + 2) * 4 + H * D * 4
-            per.append(("combine", t_op(cb, H * s * D * k["attention combine"])[0], "bytes", 1 if s > 1 else 0))
-            for name, t, bound, la in per:
-                items.append((name, L * t, bound, L * la))
-            items.append(("final rmsnorm", t_op(C * 16 + 2 * C, C * rms_ipe)[0], "bytes", 1))
-            b, i, la = gemv("fp16", V, C, False)
-            items.append(("lm head (fp16)", t_op(b, i)[0], "bytes", la))
-            passes = [x for x in k_static if x.startswith("sample")]
-            p1 = max(k_static.get("sample pass 1 (z, max)", [30]))
-            dg = max(k_static.get("sample select digit", [36]))
-            sinst = V * (p1 + 6 * dg) if sample_mode == "top-p" else V * (p1 + dg)
-            items.append(("sampling (1 SM)", t_op(V * 4 * 2, sinst, 1)[0], "issue", 1))
-            kern = sum(t for _, t, _, _ in items)
-            nl = sum(la for _, _, _, la in items)
-            out[(fmt, n)] = dict(items=items, kernels=kern, launches=nl,
-                                 tok_s=1.0 / (kern + nl * launch_us * 1e-6),
-                                 tok_s_0=1.0 / kern, tok_s_5=1.0 / (kern + nl * 5e-6))
-    pre_out = {}
-    for fmt in ("fp16", "int8", "int4", "int4g128"):
-        for T in (128, 512, 2048):
-            items = [("embedding", t_op(T * C * 6, T * C * k["embedding (f16 table)"])[0], "bytes", 1)]
-            per = []
-            for name, (N, K) in (("qkv", ((H + 2 * G) * D, C)), ("dense", (C, H * D)),
-                                 ("h_to_4h", (2 * F, C)), ("4h_to_h", (C, F))):
-                t, la = gemm(T, N, K)
-                per.append((name, t, "FFMA", la))
-            per += small_ops(T)
-            # causal tiles: block i holds rows of tokens 2i, 2i+1 (BM 32 = 2 x 16
-            # heads), keys [0, 2i + 2) in tiles of 32
-            pairs = G * sum(32 * (-(-(2 * i + 2) // 32)) * 32 for i in range(T // 2))
-            ab = T * G * 2 * D * 2 + 2 * T * H * D * 4
-            t, bound, tb, ti = t_op(ab, pairs * pre["per_row_key_weighted"])
-            per.append(("attention", t, bound, 1))
-            for name, t, bound, la in per:
-                items.append((name, L * t, bound, L * la))
-            items.append(("final rmsnorm", t_op(T * C * 16, T * C * rms_ipe)[0], "bytes", 1))
-            items.append(("take_last", t_op(C * 8, 0)[0], "bytes", 1))
-            b, i, la = gemv("fp16", V, C, False)
-            items.append(("lm head (fp16)", t_op(b, i)[0], "bytes", la))
-            kern = sum(t for _, t, _, _ in items)
-            nl = sum(la for _, _, _, la in items)
-            pre_out[(fmt, T)] = dict(items=items, kernels=kern, launches=nl,
-                                     tok_s=T / (kern + nl * launch_us * 1e-6))
-    return out, pre_out
+    ad = k["att_dec"]
+    s = attn_splits(ctx)
+    it = [Item("embedding (1 row)", 1, C * 6, C * k["embedding (f16 table)"])]
+    it += [gemv("qkv (bias)", fmt, (H + 2 * G) * D, C, True, L),
+           gemv("dense", fmt, C, H * D, False, L),
+           gemv("h_to_4h", fmt, 2 * F, C, False, L),
+           gemv("4h_to_h", fmt, C, F, False, L)]
+    it += small_items(k, 1, L)
+    # K and V of `ctx` keys per group; partials (m, l, out[D]) per head and split
+    it.append(Item("attention decode", L, ctx * G * 2 * D * 2 + H * D * 4 + H * s * (D + 2) * 4,
+                   ctx * G * ad["per_key_per_group_weighted"], ctx * G * ad["ffma_per_row_key"] * 16,
+                   sms=G * s / -(-G * s // SMS), note=f"{s} splits, {G * s} blocks"))
+    if s > 1:
+        it.append(Item("attention combine", L, H * s * (D + 2) * 4 + H * D * 4,
+                       H * s * D * k["attention combine"], sms=min(SMS, H)))
+    it.append(Item("final rmsnorm", 1, C * 16 + 2 * C, C * k["rmsnorm"]))
+    it.append(gemv("lm head (fp16)", "fp16", V, C, False, 1))
+    passes = 6 if sampling == "top-p" else 1
+    it.append(Item(f"sampling ({sampling}, 1 block)", 1, V * 4 * 2,
+                   V * (k["sample pass 1"] + passes * k["sample digit"]), sms=1,
+                   note="provisional"))
+    return it
 
 
-def print_projection(rows, att, launch_us):
-    dec, pre = project(rows, att, launch_us)
+def prefill_items(k, fmt, T):
+    C, H, G, D, F, V, L = (GLM[x] for x in "CHGDFVL")
+    ap = k["att_pre"]
+    it = [Item("embedding", 1, T * C * 6, T * C * k["embedding (f16 table)"])]
+    it += [gemm("qkv (bias)", fmt, T, (H + 2 * G) * D, C, L), gemm("dense", fmt, T, C, H * D, L),
+           gemm("h_to_4h", fmt, T, 2 * F, C, L), gemm("4h_to_h", fmt, T, C, F, L)]
+    it += small_items(k, T, L)
+    # causal tiles: a block holds BM = 32 rows = 2 tokens x 16 heads, keys
+    # [0, 2i + 2) in tiles of BN = 32 (kernels/attention.cu)
+    pairs = G * sum(32 * (-(-(2 * i + 2) // 32)) * 32 for i in range(T // 2))
+    it.append(Item("attention prefill", L, T * G * 2 * D * 2 + 2 * T * H * D * 4,
+                   pairs * ap["per_row_key_weighted"], pairs * ap["ffma_per_row_key"],
+                   note=f"{pairs} (row, key) pairs per layer"))
+    it.append(Item("final rmsnorm", 1, T * C * 16, T * C * k["rmsnorm"]))
+    it.append(Item("take_last (memcpy2D)", 1, C * 8, 0))
+    it.append(gemv("lm head (fp16)", "fp16", V, C, False, 1))
+    return it
+
+
+def total(items, launch_us):
+    t = sum(i.n * i.times()[0] for i in items)
+    nl = sum(i.n * i.launches for i in items)
+    return t, nl, t + nl * launch_us * 1e-6
+
+
+def md_items(items, title):
+    print(f"\n{title}\n")
+    print("| op | x | bytes | instructions | t bytes µs | t issue µs | t FFMA µs | projected µs | bound | launches | note |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for i in items:
+        t, bound, tb, ti, tf = i.times()
+        print(f"| {i.name} | {i.n} | {i.bytes:.3g} | {i.instr:.3g} | {tb * 1e6:.2f} | {ti * 1e6:.2f} | "
+              f"{tf * 1e6:.2f} | {t * 1e6:.2f} | {bound} | {i.launches} | {i.note} |")
+
+
+def print_projection(rows, att, launch_us, markdown):
+    k = kernel_ipe(rows, att)
     print(f"\nPROJECTION, not a measurement: ChatGLM2-6B on an M40 (288.4 GB/s, 3.42e12 "
-          f"instructions/s, {launch_us:g} us per launch)")
-    print("decode tok/s   ctx 128   ctx 1024  ctx 8192   (no launch cost / 5 us per launch at 8192)  launches")
-    for fmt in ("fp16", "int8", "int4", "int4g128"):
-        v = [dec[(fmt, n)] for n in (128, 1024, 8192)]
-        print(f"  {fmt:9s} {v[0]['tok_s']:8.1f} {v[1]['tok_s']:9.1f} {v[2]['tok_s']:9.1f}   "
-              f"({v[2]['tok_s_0']:.1f} / {v[2]['tok_s_5']:.1f}) {v[0]['launches']:5d}")
-    print("prefill tok/s  P 128    P 512     P 2048")
-    for fmt in ("fp16", "int8", "int4", "int4g128"):
-        v = [pre[(fmt, T)] for T in (128, 512, 2048)]
-        print(f"  {fmt:9s} {v[0]['tok_s']:8.0f} {v[1]['tok_s']:9.0f} {v[2]['tok_s']:9.0f}")
-    for key in (("int4", 8192), ("fp16", 128)):
-        print(f"decode step {key[0]} ctx {key[1]}, per op (28 layers summed), ms:")
-        for name, t, bound, la in dec[key]["items"]:
-            print(f"  {name:18s} {t * 1e3:8.3f}  {bound:6s} launches {la}")
-    print("prefill 512 fp16, per op, ms:")
-    for name, t, bound, la in pre[("fp16", 512)]["items"]:
-        print(f"  {name:18s} {t * 1e3:8.3f}  {bound:6s} launches {la}")
+          f"instructions/s, {launch_us:g} µs per launch, GEMM at {GEMM_EFF:.0%} of 6.84 TFLOP/s)")
+    print("\ndecode tok/s with the launch cost (kernels only in brackets); top-p sampling included\n")
+    print("| format | ctx 128 | ctx 1024 | ctx 8192 | launches |")
+    print("|---|---|---|---|---|")
+    for fmt in FORMATS:
+        cells = []
+        for ctx in (128, 1024, 8192):
+            t, nl, tt = total(decode_items(k, fmt, ctx), launch_us)
+            cells.append(f"{1 / tt:.1f} ({1 / t:.1f})")
+        print(f"| {fmt} | " + " | ".join(cells) + f" | {nl} |")
+    print("\nprefill tok/s (P tokens in one graph run; kernels only in brackets)\n")
+    print("| format | P 128 | P 512 | P 2048 | launches (P 128 / 512 / 2048) |")
+    print("|---|---|---|---|---|")
+    for fmt in FORMATS:
+        cells, ls = [], []
+        for T in (128, 512, 2048):
+            t, nl, tt = total(prefill_items(k, fmt, T), launch_us)
+            cells.append(f"{T / tt:.0f} ({T / t:.0f})")
+            ls.append(str(nl))
+        print(f"| {fmt} | " + " | ".join(cells) + " | " + " / ".join(ls) + " |")
+    if markdown:
+        for fmt, ctx in (("int4", 8192), ("int8", 1024), ("fp16", 128)):
+            md_items(decode_items(k, fmt, ctx), f"decode step, {fmt}, ctx {ctx} (per instance; x = instances per step)")
+        md_items(prefill_items(k, "int4", 512), "prefill, P 512 (int4; the GEMMs are the same FFMA for every format)")
 
 
 def main():
@@ -518,6 +546,7 @@ def main():
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--project", action="store_true", help="print the ChatGLM2-6B M40 projection")
+    ap.add_argument("--markdown", action="store_true", help="with --project: per-op tables")
     ap.add_argument("--launch-us", type=float, default=3.0, help="fixed cost per launch (projection)")
     args = ap.parse_args()
     paths = [p for arg in args.paths for p in arg.split(";") if p]  # CMake lists arrive joined
@@ -526,7 +555,7 @@ def main():
         paths = [p for p in paths if any(re.search(rf"(^|/){f}\.cu", p) for f in fam) or
                  p.endswith(".sass")]
     text = "\n".join(sass_text(p, args.cuobjdump) for p in paths)
-    rows, att = analyse(text)
+    rows, att, missing = analyse(text)
     if not rows and not att:
         sys.exit("no transformer kernel found (sm_52 SASS of kernels/{norm,rope,...}.cu expected)")
     if args.json:
@@ -551,10 +580,13 @@ def main():
               f"{a['per_key_per_group_weighted'] / a['bytes_per_key_per_group']:.1f} per byte; "
               f"per (query row, key) {a['per_row_key']:.1f} (weighted "
               f"{a['per_row_key_weighted']:.1f}; FFMA {a['ffma_per_row_key']:.1f})")
+    for m in missing:  # a renamed kernel or a new loop shape: the check must not pass silently
+        print(f"{m}: its kernel or loop was not found")
+    failures += len(missing)
     print(f"M40: {M40_ISSUE / M40_BW:.1f} instructions per byte at 100% issue; budget for the "
-          f"checked ops {BUDGET_IPB:.0f}; {failures} over")
+          f"checked ops {BUDGET_IPB:.0f}; {failures} over or not found")
     if args.project:
-        print_projection(rows, att, args.launch_us)
+        print_projection(rows, att, args.launch_us, args.markdown)
     return 1 if (args.check and failures) else 0
 
 

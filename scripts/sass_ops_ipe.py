@@ -4,6 +4,7 @@ sm_52 SASS (cuobjdump -sass, CUDA 11.8): the issue side of the M40
 projections in docs/projections.md (issues 16, 17).
 
     scripts/sass_ops_ipe.py OBJ_OR_SASS... [--check] [--json] [--cuobjdump PATH]
+                            [--project [--markdown] [--launch-us 3]]
 
 OBJ_OR_SASS: the objects of kernels/{norm,rope,swiglu,embedding,attention,
 sample}.cu (cuobjdump runs on them; with a CMake list, the objects of other
@@ -38,8 +39,15 @@ instructions per byte of DRAM traffic in its hot loop. The M40 issues
 issue; 6 is half of that: the split-K GEMV loop measured ~48% of the issue
 rate on the H200 (docs/quant.md), so an op above ~6 per byte risks being
 issue-bound on an M40 at the issue efficiency our kernels actually reach.
-The attention tile kernel is reported, not checked: at decode it shares each
-K/V row among 16 heads (8 FFMA per byte before any overhead) by design.
+A checked op whose kernel or loop is no longer found fails too. The
+attention tile kernel is reported, not checked: at decode it shares each K/V
+row among 16 heads (8 FFMA per byte before any overhead) by design, and its
+count (~18 per byte) says it is issue-bound on an M40 (docs/projections.md).
+
+--project: the ChatGLM2-6B decode step and prefill on an M40 from these
+counts, the GEMV counts of scripts/sass_quant_ipw.py (IPW below) and the
+stated assumptions (launch cost, GEMM efficiency): a projection, not a
+measurement; --markdown adds the per-op tables of docs/projections.md.
 """
 import argparse
 import bisect

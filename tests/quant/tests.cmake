@@ -13,5 +13,11 @@ if(M40_HAVE_CUDA)
              COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/sass_quant_ipw.py
                      $<TARGET_OBJECTS:m40_obj> --check --batch 1 --cuobjdump ${M40_CUOBJDUMP})
     set_tests_properties(quant_sass_budget PROPERTIES LABELS cpu)
+    # the transformer kernels' hot loops: <= 6 instructions per DRAM byte
+    # (scripts/sass_ops_ipe.py; the M40 issues 11.9 per byte at 100%)
+    add_test(NAME ops_sass_budget
+             COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/sass_ops_ipe.py
+                     $<TARGET_OBJECTS:m40_obj> --check --cuobjdump ${M40_CUOBJDUMP})
+    set_tests_properties(ops_sass_budget PROPERTIES LABELS cpu)
   endif()
 endif()

@@ -1,0 +1,604 @@
+#!/usr/bin/env python3
+"""Instructions per element of the transformer kernels' hot loops, from the
+sm_52 SASS (cuobjdump -sass, CUDA 11.8): the issue side of the M40
+projections in docs/projections.md (issues 16, 17).
+
+    scripts/sass_ops_ipe.py OBJ_OR_SASS... [--check] [--json] [--cuobjdump PATH]
+                            [--project [--markdown] [--launch-us 3]]
+
+OBJ_OR_SASS: the objects of kernels/{norm,rope,swiglu,embedding,attention,
+sample}.cu (cuobjdump runs on them; with a CMake list, the objects of other
+files are skipped) or saved `cuobjdump -sass` listings. take_last.cu has no
+kernel (one cudaMemcpy2DAsync).
+
+Method (scripts/sass_quant_ipw.py's, extended to loops with branches): a loop
+is a backward branch; the loop that does a kernel's work is found by its
+memory or arithmetic instructions (the unrolled float4 loop of a norm pass
+by its LDG.E.128 / STG.E.128, attention's tile loop by the two inner loops
+of >= 64 FFMA, ...), and one iteration's elements are read off those
+instructions (4 per float4 store, 1 per F2F, 8 per for_row step, ...).
+Instructions per iteration: the static count of the loop body ("static"),
+and the hot path ("hot"): the shortest path from the loop head to its back
+branch that passes every instruction of the iteration's data (its vector
+loads and stores), following BRA, SSY/SYNC and PBK/BRK. The hot path leaves
+out the branches a ChatGLM2 shape never takes (attention's scalar-load
+fallback for unaligned caches, rope's per-pair sincosf when the angles fit
+the shared table, sampling's histogram flushes); the static count is the
+upper bound. Inner loops count body x trips, the trips from the FFMA the
+template parameters imply (attention: SR*SC*DP per tile for Q.K^T, OR*8*BN
+for P.V). Set-up outside the loops is not counted (per thread, once).
+
+quarter: F2F, I2F, F2I and MUFU in the hot path, which issue at a quarter
+of the FP32 rate on sm_52 (32 lanes per SM per clock); weighted = hot + 3 x
+quarter, the issue slots those cost.
+
+--check: fails (exit 1) if a bandwidth op (norm, rope, swiglu, embedding,
+kv_append, attention's combine) needs more than BUDGET_IPB = 6 weighted
+instructions per byte of DRAM traffic in its hot loop. The M40 issues
+3.42e12 thread-instructions/s against 288.4e9 B/s, 11.9 per byte at 100%
+issue; 6 is half of that: the split-K GEMV loop measured ~48% of the issue
+rate on the H200 (docs/quant.md), so an op above ~6 per byte risks being
+issue-bound on an M40 at the issue efficiency our kernels actually reach.
+A checked op whose kernel or loop is no longer found fails too. The
+attention tile kernel is reported, not checked: at decode it shares each K/V
+row among 16 heads (8 FFMA per byte before any overhead) by design, and its
+count (~18 per byte) says it is issue-bound on an M40 (docs/projections.md).
+
+--project: the ChatGLM2-6B decode step and prefill on an M40 from these
+counts, the GEMV counts of scripts/sass_quant_ipw.py (IPW below) and the
+stated assumptions (launch cost, GEMM efficiency): a projection, not a
+measurement; --markdown adds the per-op tables of docs/projections.md.
+"""
+import argparse
+import bisect
+import collections
+import json
+import re
+import subprocess
+import sys
+
+INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s*\{?\s*(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;}]*)[;}]")
+FUNC = re.compile(r"Function : (\S+)")
+QUARTER = ("F2F", "I2F", "F2I", "MUFU")
+BUDGET_IPB = 6.0
+M40_ISSUE = 24 * 128 * 1.114e9  # thread-instructions per second
+M40_BW = 288.4e9
+
+
+def sass_text(path, cuobjdump):
+    if path.endswith((".o", ".obj", ".a", ".so", ".cubin")):
+        out = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"cuobjdump failed on {path}: {out.stderr.strip()}")
+        return out.stdout
+    return open(path).read()
+
+
+def functions(text):
+    """(name, [(addr, pred, op, args)]) per sm_52 function."""
+    cur, body, arch = None, [], None
+    for line in text.splitlines():
+        m = re.search(r"arch = (sm_\d+)", line)
+        if m:
+            arch = m.group(1)
+        m = FUNC.search(line)
+        if m:
+            if cur and arch == "sm_52":
+                yield cur, body
+            cur, body = m.group(1), []
+            continue
+        m = INSN.search(line)
+        if m and cur:
+            body.append((int(m.group(1), 16), (m.group(2) or "").strip(), m.group(3), m.group(4)))
+    if cur and arch == "sm_52":
+        yield cur, body
+
+
+def target(args):
+    m = re.search(r"0x([0-9a-f]+)", args)
+    return int(m.group(1), 16) if m else None
+
+
+class Index:
+    """Instruction index of an address; a branch target may be a bundle's
+    control word (every 32 bytes on sm_5x): the next instruction."""
+    def __init__(self, body):
+        self.addrs = [a for a, _, _, _ in body]
+
+    def get(self, t):
+        i = bisect.bisect_left(self.addrs, t)
+        return i if i < len(self.addrs) else None
+
+
+def loops(body):
+    """(head index, back-branch index) of every backward branch."""
+    idx = Index(body)
+    out = []
+    for i, (a, _, op, args) in enumerate(body):
+        t = target(args) if op.startswith("BRA") else None
+        if t is not None and t < a:
+            out.append((idx.get(t), i))
+    return out
+
+
+def innermost(lps):
+    return [l for l in lps if not any(o != l and l[0] <= o[0] and o[1] <= l[1] for o in lps)]
+
+
+def ops(body, lp):
+    return collections.Counter(body[i][2] for i in range(lp[0], lp[1] + 1))
+
+
+def count(c, prefix):
+    return sum(v for k, v in c.items() if k.startswith(prefix))
+
+
+def hot_path(body, lp, required, inner=None):
+    """Instructions on the shortest path head -> back branch through every
+    index in `required` (in address order). inner: {head: (back, cost)}
+    collapses an inner loop to one step of that cost. Returns (count,
+    quarter-rate count)."""
+    i0, i1 = lp
+    inner = inner or {}
+    idx = Index(body)
+    # reconvergence targets of SSY (for SYNC) and PBK (for BRK) by region
+    marks = [(i, op, target(args)) for i, (_, _, op, args) in enumerate(body)
+             if op in ("SSY", "PBK")]
+
+    def region_target(i, kind):
+        a = body[i][0]
+        for j, op, t in reversed(marks):
+            if j < i and op == kind and t is not None and t > a:
+                return idx.get(t)
+        return None
+
+    def succ(i):
+        if i in inner:
+            back, _ = inner[i]
+            return [back + 1]
+        _, pred, op, args = body[i]
+        out = [] if not pred else [i + 1]
+        if op.startswith("BRA"):
+            t = target(args)
+            if t is not None and t > body[i][0]:
+                out.append(idx.get(t))
+            elif pred == "" and t is None:
+                out.append(i + 1)
+        elif op == "SYNC":
+            out.append(region_target(i, "SSY"))
+        elif op == "BRK":
+            out.append(region_target(i, "PBK"))
+        elif op in ("EXIT", "RET"):
+            pass
+        else:
+            out = [i + 1]
+        return [s for s in out if s is not None and i0 <= s <= i1]
+
+    def cost(i):
+        if i in inner:
+            return inner[i][1], 0.0
+        q = 1.0 if body[i][2].startswith(QUARTER) else 0.0
+        return 1.0, q
+
+    def shortest(a, b):
+        INF = float("inf")
+        dist = {a: cost(a)}
+        for i in range(a, b + 1):
+            if i not in dist:
+                continue
+            for s in succ(i):
+                if s > b:
+                    continue
+                c, q = cost(s)
+                d = (dist[i][0] + c, dist[i][1] + q)
+                if s not in dist or d[0] < dist[s][0]:
+                    dist[s] = d
+        return dist.get(b, (INF, 0.0))
+
+    pts = [i0] + sorted(r for r in required if i0 < r < i1) + [i1]
+    n, q = cost(i0)
+    for a, b in zip(pts, pts[1:]):
+        d = shortest(a, b)
+        n += d[0] - cost(a)[0]
+        q += d[1] - cost(a)[1]
+    return n, q
+
+
+def req(body, lp, pattern):
+    return [i for i in range(lp[0], lp[1] + 1) if re.match(pattern, body[i][2])]
+
+
+class Row:
+    def __init__(self, op, kernel, unit, elems, static, hot, quarter, bpe, checked):
+        self.op, self.kernel, self.unit, self.elems = op, kernel, unit, elems
+        self.static, self.hot, self.quarter, self.bpe, self.checked = static, hot, quarter, bpe, checked
+
+    def as_dict(self):
+        e = self.elems
+        d = {"op": self.op, "kernel": self.kernel, "unit": self.unit, "per_iter": e,
+             "static_ipe": self.static / e, "hot_ipe": self.hot / e,
+             "weighted_ipe": (self.hot + 3 * self.quarter) / e, "bytes_per_unit": self.bpe}
+        if self.bpe:
+            d["weighted_ipb"] = d["weighted_ipe"] / self.bpe
+        return d
+
+
+def loop_rows(fname, body, spec):
+    """spec: (op, unit, pick(counter) -> elems or 0, required regex, bytes per
+    unit or None, checked); the loop with the most elements per iteration
+    (the unrolled one), ties to the shorter body."""
+    op, unit, pick, rq, bpe, checked, allow_nested = spec
+    lps = loops(body) if allow_nested else innermost(loops(body))
+    best = None
+    for lp in lps:
+        c = ops(body, lp)
+        e = pick(c)
+        if e and (best is None or e > best[0] or (e == best[0] and lp[1] - lp[0] < best[1][1] - best[1][0])):
+            best = (e, lp)
+    if not best:
+        return None
+    e, lp = best
+    n, q = hot_path(body, lp, req(body, lp, rq))
+    return Row(op, short(fname), unit, e, lp[1] - lp[0] + 1, n, q, bpe, checked)
+
+
+def short(name):
+    m = re.search(r"\d+(\w+?kernel|rms_\w+?|attn_combine|kv_append_kernel)(I.*?E)?E?v", name)
+    return (m.group(1) + (m.group(2) or "")) if m else name[-60:]
+
+
+ATT = re.compile(r"attn_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E(6__half|f)E")
+NT = 128
+
+
+def attention_row(fname, body, label):
+    m = ATT.search(fname)
+    dp, bm, bn, sr, sc, orr = (int(g) for g in m.groups()[:6])
+    lps = loops(body)
+    inner = innermost(lps)
+    big = [l for l in inner if count(ops(body, l), "FFMA") >= 64]
+    tile = [l for l in lps if sum(1 for b in big if l[0] < b[0] and b[1] < l[1]) >= 2]
+    if not tile:
+        return None
+    tl = min(tile, key=lambda l: l[1] - l[0])
+    qk_ffma, pv_ffma = sr * sc * dp, orr * 8 * bn
+    coll = {}
+    # the Q.K^T loop comes first in the tile loop, then P.V (the source order)
+    for k, b in enumerate(sorted(x for x in big if tl[0] < x[0] and x[1] < tl[1])[:2]):
+        f = count(ops(body, b), "FFMA")
+        trips = (qk_ffma if k == 0 else pv_ffma) / f
+        coll[b[0]] = (b[1], trips * (b[1] - b[0] + 1))
+    # the vector path of the tile loads; not the scalar fallback
+    n, q = hot_path(body, tl, req(body, tl, r"LDG\.E\.128|STS\.128"), coll)
+    static = (tl[1] - tl[0] + 1) + sum(c - (b - h + 1) for h, (b, c) in coll.items())
+    keys = bn
+    rows = bm
+    elem = 2 if "6__half" in fname else 4
+    # per key per KV group (decode: the block's 16 rows are the group's 16
+    # heads at T = 1) and per (query row, key) (prefill)
+    per_key = NT * n / keys
+    return {"op": label, "kernel": f"attn_kernel<{dp},{bm},{bn},{sr},{sc},{orr}>",
+            "tile_static": static, "tile_hot": n, "tile_quarter": q,
+            "per_key_per_group": per_key, "per_key_per_group_weighted": NT * (n + 3 * q) / keys,
+            "per_row_key": per_key / rows, "per_row_key_weighted": NT * (n + 3 * q) / keys / rows,
+            "bytes_per_key_per_group": 2 * dp * elem,
+            "ffma_per_row_key": (qk_ffma + pv_ffma) * NT / keys / rows}
+
+
+def sample_rows(fname, body):
+    rows = []
+    for lp in innermost(loops(body)):
+        c = ops(body, lp)
+        nld = count(c, "LDG.E") + count(c, "LD.E")
+        if nld != 8 or lp[1] - lp[0] < 60:
+            continue
+        kind = ("pass 1 (z, max)" if count(c, "FCHK") else
+                "select digit" if count(c, "ATOMS") else
+                "greedy sum" if count(c, "MUFU.EX2") else "copy / other")
+        n, q = hot_path(body, lp, req(body, lp, r"LDG\.E|LD\.E"))
+        rows.append(Row(f"sample {kind} @{body[lp[0]][0]:#x}", "sample_kernel", "logit/pass", 8, lp[1] - lp[0] + 1,
+                        n, q, 4, False))
+    return rows
+
+
+def has(c, *names):
+    return all(count(c, n) for n in names)
+
+
+SPECS = [
+    # (function regex, spec) -- the instances ChatGLM2 runs: f16 weights and
+    # caches, float4 paths (C, F, head_dim multiples of 4, aligned)
+    (r"rms_blockILi4E6__halfLi256E", ("rmsnorm pass 1 (x += r)", "element",
+     lambda c: 4 * count(c, "STG.E.128") if has(c, "FADD", "STG.E.128") and
+     count(c, "LDG.E.128") == 2 * count(c, "STG.E.128") else 0,
+     r"LDG\.E\.128|STG\.E\.128", 12, True, False)),
+    (r"rms_blockILi4E6__halfLi256E", ("rmsnorm pass 2 (y = x*inv*w)", "element",
+     lambda c: count(c, "F2F") if has(c, "F2F", "STG.E.128") else 0,
+     r"LDG|STG", 10, True, False)),
+    (r"swiglu_kernelILi4E", ("swiglu", "output", lambda c: 4 * count(c, "STG.E.128")
+     if has(c, "MUFU.EX2", "STG.E.128") else 0, r"LDG|STG", 12, True, False)),
+    (r"rope_kernelILi0ELb1E", ("rope (shared table)", "pair",
+     lambda c: count(c, "STG.E.64") if has(c, "LDS", "STG.E.64") else 0,
+     r"LDG\.E\.64|STG\.E\.64|LDS", 16, True, True)),
+    (r"embedding_kernelILi4E6__half", ("embedding (f16 table)", "element",
+     lambda c: count(c, "F2F") if has(c, "F2F", "STG.E.128") else 0,
+     r"LDG|STG", 6, True, False)),
+    (r"kv_append_kernel", ("kv_append (f16 cache)", "element",
+     lambda c: count(c, "F2F.F16") if has(c, "F2F.F16", "STG") else 0,
+     r"LDG|STG", 6, True, False)),
+    (r"attn_combine", ("attention combine", "split x dim",
+     lambda c: count(c, "FFMA") if has(c, "LDG", "FFMA") and not count(c, "MUFU") else 0,
+     r"LDG", 4, True, False)),
+]
+ATT_USED = [(r"attn_kernelILi128ELi16ELi64ELi2ELi4ELi2ELi4E6__half", "attention decode (f16 cache)"),
+            (r"attn_kernelILi128ELi32ELi32ELi2ELi4ELi4ELi3E6__half", "attention prefill (f16 cache)")]
+
+
+def analyse(text):
+    """-> (rows, attention rows, the checked ops whose loop was not found)"""
+    funcs = list(functions(text))
+    rows, att, missing = [], [], []
+    for rx, spec in SPECS:
+        r = None
+        for name, body in funcs:
+            if re.search(rx, name):
+                r = loop_rows(name, body, spec)
+                break
+        if r:
+            rows.append(r)
+        else:
+            missing.append(spec[0])
+    for rx, label in ATT_USED:
+        for name, body in funcs:
+            if re.search(rx, name):
+                a = attention_row(name, body, label)
+                if a:
+                    att.append(a)
+    for name, body in funcs:
+        if "sample_kernel" in name:
+            rows += sample_rows(name, body)
+    return rows, att, missing
+
+
+# ---- projection (docs/projections.md): ChatGLM2-6B on an M40 ------------------
+# PROJECTION, not a measurement. Per kernel: bytes at 288.4 GB/s against
+# weighted instructions at 3.42e12/s (scaled to the SMs the grid occupies),
+# the larger wins; the prefill GEMMs at their FFMA bound over an assumed
+# efficiency; plus a fixed cost per launch, added serially.
+GLM = dict(L=28, C=4096, H=32, G=2, D=128, F=13696, V=65024)
+SMS = 24
+# GEMV instructions per weight at batch 1 (scripts/sass_quant_ipw.py on the
+# sm_52 build of 2026-12-01; docs/quant.md) for the variant
+# m40k_quant_gemv_choose picks on 24 SMs: K = 4096: v3 whole (R = 2, D = 4;
+# group scales R = 4); K = 13696 (x does not fit 48 KB): int8 split-K (R = 2,
+# D = 2, 2 splits + a sum kernel), int4 and int4g128 v2 (R = 2). fp16: v2
+# R = 2, whose one F2F per weight issues at a quarter rate (+3 slots).
+IPW = {"fp16": {4096: 3.75 + 3, 13696: 3.75 + 3},
+       "int8": {4096: 2.83, 13696: 2.88},
+       "int4": {4096: 2.61, 13696: 4.16},
+       "int4g128": {4096: 2.88, 13696: 5.70}}
+BPW = {"fp16": 2.0, "int8": 1.0, "int4": 0.5, "int4g128": 0.5}
+FORMATS = ("fp16", "int8", "int4", "int4g128")
+GEMM_EFF = 0.75  # of 6.84 TFLOP/s; an assumption, docs/projections.md says why
+PEAK = 2 * M40_ISSUE  # FLOP/s (an FFMA is 2)
+
+
+class Item:
+    """One kernel of a step, `n` times (layers): bytes, weighted instructions,
+    FFMA, the SMs its grid keeps busy (blocks / the most blocks one SM runs),
+    launches per instance; t_fixed: a time given directly (the prefill GEMMs)."""
+    def __init__(self, name, n, bytes_=0.0, instr=0.0, ffma=0.0, sms=SMS, launches=1, t_fixed=None,
+                 note=""):
+        self.name, self.n, self.bytes, self.instr, self.ffma = name, n, bytes_, instr, ffma
+        self.sms, self.launches, self.t_fixed, self.note = sms, launches, t_fixed, note
+
+    def times(self):
+        tb = self.bytes / M40_BW
+        ti = self.instr / (M40_ISSUE * self.sms / SMS)
+        tf = self.ffma / (M40_ISSUE * self.sms / SMS)
+        if self.t_fixed is not None:
+            return self.t_fixed, "FFMA/eff", tb, ti, tf
+        return max(tb, ti), ("bytes" if tb >= ti else "issue"), tb, ti, tf
+
+
+def gemv(name, fmt, N, K, bias, n):
+    b = N * K * BPW[fmt] + K * 4 + N * 4 + (N * 4 if bias else 0)
+    if fmt != "fp16":
+        b += N * 2 * (-(-K // 128) if fmt == "int4g128" else 1)  # f16 scales
+    launches = 1
+    if fmt == "int8" and K == 13696:  # split-K: 2 partial rows written, summed
+        b += 2 * N * 4 * 2
+        launches = 2
+    return Item(name, n, b, N * K * IPW[fmt][K], N * K, launches=launches,
+                note=f"{fmt} GEMV {N}x{K}")
+
+
+def gemm(name, fmt, M, N, K, n):
+    """the quant GEMM (128x128 tiles, 2 blocks per M40 SM; kernels/quant_gemm.cu's
+    split-K rule, a memset before a split), wave quantization included"""
+    gx, gy, nk = -(-N // 128), -(-M // 128), -(-K // 16)
+    splits = 1
+    while splits < 8 and gx * gy * splits < 2 * SMS and nk // (splits * 2) >= 16:
+        splits *= 2
+    blocks, slots = gx * gy * splits, 2 * SMS
+    fill = blocks / (-(-blocks // slots) * slots)
+    t = 2.0 * M * N * K / (PEAK * GEMM_EFF * fill)
+    return Item(name, n, N * K * BPW[fmt] + M * K * 4 + M * N * 4, 0, M * N * K, t_fixed=t,
+                launches=1 + (splits > 1), note=f"GEMM {M}x{N}x{K}, {blocks} blocks, fill {fill:.2f}")
+
+
+def attn_splits(n):
+    """kernels/attention.h's rule on an M40: 48 resident-block slots (24 SMs x 2)"""
+    base = GLM["G"]
+    return max(1, min(-(-2 * SMS // base), -(-n // 64), 1024))
+
+
+def kernel_ipe(rows, att):
+    k = {r.op: r.as_dict()["weighted_ipe"] for r in rows if not r.op.startswith("sample")}
+    st = collections.defaultdict(list)
+    for r in rows:
+        if r.op.startswith("sample"):
+            st[r.op.split(" @")[0]].append(r.static / r.elems)
+    k["rmsnorm"] = k["rmsnorm pass 1 (x += r)"] + k["rmsnorm pass 2 (y = x*inv*w)"]
+    # sampling: the static loop bodies (provisional: kernels/sample.cu is being rewritten)
+    k["sample pass 1"] = max(st.get("sample pass 1 (z, max)", [30.0]))
+    k["sample digit"] = max(st.get("sample select digit", [36.0]))
+    k["att_dec"] = next(a for a in att if "decode" in a["op"])
+    k["att_pre"] = next(a for a in att if "prefill" in a["op"])
+    return k
+
+
+def small_items(k, T, n):
+    C, H, G, D, F = (GLM[x] for x in "CHGDF")
+    pairs = (H + G) * (D // 4)  # rope_dims = D/2: D/4 pairs per head
+    return [Item("rmsnorm (+ residual)", 2 * n, T * C * 16 + 2 * C, T * C * k["rmsnorm"]),
+            Item("rope", n, T * pairs * 16, T * pairs * k["rope (shared table)"]),
+            Item("kv_append (K, V)", 2 * n, T * G * D * 6, T * G * D * k["kv_append (f16 cache)"]),
+            Item("swiglu", n, T * F * 12, T * F * k["swiglu"])]
+
+
+def decode_items(k, fmt, ctx, sampling="top-p"):
+    C, H, G, D, F, V, L = (GLM[x] for x in "CHGDFVL")
+    ad = k["att_dec"]
+    s = attn_splits(ctx)
+    it = [Item("embedding (1 row)", 1, C * 6, C * k["embedding (f16 table)"])]
+    it += [gemv("qkv (bias)", fmt, (H + 2 * G) * D, C, True, L),
+           gemv("dense", fmt, C, H * D, False, L),
+           gemv("h_to_4h", fmt, 2 * F, C, False, L),
+           gemv("4h_to_h", fmt, C, F, False, L)]
+    it += small_items(k, 1, L)
+    # K and V of `ctx` keys per group; partials (m, l, out[D]) per head and split
+    it.append(Item("attention decode", L, ctx * G * 2 * D * 2 + H * D * 4 + H * s * (D + 2) * 4,
+                   ctx * G * ad["per_key_per_group_weighted"], ctx * G * ad["ffma_per_row_key"] * 16,
+                   sms=G * s / -(-G * s // SMS), note=f"{s} splits, {G * s} blocks"))
+    if s > 1:
+        it.append(Item("attention combine", L, H * s * (D + 2) * 4 + H * D * 4,
+                       H * s * D * k["attention combine"], sms=min(SMS, H)))
+    it.append(Item("final rmsnorm", 1, C * 16 + 2 * C, C * k["rmsnorm"]))
+    it.append(gemv("lm head (fp16)", "fp16", V, C, False, 1))
+    passes = 6 if sampling == "top-p" else 1
+    it.append(Item(f"sampling ({sampling}, 1 block)", 1, V * 4 * 2,
+                   V * (k["sample pass 1"] + passes * k["sample digit"]), sms=1,
+                   note="provisional"))
+    return it
+
+
+def prefill_items(k, fmt, T):
+    C, H, G, D, F, V, L = (GLM[x] for x in "CHGDFVL")
+    ap = k["att_pre"]
+    it = [Item("embedding", 1, T * C * 6, T * C * k["embedding (f16 table)"])]
+    it += [gemm("qkv (bias)", fmt, T, (H + 2 * G) * D, C, L), gemm("dense", fmt, T, C, H * D, L),
+           gemm("h_to_4h", fmt, T, 2 * F, C, L), gemm("4h_to_h", fmt, T, C, F, L)]
+    it += small_items(k, T, L)
+    # causal tiles: a block holds BM = 32 rows = 2 tokens x 16 heads, keys
+    # [0, 2i + 2) in tiles of BN = 32 (kernels/attention.cu)
+    pairs = G * sum(32 * (-(-(2 * i + 2) // 32)) * 32 for i in range(T // 2))
+    it.append(Item("attention prefill", L, T * G * 2 * D * 2 + 2 * T * H * D * 4,
+                   pairs * ap["per_row_key_weighted"], pairs * ap["ffma_per_row_key"],
+                   note=f"{pairs} (row, key) pairs per layer"))
+    it.append(Item("final rmsnorm", 1, T * C * 16, T * C * k["rmsnorm"]))
+    it.append(Item("take_last (memcpy2D)", 1, C * 8, 0))
+    it.append(gemv("lm head (fp16)", "fp16", V, C, False, 1))
+    return it
+
+
+def total(items, launch_us):
+    t = sum(i.n * i.times()[0] for i in items)
+    nl = sum(i.n * i.launches for i in items)
+    return t, nl, t + nl * launch_us * 1e-6
+
+
+def md_items(items, title):
+    print(f"\n{title}\n")
+    print("| op | x | bytes | instructions | t bytes µs | t issue µs | t FFMA µs | projected µs | bound | launches | note |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for i in items:
+        t, bound, tb, ti, tf = i.times()
+        print(f"| {i.name} | {i.n} | {i.bytes:.3g} | {i.instr:.3g} | {tb * 1e6:.2f} | {ti * 1e6:.2f} | "
+              f"{tf * 1e6:.2f} | {t * 1e6:.2f} | {bound} | {i.launches} | {i.note} |")
+
+
+def print_projection(rows, att, launch_us, markdown):
+    k = kernel_ipe(rows, att)
+    print(f"\nPROJECTION, not a measurement: ChatGLM2-6B on an M40 (288.4 GB/s, 3.42e12 "
+          f"instructions/s, {launch_us:g} µs per launch, GEMM at {GEMM_EFF:.0%} of 6.84 TFLOP/s)")
+    print("\ndecode tok/s with the launch cost (kernels only in brackets); top-p sampling included\n")
+    print("| format | ctx 128 | ctx 1024 | ctx 8192 | launches |")
+    print("|---|---|---|---|---|")
+    for fmt in FORMATS:
+        cells = []
+        for ctx in (128, 1024, 8192):
+            t, nl, tt = total(decode_items(k, fmt, ctx), launch_us)
+            cells.append(f"{1 / tt:.1f} ({1 / t:.1f})")
+        print(f"| {fmt} | " + " | ".join(cells) + f" | {nl} |")
+    print("\nprefill tok/s (P tokens in one graph run; kernels only in brackets)\n")
+    print("| format | P 128 | P 512 | P 2048 | launches (P 128 / 512 / 2048) |")
+    print("|---|---|---|---|---|")
+    for fmt in FORMATS:
+        cells, ls = [], []
+        for T in (128, 512, 2048):
+            t, nl, tt = total(prefill_items(k, fmt, T), launch_us)
+            cells.append(f"{T / tt:.0f} ({T / t:.0f})")
+            ls.append(str(nl))
+        print(f"| {fmt} | " + " | ".join(cells) + " | " + " / ".join(ls) + " |")
+    if markdown:
+        for fmt, ctx in (("int4", 8192), ("int8", 1024), ("fp16", 128)):
+            md_items(decode_items(k, fmt, ctx), f"decode step, {fmt}, ctx {ctx} (per instance; x = instances per step)")
+        md_items(prefill_items(k, "int4", 512), "prefill, P 512 (int4; the GEMMs are the same FFMA for every format)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("paths", nargs="+")
+    ap.add_argument("--cuobjdump", default="cuobjdump")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--budget", type=float, default=BUDGET_IPB,
+                    help="--check's weighted instructions per DRAM byte (default 6)")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--project", action="store_true", help="print the ChatGLM2-6B M40 projection")
+    ap.add_argument("--markdown", action="store_true", help="with --project: per-op tables")
+    ap.add_argument("--launch-us", type=float, default=3.0, help="fixed cost per launch (projection)")
+    args = ap.parse_args()
+    paths = [p for arg in args.paths for p in arg.split(";") if p]  # CMake lists arrive joined
+    fam = ("norm", "rope", "swiglu", "embedding", "attention", "sample")
+    if len(paths) > 1:
+        paths = [p for p in paths if any(re.search(rf"(^|/){f}\.cu", p) for f in fam) or
+                 p.endswith(".sass")]
+    text = "\n".join(sass_text(p, args.cuobjdump) for p in paths)
+    rows, att, missing = analyse(text)
+    if not rows and not att:
+        sys.exit("no transformer kernel found (sm_52 SASS of kernels/{norm,rope,...}.cu expected)")
+    if args.json:
+        print(json.dumps({"ops": [r.as_dict() for r in rows], "attention": att}, indent=1))
+        return 0
+    failures = 0
+    print(f"{'op':34s} {'unit':12s} {'/iter':>5s} {'static':>7s} {'hot':>6s} {'weighted':>8s} "
+          f"{'B/unit':>6s} {'ipb':>5s}  (instructions per unit; ipb = weighted per DRAM byte)")
+    for r in rows:
+        d = r.as_dict()
+        ipb = d.get("weighted_ipb")
+        over = r.checked and ipb is not None and ipb > args.budget
+        failures += over
+        print(f"{r.op:34s} {r.unit:12s} {r.elems:5d} {d['static_ipe']:7.2f} {d['hot_ipe']:6.2f} "
+              f"{d['weighted_ipe']:8.2f} {r.bpe or 0:6d} {ipb if ipb else 0:5.2f}"
+              f"{'  OVER' if over else ''}{'' if r.checked else '  (not checked)'}")
+    for a in att:
+        print(f"{a['op']:34s} {a['kernel']}: tile loop {a['tile_static']:.0f} static, "
+              f"{a['tile_hot']:.0f} hot ({a['tile_quarter']:.0f} F2F/MUFU) per thread per tile")
+        print(f"{'':34s} per key per KV group {a['per_key_per_group']:.0f} "
+              f"(weighted {a['per_key_per_group_weighted']:.0f}) for {a['bytes_per_key_per_group']} B: "
+              f"{a['per_key_per_group_weighted'] / a['bytes_per_key_per_group']:.1f} per byte; "
+              f"per (query row, key) {a['per_row_key']:.1f} (weighted "
+              f"{a['per_row_key_weighted']:.1f}; FFMA {a['ffma_per_row_key']:.1f})")
+    for m in missing:  # a renamed kernel or a new loop shape: the check must not pass silently
+        print(f"{m}: its kernel or loop was not found")
+    failures += len(missing)
+    print(f"M40: {M40_ISSUE / M40_BW:.1f} instructions per byte at 100% issue; budget for the "
+          f"checked ops {args.budget:g}; {failures} over or not found")
+    if args.project:
+        print_projection(rows, att, args.launch_us, args.markdown)
+    return 1 if (args.check and failures) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -100,6 +100,7 @@ struct Params {
     int64_t mtiles, splits;
     float qscale; /* scale · log2 e */
     int vec;      /* D and the cache rows allow 16-byte loads */
+    int gd;       /* G·D: a cache row's stride in elements (< 2^25) */
     unsigned *guard;
 };
 
@@ -138,6 +139,13 @@ template <int DP, int BN, typename TC>
 __device__ __forceinline__ void load_tile(const Params &p, const void *cache, int64_t s,
                                           int64_t g, int64_t k0, int64_t kend, float *dst) {
     constexpr int DS = DP + 4, CH = DP / 8, ITEMS = (BN * CH + NT - 1) / NT;
+    /* the tile's first element once in 64 bits; within the tile 32-bit
+    ** offsets (c·G·D + d < 64 · 2^16 · 256 = 2^30: lib/ops/attention.c
+    ** bounds G and D). Per-item 64-bit index products were ~30% of the decode
+    ** loop's instructions on sm_52 (docs/projections.md). */
+    const TC *tile = reinterpret_cast<const TC *>(cache) + ((s * p.L + k0) * p.G + g) * p.D;
+    const int64_t left = kend - k0;
+    const int nk = left < BN ? (int)left : BN;
     /* unrolled with a compile-time count, so every 16-byte load of the tile
     ** is in flight before the first conversion */
 #pragma unroll
@@ -145,15 +153,14 @@ __device__ __forceinline__ void load_tile(const Params &p, const void *cache, in
         const int it = threadIdx.x + k * NT;
         if (BN * CH % NT != 0 && it >= BN * CH) break;
         int c = it / CH, d = (it % CH) * 8;
-        int64_t j = k0 + c;
         float f[8];
-        if (j < kend && d < p.D) {
-            int64_t o = ((s * p.L + j) * p.G + g) * p.D + d;
+        if (c < nk && d < p.D) {
+            const TC *src = tile + (c * p.gd + d);
             if (p.vec) {
-                Load8<TC>::vec(cache, o, f);
+                Load8<TC>::vec(src, 0, f);
             } else {
 #pragma unroll
-                for (int k = 0; k < 8; k++) f[k] = d + k < p.D ? Load8<TC>::one(cache, o + k) : 0.0f;
+                for (int k = 0; k < 8; k++) f[k] = d + k < p.D ? Load8<TC>::one(src, k) : 0.0f;
             }
         } else {
 #pragma unroll
@@ -473,6 +480,7 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     p.q = q, p.kc = k_cache, p.vc = v_cache, p.pos = pos, p.slot = slot, p.y = y;
     p.T = s->T, p.H = s->H, p.G = s->G, p.D = s->D, p.S = s->S, p.L = s->L;
     p.hpg = s->H / s->G, p.qs0 = s->qs0, p.qs1 = s->qs1;
+    p.gd = (int)(s->G * s->D);
     p.qscale = s->scale * kLog2e;
     p.guard = guard;
     const int64_t elem = s->cache_f16 ? 2 : 4;

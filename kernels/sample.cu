@@ -36,40 +36,54 @@
 **         typical row (~15 bits), 3 for the tail (every key); an id outside
 **         the bin is rejected with a compare;
 **      c. equal z (ties) end in one key; the c-th lowest id among them is a
-**         radix select over the ids (3 passes, only when ties split).
+**         radix select over the ids (3 digits, only when ties split).
 **      Masses go in as two 32-bit atomics per bin with the carry taken from
 **      the low word's returned value (flush): native shared atomics, exact,
 **      order-free. Min-p is a value cut z >= max + logf(min_p), applied in
 **      the draw.
-** Top-p sampling: typically 7 passes over V floats (1 + 3 + 3); greedy: 2;
-** plain temperature: 4. Only the top-p select's spread digit does heavy
-** work per id (expf, 3 atomics); the other passes reject almost every id.
-** Degenerate rows with thousands of equal z within 27.5 of the max (one
-** spread bin) stay exact but serialize on one bin's atomics.
+**   3. compact: after a select's spread digit, the ids left to look at are
+**      gathered into shared memory when they fit (kCap = 1024): the bins up
+**      to the found one (every later select's candidates are among them:
+**      its cut keeps only ids at or before this boundary), else the found
+**      bin alone (this select's key and id digits). The counts of the spread
+**      digit say whether they fit, so this is one more pass over the row,
+**      and every later digit reads at most 1024 ids (one per thread) from
+**      shared memory instead of 65024 from L2.
+** Top-p sampling over a real row: 3 passes over V floats (z and max, the
+** top-p spread digit, compact; the draw runs on the gathered ids); top-k,
+** min-p or plain temperature: 3; greedy: 2. Without a fit (e.g. top-k of
+** thousands, or a spread bin of > 1024 equal-ish z), the key digits read
+** the row: 2-3 more passes per select. Only the top-p select's spread
+** digit does heavy work per id (expf, 3 atomics); the other passes reject
+** almost every id with a compare. Degenerate rows with thousands of equal z
+** within 27.5 of the max (one spread bin) stay exact but serialize on one
+** bin's atomics in the spread digit.
 **
 ** Resources (sm_52, CUDA 11.8, ptxas -v): sample_kernel 64 registers (the
-** cap of __launch_bounds__(1024, 1)), 0 bytes stack, no spills, 33,448 B
-** static shared (2048 bins × (count 4 + mass 4 + 4 + max id 4) + the scans'
-** per-warp words); one block of 1024 threads per SM. sm_90 (CUDA 13.0):
-** 64 registers, no spills, 33,448 B.
+** cap of __launch_bounds__(1024, 1)), 0 bytes stack, no spills, 41,648 B
+** static shared (2048 bins × (count 4 + mass 4 + 4 + max id 4), 1024
+** gathered ids × 8, the scans' per-warp words); one block of 1024 threads
+** per SM. sm_90 (CUDA 13.0): 64 registers, no spills, 41,648 B.
 ** Loads: each thread issues 4 independent float4 loads (16 floats) before
 ** using them when the row is 16-byte aligned (V % 4 == 0), else 8 scalar
 ** loads (for_row): a single block must keep ~64 KB in flight to hide L2
 ** latency; 65024 logits are 4 such rounds per pass.
 ** Instructions (sm_52 SASS of the unrolled loops): the top-p spread digit
-** ~55 per id (spread bin, kept, expf, F2I.U64, 3 ATOMS, carry), the
-** other passes ~12-15 per id (ord, a compare or the bin, a branch).
-** Top-p over 65024 logits: 65024 × (25 pass 1 + 55 + 2 × 13 + 3 × 14) / 128
-** lanes per clock ≈ 75k issue cycles, + 7 rounds of L2 latency × 4 loads
-** deep, + 7 digits' scans and barriers (~1k cycles each).
+** ~55 per id (spread bin, kept, expf, F2I.U64, 3 ATOMS, carry), pass 1
+** ~25 (IEEE x / T, argmax, the store), compact and the key digits ~12-15
+** per rejected id (ord, a compare or the bin, a branch); a digit over the
+** gathered ids costs its clear, scan and barriers: ~1-2k cycles.
+** Top-p over 65024 logits: 65024 × (25 + 55 + 15) / 128 lanes per clock
+** ≈ 48k issue cycles, + 3 × 4 rounds of L2 latency, + 7 digits' scans and
+** barriers (~1.5k cycles each) ≈ 60-65k cycles.
 ** M40 projection (/work/shared/docs/m40-facts.md; 1.114 GHz, ~32 B/clk of
-** L2 per SM): ~70 µs of issue (was ~2× that) + 7 × 254 KB at 36 GB/s
-** ≈ 50 µs of bytes, which overlap: ~70-90 µs per row for top-p (greedy:
-** 2 passes, ~15 µs), < 0.5% of a 20 ms decode step.
-** H200 projection (1.98 GHz): ~38 µs of issue + ~5 µs of scans + the
-** launch: ~40-45 µs per call for top-p (measured before this design: 190;
-** target <= 50), top-k 40 ~30 µs (no expf in its spread digit), greedy
-** unchanged (~27, 2 passes, float4 loads now). Measured: pending (H200).
+** L2 per SM): ~55 µs of cycles; bytes 3 × 254 KB at 36 GB/s ≈ 21 µs,
+** overlapping: ~55-65 µs per row for top-p (greedy: 2 passes, ~15 µs),
+** < 0.5% of a 20 ms decode step.
+** H200 projection (1.98 GHz): ~30-35 µs per call for top-p with the launch
+** (measured before this design: 190; target <= 50); top-k 40 and min-p
+** ~20-25 (no expf over the whole row); greedy unchanged in passes (~25,
+** float4 loads now). Measured: pending (H200).
 */
 #include "sample.h"
 #include "guard.h"
@@ -88,6 +102,7 @@ constexpr int kBins = 2048; /* the widest digit: 11 bits */
 constexpr int kTail = kBins - 1; /* the spread digit's bin of the far-off ids */
 constexpr int kUnroll = 8;  /* scalar loads in flight per thread (for_row) */
 constexpr int kUnroll4 = 4; /* float4 loads in flight per thread (for_row) */
+constexpr int kCap = kThreads; /* ids gathered into shared memory (compact) */
 constexpr float kFix = 549755813888.0f; /* 2^39 */
 /* The spread digit: bins linear in M - z, 2047 of them over [0, 27.5); the
 ** tail bin holds M - z >= 27.5, where e < e^-27.49 = 1.15e-12 < 2^-39 (fixmass
@@ -110,6 +125,10 @@ struct Smem {
     unsigned above_c, bin_c, bin_maxid;
     u64 above_m, bin_m;
     u64 total; /* the first digit's total (kept out of registers) */
+    /* the gathered candidates (compact): z and id, in no particular order */
+    float cz[kCap];
+    int cid[kCap];
+    int cfill;
 };
 
 /* The order of the ids: the key desc, then the id asc. */
@@ -262,6 +281,34 @@ __device__ void block_scan(unsigned &c, u64 &m, unsigned &tc, u64 &tm, Smem &s) 
     __syncthreads(); /* wc/wm are reused by the next scan */
 }
 
+/* f(i, z[i]) over the cn gathered ids when cn >= 0 (one per thread at
+** most), else over the row. */
+template <class F>
+__device__ __forceinline__ void for_cand(const float *z, int V, int cn, const Smem &s, F f) {
+    if (cn >= 0) {
+        for (int k = threadIdx.x; k < cn; k += kThreads) f(s.cid[k], s.cz[k]);
+        return;
+    }
+    for_row(z, V, f);
+}
+
+/* Gathers the candidates (inside the cut, z >= zmin) of spread bins lo..hi
+** into s.cz / s.cid: the caller knows from the spread digit's counts that
+** they fit. Every later digit's candidates are among them (a later select's
+** cut keeps only ids at or before this select's boundary, in bins <= hi), so
+** the rest of the work reads at most kCap ids from shared memory instead of
+** the row. s.cfill was zeroed by the spread digit. */
+__device__ void compact(const float *z, int V, float M, Cut cut, float zmin, int lo, int hi,
+                        Smem &s) {
+    for_row(z, V, [&](int i, float zi) {
+        int b = spread(zi, M);
+        if (b < lo || b > hi || !kept(ord(zi), i, cut) || !(zi >= zmin)) return;
+        int k = atomicAdd(&s.cfill, 1);
+        if (k < kCap) s.cz[k] = zi, s.cid[k] = i;
+    });
+    __syncthreads();
+}
+
 /* One digit of a select (Dig says which ids and bins). Candidates also lie
 ** inside the cut and at or above zmin. Histograms the bins, scans them in
 ** the order (z desc, id asc: ascending SPREAD and ID bins, descending KEY
@@ -269,9 +316,11 @@ __device__ void block_scan(unsigned &c, u64 &m, unsigned &tc, u64 &tm, Smem &s) 
 ** the target. target: for the first digit of a mass select, computed here
 ** from the digit's total (mode, f). What came before the candidates (count
 ** and mass) is in s.above_c / s.above_m: the previous digit's answer, or 0
-** with `reset` (kept in shared memory, not in registers through the loop). */
+** with `reset` (kept in shared memory, not in registers through the loop).
+** cn >= 0: the candidates are among the cn gathered ids (compact), else the
+** row is read. */
 template <int KIND>
-__device__ void digit(const float *z, int V, float M, Cut cut, float zmin, const Dig &g,
+__device__ void digit(const float *z, int V, int cn, float M, Cut cut, float zmin, const Dig &g,
                       bool need_mass, int mode, float f, u64 &target, bool reset, bool first,
                       Smem &s) {
     const int tid = threadIdx.x, nb = g.nb;
@@ -282,13 +331,14 @@ __device__ void digit(const float *z, int V, float M, Cut cut, float zmin, const
         s.bin = KIND == KEY ? nb - 1 : 0;
         if (reset) s.above_c = 0, s.above_m = 0;
         s.bin_c = 0, s.bin_m = 0, s.bin_maxid = 0;
+        if (KIND == SPREAD) s.cfill = 0; /* for a compact after this digit */
     }
     __syncthreads();
     const bool need_maxid = KIND == KEY && g.shift == 0;
     int rb = -1;
     unsigned rc = 0, rid = 0, tail = 0;
     u64 rm = 0;
-    for_row(z, V, [&](int i, float zi) {
+    for_cand(z, V, cn, s, [&](int i, float zi) {
         unsigned o = ord(zi);
         int bin;
         if (KIND == SPREAD) { /* lean: this is the one pass over every id */
@@ -315,11 +365,11 @@ __device__ void digit(const float *z, int V, float M, Cut cut, float zmin, const
         if (!kept(o, i, cut) || !(zi >= zmin)) return;
         if (bin != rb) {
             if (rb >= 0) flush(s, rb, rc, rm, rid, need_maxid);
-            rb = bin, rc = 0, rm = 0;
+            rb = bin, rc = 0, rm = 0, rid = 0;
         }
         rc++;
         if (need_mass) rm += fixmass(zi, M);
-        rid = (unsigned)i;
+        rid = max(rid, (unsigned)i); /* compact sets come in any order */
     });
     if (rb >= 0) flush(s, rb, rc, rm, rid, need_maxid);
     if (tail) atomicAdd(&s.cnt[kTail], tail);
@@ -372,13 +422,25 @@ struct Sel {
 ** spread over hundreds of bins, so the shared atomics rarely collide), then
 ** the 32-bit keys inside the found bin in digits of up to 11 bits, over
 ** only the key range that bin can hold. */
-__device__ Sel select(const float *z, int V, float M, Cut cut, float zmin, int mode, u64 k,
-                      float f, Smem &s) {
+__device__ Sel select(const float *z, int V, int &cn, float M, Cut cut, float zmin, int mode,
+                      u64 k, float f, Smem &s) {
     const bool need_mass = mode != BY_COUNT;
     u64 target = k;
     Dig g = {0u, 0u, 0, kBins, 0u, 0u, 0};
-    digit<SPREAD>(z, V, M, cut, zmin, g, need_mass, mode, f, target, true, true, s);
+    digit<SPREAD>(z, V, cn, M, cut, zmin, g, need_mass, mode, f, target, true, true, s);
     const int sb = s.bin;
+    /* gather what is left to look at, when it fits: the bins up to sb (for
+    ** this select and every later one), else bin sb alone (this select) */
+    int scn = cn;
+    if (cn < 0) {
+        const unsigned nin = s.bin_c, nup = s.above_c + nin;
+        if (nup <= (unsigned)kCap || nin <= (unsigned)kCap) {
+            const bool all = nup <= (unsigned)kCap;
+            compact(z, V, M, cut, zmin, all ? 0 : sb, sb, s);
+            scn = (int)(all ? nup : nin);
+            if (all) cn = scn;
+        }
+    }
     /* the keys of spread bin sb: z in [M - (sb+1)/kScale, M - sb/kScale]
     ** up to the rounding of M - z and of the product (relative 2^-23 of
     ** M - z < 28); the slack is far wider. The tail: every key. */
@@ -396,7 +458,7 @@ __device__ Sel select(const float *z, int V, float M, Cut cut, float zmin, int m
         int w = r < 11 ? r : 11;
         g.shift = r - w, g.nb = 1 << w;
         g.hmask = r >= 32 ? 0u : ~0u << r;
-        digit<KEY>(z, V, M, cut, zmin, g, need_mass, mode, f, target, false, false, s);
+        digit<KEY>(z, V, scn, M, cut, zmin, g, need_mass, mode, f, target, false, false, s);
         g.prefix |= (unsigned)s.bin << g.shift;
         r = g.shift;
     }
@@ -424,7 +486,7 @@ __device__ Sel select(const float *z, int V, float M, Cut cut, float zmin, int m
     for (int d = 0; d < 3; d++) { /* bits 13-23, 2-12, 0-1 */
         h.shift = d == 0 ? 13 : d == 1 ? 2 : 0, h.nb = d == 2 ? 4 : 2048;
         h.hmask = d == 0 ? 0u : ~0u << (h.shift + (d == 2 ? 2 : 11));
-        digit<ID>(z, V, M, cut, zmin, h, false, BY_COUNT, 0.0f, tgt, d == 0, false, s);
+        digit<ID>(z, V, scn, M, cut, zmin, h, false, BY_COUNT, 0.0f, tgt, d == 0, false, s);
         h.prefix |= (unsigned)s.bin << h.shift;
     }
     res.cut.id = (int)h.prefix;
@@ -501,13 +563,15 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
     __syncthreads(); /* the z row is complete */
 
     Cut cut = {0u, INT_MAX}; /* everything */
+    int cn = -1; /* the row; >= 0 once the candidates are gathered (compact) */
     if (a.top_k > 0 && a.top_k < V)
-        cut = select(w, V, M, cut, -INFINITY, BY_COUNT, (u64)a.top_k, 0.0f, s).cut;
-    if (a.top_p < 1.0f) cut = select(w, V, M, cut, -INFINITY, BY_TOP_P, 0, a.top_p, s).cut;
+        cut = select(w, V, cn, M, cut, -INFINITY, BY_COUNT, (u64)a.top_k, 0.0f, s).cut;
+    if (a.top_p < 1.0f)
+        cut = select(w, V, cn, M, cut, -INFINITY, BY_TOP_P, 0, a.top_p, s).cut;
     float zmin = a.min_p > 0.0f ? M + logf(a.min_p) : -INFINITY;
     uint64_t p = a.pos ? (uint64_t)(uint32_t)a.pos[b] : 0;
     float u = m40__rand_u01(a.seed, p, (uint64_t)b); /* lib/ref/sample.c draws the same u */
-    Sel d = select(w, V, M, cut, zmin, BY_DRAW, 0, u, s);
+    Sel d = select(w, V, cn, M, cut, zmin, BY_DRAW, 0, u, s);
     if (tid == 0) {
         int id = d.cut.id;
         float e = M == -INFINITY ? 1.0f : expf(w[id] - M);

@@ -13,37 +13,77 @@
 **   0. with a penalty: copy the sanitized row to the scratch row, then each
 **      history id writes pen(logits[id]) there (idempotent: a repeated id is
 **      penalized once, no dedup needed). Bad ids go to the index guard.
-**   1. z = x / T (written to the scratch row when sampling), max and argmax
-**      (lowest id on ties). Greedy: one more pass for Σ e, done.
+**   1. z = x / T (written to the scratch row when sampling), max M and
+**      argmax (lowest id on ties). Greedy: one more pass for Σ e, done.
 **   2. top-k (count), top-p (mass) and the draw (mass) are each a select:
 **      find the element of the order (z desc, id asc) at which the running
-**      count / mass reaches a target, by a radix select over the 32-bit
-**      order key of z in 3 digits (11, 11, 10 bits): a histogram of counts
-**      and masses of the candidates per digit (shared atomics, run-length
-**      merged per thread: logits crowd into a few bins), a block-wide scan
-**      of the 2048 bins finds the bin where the target is reached. The first
-**      digit's total is the kept set's mass, so top-p's target (top_p · mass
-**      of the top-k set) and the draw's (u · kept mass) need no extra pass.
-**      Equal z (ties) end in one bin; the c-th lowest id among them is a
-**      second radix select over the ids (3 passes, only when ties split).
-**      Min-p is a value cut z >= max + logf(min_p), applied in the draw.
-** Top-p sampling: 7 passes over V floats; greedy: 2; plain temperature: 4.
+**      count / mass reaches a target. Each digit is a histogram of counts
+**      and masses of the candidates (shared atomics) and a block-wide scan
+**      of its bins that finds the bin where the target is reached:
+**      a. the spread digit: 2047 bins linear in M - z over [0, 27.5) and a
+**         tail bin beyond (masses 0 there). Monotone in z, equal z in one
+**         bin, so the select stays exact; a row's logits spread over
+**         hundreds of bins, so the atomics rarely collide (the first digit
+**         used to be the key's top 11 bits: sign, exponent and 2 mantissa
+**         bits, a handful of bins for a whole row, and the 64-bit mass
+**         atomic is a compare-and-swap loop: 130 of the 190 µs of a top-p
+**         call on an H200). The tail is counted in a register. Its total
+**         is the kept set's mass, so top-p's target (top_p · mass of the
+**         top-k set) and the draw's (u · kept mass) need no extra pass;
+**      b. the 32-bit order key of z inside that bin, over only the key range
+**         the bin can hold (bounds from M and the bin, with slack for the
+**         rounding): digits of up to 11 bits, 2 for a bin near the top of a
+**         typical row (~15 bits), 3 for the tail (every key); an id outside
+**         the bin is rejected with a compare;
+**      c. equal z (ties) end in one key; the c-th lowest id among them is a
+**         radix select over the ids (3 digits, only when ties split).
+**      Masses go in as two 32-bit atomics per bin with the carry taken from
+**      the low word's returned value (flush): native shared atomics, exact,
+**      order-free. Min-p is a value cut z >= max + logf(min_p), applied in
+**      the draw.
+**   3. compact: after a select's spread digit, the ids left to look at are
+**      gathered into shared memory when they fit (kCap = 1024): the bins up
+**      to the found one (every later select's candidates are among them:
+**      its cut keeps only ids at or before this boundary), else the found
+**      bin alone (this select's key and id digits). The counts of the spread
+**      digit say whether they fit, so this is one more pass over the row,
+**      and every later digit reads at most 1024 ids (one per thread) from
+**      shared memory instead of 65024 from L2.
+** Top-p sampling over a real row: 3 passes over V floats (z and max, the
+** top-p spread digit, compact; the draw runs on the gathered ids); top-k,
+** min-p or plain temperature: 3; greedy: 2. Without a fit (e.g. top-k of
+** thousands, or a spread bin of > 1024 equal-ish z), the key digits read
+** the row: 2-3 more passes per select. Only the top-p select's spread
+** digit does heavy work per id (expf, 3 atomics); the other passes reject
+** almost every id with a compare. Degenerate rows with thousands of equal z
+** within 27.5 of the max (one spread bin) stay exact but serialize on one
+** bin's atomics in the spread digit.
 **
 ** Resources (sm_52, CUDA 11.8, ptxas -v): sample_kernel 64 registers (the
-** cap of __launch_bounds__(1024, 1)), 0 bytes stack, no spills, 33,440 B
-** static shared (2048 bins × (count 4 + mass 8 + max id 4) + the scans'
-** per-warp words); one block of 1024 threads per SM.
-** Loads: each thread issues 8 independent loads before using them
-** (for_row): a single block must keep ~32 KB in flight to hide L2 latency.
-** M40 projection (/work/shared/docs/m40-facts.md): one SM per row (rows
-** run side by side on the 24 SMs up to B = 24). Instructions: ~25 per
-** element in a select's first digit, ~6 for an element rejected by a later
-** digit; 65024 logits × ~100 over the 7 passes / 128 lanes ≈ 51k cycles ≈
-** 46 µs at 1.114 GHz. Bytes: the row (254 KB) does not fit the 48 KB L1
-** but stays in the 3 MB L2; at an SM's share of L2 (~32 B/clk ≈ 36 GB/s)
-** 7 × 254 KB ≈ 50 µs. The two overlap: ~50-70 µs per row for top-p on an
-** M40 (greedy: 2 passes, ~15 µs), < 0.5% of a 20 ms decode step. On an
-** H200 (1.98 GHz, 132 SMs) the same arithmetic gives ~25-35 µs.
+** cap of __launch_bounds__(1024, 1)), 0 bytes stack, no spills, 41,648 B
+** static shared (2048 bins × (count 4 + mass 4 + 4 + max id 4), 1024
+** gathered ids × 8, the scans' per-warp words); one block of 1024 threads
+** per SM. sm_90 (CUDA 13.0): 64 registers, no spills, 41,648 B.
+** Loads: each thread issues 4 independent float4 loads (16 floats) before
+** using them when the row is 16-byte aligned (V % 4 == 0), else 8 scalar
+** loads (for_row): a single block must keep ~64 KB in flight to hide L2
+** latency; 65024 logits are 4 such rounds per pass.
+** Instructions (sm_52 SASS of the unrolled loops): the top-p spread digit
+** ~55 per id (spread bin, kept, expf, F2I.U64, 3 ATOMS, carry), pass 1
+** ~25 (IEEE x / T, argmax, the store), compact and the key digits ~12-15
+** per rejected id (ord, a compare or the bin, a branch); a digit over the
+** gathered ids costs its clear, scan and barriers: ~1-2k cycles.
+** Top-p over 65024 logits: 65024 × (25 + 55 + 15) / 128 lanes per clock
+** ≈ 48k issue cycles, + 3 × 4 rounds of L2 latency, + 7 digits' scans and
+** barriers (~1.5k cycles each) ≈ 60-65k cycles.
+** M40 projection (/work/shared/docs/m40-facts.md; 1.114 GHz, ~32 B/clk of
+** L2 per SM): ~55 µs of cycles; bytes 3 × 254 KB at 36 GB/s ≈ 21 µs,
+** overlapping: ~55-65 µs per row for top-p (greedy: 2 passes, ~15 µs),
+** < 0.5% of a 20 ms decode step.
+** H200 projection (1.98 GHz): ~30-35 µs per call for top-p with the launch
+** (measured before this design: 190; target <= 50); top-k 40 and min-p
+** ~20-25 (no expf over the whole row); greedy unchanged in passes (~25,
+** float4 loads now). Measured: pending (H200).
 */
 #include "sample.h"
 #include "guard.h"
@@ -59,14 +99,22 @@ typedef unsigned long long u64;
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kBins = 2048; /* the widest digit: 11 bits */
-constexpr int kUnroll = 8;  /* loads in flight per thread (for_row) */
+constexpr int kTail = kBins - 1; /* the spread digit's bin of the far-off ids */
+constexpr int kUnroll = 8;  /* scalar loads in flight per thread (for_row) */
+constexpr int kUnroll4 = 4; /* float4 loads in flight per thread (for_row) */
+constexpr int kCap = kThreads; /* ids gathered into shared memory (compact) */
 constexpr float kFix = 549755813888.0f; /* 2^39 */
+/* The spread digit: bins linear in M - z, 2047 of them over [0, 27.5); the
+** tail bin holds M - z >= 27.5, where e < e^-27.49 = 1.15e-12 < 2^-39 (fixmass
+** gives 0 there even with expf's 2-ulp error). */
+constexpr float kScale = 2047.0f / 27.5f;
 
 enum Mode { BY_COUNT = 0, BY_TOP_P = 1, BY_DRAW = 2 };
+enum Kind { SPREAD = 0, KEY = 1, ID = 2 }; /* what a digit's bins are */
 
 struct Smem {
     unsigned cnt[kBins];
-    u64 mass[kBins];
+    unsigned mlo[kBins], mhi[kBins]; /* a bin's mass: mhi · 2^32 + mlo */
     unsigned maxid[kBins];
     unsigned wc[kWarps]; /* the scan's per-warp totals */
     u64 wm[kWarps];
@@ -76,12 +124,28 @@ struct Smem {
     int bin;
     unsigned above_c, bin_c, bin_maxid;
     u64 above_m, bin_m;
+    u64 total; /* the first digit's total (kept out of registers) */
+    /* the gathered candidates (compact): z and id, in no particular order */
+    float cz[kCap];
+    int cid[kCap];
+    int cfill;
 };
 
 /* The order of the ids: the key desc, then the id asc. */
 struct Cut {
     unsigned key;
     int id;
+};
+
+/* One digit's candidates and bins. SPREAD: every id, bin spread(z).
+** KEY: ids in spread bin sbin whose key - kbase matches prefix under hmask;
+** bin (key - kbase) >> shift. ID: ids whose key is tau and whose id matches
+** prefix under hmask; bin id >> shift. nb bins (a power of two). */
+struct Dig {
+    unsigned prefix, hmask;
+    int shift, nb;
+    unsigned kbase, tau;
+    int sbin;
 };
 
 __device__ __forceinline__ float sanitize(float x) {
@@ -103,6 +167,15 @@ __device__ __forceinline__ unsigned ord(float z) {
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+/* The spread digit's bin of z <= M: (M - z) · kScale, cut at the tail.
+** Monotone in z (each float step rounds monotonically), equal z in one bin.
+** M = -inf (then every z is -inf, and every mass 2^39) gives NaN: bin 0. */
+__device__ __forceinline__ int spread(float z, float M) {
+    float d = (M - z) * kScale;
+    if (d < (float)kTail) return (int)d; /* d >= 0 */
+    return d == d ? kTail : 0;
+}
+
 __device__ __forceinline__ u64 fixmass(float z, float M) {
     float e = M == -INFINITY ? 1.0f : expf(z - M);
     return (u64)(e * kFix);
@@ -112,11 +185,37 @@ __device__ __forceinline__ bool kept(unsigned o, int i, Cut c) {
     return o > c.key || (o == c.key && i <= c.id);
 }
 
-/* f(i, p[i]) for this thread's elements, in increasing i: kUnroll loads
-** in flight per thread before any is used (one load at a time per warp
-** would leave a single SM waiting on L2 latency). */
+/* f(i, p[i]) for this thread's elements, in increasing i, with many loads in
+** flight per thread before any is used (one load at a time per warp would
+** leave a single SM waiting on L2 latency): kUnroll4 float4 loads when the
+** row is 16-byte aligned (then a scalar tail of V % 4), else kUnroll scalar
+** loads. */
 template <class F>
 __device__ __forceinline__ void for_row(const float *p, int V, F f) {
+    if (((size_t)p & 15) == 0) {
+        const float4 *p4 = reinterpret_cast<const float4 *>(p);
+        const int V4 = V >> 2;
+        for (int base = threadIdx.x; base < V4; base += kThreads * kUnroll4) {
+            float4 v[kUnroll4];
+#pragma unroll
+            for (int u = 0; u < kUnroll4; u++) {
+                int j = base + u * kThreads;
+                v[u] = j < V4 ? p4[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
+#pragma unroll
+            for (int u = 0; u < kUnroll4; u++) {
+                int j = base + u * kThreads;
+                if (j < V4) {
+                    f(4 * j, v[u].x);
+                    f(4 * j + 1, v[u].y);
+                    f(4 * j + 2, v[u].z);
+                    f(4 * j + 3, v[u].w);
+                }
+            }
+        }
+        for (int i = 4 * V4 + (int)threadIdx.x; i < V; i += kThreads) f(i, p[i]);
+        return;
+    }
     for (int base = threadIdx.x; base < V; base += kThreads * kUnroll) {
         float v[kUnroll];
 #pragma unroll
@@ -132,12 +231,26 @@ __device__ __forceinline__ void for_row(const float *p, int V, F f) {
     }
 }
 
+__device__ __forceinline__ u64 bin_mass(const Smem &s, int b) {
+    return ((u64)s.mhi[b] << 32) | s.mlo[b];
+}
+
 /* One run of equal bins into the histogram; the mass (zero for far-off
-** ids) and the largest id (the last digit of a key select only) when asked. */
+** ids) and the largest id (the last digit of a key select only) when asked.
+** The mass goes in as two 32-bit atomics (native shared atomics; a 64-bit
+** shared atomicAdd is a compare-and-swap loop, which under contention was
+** most of the old kernel's time): the low word's wrap, seen in the value it
+** returns, carries into the high word, so the bin's sum is exact and does
+** not depend on the atomics' order. */
 __device__ __forceinline__ void flush(Smem &s, int bin, unsigned c, u64 m, unsigned id,
                                       bool need_maxid) {
     atomicAdd(&s.cnt[bin], c);
-    if (m) atomicAdd(&s.mass[bin], m);
+    if (m) {
+        unsigned lo = (unsigned)m, hi = (unsigned)(m >> 32);
+        unsigned old = atomicAdd(&s.mlo[bin], lo);
+        hi += old + lo < old; /* the low word wrapped */
+        if (hi) atomicAdd(&s.mhi[bin], hi);
+    }
     if (need_maxid) atomicMax(&s.maxid[bin], id);
 }
 
@@ -168,53 +281,107 @@ __device__ void block_scan(unsigned &c, u64 &m, unsigned &tc, u64 &tm, Smem &s) 
     __syncthreads(); /* wc/wm are reused by the next scan */
 }
 
-/* One digit of a radix select. Candidates: ids whose key matches `prefix`
-** under `hmask` (BY_ID: ids i whose z key is `tau`, matched on the id),
-** inside the cut and at or above zmin. Histograms digit (key >> shift) &
-** (nb - 1), scans the bins in the order (desc for keys, asc for ids) and
-** leaves in s the bin where the running count (or mass) reaches the
-** target. target: for the first digit of a mass select, computed here from
-** the digit's total (mode, f); returns the total of this digit. */
-template <bool BY_ID>
-__device__ u64 digit(const float *z, int V, float M, Cut cut, float zmin, unsigned tau,
-                     unsigned prefix, unsigned hmask, int shift, int nb, bool need_mass,
-                     int mode, float f, u64 &target, unsigned above_c, u64 above_m,
-                     bool first, Smem &s) {
-    const int tid = threadIdx.x;
+/* f(i, z[i]) over the cn gathered ids when cn >= 0 (one per thread at
+** most), else over the row. */
+template <class F>
+__device__ __forceinline__ void for_cand(const float *z, int V, int cn, const Smem &s, F f) {
+    if (cn >= 0) {
+        for (int k = threadIdx.x; k < cn; k += kThreads) f(s.cid[k], s.cz[k]);
+        return;
+    }
+    for_row(z, V, f);
+}
+
+/* Gathers the candidates (inside the cut, z >= zmin) of spread bins lo..hi
+** into s.cz / s.cid: the caller knows from the spread digit's counts that
+** they fit. Every later digit's candidates are among them (a later select's
+** cut keeps only ids at or before this select's boundary, in bins <= hi), so
+** the rest of the work reads at most kCap ids from shared memory instead of
+** the row. s.cfill was zeroed by the spread digit. */
+__device__ void compact(const float *z, int V, float M, Cut cut, float zmin, int lo, int hi,
+                        Smem &s) {
+    for_row(z, V, [&](int i, float zi) {
+        int b = spread(zi, M);
+        if (b < lo || b > hi || !kept(ord(zi), i, cut) || !(zi >= zmin)) return;
+        int k = atomicAdd(&s.cfill, 1);
+        if (k < kCap) s.cz[k] = zi, s.cid[k] = i;
+    });
+    __syncthreads();
+}
+
+/* One digit of a select (Dig says which ids and bins). Candidates also lie
+** inside the cut and at or above zmin. Histograms the bins, scans them in
+** the order (z desc, id asc: ascending SPREAD and ID bins, descending KEY
+** bins) and leaves in s the bin where the running count (or mass) reaches
+** the target. target: for the first digit of a mass select, computed here
+** from the digit's total (mode, f). What came before the candidates (count
+** and mass) is in s.above_c / s.above_m: the previous digit's answer, or 0
+** with `reset` (kept in shared memory, not in registers through the loop).
+** cn >= 0: the candidates are among the cn gathered ids (compact), else the
+** row is read. */
+template <int KIND>
+__device__ void digit(const float *z, int V, int cn, float M, Cut cut, float zmin, const Dig &g,
+                      bool need_mass, int mode, float f, u64 &target, bool reset, bool first,
+                      Smem &s) {
+    const int tid = threadIdx.x, nb = g.nb;
     __syncthreads(); /* every thread has read the previous digit's answer */
-    for (int k = tid; k < kBins; k += kThreads) s.cnt[k] = 0, s.mass[k] = 0, s.maxid[k] = 0;
+    for (int k = tid; k < kBins; k += kThreads)
+        s.cnt[k] = 0, s.mlo[k] = 0, s.mhi[k] = 0, s.maxid[k] = 0;
     if (tid == 0) { /* only if no bin reaches the target (never, by construction) */
-        s.bin = BY_ID ? 0 : nb - 1;
-        s.above_c = above_c, s.above_m = above_m;
+        s.bin = KIND == KEY ? nb - 1 : 0;
+        if (reset) s.above_c = 0, s.above_m = 0;
         s.bin_c = 0, s.bin_m = 0, s.bin_maxid = 0;
+        if (KIND == SPREAD) s.cfill = 0; /* for a compact after this digit */
     }
     __syncthreads();
-    const bool need_maxid = !BY_ID && shift == 0;
+    const bool need_maxid = KIND == KEY && g.shift == 0;
     int rb = -1;
-    unsigned rc = 0, rid = 0;
+    unsigned rc = 0, rid = 0, tail = 0;
     u64 rm = 0;
-    for_row(z, V, [&](int i, float zi) {
+    for_cand(z, V, cn, s, [&](int i, float zi) {
         unsigned o = ord(zi);
-        unsigned key = BY_ID ? (unsigned)i : o;
-        if (BY_ID && o != tau) return;
-        if ((key & hmask) != prefix || !kept(o, i, cut) || !(zi >= zmin)) return;
-        int bin = (int)((key >> shift) & (unsigned)(nb - 1));
+        int bin;
+        if (KIND == SPREAD) { /* lean: this is the one pass over every id */
+            bin = spread(zi, M);
+            if (!kept(o, i, cut) || !(zi >= zmin)) return;
+            if (bin == kTail) { /* no mass there (kScale; M is finite then) */
+                tail++;
+                return;
+            }
+            /* no run merging: the spread bins rarely collide in a warp */
+            flush(s, bin, 1, need_mass ? fixmass(zi, M) : 0, 0, false);
+            return;
+        }
+        if (KIND == ID) {
+            if (o != g.tau || ((unsigned)i & g.hmask) != g.prefix) return;
+            bin = (int)(((unsigned)i >> g.shift) & (unsigned)(nb - 1));
+        } else if (KIND == SPREAD) {
+            bin = spread(zi, M);
+        } else {
+            unsigned r = o - g.kbase;
+            if ((r & g.hmask) != g.prefix || spread(zi, M) != g.sbin) return;
+            bin = (int)((r >> g.shift) & (unsigned)(nb - 1));
+        }
+        if (!kept(o, i, cut) || !(zi >= zmin)) return;
         if (bin != rb) {
             if (rb >= 0) flush(s, rb, rc, rm, rid, need_maxid);
-            rb = bin, rc = 0, rm = 0;
+            rb = bin, rc = 0, rm = 0, rid = 0;
         }
         rc++;
         if (need_mass) rm += fixmass(zi, M);
-        rid = (unsigned)i;
+        rid = max(rid, (unsigned)i); /* compact sets come in any order */
     });
     if (rb >= 0) flush(s, rb, rc, rm, rid, need_maxid);
+    if (tail) atomicAdd(&s.cnt[kTail], tail);
     __syncthreads();
+    const unsigned above_c = s.above_c; /* read before block_scan's barriers */
+    const u64 above_m = s.above_m;
     /* thread t holds scan positions 2t, 2t+1 */
     int b0 = 2 * tid, b1 = 2 * tid + 1;
-    if (!BY_ID) b0 = nb - 1 - b0, b1 = nb - 1 - b1;
+    if (KIND == KEY) b0 = nb - 1 - b0, b1 = nb - 1 - b1;
     bool v0 = 2 * tid < nb, v1 = 2 * tid + 1 < nb;
     unsigned c0 = v0 ? s.cnt[b0] : 0, c1 = v1 ? s.cnt[b1] : 0;
-    u64 m0 = v0 ? s.mass[b0] : 0, m1 = v1 ? s.mass[b1] : 0;
+    u64 m0 = v0 ? bin_mass(s, b0) : 0, m1 = v1 ? bin_mass(s, b1) : 0;
     unsigned ic = c0 + c1, tc;
     u64 im = m0 + m1, tm;
     block_scan(ic, im, tc, tm, s);
@@ -226,6 +393,7 @@ __device__ u64 digit(const float *z, int V, float M, Cut cut, float zmin, unsign
     if (t > base + total) t = base + total;
     if (t < base + 1) t = base + 1;
     if (first) target = t;
+    if (first && tid == 0) s.total = total;
     u64 inc = base + (need_mass ? im : ic), exc = inc - (need_mass ? m0 + m1 : c0 + c1);
     if (total > 0 && exc < t && inc >= t) { /* exactly one thread */
         u64 first_v = exc + (need_mass ? m0 : c0);
@@ -235,38 +403,68 @@ __device__ u64 digit(const float *z, int V, float M, Cut cut, float zmin, unsign
         s.above_c = above_c + (ic - c0 - c1) + (in0 ? 0 : c0);
         s.above_m = above_m + (im - m0 - m1) + (in0 ? 0 : m0);
         s.bin_c = s.cnt[bin];
-        s.bin_m = s.mass[bin];
+        s.bin_m = bin_mass(s, bin);
         s.bin_maxid = s.maxid[bin];
     }
     __syncthreads();
-    return total;
 }
 
+/* A select's answer; the mass (or count) of its candidates is s.total. */
 struct Sel {
     Cut cut;   /* the boundary: the last kept element */
     u64 mass;  /* the mass up to and including it (mass modes) */
-    u64 total; /* the mass (or count) of the candidates */
 };
 
 /* The element at which the running count (BY_COUNT, target k) or mass
 ** (BY_TOP_P: ceil(f · total); BY_DRAW: floor(f · total) + 1) of the
 ** candidates (inside cut, z >= zmin) in the order (z desc, id asc) reaches
-** the target. */
-__device__ Sel select(const float *z, int V, float M, Cut cut, float zmin, int mode, u64 k,
-                      float f, Smem &s) {
+** the target. First the spread digit (bins linear in M - z: a row's logits
+** spread over hundreds of bins, so the shared atomics rarely collide), then
+** the 32-bit keys inside the found bin in digits of up to 11 bits, over
+** only the key range that bin can hold. */
+__device__ Sel select(const float *z, int V, int &cn, float M, Cut cut, float zmin, int mode,
+                      u64 k, float f, Smem &s) {
     const bool need_mass = mode != BY_COUNT;
-    unsigned prefix = 0, above_c = 0;
-    u64 above_m = 0, target = k, total = 0;
-    for (int d = 0; d < 3; d++) { /* digits of 11, 11, 10 bits */
-        int shift = d == 0 ? 21 : d == 1 ? 10 : 0, nb = d == 2 ? 1024 : 2048;
-        unsigned hmask = d == 0 ? 0u : ~0u << (shift + (d == 2 ? 10 : 11));
-        u64 t = digit<false>(z, V, M, cut, zmin, 0, prefix, hmask, shift, nb, need_mass, mode,
-                             f, target, above_c, above_m, d == 0, s);
-        if (d == 0) total = t;
-        prefix |= (unsigned)s.bin << shift;
-        above_c = s.above_c, above_m = s.above_m;
+    u64 target = k;
+    Dig g = {0u, 0u, 0, kBins, 0u, 0u, 0};
+    digit<SPREAD>(z, V, cn, M, cut, zmin, g, need_mass, mode, f, target, true, true, s);
+    const int sb = s.bin;
+    /* gather what is left to look at, when it fits: the bins up to sb (for
+    ** this select and every later one), else bin sb alone (this select) */
+    int scn = cn;
+    if (cn < 0) {
+        const unsigned nin = s.bin_c, nup = s.above_c + nin;
+        if (nup <= (unsigned)kCap || nin <= (unsigned)kCap) {
+            const bool all = nup <= (unsigned)kCap;
+            compact(z, V, M, cut, zmin, all ? 0 : sb, sb, s);
+            scn = (int)(all ? nup : nin);
+            if (all) cn = scn;
+        }
     }
-    unsigned n = s.bin_c, maxid = s.bin_maxid;
+    /* the keys of spread bin sb: z in [M - (sb+1)/kScale, M - sb/kScale]
+    ** up to the rounding of M - z and of the product (relative 2^-23 of
+    ** M - z < 28); the slack is far wider. The tail: every key. */
+    unsigned kl = 0u, kh = ~0u;
+    if (sb < kTail && M != -INFINITY) {
+        float slack = (fabsf(M) + 32.0f) * (1.0f / 16384.0f);
+        float zlo = M - (float)(sb + 1) / kScale - slack;
+        float zhi = M - (float)sb / kScale + slack + 0.0f; /* -0 -> +0 */
+        kl = ord(zlo), kh = ord(zhi);
+    }
+    unsigned span = kh - kl;
+    int r = span ? 32 - __clz((int)span) : 1; /* bits of key - kl */
+    g.kbase = kl, g.sbin = sb;
+    while (r > 0) { /* digits of up to 11 bits from the top */
+        int w = r < 11 ? r : 11;
+        g.shift = r - w, g.nb = 1 << w;
+        g.hmask = r >= 32 ? 0u : ~0u << r;
+        digit<KEY>(z, V, scn, M, cut, zmin, g, need_mass, mode, f, target, false, false, s);
+        g.prefix |= (unsigned)s.bin << g.shift;
+        r = g.shift;
+    }
+    const unsigned key = kl + g.prefix;
+    const unsigned above_c = s.above_c, n = s.bin_c, maxid = s.bin_maxid;
+    const u64 above_m = s.above_m;
     u64 each = n ? s.bin_m / n : 0; /* tied keys: the same z, the same mass */
     u64 c;
     if (!need_mass) c = target > above_c ? target - above_c : 1;
@@ -274,29 +472,26 @@ __device__ Sel select(const float *z, int V, float M, Cut cut, float zmin, int m
     else c = target > above_m ? (target - above_m + each - 1) / each : 1;
     if (c > n) c = n;
     if (c < 1) c = 1;
-    Sel r;
-    r.cut.key = prefix;
-    r.mass = above_m + c * each;
-    r.total = total;
+    Sel res;
+    res.cut.key = key;
+    res.mass = above_m + c * each;
     __syncthreads(); /* everyone has read s before the id digits clear it */
     if (c == n) {
-        r.cut.id = (int)maxid;
-        return r;
+        res.cut.id = (int)maxid;
+        return res;
     }
     /* the c-th lowest id among the tied keys: ids < 2^24 in digits 11, 11, 2 */
-    unsigned ip = 0, ac = 0;
+    Dig h = {0u, 0u, 0, kBins, 0u, key, 0};
     u64 tgt = c;
     for (int d = 0; d < 3; d++) { /* bits 13-23, 2-12, 0-1 */
-        int shift = d == 0 ? 13 : d == 1 ? 2 : 0, nb = d == 2 ? 4 : 2048;
-        unsigned hmask = d == 0 ? 0u : ~0u << (shift + (d == 2 ? 2 : 11));
-        digit<true>(z, V, M, cut, zmin, prefix, ip, hmask, shift, nb, false, BY_COUNT, 0.0f,
-                    tgt, ac, 0, false, s);
-        ip |= (unsigned)s.bin << shift;
-        ac = s.above_c;
+        h.shift = d == 0 ? 13 : d == 1 ? 2 : 0, h.nb = d == 2 ? 4 : 2048;
+        h.hmask = d == 0 ? 0u : ~0u << (h.shift + (d == 2 ? 2 : 11));
+        digit<ID>(z, V, scn, M, cut, zmin, h, false, BY_COUNT, 0.0f, tgt, d == 0, false, s);
+        h.prefix |= (unsigned)s.bin << h.shift;
     }
-    r.cut.id = (int)ip;
+    res.cut.id = (int)h.prefix;
     __syncthreads();
-    return r;
+    return res;
 }
 
 __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a) {
@@ -336,7 +531,7 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
     for_row(src, V, [&](int i, float x) {
         float z = zval(x, T);
         if (!greedy) w[i] = z; /* each thread rewrites only what it read */
-        if (z > bv || bi == INT_MAX) bv = z, bi = i;
+        if (z > bv || (z == bv && i < bi)) bv = z, bi = i; /* any visiting order */
     });
     for (int o = 16; o > 0; o >>= 1) {
         float v2 = __shfl_xor_sync(0xffffffffu, bv, o);
@@ -368,18 +563,20 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
     __syncthreads(); /* the z row is complete */
 
     Cut cut = {0u, INT_MAX}; /* everything */
+    int cn = -1; /* the row; >= 0 once the candidates are gathered (compact) */
     if (a.top_k > 0 && a.top_k < V)
-        cut = select(w, V, M, cut, -INFINITY, BY_COUNT, (u64)a.top_k, 0.0f, s).cut;
-    if (a.top_p < 1.0f) cut = select(w, V, M, cut, -INFINITY, BY_TOP_P, 0, a.top_p, s).cut;
+        cut = select(w, V, cn, M, cut, -INFINITY, BY_COUNT, (u64)a.top_k, 0.0f, s).cut;
+    if (a.top_p < 1.0f)
+        cut = select(w, V, cn, M, cut, -INFINITY, BY_TOP_P, 0, a.top_p, s).cut;
     float zmin = a.min_p > 0.0f ? M + logf(a.min_p) : -INFINITY;
     uint64_t p = a.pos ? (uint64_t)(uint32_t)a.pos[b] : 0;
     float u = m40__rand_u01(a.seed, p, (uint64_t)b); /* lib/ref/sample.c draws the same u */
-    Sel d = select(w, V, M, cut, zmin, BY_DRAW, 0, u, s);
+    Sel d = select(w, V, cn, M, cut, zmin, BY_DRAW, 0, u, s);
     if (tid == 0) {
         int id = d.cut.id;
         float e = M == -INFINITY ? 1.0f : expf(w[id] - M);
         a.out[2 * b] = (float)id;
-        a.out[2 * b + 1] = (float)((double)e * (double)kFix / (double)d.total);
+        a.out[2 * b + 1] = (float)((double)e * (double)kFix / (double)s.total);
     }
 }
 

@@ -20,11 +20,23 @@ static void on_sigint(int sig) {
     g_interrupt = 1;
 }
 
+/* Ctrl-C: at the prompt it must end the read (no SA_RESTART); while an
+** answer streams it must not cut a write short (SA_RESTART), or stdio would
+** drop the rest of a chunk. */
+static void sigint_mode(int restart, struct sigaction *old) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = restart ? SA_RESTART : 0;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, old);
+}
+
 typedef struct repl {
     const cli_args *a;
     json_t *chunks; /* --json, --json-log: the streamed chunks of this answer */
     FILE *log;      /* --json-log */
-    int tty_in;
+    int tty_in, tty_out;
 } repl;
 
 static void emit(void *user, const char *text, size_t len) {
@@ -35,7 +47,18 @@ static void emit(void *user, const char *text, size_t len) {
         json_array_append_new(r->chunks, s ? s : json_null());
         if (r->a->json) return;
     }
-    fwrite(text, 1, len, stdout);
+    /* on a terminal, a control byte from the model (ESC sequences, ^H) is
+    ** shown as U+FFFD: a random or confused model cannot drive the terminal */
+    size_t from = 0;
+    for (size_t i = 0; r->tty_out && i < len; i++) {
+        unsigned char ch = (unsigned char)text[i];
+        if ((ch < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7F) {
+            fwrite(text + from, 1, i - from, stdout);
+            fputs("\xEF\xBF\xBD", stdout);
+            from = i + 1;
+        }
+    }
+    fwrite(text + from, 1, len - from, stdout);
     fflush(stdout);
 }
 
@@ -153,12 +176,9 @@ static int ask(repl *r, chat *c, const char *q, size_t qn) {
 }
 
 int repl_run(glm_model *m, m40_tokenizer *tok, const cli_args *a) {
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint; /* no SA_RESTART: Ctrl-C ends a read at the prompt */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old);
-    repl r = {.a = a, .tty_in = isatty(0)};
+    struct sigaction old;
+    sigint_mode(1, &old);
+    repl r = {.a = a, .tty_in = isatty(0), .tty_out = isatty(1)};
     chat_opts o = {.glm3 = a->glm3, .system = a->system, .sampler = a->sampler,
                    .max_new = a->max_new, .interrupt = &g_interrupt, .emit = emit, .note = note,
                    .user = &r};
@@ -193,7 +213,9 @@ int repl_run(glm_model *m, m40_tokenizer *tok, const cli_args *a) {
             fflush(stdout);
         }
         errno = 0;
+        sigint_mode(0, NULL);
         ssize_t n = getline(&line, &cap, stdin);
+        sigint_mode(1, NULL);
         if (n < 0) {
             if (g_interrupt && !feof(stdin)) { /* Ctrl-C at the prompt */
                 clearerr(stdin);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#define PREFILL_PIECE 512 /* ids per glm_prefill call (Ctrl-C is seen between them) */
+
 typedef struct ivec {
     int32_t *p;
     int n, cap;
@@ -291,11 +293,22 @@ int chat_ask(chat *c, const char *q, size_t qn) {
     c->stats.answer_tokens = 0;
     c->stats.decode_s = 0;
     double t0 = now_s();
-    if (glm_prefill(c->m, c->in.p, c->in.n, NULL, NULL)) {
-        /* the cache may hold part of it: start over */
-        fail(c, "%s (the conversation was reset)", glm_errmsg(c->m));
-        chat_reset(c);
-        return -1;
+    /* in pieces, so that Ctrl-C during a long prompt takes effect soon: the
+    ** cache then goes back to where the round began (after a rebuild that
+    ** is empty, and the next round prefills the kept history again) */
+    for (int done = 0; done < c->in.n;) {
+        int k = c->in.n - done < PREFILL_PIECE ? c->in.n - done : PREFILL_PIECE;
+        if (glm_prefill(c->m, c->in.p + done, k, NULL, NULL)) {
+            /* the cache may hold part of it: start over */
+            fail(c, "%s (the conversation was reset)", glm_errmsg(c->m));
+            chat_reset(c);
+            return -1;
+        }
+        done += k;
+        if (done < c->in.n && c->o.interrupt && *c->o.interrupt) {
+            glm_rewind(c->m, c->ids.n);
+            return fail(c, "stopped while reading the prompt: the round was not kept");
+        }
     }
     c->stats.prefill_s = now_s() - t0;
     if (ivec_push(&c->ids, c->in.p, c->in.n)) goto oom;

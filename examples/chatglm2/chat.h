@@ -71,8 +71,10 @@ int chat_create(glm_model *m, m40_tokenizer *tok, const chat_opts *o, chat **out
                 size_t errlen);
 void chat_destroy(chat *c);
 /* One round: prefills the new ids, streams the answer through emit.
-** 0, or -1 with chat_errmsg (the conversation is as it was before the call
-** when the prompt is refused: too long, bad ids). */
+** 0, or -1 with chat_errmsg: a refused prompt (too long) or Ctrl-C while
+** the prompt was prefilled leave the cache as it was (or, after a rebuild,
+** empty with the kept rounds' text, prefilled again next round); a model
+** error resets the conversation. */
 int chat_ask(chat *c, const char *query, size_t len);
 void chat_reset(chat *c);
 const char *chat_errmsg(const chat *c);

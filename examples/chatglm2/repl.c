@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +21,11 @@ static void on_sigint(int sig) {
     g_interrupt = 1;
 }
 
-/* Ctrl-C: at the prompt it must end the read (no SA_RESTART); while an
-** answer streams it must not cut a write short (SA_RESTART), or stdio would
-** drop the rest of a chunk. */
+/* Ctrl-C must not cut a write short while an answer streams (SA_RESTART, or
+** stdio would drop the rest of a chunk), and must end the wait at the
+** prompt: on a terminal wait_input() waits in ppoll, which a signal always
+** interrupts, with SIGINT blocked until then so that none is missed; from a
+** pipe the read itself is made interruptible (restart 0). */
 static void sigint_mode(int restart, struct sigaction *old) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -30,6 +33,23 @@ static void sigint_mode(int restart, struct sigaction *old) {
     sa.sa_flags = restart ? SA_RESTART : 0;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, old);
+}
+
+/* Waits until stdin (a terminal) has input: 0, or 1 when Ctrl-C came first. */
+static int wait_input(void) {
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    int intr = g_interrupt;
+    while (!intr) {
+        struct pollfd p = {.fd = 0, .events = POLLIN};
+        int rc = ppoll(&p, 1, NULL, &old);
+        if (rc > 0 || (rc < 0 && errno != EINTR)) break; /* input, EOF, or let getline see */
+        intr = g_interrupt;
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return intr;
 }
 
 typedef struct repl {
@@ -156,6 +176,7 @@ static int ask(repl *r, chat *c, const char *q, size_t qn) {
     if (a->json || r->log) r->chunks = json_array();
     g_interrupt = 0;
     int rc = chat_ask(c, q, qn);
+    if (rc || chat_last_stats(c)->stop == CHAT_STOP_INTERRUPT) g_interrupt = 0; /* used up */
     if (rc) {
         if (a->json || r->log) print_json(r, c, q, qn, chat_errmsg(c));
         if (!a->json) fprintf(stderr, "%sm40-chat: %s\n", r->tty_in ? "\n" : "", chat_errmsg(c));
@@ -213,9 +234,12 @@ int repl_run(glm_model *m, m40_tokenizer *tok, const cli_args *a) {
             fflush(stdout);
         }
         errno = 0;
-        sigint_mode(0, NULL);
-        ssize_t n = getline(&line, &cap, stdin);
-        sigint_mode(1, NULL);
+        ssize_t n = -1;
+        if (!r.tty_in || !wait_input()) {
+            if (!r.tty_in) sigint_mode(0, NULL);
+            n = getline(&line, &cap, stdin);
+            if (!r.tty_in) sigint_mode(1, NULL);
+        }
         if (n < 0) {
             if (g_interrupt && !feof(stdin)) { /* Ctrl-C at the prompt */
                 clearerr(stdin);

@@ -7,7 +7,8 @@ random 65024-id model and tokenizer of make_chat_model.py.
     python3 tests/chatglm2/chat_test.py M40_CHAT MODEL_DIR CASE
 
 CASE: pty, interrupt, reuse, utf8, bad, overflow, glm3. Prints what it
-checks; exit status 0 when every check passed."""
+checks; exit status 0 when every check passed. M40_CHAT_ARGS replaces the
+default "--cpu --dtype fp32" (on a GPU: M40_CHAT_ARGS="--dtype fp16")."""
 import json
 import os
 import re
@@ -20,7 +21,7 @@ import tempfile
 import time
 
 CHAT, MODEL, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
-BASE = ["--cpu", "--model", MODEL, "--dtype", "fp32"]
+BASE = os.environ.get("M40_CHAT_ARGS", "--cpu --dtype fp32").split() + ["--model", MODEL]
 failures = []
 
 
@@ -267,14 +268,14 @@ def case_bad():
     rc, out, err = run(["--ctx", "64", "--prompt", "你好" * 100])
     check(rc == 1 and "the context holds 64" in err, "--prompt longer than --ctx: " + err.strip())
     d = tempfile.mkdtemp()
-    p = subprocess.run([CHAT, "--cpu", "--model", d, "--prompt", "x"], capture_output=True,
+    p = subprocess.run([CHAT] + BASE[:-2] + ["--model", d, "--prompt", "x"], capture_output=True,
                        timeout=30)
     e = p.stderr.decode()
     check(p.returncode == 1 and "no tokenizer: looked for %s/tokenizer.model" % d in e,
           "a directory without anything: " + e.strip())
     os.symlink(os.path.join(os.path.abspath(MODEL), "tokenizer.model"),
                os.path.join(d, "tokenizer.model"))
-    p = subprocess.run([CHAT, "--cpu", "--model", d, "--prompt", "x"], capture_output=True,
+    p = subprocess.run([CHAT] + BASE[:-2] + ["--model", d, "--prompt", "x"], capture_output=True,
                        timeout=30)
     e = p.stderr.decode()
     check(p.returncode == 1 and "no model.safetensors" in e, "a directory without weights: " +

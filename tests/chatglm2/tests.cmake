@@ -55,3 +55,12 @@ if(TARGET m40-chat AND Python3_FOUND)
                          TIMEOUT 300)
   endforeach()
 endif()
+# A short soak (20 s here; 30 minutes on the H200 with the 6B-shaped model:
+# chat_soak.py's header): host memory stays flat over many rounds, resets
+# and context rebuilds.
+if(TARGET m40-chat AND Python3_FOUND)
+  add_test(NAME m40_chat_soak
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/chat_soak.py
+                   $<TARGET_FILE:m40-chat> ${M40_CHAT_MODEL} 20)
+  set_tests_properties(m40_chat_soak PROPERTIES LABELS cpu FIXTURES_REQUIRED chat_model TIMEOUT 200)
+endif()

@@ -110,9 +110,19 @@ static void *tokenizer_bytes(const char *model, const char *explicit, size_t *le
     return NULL;
 }
 
-/* ChatGLM3 when the config names it ("_name_or_path": "THUDM/chatglm3-6b")
-** or the model file's metadata says chat_format chatglm3. */
+/* ChatGLM3 when a model file's metadata says chat_format chatglm3 (--save
+** writes it), or else when config.json names it ("_name_or_path":
+** "THUDM/chatglm3-6b"). */
 static int detect_glm3(const char *model) {
+    if (!is_dir(model)) {
+        m40_st_file *f = NULL;
+        const char *v = NULL;
+        int glm3 = -1;
+        if (m40_st_open(model, &f) == M40_OK && (v = m40_st_get_metadata(f, "chat_format")))
+            glm3 = !strcmp(v, "chatglm3");
+        m40_st_destroy(f);
+        if (glm3 >= 0) return glm3;
+    }
     char d[4096], p[4200];
     model_dir(model, d, sizeof d);
     snprintf(p, sizeof p, "%s/config.json", d);
@@ -120,14 +130,6 @@ static int detect_glm3(const char *model) {
     const char *name = json_string_value(json_object_get(root, "_name_or_path"));
     int glm3 = name && strstr(name, "chatglm3");
     json_decref(root);
-    if (!glm3 && !is_dir(model)) {
-        m40_st_file *f = NULL;
-        if (m40_st_open(model, &f) == M40_OK) {
-            const char *v = m40_st_get_metadata(f, "chat_format");
-            glm3 = v && !strcmp(v, "chatglm3");
-        }
-        m40_st_destroy(f);
-    }
     return glm3;
 }
 
@@ -330,7 +332,7 @@ int main(int argc, char **argv) {
         goto out;
     }
     if (save_path) {
-        if (glm_model_save(m, save_path, tb, tb ? tlen : 0)) {
+        if (glm_model_save_as(m, save_path, tb, tb ? tlen : 0, a.glm3 ? "chatglm3" : "chatglm2")) {
             fprintf(stderr, "m40-chat: %s\n", glm_errmsg(m));
             goto out;
         }

@@ -16,6 +16,7 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 chat, model, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
@@ -45,9 +46,23 @@ def gpu_mb():
     return None
 
 
+def sampler():
+    """Samples every few seconds while the chat runs."""
+    every = min(10.0, seconds / 20)
+    while not done.wait(every):
+        try:
+            samples.append((time.time() - t0, rss_mb(), gpu_mb()))
+        except OSError:
+            return
+        print("t=%6.1fs answers=%d rss=%.1f MB gpu=%s MB" % (samples[-1][0], answers, samples[-1][1],
+                                                             samples[-1][2]), flush=True)
+
+
 prompts = ["你好", "讲个故事", "Hello world, how are you?", "给我讲个笑话😀", "天气怎么样", "再见"]
 samples, answers, errors = [], 0, 0
-t0 = last = time.time()
+t0 = time.time()
+done = threading.Event()
+threading.Thread(target=sampler, daemon=True).start()
 i = 0
 while time.time() - t0 < seconds:
     q = "/reset" if i % 17 == 16 else prompts[i % len(prompts)]
@@ -63,11 +78,7 @@ while time.time() - t0 < seconds:
     o = json.loads(line)
     answers += 1
     errors += "error" in o
-    if time.time() - last >= min(10.0, seconds / 20):
-        last = time.time()
-        samples.append((last - t0, rss_mb(), gpu_mb()))
-        print("t=%6.1fs answers=%d rss=%.1f MB gpu=%s MB" % (samples[-1][0], answers, samples[-1][1],
-                                                             samples[-1][2]), flush=True)
+done.set()
 p.stdin.close()
 rc = p.wait(timeout=120)
 ok = rc == 0 and errors == 0 and len(samples) >= 6

@@ -319,6 +319,21 @@ def case_glm3():
         check(r[1]["prompt_ids"] == p + r[0]["ids"] + r[1]["new_ids"], "the cache is reused")
         check(all(i not in (2, 64795, 64797) for i in r[0]["ids"] + r[1]["ids"]),
               "the stop ids are not part of an answer")
+    # picked from config.json, and from what --save writes
+    d = tempfile.mkdtemp()
+    for f in ("tokenizer.model", "model.safetensors"):
+        os.symlink(os.path.join(os.path.abspath(MODEL), f), os.path.join(d, f))
+    cfg = json.load(open(os.path.join(MODEL, "config.json")))
+    cfg["_name_or_path"] = "THUDM/chatglm3-6b"
+    json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
+    saved = os.path.join(d, "saved", "glm3.safetensors")
+    os.mkdir(os.path.dirname(saved))
+    for m, extra in [(d, ["--save", saved]), (saved, [])]:
+        p = subprocess.run([CHAT] + BASE[:-2] + ["--model", m, "--ctx", "256", "--max-new-tokens",
+                           "2", "--json", "--prompt", "x"] + extra, capture_output=True, timeout=60)
+        o = jsonl(p.stdout)
+        check(p.returncode == 0 and o and o[0]["prompt_ids"][2] == 64795,
+              "ChatGLM3 picked automatically: %s" % os.path.basename(m))
     rc, out, err = run(["--ctx", "256", "--max-new-tokens", "2", "--prompt", "x", "--system", "s"])
     check(rc == 0 and "--system is ignored" in err, "ChatGLM2 with --system: a note")
 

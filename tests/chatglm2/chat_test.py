@@ -195,6 +195,28 @@ def case_interrupt():
     t.send(b"\x04")
     rc = t.wait()
     check(rc == 0 and "Ctrl-C again" in t.stderr(), "one Ctrl-C at the prompt warns, the chat goes on")
+    # Ctrl-C while a long prompt is prefilled (chunks of 8: seconds on the
+    # CPU): the round is dropped, the cache goes back, the next round is fresh
+    log = tempfile.mktemp(suffix=".jsonl")
+    t = Term(["--ctx", "4096", "--chunk", "8", "--max-new-tokens", "4", "--greedy", "--quiet",
+              "--json-log", log])
+    t.expect("用户：".encode())
+    t.send(("很长的文本" * 600 + "\r").encode())
+    t.expect("ChatGLM：".encode())
+    time.sleep(0.5)
+    t.send(b"\x03")
+    t.expect("用户：".encode())
+    t.send("你好\r".encode())
+    answer_text(t)
+    t.send(b"\x04")
+    rc = t.wait()
+    r = [json.loads(l) for l in open(log)]
+    if "stopped while reading the prompt" in t.stderr():
+        check(rc == 0 and len(r) == 2 and "error" in r[0] and r[1]["new_ids"] == r[1]["prompt_ids"]
+              and r[1]["prompt_ids"][:3] == [64790, 64792, 353],
+              "Ctrl-C during the prompt's prefill: the round is dropped, the next one starts afresh")
+    else:
+        print("note: the prefill ended before Ctrl-C (a fast machine): not checked")
 
 
 def case_reuse():

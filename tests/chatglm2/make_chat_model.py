@@ -171,7 +171,7 @@ def model_tensors(c):
         o = bytearray()
         b = 13 + round(math.log2(8.0 / math.sqrt(C)))  # 13 at C = 64
         for lo, hi, e in [(0, 3, (b - 3, b - 1)), (3, 259, (b, b + 1)), (259, 30000, (b - 3, b - 1)),
-                          (30000, 64789, (b - 1, b + 1)), (64789, V, (b - 1, b + 1))]:
+                          (30000, 64789, (b - 1, b + 1)), (64789, V, (b, b + 1))]:
             o += f16_random(r, (hi - lo) * C, *e)
         return o
     t.append(("transformer.output_layer.weight", [V, C], out))

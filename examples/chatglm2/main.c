@@ -300,6 +300,12 @@ int main(int argc, char **argv) {
     void *tb = NULL;
     size_t tlen = 0;
     char where[8400];
+    struct stat st;
+    if (chat && stat(a.open.path, &st) != 0) {
+        fprintf(stderr, "m40-chat: %s: %s\n", a.open.path, strerror(errno));
+        free(ids);
+        return 1;
+    }
     if (chat || save_path) {
         tb = tokenizer_bytes(a.open.path, tok_path, &tlen, where, sizeof where);
         if (!tb && chat) {

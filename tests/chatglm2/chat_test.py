@@ -302,6 +302,10 @@ def case_bad():
     e = p.stderr.decode()
     check(p.returncode == 1 and "no model.safetensors" in e, "a directory without weights: " +
           e.strip())
+    p = subprocess.run([CHAT] + BASE[:-2] + ["--model", d + "/nope.safetensors", "--prompt", "x"],
+                       capture_output=True, timeout=30)
+    e = p.stderr.decode()
+    check(p.returncode == 1 and "nope.safetensors: No such file" in e, "a missing model: " + e.strip())
     bad = os.path.join(d, "bad.model")
     with open(bad, "wb") as f:
         f.write(b"\x0a\x03abc not a model")

@@ -143,10 +143,16 @@ static size_t stable_len(const char *raw, size_t n) {
     }
 }
 
-/* The code point that starts at s[i] (valid UTF-8) and its length. */
-static uint32_t next_cp(const char *str, size_t i, size_t *k) {
+/* The code point that starts at s[i] (i < n) and its length; a sequence cut
+** by the end counts as one byte (the text should be valid UTF-8, but a
+** tokenizer file's pieces are not checked here). */
+static uint32_t next_cp(const char *str, size_t i, size_t n, size_t *k) {
     const unsigned char *s = (const unsigned char *)str + i;
     *k = s[0] < 0x80 ? 1 : s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
+    if (i + *k > n) {
+        *k = 1;
+        return 0xFFFD;
+    }
     uint32_t c = *k == 1 ? s[0] : s[0] & (0x7F >> *k);
     for (size_t j = 1; j < *k; j++) c = c << 6 | (s[j] & 0x3F);
     return c;
@@ -156,7 +162,7 @@ static uint32_t next_cp(const char *str, size_t i, size_t *k) {
 static int glm3_content(buf *o, const char *s, size_t n) {
     size_t k, i = 0;
     while (n > 0 && is_space(last_cp(s, n, &k))) n -= k;
-    while (i < n && is_space(next_cp(s, i, &k))) i += k;
+    while (i < n && is_space(next_cp(s, i, n, &k))) i += k;
     o->n = 0;
     if (buf_add(o, "", 0)) return -1;
     const size_t tl = sizeof TRAIN - 1;

@@ -252,6 +252,9 @@ int repl_run(glm_model *m, m40_tokenizer *tok, const cli_args *a) {
         }
         sigints = 0;
         size_t len = (size_t)n;
+        if (r.tty_in && len >= 4095) /* Linux's N_TTY_BUF_SIZE, less the newline */
+            fprintf(stderr, "m40-chat: a terminal cuts a line at 4095 bytes: this prompt may have "
+                    "been cut (longer ones: --prompt, or one per line from a pipe)\n");
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
         if (len == 5 && !memcmp(line, "/exit", 5)) break;
         if (len == 6 && !memcmp(line, "/reset", 6)) {

@@ -287,6 +287,18 @@ def case_bad():
         check(len(r[4].get("ids", [])) == 4, "the program stays usable after each")
     check("not valid UTF-8" in err, "invalid UTF-8: a message")
     check(rc == 1, "a pipe with refused prompts ends with status 1")
+    # a long line typed (pasted) at a terminal: the terminal cuts it, we say so
+    t = Term(["--ctx", "256", "--max-new-tokens", "2", "--quiet"])
+    t.expect("用户：".encode())
+    t.send(b"a" * 8000 + b"\r")
+    t.expect("用户：".encode())
+    t.send("你好\r".encode())
+    answer_text(t)
+    t.send(b"\x04")
+    rc = t.wait()
+    e = t.stderr()
+    check(rc == 0 and "cuts a line at 4095 bytes" in e and "the context holds 256" in e,
+          "a pasted 8 KB line: cut by the terminal, said so, refused as too long, then usable")
     rc, out, err = run(["--ctx", "64", "--prompt", "你好" * 100])
     check(rc == 1 and "the context holds 64" in err, "--prompt longer than --ctx: " + err.strip())
     d = tempfile.mkdtemp()

@@ -5,15 +5,15 @@
 **
 ** Round formats (../shared/docs/models.md):
 **   ChatGLM2, first round (or after a rebuild): [gMASK, sop] +
-**     encode("[Round 1]\n\n问：q\n\n答：") (m40_chatglm_encode_chat over the
-**     kept history); a later round on the cached history, as the official
+**     encode("[Round 1]\n\n问：q\n\n答：") (m40_chatglm_encode_chat's format over
+**     the kept history, built with lengths: a line may hold NUL bytes); a later round on the cached history, as the official
 **     stream_chat with past_key_values: encode("\n\n[Round N]\n\n问：q\n\n答：")
 **     without its first id (the "▁" piece), after the cached ids (history +
 **     the answer's ids, without the eos that ended it). Not token-identical
-**     to encoding the whole history as text: the answer's ids are the
-**     model's, not a re-encoding of its text, and no "\n\n" ids sit between
-**     the answer and the next round's "\n\n" (text re-encoding would merge
-**     them differently).
+**     to encoding the whole history as text: the cache holds the model's own
+**     answer ids (encoding the processed answer text may split it otherwise)
+**     and the "\n\n[Round N]" after it is encoded on its own, without the
+**     dummy-prefix "▁", where whole-text encoding would join it to the answer.
 **   ChatGLM3: [gMASK, sop] (+ <|system|> encode("\n") encode(system)) +
 **     <|user|> encode("\n") encode(q) <|assistant|>; a later round on the
 **     cache appends [gMASK, sop] <|user|> ... <|assistant|> as the official

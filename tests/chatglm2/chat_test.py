@@ -224,6 +224,12 @@ def case_reuse():
                        "你好\n讲个故事\n再讲一个\n".encode())
     r = jsonl(out)
     check(rc == 0 and len(r) == 3, "three answers from three lines")
+    tokenize = os.path.join(os.path.dirname(CHAT), "m40-tokenize")
+    if os.path.exists(tokenize) and r:  # the library's m40_chatglm_encode_chat
+        p = subprocess.run([tokenize, "--model", os.path.join(MODEL, "tokenizer.model"), "--chatglm"],
+                           input="你好".encode(), capture_output=True)
+        check([int(x) for x in p.stdout.split()] == r[0]["prompt_ids"],
+              "round 1's ids are m40_chatglm_encode_chat's (m40-tokenize --chatglm)")
     for i in (1, 2):
         o, p = r[i], r[i - 1]
         check(o["prompt_ids"] == p["prompt_ids"] + p["ids"] + o["new_ids"],

@@ -459,6 +459,11 @@ static const char *st_dtype(m40_dtype dt) {
 ** no quantization), the config as metadata, and `extra` bytes (a
 ** tokenizer model) as the tensor "extra.tokenizer.model". */
 int glm_model_save(glm_model *m, const char *path, const void *extra, size_t extra_len) {
+    return glm_model_save_as(m, path, extra, extra_len, NULL);
+}
+
+int glm_model_save_as(glm_model *m, const char *path, const void *extra, size_t extra_len,
+                      const char *chat_format) {
     int n = m40_graph_get_tensor_count(m->pg), rc = -1;
     json_t *head = json_object(), *meta = json_object();
     FILE *f = NULL;
@@ -478,6 +483,7 @@ int glm_model_save(glm_model *m, const char *path, const void *extra, size_t ext
     META("layernorm_epsilon", "%.9g", (double)c->eps);
     META("rope_ratio", "%.9g", (double)c->rope_theta / 10000.0);
 #undef META
+    if (chat_format) json_object_set_new(meta, "chat_format", json_string(chat_format));
     json_object_set_new(head, "__metadata__", meta);
     /* the header: weights in declaration order, then the extra bytes */
     for (int id = 0; id < n; id++) {

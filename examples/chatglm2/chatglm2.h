@@ -76,5 +76,9 @@ void glm_reset(glm_model *m);
 ** metadata, and `extra` (e.g. the tokenizer model, may be NULL) as the
 ** tensor "extra.tokenizer.model". The file is removed on failure. */
 int glm_model_save(glm_model *m, const char *path, const void *extra, size_t extra_len);
+/* The same, with the chat format ("chatglm2", "chatglm3"; NULL: none) as the
+** metadata key "chat_format", which m40-chat reads back. */
+int glm_model_save_as(glm_model *m, const char *path, const void *extra, size_t extra_len,
+                      const char *chat_format);
 
 #endif

@@ -1,30 +1,39 @@
-/* m40-chat, the test-friendly form (issue 17): runs a ChatGLM2/3 checkpoint
-** on token ids and prints or dumps what it computed. The interactive chat
-** (tokenizer, streaming, rounds) builds on the same examples/chatglm2 API.
+/* m40-chat: chat with a ChatGLM2/ChatGLM3 checkpoint (repl.c), or run it on
+** token ids and print or dump what it computed (the test-friendly form).
 **
 **   m40-chat --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]
-**            --ids a,b,c [--max-new-tokens N] [--greedy | --temperature T
-**            --top-p P --top-k K --seed S] [--print-ids] [--all-logits FILE]
-**            [--cpu] [--device N]
+**            [--tokenizer FILE] [--format auto|chatglm2|chatglm3] [--system TEXT]
+**            [--prompt TEXT] [--json] [--json-log FILE] [--quiet]
+**            [--max-new-tokens N] [--greedy | --temperature T --top-p P --top-k K
+**            --repeat-penalty R --seed S] [--cpu] [--device N]
+**   m40-chat --model PATH --ids a,b,c [--max-new-tokens N] [sampling] [--print-ids]
+**            [--all-logits FILE]
 **
+** --json prints each answer as one JSON object (text, ids, the cache's ids
+** before it, the streamed chunks, timings); --json-log FILE appends the same
+** objects to FILE while the terminal shows the chat.
+** Sampling defaults are the official chat's: temperature 0.8, top_p 0.8.
+** The tokenizer: --tokenizer FILE, else the directory's tokenizer.model,
+** else the file's "extra.tokenizer.model" tensor (written by --save), else
+** tokenizer.model next to the file.
 ** --all-logits FILE: raw little-endian float32 rows of vocab size, one per
 ** prompt position, then one per generated token (the logits at its
 ** position, from which the next one is drawn): n + max-new-tokens rows.
 ** --save FILE: writes the model as loaded (converted / quantized at load,
-** the config, the directory's tokenizer.model) as one safetensors file; the
-** next run loads FILE with the same --dtype as a single mmap.
+** the config, the tokenizer) as one safetensors file; the next run loads
+** FILE with the same --dtype as a single mmap.
 ** Exit status: 0, 1 a failure (message on stderr), 2 usage. */
 #define _POSIX_C_SOURCE 200809L
-#include "chatglm2.h"
-
-#include <m40/transformer.h>
+#include "cli.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
-#include <time.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Loading progress on a terminal: MB done of the total and the rate. */
 static void progress(void *user, const char *stage, uint64_t done, uint64_t total) {
@@ -40,34 +49,99 @@ static void progress(void *user, const char *stage, uint64_t done, uint64_t tota
     }
 }
 
-/* --save: the model as loaded, plus tokenizer.model when the checkpoint is
-** a directory that has one. */
-static int save(glm_model *m, const glm_open_opts *o, const char *path) {
-    char tp[4096];
-    snprintf(tp, sizeof tp, "%s/tokenizer.model", o->path);
-    FILE *f = fopen(tp, "rb");
-    void *tok = NULL;
-    long len = 0;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && len < (64L << 20) &&
-        fseek(f, 0, SEEK_SET) == 0 && (tok = malloc((size_t)len)) &&
-        fread(tok, 1, (size_t)len, f) != (size_t)len) {
-        free(tok);
-        tok = NULL;
+static int is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The directory a model path names or lives in. */
+static void model_dir(const char *path, char *out, size_t cap) {
+    if (is_dir(path)) {
+        snprintf(out, cap, "%s", path);
+        return;
+    }
+    const char *sl = strrchr(path, '/');
+    if (!sl) snprintf(out, cap, ".");
+    else snprintf(out, cap, "%.*s", (int)(sl - path) ? (int)(sl - path) : 1, path);
+}
+
+/* The tokenizer model's bytes (see the header comment for where they are
+** looked for); *where says what was tried when none is found. */
+static void *tokenizer_bytes(const char *model, const char *explicit, size_t *len, char *where,
+                             size_t cap) {
+    char p[4200];
+    const char *tried[2];
+    int nt = 0;
+    if (explicit) snprintf(p, sizeof p, "%s", explicit);
+    else if (is_dir(model)) snprintf(p, sizeof p, "%s/tokenizer.model", model);
+    else {
+        m40_st_file *f = NULL;
+        void *b = NULL;
+        if (m40_st_open(model, &f) == M40_OK) {
+            const m40_st_tensor *t = m40_st_find(f, "extra.tokenizer.model");
+            if (t && t->nbytes > 0 && (b = malloc(t->nbytes))) {
+                memcpy(b, m40_st_get_data(f, t), t->nbytes);
+                *len = t->nbytes;
+            }
+        }
+        m40_st_destroy(f);
+        if (b) return b;
+        tried[nt++] = "the \"extra.tokenizer.model\" tensor of the model file";
+        char d[4096];
+        model_dir(model, d, sizeof d);
+        snprintf(p, sizeof p, "%s/tokenizer.model", d);
+    }
+    FILE *f = fopen(p, "rb");
+    void *b = NULL;
+    long n = 0;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && n < (64L << 20) &&
+        fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)n)) &&
+        fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
     }
     if (f) fclose(f);
-    int rc = glm_model_save(m, path, tok, tok ? (size_t)len : 0);
-    if (rc) fprintf(stderr, "m40-chat: %s\n", glm_errmsg(m));
-    else fprintf(stderr, "m40-chat: saved %s%s\n", path, tok ? " (with tokenizer.model)" : "");
-    free(tok);
-    return rc;
+    if (b) {
+        *len = (size_t)n;
+        return b;
+    }
+    tried[nt++] = p;
+    snprintf(where, cap, "%s%s%s", tried[0], nt > 1 ? ", " : "", nt > 1 ? tried[1] : "");
+    return NULL;
+}
+
+/* ChatGLM3 when a model file's metadata says chat_format chatglm3 (--save
+** writes it), or else when config.json names it ("_name_or_path":
+** "THUDM/chatglm3-6b"). */
+static int detect_glm3(const char *model) {
+    if (!is_dir(model)) {
+        m40_st_file *f = NULL;
+        const char *v = NULL;
+        int glm3 = -1;
+        if (m40_st_open(model, &f) == M40_OK && (v = m40_st_get_metadata(f, "chat_format")))
+            glm3 = !strcmp(v, "chatglm3");
+        m40_st_destroy(f);
+        if (glm3 >= 0) return glm3;
+    }
+    char d[4096], p[4200];
+    model_dir(model, d, sizeof d);
+    snprintf(p, sizeof p, "%s/config.json", d);
+    json_t *root = json_load_file(p, 0, NULL);
+    const char *name = json_string_value(json_object_get(root, "_name_or_path"));
+    int glm3 = name && strstr(name, "chatglm3");
+    json_decref(root);
+    return glm3;
 }
 
 static int usage(const char *why) {
     if (why) fprintf(stderr, "m40-chat: %s\n", why);
-    fputs("usage: m40-chat --model PATH --ids a,b,c [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N]\n"
-          "       [--chunk N] [--max-new-tokens N] [--greedy] [--temperature T] [--top-p P]\n"
-          "       [--top-k K] [--seed S] [--print-ids] [--all-logits FILE] [--cpu] [--device N]\n"
-          "       [--save FILE]   (the model as loaded: quantize once, then load FILE)\n",
+    fputs("usage: m40-chat --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]\n"
+          "       [--tokenizer FILE] [--format auto|chatglm2|chatglm3] [--system TEXT]\n"
+          "       [--prompt TEXT] [--json] [--json-log FILE] [--quiet] [--max-new-tokens N] [--greedy]\n"
+          "       [--temperature T] [--top-p P] [--top-k K] [--repeat-penalty R] [--seed S]\n"
+          "       [--cpu] [--device N] [--save FILE]\n"
+          "       m40-chat --model PATH --ids a,b,c [--print-ids] [--all-logits FILE] ...\n"
+          "chat commands: /reset, /stats, /exit; Ctrl-C stops an answer, twice exits\n",
           stderr);
     return 2;
 }
@@ -101,124 +175,182 @@ static int parse_ids(const char *s, int32_t **ids, int *n) {
     return *ids && *n > 0 ? 0 : -1;
 }
 
-int main(int argc, char **argv) {
-    glm_open_opts o;
-    glm_open_opts_init(&o);
-    m40_sampler_desc sd;
-    m40_sampler_desc_init(&sd);
-    const char *ids_arg = NULL, *logits_path = NULL, *save_path = NULL;
-    long max_new = 0, v;
-    int print_ids = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--greedy")) sd.temperature = 0.0f;
-        else if (!strcmp(a, "--print-ids")) print_ids = 1;
-        else if (!strcmp(a, "--cpu")) o.cpu = 1;
-        else if (!val) return usage("an option is missing its value");
-        else if (!strcmp(a, "--model")) o.path = argv[++i];
-        else if (!strcmp(a, "--ids")) ids_arg = argv[++i];
-        else if (!strcmp(a, "--all-logits")) logits_path = argv[++i];
-        else if (!strcmp(a, "--save")) save_path = argv[++i];
-        else if (!strcmp(a, "--dtype")) {
-            const char *d = argv[++i];
-            o.dtype = !strcmp(d, "fp32") ? M40_WFMT_FP32 : !strcmp(d, "fp16") ? M40_WFMT_FP16
-                    : !strcmp(d, "int8") ? M40_WFMT_INT8 : !strcmp(d, "int4") ? M40_WFMT_INT4
-                    : !strcmp(d, "int4g128") ? M40_WFMT_INT4G128 : M40_WFMT_COUNT;
-            if (o.dtype == M40_WFMT_COUNT) return usage("--dtype: fp32, fp16, int8, int4 or int4g128");
-        } else if (!strcmp(a, "--ctx")) {
-            if (parse_long(argv[++i], 1, 1L << 22, &v)) return usage("--ctx: 1..4194304");
-            o.ctx = v;
-        } else if (!strcmp(a, "--chunk")) {
-            if (parse_long(argv[++i], 1, 1 << 16, &v)) return usage("--chunk: 1..65536");
-            o.chunk = (int)v;
-        } else if (!strcmp(a, "--max-new-tokens")) {
-            if (parse_long(argv[++i], 0, 1 << 22, &max_new)) return usage("--max-new-tokens: 0..4194304");
-        } else if (!strcmp(a, "--device")) {
-            if (parse_long(argv[++i], 0, 1023, &v)) return usage("--device: 0..1023");
-            o.device = (int)v;
-        } else if (!strcmp(a, "--seed")) {
-            if (parse_long(argv[++i], 0, 0x7fffffffL, &v)) return usage("--seed: 0..2^31-1");
-            sd.seed = (uint64_t)v;
-        } else if (!strcmp(a, "--top-k")) {
-            if (parse_long(argv[++i], 0, 1 << 24, &v)) return usage("--top-k: 0..2^24");
-            sd.top_k = (int)v;
-        } else if (!strcmp(a, "--temperature") || !strcmp(a, "--top-p")) {
-            char *end;
-            double x = strtod(argv[++i], &end);
-            if (*end || !(x >= 0 && x <= 100)) return usage("--temperature / --top-p: a number");
-            if (a[2] == 't' && a[3] == 'e') sd.temperature = (float)x;
-            else sd.top_p = (float)x;
-        } else {
-            return usage("unknown option");
-        }
-    }
-    if (!o.path || (!ids_arg && !save_path)) return usage("--model and --ids (or --save) are required");
-    int32_t *ids = NULL;
-    int n = 0;
-    if (ids_arg && parse_ids(ids_arg, &ids, &n)) {
-        free(ids);
-        return usage("--ids: comma-separated non-negative integers");
-    }
-    o.all_logits = logits_path != NULL;
+/* --ids: prefill, then sample max_new ids (printed with --print-ids). */
+static int run_ids(glm_model *m, const cli_args *a, const int32_t *ids, int n, int print_ids,
+                   const char *logits_path) {
     FILE *lf = NULL;
     if (logits_path && !(lf = fopen(logits_path, "wb"))) {
         fprintf(stderr, "m40-chat: cannot write %s: %s\n", logits_path, strerror(errno));
-        free(ids);
         return 1;
     }
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (isatty(2)) { /* a terminal: show the load's progress */
-        o.progress = progress;
-        o.progress_user = &t0;
-    }
-    char err[512];
-    glm_model *m = NULL;
-    int rc = 1;
-    float *rows = NULL;
-    if (glm_model_open(&o, &m, err, sizeof err)) {
-        fprintf(stderr, "m40-chat: %s\n", err);
-        goto out;
-    }
-    if (save_path && save(m, &o, save_path)) goto out;
-    if (!ids_arg) {
-        rc = 0;
-        goto out;
-    }
     const int V = glm_config(m)->vocab;
-    if (!(rows = malloc((size_t)n * (size_t)V * sizeof(float)))) {
+    int rc = 1;
+    float *rows = malloc((size_t)n * (size_t)V * sizeof(float));
+    if (!rows) {
         fprintf(stderr, "m40-chat: out of host memory\n");
         goto out;
     }
-    if (glm_prefill(m, ids, n, rows + (size_t)(n - 1) * V, lf ? rows : NULL)) {
-        fprintf(stderr, "m40-chat: %s\n", glm_errmsg(m));
-        goto out;
-    }
+    if (glm_prefill(m, ids, n, rows + (size_t)(n - 1) * V, lf ? rows : NULL)) goto model;
     if (lf && fwrite(rows, sizeof(float), (size_t)n * V, lf) != (size_t)n * V) goto io;
-    for (long s = 0; s < max_new; s++) {
+    for (long s = 0; s < a->max_new; s++) {
         int32_t id;
-        if (glm_sample(m, &sd, &id, NULL)) {
-            fprintf(stderr, "m40-chat: %s\n", glm_errmsg(m));
-            goto out;
-        }
+        if (glm_sample(m, &a->sampler, &id, NULL)) goto model;
         if (print_ids) printf("%s%d", s ? "," : "", (int)id);
         fflush(stdout);
-        if (s + 1 == max_new && !lf) break; /* --all-logits: the last id's row too */
-        if (glm_step(m, id, lf ? rows : NULL)) {
-            fprintf(stderr, "m40-chat: %s\n", glm_errmsg(m));
-            goto out;
-        }
+        if (s + 1 == a->max_new && !lf) break; /* --all-logits: the last id's row too */
+        if (glm_step(m, id, lf ? rows : NULL)) goto model;
         if (lf && fwrite(rows, sizeof(float), (size_t)V, lf) != (size_t)V) goto io;
     }
-    if (print_ids && max_new > 0) printf("\n");
+    if (print_ids && a->max_new > 0) printf("\n");
     rc = 0;
+    goto out;
+model:
+    fprintf(stderr, "m40-chat: %s\n", glm_errmsg(m));
     goto out;
 io:
     fprintf(stderr, "m40-chat: writing %s failed\n", logits_path);
 out:
     if (lf && fclose(lf) != 0 && rc == 0) rc = 1;
     free(rows);
-    free(ids);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    cli_args a;
+    memset(&a, 0, sizeof a);
+    glm_open_opts_init(&a.open);
+    m40_sampler_desc_init(&a.sampler);
+    a.sampler.temperature = 0.8f; /* the official chat's */
+    a.sampler.top_p = 0.8f;
+    const char *ids_arg = NULL, *logits_path = NULL, *save_path = NULL, *tok_path = NULL;
+    const char *format = "auto";
+    long v;
+    int print_ids = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--greedy")) a.sampler.temperature = 0.0f;
+        else if (!strcmp(o, "--print-ids")) print_ids = 1;
+        else if (!strcmp(o, "--cpu")) a.open.cpu = 1;
+        else if (!strcmp(o, "--json")) a.json = 1;
+        else if (!strcmp(o, "--quiet")) a.quiet = 1;
+        else if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(NULL);
+        else if (!val) return usage("an option is missing its value");
+        else if (!strcmp(o, "--model")) a.open.path = argv[++i];
+        else if (!strcmp(o, "--ids")) ids_arg = argv[++i];
+        else if (!strcmp(o, "--all-logits")) logits_path = argv[++i];
+        else if (!strcmp(o, "--save")) save_path = argv[++i];
+        else if (!strcmp(o, "--tokenizer")) tok_path = argv[++i];
+        else if (!strcmp(o, "--format")) format = argv[++i];
+        else if (!strcmp(o, "--system")) a.system = argv[++i];
+        else if (!strcmp(o, "--prompt")) a.prompt = argv[++i];
+        else if (!strcmp(o, "--json-log")) a.json_log = argv[++i];
+        else if (!strcmp(o, "--dtype")) {
+            const char *d = argv[++i];
+            a.open.dtype = !strcmp(d, "fp32") ? M40_WFMT_FP32 : !strcmp(d, "fp16") ? M40_WFMT_FP16
+                         : !strcmp(d, "int8") ? M40_WFMT_INT8 : !strcmp(d, "int4") ? M40_WFMT_INT4
+                         : !strcmp(d, "int4g128") ? M40_WFMT_INT4G128 : M40_WFMT_COUNT;
+            if (a.open.dtype == M40_WFMT_COUNT) return usage("--dtype: fp32, fp16, int8, int4 or int4g128");
+        } else if (!strcmp(o, "--ctx")) {
+            if (parse_long(argv[++i], 1, 1L << 22, &v)) return usage("--ctx: 1..4194304");
+            a.open.ctx = v;
+        } else if (!strcmp(o, "--chunk")) {
+            if (parse_long(argv[++i], 1, 1 << 16, &v)) return usage("--chunk: 1..65536");
+            a.open.chunk = (int)v;
+        } else if (!strcmp(o, "--max-new-tokens")) {
+            if (parse_long(argv[++i], 0, 1 << 22, &a.max_new)) return usage("--max-new-tokens: 0..4194304");
+        } else if (!strcmp(o, "--device")) {
+            if (parse_long(argv[++i], 0, 1023, &v)) return usage("--device: 0..1023");
+            a.open.device = (int)v;
+        } else if (!strcmp(o, "--seed")) {
+            if (parse_long(argv[++i], 0, 0x7fffffffL, &v)) return usage("--seed: 0..2^31-1");
+            a.sampler.seed = (uint64_t)v;
+        } else if (!strcmp(o, "--top-k")) {
+            if (parse_long(argv[++i], 0, 1 << 24, &v)) return usage("--top-k: 0..2^24");
+            a.sampler.top_k = (int)v;
+        } else if (!strcmp(o, "--temperature") || !strcmp(o, "--top-p") ||
+                   !strcmp(o, "--repeat-penalty")) {
+            char *end;
+            double x = strtod(argv[++i], &end);
+            if (*end || !(x >= 0 && x <= 100))
+                return usage("--temperature / --top-p / --repeat-penalty: a number");
+            if (!strcmp(o, "--temperature")) a.sampler.temperature = (float)x;
+            else if (!strcmp(o, "--top-p")) {
+                if (!(x > 0 && x <= 1)) return usage("--top-p: in (0, 1]");
+                a.sampler.top_p = (float)x;
+            } else {
+                if (!(x > 0)) return usage("--repeat-penalty: > 0 (1: off)");
+                a.sampler.repetition_penalty = (float)x;
+            }
+        } else {
+            return usage("unknown option");
+        }
+    }
+    if (!a.open.path) return usage("--model is required");
+    if (strcmp(format, "auto") && strcmp(format, "chatglm2") && strcmp(format, "chatglm3"))
+        return usage("--format: auto, chatglm2 or chatglm3");
+    int32_t *ids = NULL;
+    int n = 0;
+    if (ids_arg && parse_ids(ids_arg, &ids, &n)) {
+        free(ids);
+        return usage("--ids: comma-separated non-negative integers");
+    }
+    const int chat = !ids_arg && !(save_path && !a.prompt);
+    /* the tokenizer before the weights: a missing one fails in a moment */
+    m40_tokenizer *tok = NULL;
+    void *tb = NULL;
+    size_t tlen = 0;
+    char where[8400];
+    struct stat st;
+    if (chat && stat(a.open.path, &st) != 0) {
+        fprintf(stderr, "m40-chat: %s: %s\n", a.open.path, strerror(errno));
+        free(ids);
+        return 1;
+    }
+    if (chat || save_path) {
+        tb = tokenizer_bytes(a.open.path, tok_path, &tlen, where, sizeof where);
+        if (!tb && chat) {
+            fprintf(stderr, "m40-chat: no tokenizer: looked for %s (--tokenizer FILE names one)\n",
+                    where);
+            free(ids);
+            return 1;
+        }
+        if (tb && chat && m40_tokenizer_load_memory(tb, tlen, &tok) != M40_OK) {
+            fprintf(stderr, "m40-chat: tokenizer: %s\n", m40_tokenizer_errmsg(tok));
+            m40_tokenizer_destroy(tok);
+            free(tb);
+            free(ids);
+            return 1;
+        }
+    }
+    a.glm3 = !strcmp(format, "chatglm3") || (!strcmp(format, "auto") && detect_glm3(a.open.path));
+    a.open.all_logits = logits_path != NULL;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (isatty(2) && !a.quiet) { /* a terminal: show the load's progress */
+        a.open.progress = progress;
+        a.open.progress_user = &t0;
+    }
+    char err[512];
+    glm_model *m = NULL;
+    int rc = 1;
+    if (glm_model_open(&a.open, &m, err, sizeof err)) {
+        fprintf(stderr, "m40-chat: %s\n", err);
+        goto out;
+    }
+    if (save_path) {
+        if (glm_model_save_as(m, save_path, tb, tb ? tlen : 0, a.glm3 ? "chatglm3" : "chatglm2")) {
+            fprintf(stderr, "m40-chat: %s\n", glm_errmsg(m));
+            goto out;
+        }
+        fprintf(stderr, "m40-chat: saved %s%s\n", save_path, tb ? " (with tokenizer.model)" : "");
+    }
+    if (ids_arg) rc = run_ids(m, &a, ids, n, print_ids, logits_path);
+    else if (chat) rc = repl_run(m, tok, &a);
+    else rc = 0;
+out:
     glm_model_close(m);
+    m40_tokenizer_destroy(tok);
+    free(tb);
+    free(ids);
     return rc;
 }

@@ -32,3 +32,35 @@ if(TARGET m40-chat AND Python3_FOUND)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(m40_chat_dirs PROPERTIES LABELS cpu)
 endif()
+# The interactive chat (issue 18) on a model and tokenizer that the tests
+# make with the standard library (make_chat_model.py: ChatGLM2's id
+# layout, 65024 ids, random weights): the streaming decoder alone, then
+# the real program through a pseudo-terminal, a pipe and --prompt.
+if(TARGET m40-chat AND Python3_FOUND)
+  set(M40_CHAT_MODEL ${PROJECT_BINARY_DIR}/chat_model)
+  add_test(NAME m40_chat_make_model
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/make_chat_model.py ${M40_CHAT_MODEL})
+  set_tests_properties(m40_chat_make_model PROPERTIES LABELS cpu FIXTURES_SETUP chat_model)
+  m40_add_test(NAME test_chat_stream
+               SOURCES tests/chatglm2/test_chat_stream.c examples/chatglm2/stream.c
+               LABELS cpu ARGS ${M40_CHAT_MODEL}/tokenizer.model)
+  target_include_directories(test_chat_stream PRIVATE ${PROJECT_SOURCE_DIR}/examples/chatglm2)
+  set_tests_properties(test_chat_stream PROPERTIES FIXTURES_REQUIRED chat_model)
+  foreach(case pty interrupt reuse utf8 bad overflow glm3)
+    add_test(NAME m40_chat_${case}
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/chat_test.py
+                     $<TARGET_FILE:m40-chat> ${M40_CHAT_MODEL} ${case}
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(m40_chat_${case} PROPERTIES LABELS cpu FIXTURES_REQUIRED chat_model
+                         TIMEOUT 300)
+  endforeach()
+endif()
+# A short soak (20 s here; 30 minutes on the H200 with the 6B-shaped model:
+# chat_soak.py's header): host memory stays flat over many rounds, resets
+# and context rebuilds.
+if(TARGET m40-chat AND Python3_FOUND)
+  add_test(NAME m40_chat_soak
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/chat_soak.py
+                   $<TARGET_FILE:m40-chat> ${M40_CHAT_MODEL} 20)
+  set_tests_properties(m40_chat_soak PROPERTIES LABELS cpu FIXTURES_REQUIRED chat_model TIMEOUT 200)
+endif()

@@ -11,7 +11,9 @@
 **       [3]·4 KiB, 32 raw ids (else id % vocab), 64 decode phase first,
 **       128 one file passed as shards
 **   [2] T = 1 + [2] % 4 tokens, ctx = T + ([2] >> 2) % 16
-**   [3] perturbation / budget
+**   [3] perturbation (field [3] % 8: layers hidden ffn vocab heads kv_heads
+**       head_dim, 7: eps and rope_theta; its value from [3] >> 3; 64: the
+**       three head fields at once) / budget
 **   [4..7] ids
 ** Every refusal must be a status with a message and no graph; an accepted
 ** checkpoint must report the config config_of read, and the prefill of
@@ -139,17 +141,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     want = cfg;
     if (fl & 1) {
         if (fl & 2) { /* a config.json that disagrees (or not) with the tensors */
-            int delta = (pb & 16) ? 1 : -1;
-            switch (pb % 8) {
-            case 0: want.layers += delta; break;
-            case 1: want.hidden += delta; break;
-            case 2: want.ffn += delta; break;
-            case 3: want.vocab += delta; break;
-            case 4: want.heads += delta; break;
-            case 5: want.kv_heads += delta; break;
-            case 6: want.head_dim += 4 * delta; break;
-            default: want.eps = pb & 32 ? 0.0f : 0.5f; break;
-            }
+            static const int edge[] = {1, -1, 4, -4, 0, INT32_MAX, INT32_MIN, 1 << 20};
+            int *field[] = {&want.layers, &want.hidden, &want.ffn, &want.vocab,
+                            &want.heads, &want.kv_heads, &want.head_dim};
+            const int e = edge[(pb >> 3) % 8];
+            if (pb % 8 == 7) want.eps = pb & 8 ? 0.0f : 0.5f, want.rope_theta = pb & 16 ? 1.0f : 1e31f;
+            else if ((pb >> 3) % 8 < 4) *field[pb % 8] += e; /* near the file's value */
+            else *field[pb % 8] = e;                         /* an edge value */
+            if (pb & 64) want.heads = want.kv_heads = want.head_dim = e; /* all the heads */
         }
         d.config = want;
         d.check_config = 1;

@@ -116,19 +116,19 @@ PY
 export M40_FUZZ_MODEL="$FIX/bpe_bf.model"
 
 run_one() { # target
-    local t=$1 maxlen=4096 extra=()
+    local t=$1 maxlen=4096 extra=() flags=()
     case $t in
         tokenizer) maxlen=65536; extra=("$OUT/seeds-tokenizer") ;;
         image) maxlen=16384 ;;
         graph) maxlen=512 ;;
-        chatglm2 | chatglm2_dir) maxlen=32768 ;;
+        chatglm2 | chatglm2_dir) maxlen=32768; flags=(-dict="$ROOT/tests/fuzz/chatglm2.dict") ;;
     esac
     # the findings fixed so far are replayed first on every run
     [ -d "$ROOT/tests/fuzz/findings/$t" ] && extra+=("$ROOT/tests/fuzz/findings/$t")
     mkdir -p "$OUT/corpus/$t" "$OUT/artifacts"
     local rc=0
     # new inputs go to the first (build) directory; the committed seeds stay as they are
-    "$OUT/fuzz_$t" "$OUT/corpus/$t" "$ROOT/tests/fuzz/corpus/$t" "${extra[@]}" -seed=1 \
+    "$OUT/fuzz_$t" "$OUT/corpus/$t" "$ROOT/tests/fuzz/corpus/$t" "${extra[@]}" "${flags[@]}" -seed=1 \
         -max_total_time="$SECONDS_TO_RUN" -max_len="$maxlen" -rss_limit_mb=2048 -timeout=10 \
         -artifact_prefix="$OUT/artifacts/$t-" -print_final_stats=1 > "$OUT/$t.log" 2>&1 || rc=$?
     echo "$rc" > "$OUT/$t.rc"

@@ -466,7 +466,7 @@ static void config_from_file(gb *g, const m40_chatglm2_config *want) {
     c.hidden = e->shape[1] <= MAX_DIM ? (int)e->shape[1] : -1;
     /* an int4 checkpoint packs two per byte: the unpacked width is 2x */
     int64_t f = dn->shape[1];
-    if (dn->dtype == M40_DTYPE_I8 && f * 2 <= MAX_DIM &&
+    if (dn->dtype == M40_DTYPE_I8 && f <= MAX_DIM / 2 && /* f: any extent of an empty tensor */
         lookup(g, "transformer.encoder.layers.0.mlp.dense_4h_to_h.weight_scale").t) {
         const m40_st_tensor *up = lookup(g, "transformer.encoder.layers.0.mlp.dense_h_to_4h.weight").t;
         if (up && up->ndim == 2 && up->shape[0] == 4 * f) f *= 2; /* [2F, C/2] */
@@ -506,7 +506,8 @@ static void config_from_file(gb *g, const m40_chatglm2_config *want) {
         c.rope_theta = want->rope_theta;
         const m40_st_tensor *qkv =
             lookup(g, "transformer.encoder.layers.0.self_attention.query_key_value.bias").t;
-        if (qkv && qkv->ndim == 1 &&
+        /* in range first: the caller's heads, groups and head_dim may be anything */
+        if (qkv && qkv->ndim == 1 && cfg_ok(&c) &&
             qkv->shape[0] != ((int64_t)c.heads + 2 * (int64_t)c.kv_heads) * c.head_dim) {
             m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: the config's %d heads, %d KV groups "
                          "of %d (query_key_value %lld wide) disagree with the tensors (%lld)",
@@ -517,10 +518,11 @@ static void config_from_file(gb *g, const m40_chatglm2_config *want) {
         }
     }
     if (!cfg_ok(&c)) {
-        m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: the shapes and metadata give %d layers, "
+        m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: the shapes and %s give %d layers, "
                      "hidden %d, ffn %d, vocab %d, %d heads of %d over %d KV groups: not a "
                      "ChatGLM2 shape (need heads %% kv_heads = 0, "
-                     "head_dim a multiple of 4 up to 256)", c.layers, c.hidden, c.ffn, c.vocab,
+                     "head_dim a multiple of 4 up to 256)", want ? "config" : "metadata",
+                     c.layers, c.hidden, c.ffn, c.vocab,
                      c.heads, c.head_dim, c.kv_heads);
         return;
     }

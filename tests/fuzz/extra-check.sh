@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # scripts/test.sh runs this: a short libFuzzer run of every fuzz target
-# (tokenizer, safetensors, image, json, graph: tests/fuzz/run_fuzz.sh),
-# M40_FUZZ_SECONDS each (default 15), two at a time, fixed seeds; about 1.5
-# minutes on 2 cores with the build. Exits 77 (skipped) when clang's
-# libFuzzer is not installed, except under CI, where it must run.
+# (tokenizer, safetensors, image, json, graph, chatglm2, chatglm2_dir:
+# tests/fuzz/run_fuzz.sh), M40_FUZZ_SECONDS each (default 15), two at a
+# time, fixed seeds; about 1.75 minutes on 2 cores with the build (the two
+# ChatGLM2 targets add one 15 s round and the example's build). Exits 77
+# (skipped) when clang's libFuzzer is not installed, except under CI, where
+# it must run.
 cd "$(dirname "$0")/../.."
 if ! command -v clang-14 >/dev/null && ! command -v clang >/dev/null && [ "${CI:-}" != true ]; then
     echo "skipped: no clang (apt-get install clang-14 libclang-rt-14-dev)"; exit 77

@@ -114,6 +114,171 @@ put("graph", "embedding", program([tensor(INPUT, I32, [2, 3]), tensor(WEIGHT, F3
                                   [node("embedding", [0, 1]), node("linear_q", [4, 2, 3], 64, p_int(8) + b"\x00")],
                                   [5], b"\x01\x01"))
 
+# ---- ChatGLM2 checkpoints (the layout fuzz_chatglm2.c reads) --------------
+# 8 control bytes (format, flags, tokens, perturbation, 4 ids), then one or
+# more .safetensors files separated by SEP. The models are the fixture's
+# (tests/fixtures/chatglm2/tiny.safetensors: names, fp16, heads in the
+# metadata) shrunk to a few KB so the fuzzer runs hundreds of loads a second:
+# the values are the fixture's own, the first elements of each tensor.
+FP32, FP16, INT8, INT4, INT4G128 = range(5)
+CHECK, PERTURB, DECODE_TOO, ALL_LOGITS, BUDGET, RAW_IDS, DECODE, SHARDS = (1 << i for i in range(8))
+SEP = b"<m40-shard>"
+
+
+def st_read(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    head = json.loads(raw[8:8 + n])
+    head.pop("__metadata__", None)
+    return {k: (v["dtype"], v["shape"], raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]])
+            for k, v in head.items()}
+
+
+FIXTURE = st_read(os.path.join(ROOT, "..", "fixtures", "chatglm2", "tiny.safetensors"))
+
+
+def h2f(b):
+    return list(struct.unpack("<%de" % (len(b) // 2), b))
+
+
+def glm(L, C, F, V, H, G, D, dtype="F16", quant=None, meta=True, extra=False):
+    """name -> (dtype, shape, bytes); quant: None, 'int8', 'int4', 'int4g128'
+    (the official layout: I8 codes + F16 .weight_scale)."""
+    src = iter(h2f(FIXTURE["transformer.encoder.layers.0.self_attention.query_key_value.weight"][2]) * 4)
+    norm = iter(h2f(FIXTURE["transformer.encoder.layers.0.input_layernorm.weight"][2]) * 64)
+    pack = {"F16": "<%de", "F32": "<%df"}
+
+    def fl(shape, it, dt=dtype):
+        n = 1
+        for x in shape:
+            n *= x
+        vals = [next(it) for _ in range(n)]
+        if dt == "BF16":
+            return ("BF16", shape, b"".join(struct.pack("<f", v)[2:] for v in vals))
+        return (dt, shape, struct.pack(pack[dt] % n, *vals))
+
+    def lin(t, name, N, K):
+        w = fl([N, K], src)
+        if not quant:
+            t[name + ".weight"] = w
+            return
+        assert dtype == "F16"
+        vals = h2f(w[2])
+        qmax = 127 if quant == "int8" else 7
+        gsz = 128 if quant == "int4g128" else K
+        ng = (K + gsz - 1) // gsz
+        codes, scales = [], []
+        for r in range(N):
+            row = vals[r * K:(r + 1) * K]
+            for gi in range(ng):
+                part = row[gi * gsz:(gi + 1) * gsz]
+                sc = max(abs(v) for v in part) / qmax or 1.0
+                scales.append(sc)
+            rc = [max(-qmax, min(qmax, round(v / scales[r * ng + c // gsz]))) for c, v in enumerate(row)]
+            if quant == "int8":
+                codes += [c & 0xFF for c in rc]
+            else:
+                rc += [0] * (len(rc) % 2)
+                codes += [(rc[i] & 15) | (rc[i + 1] & 15) << 4 for i in range(0, len(rc), 2)]
+        kq = K if quant == "int8" else (K + 1) // 2
+        t[name + ".weight"] = ("I8", [N, kq], bytes(codes))
+        t[name + ".weight_scale"] = ("F16", [N, ng] if quant == "int4g128" else [N],
+                                     struct.pack("<%de" % len(scales), *scales))
+
+    t = {"transformer.embedding.word_embeddings.weight": fl([V, C], src)}
+    for l in range(L):
+        p = "transformer.encoder.layers.%d." % l
+        t[p + "input_layernorm.weight"] = fl([C], norm)
+        lin(t, p + "self_attention.query_key_value", (H + 2 * G) * D, C)
+        t[p + "self_attention.query_key_value.bias"] = fl([(H + 2 * G) * D], src)
+        lin(t, p + "self_attention.dense", C, H * D)
+        t[p + "post_attention_layernorm.weight"] = fl([C], norm)
+        lin(t, p + "mlp.dense_h_to_4h", 2 * F, C)
+        lin(t, p + "mlp.dense_4h_to_h", C, F)
+    t["transformer.encoder.final_layernorm.weight"] = fl([C], norm)
+    t["transformer.output_layer.weight"] = fl([V, C], src)
+    if extra:
+        t["transformer.rotary_pos_emb.inv_freq"] = fl([D // 4], src, "F32")
+        t["extra.tokenizer.model"] = ("I8", [5], b"\x0a\x03abc")
+    m = {"num_attention_heads": str(H), "multi_query_group_num": str(G), "kv_channels": str(D),
+         "layernorm_epsilon": "1e-05", "rope_ratio": "1"} if meta else None
+    return t, m
+
+
+def st_bytes(t, meta=None):
+    return st_file([(k, dt, shape, b) for k, (dt, shape, b) in t.items()], meta)
+
+
+def glm_seed(name, fmt, flags, files, tb=2, pb=0, ids=b"\x05\x01\x0b\x03"):
+    put("chatglm2", name, bytes([fmt, flags, tb, pb]) + ids + SEP.join(files))
+
+
+SMALL = dict(L=2, C=8, F=6, V=16, H=2, G=1, D=4)
+t, m = glm(**SMALL)
+glm_seed("fp16-as-fp16", FP16, CHECK | DECODE_TOO, [st_bytes(t, m)], tb=1 | 8)
+glm_seed("fp16-as-fp32", FP32, ALL_LOGITS, [st_bytes(t, m)])
+glm_seed("fp16-as-int8", INT8, CHECK | DECODE, [st_bytes(t, m)])
+glm_seed("fp16-as-int4", INT4, DECODE_TOO, [st_bytes(t, m)], tb=3)
+glm_seed("fp16-as-int4g128", INT4G128, CHECK | SHARDS, [st_bytes(t, m)])
+glm_seed("fp16-budget", FP16, BUDGET, [st_bytes(t, m)], pb=3)
+glm_seed("fp16-perturbed", FP16, CHECK | PERTURB, [st_bytes(t, m)], pb=4)
+glm_seed("fp16-raw-ids", FP16, RAW_IDS, [st_bytes(t, m)], ids=b"\x7f\xff\x10\x00")
+t32, m32 = glm(dtype="F32", extra=True, **SMALL)
+glm_seed("fp32-as-int4", INT4, CHECK, [st_bytes(t32, m32)])
+tbf, mbf = glm(dtype="BF16", **SMALL)
+glm_seed("bf16-as-fp16", FP16, 0, [st_bytes(tbf, mbf)])
+for q, f in (("int8", INT8), ("int4", INT4), ("int4g128", INT4G128)):
+    tq, mq = glm(quant=q, **SMALL)
+    glm_seed("official-" + q, f, CHECK | DECODE_TOO, [st_bytes(tq, mq)])
+glm_seed("official-int8-as-fp16", FP16, 0, [st_bytes(glm(quant="int8", **SMALL)[0], m)])
+# shards: the tensors in name order, split in two (as an index would), the
+# metadata on the first; and three shards of an official int8 checkpoint
+names = sorted(t)
+half = len(names) // 2
+glm_seed("shards-2", FP16, CHECK | DECODE_TOO,
+         [st_bytes({k: t[k] for k in names[:half]}, m), st_bytes({k: t[k] for k in names[half:]})])
+tq, mq = glm(quant="int8", extra=True, **SMALL)
+nq = sorted(tq)
+glm_seed("shards-3-int8", INT8, CHECK, [st_bytes({k: tq[k] for k in nq[i::3]}, mq if i == 0 else None)
+                                        for i in range(3)])
+# ChatGLM2's geometry in small: H·D != C, two KV groups, head_dim 8, one layer
+tg, mg = glm(L=1, C=16, F=20, V=24, H=4, G=2, D=8, extra=True)
+glm_seed("geometry", FP16, CHECK | ALL_LOGITS | DECODE_TOO, [st_bytes(tg, mg)], tb=3 | 16)
+# no metadata: ChatGLM2-6B's heads (32 of 128 over 2 groups) on hidden 1
+t6, _ = glm(L=1, C=1, F=1, V=2, H=32, G=2, D=128, meta=False)
+glm_seed("defaults-6b-heads", FP16, 0, [st_bytes(t6)], tb=0)
+
+# ---- ChatGLM2 directories (the layout fuzz_chatglm2_dir.c reads) ----------
+# 6 control bytes (format, flags, ctx/chunk, 3 ids), then config.json,
+# model.safetensors.index.json and the shards m1/m2/m3.safetensors,
+# separated by PART (flags 1: config.json written, 2: the index written,
+# else the first shard is model.safetensors; 4 all_logits, 8 a decode step).
+PART = b"<m40-part>"
+CFG_KEYS = dict(model_type="chatglm", num_layers=2, hidden_size=8, ffn_hidden_size=6,
+                num_attention_heads=2, multi_query_attention=True, multi_query_group_num=1,
+                kv_channels=4, padded_vocab_size=16, layernorm_epsilon=1e-5, seq_length=32,
+                torch_dtype="float16", rope_ratio=1)
+
+
+def dir_seed(name, fmt, flags, config, shards, ctx=0x3f, ids=b"\x02\x07\x03", meta=None):
+    index = b""
+    if flags & 2:
+        wm = {k: "m%d.safetensors" % (i + 1) for i, sh in enumerate(shards) for k in sh}
+        index = json.dumps({"metadata": {"total_size": 0}, "weight_map": wm}, indent=1).encode()
+    parts = [json.dumps(config, indent=1).encode() if config is not None else b"", index]
+    parts += [st_bytes(sh, meta if i == 0 else None) for i, sh in enumerate(shards)]
+    put("chatglm2_dir", name, bytes([fmt, flags, ctx]) + ids + PART.join(parts))
+
+
+dir_seed("config-index-2", FP16, 1 | 2 | 8, CFG_KEYS,
+         [{k: t[k] for k in names[:half]}, {k: t[k] for k in names[half:]}])
+dir_seed("config-single", INT8, 1 | 4, CFG_KEYS, [t])
+dir_seed("config-official-int4", INT4, 1 | 8, dict(CFG_KEYS, quantization_bit=4), [glm(quant="int4", **SMALL)[0]])
+dir_seed("index-3-no-config", INT4G128, 2 | 8, None, [{k: t[k] for k in names[i::3]} for i in range(3)],
+         meta=m)
+dir_seed("config-mha", FP32, 1 | 2, dict(CFG_KEYS, multi_query_attention=False, num_attention_heads=1,
+                                          kv_channels=4), [glm(L=2, C=8, F=6, V=16, H=1, G=1, D=4)[0]])
+
 # ---- tokenizer (selector byte 0: a model, 1: text for the fixture model) ---
 fix = os.path.join(ROOT, "..", "fixtures", "tokenizer")
 put("tokenizer", "model-bpe_bf", b"\0" + open(os.path.join(fix, "bpe_bf.model"), "rb").read() +

@@ -8,6 +8,8 @@
 #   image        PNG / JPEG / PPM / PGM bytes          examples/resnet50/image.c
 #   json         JSON text through the cursor          lib/io/json.c
 #   graph        a program of tensors, nodes, budget   lib/graph/ (planner)
+#   chatglm2     control bytes + .safetensors shards   lib/models/chatglm2.c (+ one prefill)
+#   chatglm2_dir config.json + index + shards          examples/chatglm2/chatglm2.c (jansson)
 # Targets run M40_FUZZ_JOBS at a time (default: the core count, at most 2),
 # with fixed seeds (-seed=1). Prints "fuzz TARGET: N executions ..." per
 # target; exits 1 if any target finds a crash, leak, UB or timeout (the input
@@ -20,7 +22,7 @@ set -euo pipefail
 SECONDS_TO_RUN="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(tokenizer safetensors image json graph)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(tokenizer safetensors image json graph chatglm2 chatglm2_dir)
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 OUT="${M40_FUZZ_DIR:-$ROOT/build-fuzz}"
 mkdir -p "$OUT"
@@ -56,6 +58,12 @@ HAVE_IMAGE=0
 if cmake --build "$OUT/lib" --target help 2>/dev/null | grep -q m40_resnet_example; then
     LIBS+=(m40_resnet_example); HAVE_IMAGE=1
 fi
+# the chat example (config.json and the shard index through jansson): CMake
+# declares it only when pkg-config finds jansson
+HAVE_GLM=0
+if cmake --build "$OUT/lib" --target help 2>/dev/null | grep -q m40_chatglm2_example; then
+    LIBS+=(m40_chatglm2_example); HAVE_GLM=1
+fi
 cmake --build "$OUT/lib" -j"$(nproc)" --target "${LIBS[@]}" > "$OUT/lib.build.log" 2>&1 \
     || { tail -40 "$OUT/lib.build.log"; exit 1; }
 
@@ -69,7 +77,14 @@ link() { # target sources/libs...
 for t in "${TARGETS[@]}"; do
     case $t in
         tokenizer) link tokenizer "$L/libm40_tokenizer.a" -lm ;;
-        safetensors | json | graph) link "$t" "$L/libm40.a" -lz -lm -ldl -lpthread ;;
+        safetensors | json | graph | chatglm2) link "$t" "$L/libm40.a" -lz -lm -ldl -lpthread ;;
+        chatglm2_dir)
+            if [ "$HAVE_GLM" = 1 ]; then
+                link chatglm2_dir -I"$ROOT/examples/chatglm2" "$L/libm40_chatglm2_example.a" \
+                    "$L/libm40.a" $(pkg-config --libs jansson) -lz -lm -ldl -lpthread
+            else
+                echo "fuzz chatglm2_dir: skipped (jansson development files not found)"
+            fi ;;
         image)
             if [ "$HAVE_IMAGE" = 1 ]; then
                 link image -I"$ROOT/examples/resnet50" "$L/libm40_resnet_example.a" "$L/libm40.a" \
@@ -101,18 +116,19 @@ PY
 export M40_FUZZ_MODEL="$FIX/bpe_bf.model"
 
 run_one() { # target
-    local t=$1 maxlen=4096 extra=()
+    local t=$1 maxlen=4096 extra=() flags=()
     case $t in
         tokenizer) maxlen=65536; extra=("$OUT/seeds-tokenizer") ;;
         image) maxlen=16384 ;;
         graph) maxlen=512 ;;
+        chatglm2 | chatglm2_dir) maxlen=32768; flags=(-dict="$ROOT/tests/fuzz/chatglm2.dict") ;;
     esac
     # the findings fixed so far are replayed first on every run
     [ -d "$ROOT/tests/fuzz/findings/$t" ] && extra+=("$ROOT/tests/fuzz/findings/$t")
     mkdir -p "$OUT/corpus/$t" "$OUT/artifacts"
     local rc=0
     # new inputs go to the first (build) directory; the committed seeds stay as they are
-    "$OUT/fuzz_$t" "$OUT/corpus/$t" "$ROOT/tests/fuzz/corpus/$t" "${extra[@]}" -seed=1 \
+    "$OUT/fuzz_$t" "$OUT/corpus/$t" "$ROOT/tests/fuzz/corpus/$t" "${extra[@]}" "${flags[@]}" -seed=1 \
         -max_total_time="$SECONDS_TO_RUN" -max_len="$maxlen" -rss_limit_mb=2048 -timeout=10 \
         -artifact_prefix="$OUT/artifacts/$t-" -print_final_stats=1 > "$OUT/$t.log" 2>&1 || rc=$?
     echo "$rc" > "$OUT/$t.rc"

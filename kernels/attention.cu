@@ -339,6 +339,10 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
             }
 #pragma unroll
             for (int w = TPR / 2; w > 0; w >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, w);
+            /* every lane of the row has read row_m before lane 0 writes it
+            ** (racecheck's warp-level WAR warning; on sm_52 warps run in
+            ** lockstep, on sm_70+ lanes may not) */
+            __syncwarp();
             if (part == 0) {
                 float a = exp2f(m_old - m_safe); /* m_old -inf: 0 (o is 0 then) */
                 row_a[r] = a;

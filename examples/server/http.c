@@ -30,8 +30,22 @@ typedef struct conn {
 typedef struct sse_ctx {
     srv *s;
     srv_job *j;
+    struct MHD_Connection *c;
     int fd;
 } sse_ctx;
+
+/* libmicrohttpd times out a connection that has been idle for --timeout
+** seconds, counting the time spent blocked in our callbacks, so a request
+** waiting for the model would be cut. While we wait its timeout is off;
+** setting it again restarts the idle clock (the timeout stays on wherever
+** the client is the slow side: headers, body, reading the answer). */
+static void wait_begin(struct MHD_Connection *c) {
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+}
+
+static void wait_end(srv *s, struct MHD_Connection *c) {
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, s->timeout_s);
+}
 
 /* The peer closed its side (or the socket failed): its answer is not wanted. */
 static int peer_gone(int fd) {
@@ -299,6 +313,8 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
     sse_ctx *x = cls;
     srv_job *j = x->j;
     pthread_mutex_lock(&j->mu);
+    const int waits = j->sse.n == j->sse_read && j->state != JOB_DONE;
+    if (waits) wait_begin(x->c);
     while (j->sse.n == j->sse_read && j->state != JOB_DONE) {
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
@@ -311,6 +327,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
     }
+    if (waits) wait_end(x->s, x->c);
     size_t k = j->sse.n - j->sse_read;
     if (k == 0) {
         pthread_mutex_unlock(&j->mu);
@@ -382,7 +399,7 @@ static enum MHD_Result chat(srv *s, struct MHD_Connection *c, conn *k) {
             job_unref(j);
             return MHD_NO;
         }
-        *x = (sse_ctx){s, j, fd};
+        *x = (sse_ctx){s, j, c, fd};
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
         MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
         enum MHD_Result q = MHD_queue_response(c, 200, r);
@@ -391,6 +408,7 @@ static enum MHD_Result chat(srv *s, struct MHD_Connection *c, conn *k) {
         return q;
     }
     /* non-streaming: wait, watching for the client leaving */
+    wait_begin(c);
     pthread_mutex_lock(&j->mu);
     while (j->state != JOB_DONE) {
         struct timespec dl;
@@ -404,6 +422,7 @@ static enum MHD_Result chat(srv *s, struct MHD_Connection *c, conn *k) {
         }
     }
     pthread_mutex_unlock(&j->mu);
+    wait_end(s, c);
     enum MHD_Result q;
     if (j->cancel == 1) {
         q = MHD_NO; /* nobody to answer */
@@ -536,6 +555,7 @@ struct MHD_Daemon *http_start(srv *s, const char *host, int port, unsigned timeo
         snprintf(err, errlen, "--host %s: %s", host, gai_strerror(g));
         return NULL;
     }
+    s->timeout_s = timeout_s;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                      MHD_USE_ITC; /* MHD_quiesce_daemon at shutdown */
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;

@@ -94,6 +94,7 @@ typedef struct srv {
     int64_t ctx;                   /* the cache's tokens */
     int queue_cap;                 /* jobs that may wait */
     size_t max_body;               /* bytes; larger bodies get 413 */
+    unsigned timeout_s;            /* connection inactivity timeout */
     double shutdown_s;             /* the bound for in-flight jobs at shutdown */
     m40_sampler_desc defaults;
 

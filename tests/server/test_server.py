@@ -340,6 +340,14 @@ def t_bad(srv, a):
     r = c.getresponse()
     check("10 MB chunked body -> 413", r.status == 413 and err_shape(json.loads(r.read())), r.status)
     c.close()
+    # edges of the ranges are answered
+    for extra in [{"temperature": 1e-30}, {"temperature": 2, "top_k": 1 << 24}, {"top_p": 1e-30},
+                  {"top_p": 0}, {"repetition_penalty": 0.001}, {"repetition_penalty": 100},
+                  {"seed": -(1 << 63)}, {"seed": (1 << 63) - 1},
+                  {"stop": "x" * 256}, {"model": None, "stream": False, "user": "u", "tools": None}]:
+        st, obj = chat(srv, dict({"messages": msgs("你好"), "max_tokens": 3}, **extra))
+        check("edge %s -> 200" % json.dumps(extra)[:60], st == 200 and obj["choices"][0]["finish_reason"] in
+              ("stop", "length"), obj)
     # a message in parts, a system message, history
     st, obj = chat(srv, {"messages": [{"role": "system", "content": "简短"},
                                       {"role": "user", "content": "你好"},

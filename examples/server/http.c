@@ -498,10 +498,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         if (!get) return send_err(s, c, 405, NULL, NULL, "use GET");
         pthread_mutex_lock(&s->mu);
         int stopping = s->stopping, queued = s->queued, running = s->current != NULL;
+        int ready = s->ready;
         pthread_mutex_unlock(&s->mu);
-        return send_json(s, c, stopping ? 503 : 200,
-                         json_pack("{s:s, s:i, s:i}", "status", stopping ? "shutting down" : "ok",
-                                   "queue", queued, "running", running));
+        const char *st = stopping ? "shutting down" : ready == 0 ? "loading" : ready < 0 ? "failed" : "ok";
+        return send_json(s, c, stopping || ready != 1 ? 503 : 200,
+                         json_pack("{s:s, s:i, s:i}", "status", st, "queue", queued, "running", running));
     }
     if (!authorized(s, c))
         return send_err(s, c, 401, "invalid_api_key", NULL, "a valid API key is required "
@@ -511,9 +512,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions")) {
         if (!post) return send_err(s, c, 405, NULL, NULL, "use POST");
         pthread_mutex_lock(&s->mu);
-        int stopping = s->stopping;
+        int stopping = s->stopping, ready = s->ready;
         pthread_mutex_unlock(&s->mu);
         if (stopping) return send_err(s, c, 503, "shutting_down", NULL, "the server is shutting down");
+        if (ready != 1) return send_err(s, c, 503, "loading", NULL, "the model is loading");
         return chat(s, c, k);
     }
     if (!strcmp(url, "/v1/models") || !strncmp(url, "/v1/models/", 11)) {
@@ -562,7 +564,7 @@ struct MHD_Daemon *http_start(srv *s, const char *host, int port, unsigned timeo
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, (uint16_t)port, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_LIMIT, max_conn,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!d) {

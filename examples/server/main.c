@@ -209,18 +209,17 @@ int main(int argc, char **argv) {
     struct MHD_Daemon *d = NULL;
     MHD_socket ls = MHD_INVALID_SOCKET;
     if (load_tokenizer(open.path, tok_path, &s.tok)) goto out;
-    if (glm_model_open(&open, &s.m, err, sizeof err)) {
-        fprintf(stderr, "m40-server: %s\n", err);
-        goto out;
-    }
-    s.ctx = glm_ctx_len(s.m);
-    if (srv_init(&s, err, sizeof err)) {
-        fprintf(stderr, "m40-server: %s\n", err);
-        goto out;
-    }
+    /* listen first: a taken port fails before a long load; meanwhile the
+    ** server answers 503 (loading) */
+    srv_prepare(&s);
     int bound = 0;
     if (!(d = http_start(&s, host, (int)port, (unsigned)timeout, (unsigned)max_conn, &bound, err,
                          sizeof err))) {
+        fprintf(stderr, "m40-server: %s\n", err);
+        goto out;
+    }
+    fprintf(stderr, "m40-server: loading %s on port %d\n", open.path, bound);
+    if (srv_init(&s, &open, err, sizeof err)) {
         fprintf(stderr, "m40-server: %s\n", err);
         goto out;
     }
@@ -242,7 +241,6 @@ out:
         if (ls != MHD_INVALID_SOCKET) close(ls);
     }
     srv_destroy(&s);
-    glm_model_close(s.m);
     m40_tokenizer_destroy(s.tok);
     if (rc == 0) fprintf(stderr, "m40-server: stopped\n");
     return rc;

@@ -86,7 +86,9 @@ typedef struct srv_metrics {
 
 typedef struct srv {
     /* configuration */
-    glm_model *m;
+    const glm_open_opts *open;
+    glm_model *m;                  /* the model thread's (opened and closed there) */
+    uint64_t kv_bytes;
     m40_tokenizer *tok;
     int glm3;
     const char *model_name;
@@ -113,11 +115,16 @@ typedef struct srv {
     pthread_t worker;
     int worker_started;
     int inited;                    /* srv_init ran */
+    int ready;                     /* the model thread: 1 serving, -1 the model failed */
+    char init_err[512];
     chat_stream *st;               /* the worker's text stream */
 } srv;
 
-/* worker.c */
-int srv_init(srv *s, char *err, size_t errlen);
+/* worker.c: the locks (before http_start). */
+void srv_prepare(srv *s);
+/* Starts the model thread, which opens the model; returns when
+** it serves (0) or failed (-1, the reason in err). */
+int srv_init(srv *s, const glm_open_opts *open, char *err, size_t errlen);
 /* 0 queued; -1 the queue is full (429); -2 shutting down (503). */
 int srv_submit(srv *s, srv_job *j);
 /* Stops taking jobs, fails the queued ones (503), lets the running one go on

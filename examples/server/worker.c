@@ -319,9 +319,24 @@ static void run_job(srv *s, srv_job *j) {
     job_end(j);
 }
 
+/* The model thread: opens the model (so the GPU context is made, used and
+** freed on this thread only), says so through s->ready, then serves. */
 static void *worker_main(void *arg) {
     srv *s = arg;
-    for (;;) {
+    glm_model *m = NULL;
+    int ok = glm_model_open(s->open, &m, s->init_err, sizeof s->init_err) == 0;
+    if (ok) {
+        m40_plan_info p, d;
+        glm_plans(m, &p, &d);
+        s->kv_bytes = p.region_bytes[M40_REGION_KV];
+        s->m = m;
+        s->ctx = glm_ctx_len(m);
+    }
+    pthread_mutex_lock(&s->mu);
+    s->ready = ok ? 1 : -1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    for (; ok;) {
         pthread_mutex_lock(&s->mu);
         while (!s->head && !s->worker_exit) pthread_cond_wait(&s->cv, &s->mu);
         srv_job *j = s->head;
@@ -342,14 +357,20 @@ static void *worker_main(void *arg) {
         pthread_mutex_unlock(&s->mu);
         job_unref(j);
     }
+    glm_model_close(m);
+    s->m = NULL;
     return NULL;
 }
 
-int srv_init(srv *s, char *err, size_t errlen) {
+void srv_prepare(srv *s) {
     s->inited = 1;
     pthread_mutex_init(&s->tok_mu, NULL);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+}
+
+int srv_init(srv *s, const glm_open_opts *open, char *err, size_t errlen) {
+    s->open = open;
     if (chat_stream_create(s->tok, s->glm3, &s->st)) {
         snprintf(err, errlen, "out of host memory");
         return -1;
@@ -360,6 +381,13 @@ int srv_init(srv *s, char *err, size_t errlen) {
         return -1;
     }
     s->worker_started = 1;
+    pthread_mutex_lock(&s->mu);
+    while (!s->ready) pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    if (s->ready < 0) {
+        snprintf(err, errlen, "%s", s->init_err);
+        return -1;
+    }
     return 0;
 }
 
@@ -474,7 +502,9 @@ int srv_metrics_text(srv *s, sbuf *b) {
     rc |= addf(b, "# HELP m40_kv_cache_tokens_used Tokens held in the KV cache.\n"
                   "# TYPE m40_kv_cache_tokens_used gauge\nm40_kv_cache_tokens_used %d\n"
                   "# HELP m40_kv_cache_tokens Tokens the KV cache holds (--ctx).\n"
-                  "# TYPE m40_kv_cache_tokens gauge\nm40_kv_cache_tokens %lld\n",
-               kv, (long long)s->ctx);
+                  "# TYPE m40_kv_cache_tokens gauge\nm40_kv_cache_tokens %lld\n"
+                  "# HELP m40_kv_cache_bytes Bytes of the KV cache (allocated at start-up).\n"
+                  "# TYPE m40_kv_cache_bytes gauge\nm40_kv_cache_bytes %llu\n",
+               kv, (long long)s->ctx, (unsigned long long)s->kv_bytes);
     return rc ? -1 : 0;
 }

@@ -526,6 +526,15 @@ def t_openai(srv, a):
         check("openai client: AuthenticationError", True)
 
 
+def t_port_taken(srv, a):
+    model = os.path.join(a.work, a.name)
+    t0 = time.time()
+    p = subprocess.run([a.server, "--model", model, "--cpu", "--port", str(srv.port)],
+                       capture_output=True, text=True, timeout=60)
+    check("a taken port: exit 1 at once, saying so", p.returncode == 1 and "cannot listen" in p.stderr
+          and time.time() - t0 < 10, (p.returncode, p.stderr))
+
+
 def t_sigterm(srv, a):
     c = srv.conn()
     c.request("POST", "/v1/chat/completions",
@@ -563,7 +572,8 @@ def main():
     try:
         tests = [t_endpoints, t_equal, t_stop, t_concurrent, t_wait_past_timeout]
         if not a.quick:
-            tests += [t_bad, t_slow_and_dropped, t_disconnect, t_queue_full, t_curl, t_openai]
+            tests += [t_bad, t_slow_and_dropped, t_disconnect, t_queue_full, t_curl, t_openai,
+                      t_port_taken]
         for t in tests:
             try:
                 t(srv, a)

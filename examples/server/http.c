@@ -564,6 +564,7 @@ struct MHD_Daemon *http_start(srv *s, const char *host, int port, unsigned timeo
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, (uint16_t)port, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_LIMIT, max_conn,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->max_per_ip,
         MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_END);
     freeaddrinfo(ai);

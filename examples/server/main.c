@@ -2,7 +2,7 @@
 **
 **   m40-server --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]
 **              [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--queue N]
-**              [--timeout S] [--max-body BYTES] [--max-connections N]
+**              [--timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]
 **              [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]
 **              [--format auto|chatglm2|chatglm3] [--cpu] [--device N]
 **
@@ -27,9 +27,10 @@ static int usage(const char *why) {
     if (why) fprintf(stderr, "m40-server: %s\n", why);
     fputs("usage: m40-server --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N]\n"
           "       [--chunk N] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--queue N]\n"
-          "       [--timeout S] [--max-body BYTES] [--max-connections N] [--shutdown-timeout S]\n"
-          "       [--model-name NAME] [--tokenizer FILE] [--format auto|chatglm2|chatglm3]\n"
-          "       [--temperature T] [--top-p P] [--cpu] [--device N]\n", stderr);
+          "       [--timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]\n"
+          "       [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]\n"
+          "       [--format auto|chatglm2|chatglm3]"
+          " [--temperature T] [--top-p P] [--cpu] [--device N]\n", stderr);
     return 2;
 }
 
@@ -171,6 +172,9 @@ int main(int argc, char **argv) {
         } else if (!strcmp(o, "--max-body")) {
             if (parse_long(argv[++i], 1024, 64L << 20, &v)) return usage("--max-body: 1 KiB..64 MiB");
             s.max_body = (size_t)v;
+        } else if (!strcmp(o, "--max-connections-per-ip")) {
+            if (parse_long(argv[++i], 0, 4096, &v)) return usage("--max-connections-per-ip: 0..4096");
+            s.max_per_ip = (unsigned)v;
         } else if (!strcmp(o, "--max-connections")) {
             if (parse_long(argv[++i], 1, 4096, &max_conn)) return usage("--max-connections: 1..4096");
         } else if (!strcmp(o, "--temperature") || !strcmp(o, "--top-p")) {

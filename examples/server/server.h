@@ -97,6 +97,7 @@ typedef struct srv {
     int queue_cap;                 /* jobs that may wait */
     size_t max_body;               /* bytes; larger bodies get 413 */
     unsigned timeout_s;            /* connection inactivity timeout */
+    unsigned max_per_ip;           /* open connections per client address (0: no limit) */
     double shutdown_s;             /* the bound for in-flight jobs at shutdown */
     m40_sampler_desc defaults;
 

@@ -231,7 +231,10 @@ static int add_text(srv_job *j, const char *t, size_t n, size_t *sent, int final
 
 static void run_job(srv *s, srv_job *j) {
     glm_model *m = s->m;
-    if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
+    if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) { /* left while it waited */
+        pthread_mutex_lock(&s->mu);
+        s->met.cancelled++;
+        pthread_mutex_unlock(&s->mu);
         job_fail(j, 503, "cancelled");
         return;
     }

@@ -50,7 +50,9 @@ def check(name, ok, detail=""):
 
 class Server:
     def __init__(self, binary, model, extra=()):
-        self.log = open(os.path.join(os.path.dirname(model), "server.log"), "w+")
+        Server.n = getattr(Server, "n", 0) + 1
+        self.log = open(os.path.join(os.path.dirname(model), "server-%s-%d.log" %
+                                     (os.path.basename(model), Server.n)), "w+")
         self.p = subprocess.Popen([binary, "--model", model, "--cpu", "--port", "0", "--ctx", "256",
                                    "--api-key", KEY, "--timeout", "2", "--queue", "3",
                                    "--shutdown-timeout", "1", *extra],
@@ -535,6 +537,31 @@ def t_port_taken(srv, a):
           and time.time() - t0 < 10, (p.returncode, p.stderr))
 
 
+def t_per_ip(srv, a):
+    other = Server(a.server, os.path.join(a.work, a.name), ["--max-connections-per-ip", "2"])
+    try:
+        held = [socket.create_connection(("127.0.0.1", other.port)) for _ in range(2)]
+        s = socket.create_connection(("127.0.0.1", other.port))
+        s.settimeout(5)
+        try:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            refused = s.recv(1024) == b""
+        except (ConnectionResetError, BrokenPipeError):
+            refused = True
+        except socket.timeout:
+            refused = False
+        s.close()
+        for h in held:
+            h.close()
+        time.sleep(0.3)
+        st, _, _ = request(other, "GET", "/health", key=None)
+        check("--max-connections-per-ip 2: a third is refused, then served again", refused and st == 200,
+              (refused, st))
+    finally:
+        other.p.terminate()
+        other.p.wait(timeout=30)
+
+
 def t_sigterm(srv, a):
     c = srv.conn()
     c.request("POST", "/v1/chat/completions",
@@ -573,7 +600,7 @@ def main():
         tests = [t_endpoints, t_equal, t_stop, t_concurrent, t_wait_past_timeout]
         if not a.quick:
             tests += [t_bad, t_slow_and_dropped, t_disconnect, t_queue_full, t_curl, t_openai,
-                      t_port_taken]
+                      t_port_taken, t_per_ip]
         for t in tests:
             try:
                 t(srv, a)

@@ -44,3 +44,23 @@ if(JANSSON_FOUND)
 else()
   message(STATUS "libm40: jansson not found: examples/chatglm2 (m40-chat) not built")
 endif()
+
+# examples/server: m40-server, an OpenAI-compatible HTTP server on the
+# ChatGLM2 model API (needs libmicrohttpd and jansson; Debian:
+# libmicrohttpd-dev libjansson-dev)
+if(PkgConfig_FOUND)
+  pkg_check_modules(MICROHTTPD IMPORTED_TARGET libmicrohttpd)
+endif()
+if(TARGET m40_chatglm2_example AND MICROHTTPD_FOUND)
+  find_package(Threads REQUIRED)
+  add_executable(m40-server examples/server/main.c examples/server/http.c
+                            examples/server/worker.c examples/server/prompt.c
+                            examples/chatglm2/stream.c)
+  target_link_libraries(m40-server PRIVATE m40_chatglm2_example PkgConfig::MICROHTTPD
+                                           Threads::Threads)
+  target_include_directories(m40-server PRIVATE examples/server)
+  target_compile_options(m40-server PRIVATE -Wall -Wextra $<$<BOOL:${M40_WERROR}>:-Werror>)
+  install(TARGETS m40-server RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+else()
+  message(STATUS "libm40: libmicrohttpd or jansson not found: examples/server (m40-server) not built")
+endif()

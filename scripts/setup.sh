@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what libm40 needs to build and test on Debian 12 / Ubuntu (as
-# root, or through sudo): CMake, Ninja, zlib, libpng, libjpeg, jansson, pkg-config,
+# root, or through sudo): CMake, Ninja, zlib, libpng, libjpeg, jansson, libmicrohttpd
+# (m40-server), curl and python3-venv (its tests), pkg-config,
 # Python, and a CUDA toolkit that can still target Maxwell (sm_52): Debian's
 # nvidia-cuda-toolkit 11.8 from non-free, with g++-11 as its host compiler.
 # Idempotent: installs only what is missing. Set M40_SETUP_CUDA=0 to skip
 # the toolkit (about 3 GB). Extra Debian packages: M40_SETUP_EXTRA="...".
 set -euo pipefail
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-pkgs=(cmake ninja-build pkg-config zlib1g-dev libpng-dev libjpeg-dev libjansson-dev python3 gcc g++ ${M40_SETUP_EXTRA:-})
+pkgs=(cmake ninja-build pkg-config zlib1g-dev libpng-dev libjpeg-dev libjansson-dev libmicrohttpd-dev curl python3 python3-venv gcc g++ ${M40_SETUP_EXTRA:-})
 want_cuda=${M40_SETUP_CUDA:-1}
 maxwell_nvcc() { # a CUDA < 13 nvcc?
     for n in ${CUDACXX:-} /usr/bin/nvcc /usr/local/cuda-12*/bin/nvcc /usr/local/cuda-11*/bin/nvcc; do

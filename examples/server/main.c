@@ -1,0 +1,251 @@
+/* m40-server: an OpenAI-compatible HTTP server for ChatGLM2/3 (docs/server.md).
+**
+**   m40-server --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]
+**              [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--queue N]
+**              [--timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]
+**              [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]
+**              [--format auto|chatglm2|chatglm3] [--cpu] [--device N]
+**
+** The key may come from the environment instead (M40_SERVER_API_KEY), which
+** keeps it out of `ps`. Prints "m40-server: listening on http://HOST:PORT"
+** on stderr when it serves (--port 0: a free port). SIGTERM / SIGINT: stops
+** taking requests, lets the running answer go on for --shutdown-timeout
+** seconds, then cuts it, and exits 0. Exit status: 1 a failure, 2 usage. */
+#define _POSIX_C_SOURCE 200809L
+#include "server.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int usage(const char *why) {
+    if (why) fprintf(stderr, "m40-server: %s\n", why);
+    fputs("usage: m40-server --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N]\n"
+          "       [--chunk N] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--queue N]\n"
+          "       [--timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]\n"
+          "       [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]\n"
+          "       [--format auto|chatglm2|chatglm3]"
+          " [--temperature T] [--top-p P] [--cpu] [--device N]\n", stderr);
+    return 2;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *v) {
+    char *end;
+    errno = 0;
+    long x = strtol(s, &end, 10);
+    if (end == s || *end || errno || x < lo || x > hi) return -1;
+    *v = x;
+    return 0;
+}
+
+static int is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The directory a model path names or lives in. */
+static void model_dir(const char *path, char *out, size_t cap) {
+    if (is_dir(path)) {
+        snprintf(out, cap, "%s", path);
+        return;
+    }
+    const char *sl = strrchr(path, '/');
+    if (!sl) snprintf(out, cap, ".");
+    else snprintf(out, cap, "%.*s", (int)(sl - path) ? (int)(sl - path) : 1, path);
+}
+
+/* m40-chat's order: --tokenizer, the directory's tokenizer.model, the model
+** file's "extra.tokenizer.model" tensor, tokenizer.model beside the file. */
+static int load_tokenizer(const char *model, const char *explicit, m40_tokenizer **tok) {
+    char p[4200], d[4096];
+    if (!explicit && !is_dir(model)) {
+        m40_st_file *f = NULL;
+        m40_status st = M40_ERR_INVALID_ARG; /* none found */
+        if (m40_st_open(model, &f) == M40_OK) {
+            const m40_st_tensor *t = m40_st_find(f, "extra.tokenizer.model");
+            if (t && t->nbytes > 0) st = m40_tokenizer_load_memory(m40_st_get_data(f, t), t->nbytes, tok);
+        }
+        m40_st_destroy(f);
+        if (st == M40_OK) return 0;
+        if (*tok) {
+            fprintf(stderr, "m40-server: tokenizer in %s: %s\n", model, m40_tokenizer_errmsg(*tok));
+            return -1;
+        }
+    }
+    model_dir(model, d, sizeof d);
+    snprintf(p, sizeof p, "%s%s", explicit ? explicit : d, explicit ? "" : "/tokenizer.model");
+    if (m40_tokenizer_load_file(p, tok) != M40_OK) {
+        fprintf(stderr, "m40-server: tokenizer %s: %s (--tokenizer FILE names one)\n", p,
+                *tok ? m40_tokenizer_errmsg(*tok) : "cannot load");
+        return -1;
+    }
+    return 0;
+}
+
+/* ChatGLM3 when config.json names it or the file's metadata says so. */
+static int detect_glm3(const char *model) {
+    char d[4096], p[4200];
+    model_dir(model, d, sizeof d);
+    snprintf(p, sizeof p, "%s/config.json", d);
+    json_t *root = json_load_file(p, 0, NULL);
+    const char *name = json_string_value(json_object_get(root, "_name_or_path"));
+    int glm3 = name && strstr(name, "chatglm3");
+    json_decref(root);
+    if (!glm3 && !is_dir(model)) {
+        m40_st_file *f = NULL;
+        if (m40_st_open(model, &f) == M40_OK) {
+            const char *v = m40_st_get_metadata(f, "chat_format");
+            glm3 = v && !strcmp(v, "chatglm3");
+        }
+        m40_st_destroy(f);
+    }
+    return glm3;
+}
+
+/* The default model name: the path's last part without ".safetensors". */
+static void default_name(const char *path, char *out, size_t cap) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    size_t b = n;
+    while (b > 0 && path[b - 1] != '/') b--;
+    size_t len = n - b;
+    const char *ext = ".safetensors";
+    if (len > strlen(ext) && !strncmp(path + n - strlen(ext), ext, strlen(ext))) len -= strlen(ext);
+    snprintf(out, cap, "%.*s", (int)len, path + b);
+}
+
+int main(int argc, char **argv) {
+    glm_open_opts open;
+    glm_open_opts_init(&open);
+    srv s;
+    memset(&s, 0, sizeof s);
+    m40_sampler_desc_init(&s.defaults);
+    s.defaults.temperature = 0.8f; /* the official chat's */
+    s.defaults.top_p = 0.8f;
+    s.queue_cap = 16;
+    s.max_body = 1 << 20;
+    s.shutdown_s = 10;
+    const char *host = "127.0.0.1", *tok_path = NULL, *format = "auto", *name = NULL;
+    long port = 8080, timeout = 30, max_conn = 256, v;
+    s.api_key = getenv("M40_SERVER_API_KEY");
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--cpu")) open.cpu = 1;
+        else if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(NULL);
+        else if (!val) return usage("an option is missing its value");
+        else if (!strcmp(o, "--model")) open.path = argv[++i];
+        else if (!strcmp(o, "--host")) host = argv[++i];
+        else if (!strcmp(o, "--api-key")) s.api_key = argv[++i];
+        else if (!strcmp(o, "--tokenizer")) tok_path = argv[++i];
+        else if (!strcmp(o, "--format")) format = argv[++i];
+        else if (!strcmp(o, "--model-name")) name = argv[++i];
+        else if (!strcmp(o, "--dtype")) {
+            const char *d = argv[++i];
+            open.dtype = !strcmp(d, "fp32") ? M40_WFMT_FP32 : !strcmp(d, "fp16") ? M40_WFMT_FP16
+                       : !strcmp(d, "int8") ? M40_WFMT_INT8 : !strcmp(d, "int4") ? M40_WFMT_INT4
+                       : !strcmp(d, "int4g128") ? M40_WFMT_INT4G128 : M40_WFMT_COUNT;
+            if (open.dtype == M40_WFMT_COUNT) return usage("--dtype: fp32, fp16, int8, int4 or int4g128");
+        } else if (!strcmp(o, "--ctx")) {
+            if (parse_long(argv[++i], 2, 1L << 22, &v)) return usage("--ctx: 2..4194304");
+            open.ctx = v;
+        } else if (!strcmp(o, "--chunk")) {
+            if (parse_long(argv[++i], 1, 1 << 16, &v)) return usage("--chunk: 1..65536");
+            open.chunk = (int)v;
+        } else if (!strcmp(o, "--device")) {
+            if (parse_long(argv[++i], 0, 1023, &v)) return usage("--device: 0..1023");
+            open.device = (int)v;
+        } else if (!strcmp(o, "--port")) {
+            if (parse_long(argv[++i], 0, 65535, &port)) return usage("--port: 0..65535");
+        } else if (!strcmp(o, "--queue")) {
+            if (parse_long(argv[++i], 0, 1 << 16, &v)) return usage("--queue: 0..65536");
+            s.queue_cap = (int)v;
+        } else if (!strcmp(o, "--timeout")) {
+            if (parse_long(argv[++i], 1, 3600, &timeout)) return usage("--timeout: 1..3600 s");
+        } else if (!strcmp(o, "--shutdown-timeout")) {
+            if (parse_long(argv[++i], 0, 3600, &v)) return usage("--shutdown-timeout: 0..3600 s");
+            s.shutdown_s = (double)v;
+        } else if (!strcmp(o, "--max-body")) {
+            if (parse_long(argv[++i], 1024, 64L << 20, &v)) return usage("--max-body: 1 KiB..64 MiB");
+            s.max_body = (size_t)v;
+        } else if (!strcmp(o, "--max-connections-per-ip")) {
+            if (parse_long(argv[++i], 0, 4096, &v)) return usage("--max-connections-per-ip: 0..4096");
+            s.max_per_ip = (unsigned)v;
+        } else if (!strcmp(o, "--max-connections")) {
+            if (parse_long(argv[++i], 1, 4096, &max_conn)) return usage("--max-connections: 1..4096");
+        } else if (!strcmp(o, "--temperature") || !strcmp(o, "--top-p")) {
+            char *end;
+            double x = strtod(argv[++i], &end);
+            if (*end || !(x >= 0 && x <= 2)) return usage("--temperature: 0..2, --top-p: (0, 1]");
+            if (!strcmp(o, "--top-p")) {
+                if (!(x > 0 && x <= 1)) return usage("--top-p: (0, 1]");
+                s.defaults.top_p = (float)x;
+            } else {
+                s.defaults.temperature = (float)x;
+            }
+        } else {
+            return usage("unknown option");
+        }
+    }
+    if (!open.path) return usage("--model is required");
+    if (strcmp(format, "auto") && strcmp(format, "chatglm2") && strcmp(format, "chatglm3"))
+        return usage("--format: auto, chatglm2 or chatglm3");
+    if (s.api_key && !*s.api_key) s.api_key = NULL;
+    char namebuf[256];
+    if (!name) default_name(open.path, namebuf, sizeof namebuf), name = namebuf;
+    s.model_name = name;
+    s.glm3 = !strcmp(format, "chatglm3") || (!strcmp(format, "auto") && detect_glm3(open.path));
+
+    /* SIGINT / SIGTERM wait for main's sigwait: every thread inherits the mask */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = 1;
+    char err[512];
+    struct MHD_Daemon *d = NULL;
+    MHD_socket ls = MHD_INVALID_SOCKET;
+    if (load_tokenizer(open.path, tok_path, &s.tok)) goto out;
+    /* listen first: a taken port fails before a long load; meanwhile the
+    ** server answers 503 (loading) */
+    srv_prepare(&s);
+    int bound = 0;
+    if (!(d = http_start(&s, host, (int)port, (unsigned)timeout, (unsigned)max_conn, &bound, err,
+                         sizeof err))) {
+        fprintf(stderr, "m40-server: %s\n", err);
+        goto out;
+    }
+    fprintf(stderr, "m40-server: loading %s on port %d\n", open.path, bound);
+    if (srv_init(&s, &open, err, sizeof err)) {
+        fprintf(stderr, "m40-server: %s\n", err);
+        goto out;
+    }
+    fprintf(stderr, "m40-server: %s (%s), %lld tokens of context, on the %s\n", s.model_name,
+            s.glm3 ? "ChatGLM3" : "ChatGLM2", (long long)s.ctx, open.cpu ? "CPU" : "GPU");
+    fprintf(stderr, "m40-server: listening on http://%s%s%s:%d\n", strchr(host, ':') ? "[" : "",
+            host, strchr(host, ':') ? "]" : "", bound);
+    int sig = 0;
+    while (sigwait(&sigs, &sig) != 0) {
+    }
+    fprintf(stderr, "m40-server: %s: shutting down (at most %.0f s for the running answer)\n",
+            sig == SIGTERM ? "SIGTERM" : "SIGINT", s.shutdown_s);
+    ls = MHD_quiesce_daemon(d); /* no new connections */
+    rc = 0;
+out:
+    srv_shutdown(&s);
+    if (d) {
+        MHD_stop_daemon(d);
+        if (ls != MHD_INVALID_SOCKET) close(ls);
+    }
+    srv_destroy(&s);
+    m40_tokenizer_destroy(s.tok);
+    if (rc == 0) fprintf(stderr, "m40-server: stopped\n");
+    return rc;
+}

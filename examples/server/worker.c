@@ -1,0 +1,513 @@
+/* The bounded queue and the model thread (see server.h): one job at a time
+** on the one glm_model, text through chat_stream (UTF-8-safe, the official
+** post-processing), stop strings held back until they cannot match. */
+#define _GNU_SOURCE /* memmem */
+#include "server.h"
+#include "chat.h" /* CHATGLM3_* */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int sbuf_add(sbuf *b, const char *s, size_t n) {
+    if (n > SIZE_MAX / 2 - b->n) return -1;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return -1;
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return 0;
+}
+
+void sbuf_free(sbuf *b) {
+    free(b->p);
+    b->p = NULL;
+    b->n = b->cap = 0;
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+srv_job *job_new(void) {
+    srv_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->refs = 1;
+    m40_sampler_desc_init(&j->sampler);
+    return j;
+}
+
+void job_ref(srv_job *j) {
+    pthread_mutex_lock(&j->mu);
+    j->refs++;
+    pthread_mutex_unlock(&j->mu);
+}
+
+void job_unref(srv_job *j) {
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    int last = --j->refs == 0;
+    pthread_mutex_unlock(&j->mu);
+    if (!last) return;
+    free(j->ids);
+    for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
+    sbuf_free(&j->sse);
+    sbuf_free(&j->text);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+void job_cancel(srv_job *j, int why) {
+    pthread_mutex_lock(&j->mu);
+    if (!j->cancel) __atomic_store_n(&j->cancel, why, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static int job_sse_raw(srv_job *j, const char *s, size_t n) {
+    pthread_mutex_lock(&j->mu);
+    int rc = sbuf_add(&j->sse, "data: ", 6) || sbuf_add(&j->sse, s, n) ||
+             sbuf_add(&j->sse, "\n\n", 2) ? -1 : 0;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}
+
+static int job_sse_obj(srv_job *j, json_t *o) {
+    char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    int rc = t ? job_sse_raw(j, t, strlen(t)) : -1;
+    free(t);
+    return rc;
+}
+
+static json_t *chunk_head(const srv_job *j) {
+    return json_pack("{s:s, s:s, s:I, s:s}", "id", j->id, "object", "chat.completion.chunk",
+                     "created", (json_int_t)j->created, "model", j->model);
+}
+
+int job_sse(srv_job *j, json_t *delta, const char *finish) {
+    json_t *o = chunk_head(j);
+    json_t *c = json_pack("{s:i, s:o, s:o}", "index", 0, "delta", delta,
+                          "finish_reason", finish ? json_string(finish) : json_null());
+    if (!o || !c) {
+        json_decref(o);
+        json_decref(c);
+        return -1;
+    }
+    json_object_set_new(o, "choices", json_pack("[o]", c));
+    return job_sse_obj(j, o);
+}
+
+/* The end of a job: the stream's last events, DONE, and the waiters woken. */
+static void job_end(srv_job *j) {
+    if (j->stream) {
+        if (j->err_status) {
+            json_t *e = json_pack("{s:{s:s, s:s, s:i}}", "error", "message", j->err, "type",
+                                  j->err_status == 503 ? "service_unavailable" : "server_error",
+                                  "code", j->err_status);
+            job_sse_obj(j, e);
+        } else if (j->finish) {
+            job_sse(j, json_object(), j->finish);
+            if (j->include_usage) {
+                json_t *o = chunk_head(j);
+                if (o) {
+                    json_object_set_new(o, "choices", json_array());
+                    json_object_set_new(o, "usage",
+                                        json_pack("{s:i, s:i, s:i}", "prompt_tokens", j->n_ids,
+                                                  "completion_tokens", j->completion_tokens,
+                                                  "total_tokens", j->n_ids + j->completion_tokens));
+                }
+                job_sse_obj(j, o);
+            }
+        }
+        job_sse_raw(j, "[DONE]", 6);
+    }
+    pthread_mutex_lock(&j->mu);
+    j->state = JOB_DONE;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static void job_fail(srv_job *j, int status, const char *msg) {
+    j->err_status = status;
+    snprintf(j->err, sizeof j->err, "%s", msg);
+    job_end(j);
+}
+
+/* ---- the queue ----------------------------------------------------------- */
+
+int srv_submit(srv *s, srv_job *j) {
+    pthread_mutex_lock(&s->mu);
+    int rc = s->stopping ? -2 : s->queued >= s->queue_cap ? -1 : 0;
+    if (rc == 0) {
+        job_ref(j); /* the worker's */
+        j->state = JOB_QUEUED;
+        j->next = NULL;
+        if (s->tail) s->tail->next = j;
+        else s->head = j;
+        s->tail = j;
+        s->queued++;
+        s->met.requests++;
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* ---- generation ---------------------------------------------------------- */
+
+/* Sends text[*sent..upto) (streaming: one chunk). */
+static int deliver(srv_job *j, size_t *sent, size_t upto) {
+    if (upto <= *sent) return 0;
+    int rc = 0;
+    if (j->stream) {
+        json_t *d = json_object();
+        json_t *c = json_stringn(j->text.p + *sent, upto - *sent);
+        if (!d || !c || json_object_set_new(d, "content", c)) rc = -1;
+        else rc = job_sse(j, d, NULL), d = NULL;
+        json_decref(d);
+    }
+    *sent = upto;
+    return rc;
+}
+
+/* A stop string in the text from `from` on: its offset (the text is cut
+** there), or SIZE_MAX with *safe the length that cannot start a match. */
+static size_t find_stop(const srv_job *j, size_t from, size_t *safe) {
+    const char *t = j->text.p;
+    size_t n = j->text.n, best = SIZE_MAX, hold = 0;
+    for (int k = 0; k < j->n_stop; k++) {
+        const char *f = n > from ? memmem(t + from, n - from, j->stop[k], j->stop_len[k]) : NULL;
+        if (f && (size_t)(f - t) < best) best = (size_t)(f - t);
+    }
+    if (best != SIZE_MAX) return best;
+    for (int k = 0; k < j->n_stop; k++) {
+        size_t L = j->stop_len[k] - 1 < n ? j->stop_len[k] - 1 : n;
+        for (; L > hold; L--)
+            if (!memcmp(t + n - L, j->stop[k], L)) {
+                hold = L;
+                break;
+            }
+    }
+    *safe = n - hold;
+    return SIZE_MAX;
+}
+
+/* New text of the answer: appended, checked for stop strings, delivered.
+** 1: a stop string ended the answer. */
+static int add_text(srv_job *j, const char *t, size_t n, size_t *sent, int final, int *oom) {
+    size_t from = j->text.n;
+    if (sbuf_add(&j->text, t, n)) return *oom = 1, 0;
+    if (!j->n_stop) return deliver(j, sent, j->text.n) ? (*oom = 1, 0) : 0;
+    size_t back = SRV_MAX_STOP_LEN, safe;
+    from = from > back ? from - back : 0;
+    size_t at = find_stop(j, from, &safe);
+    if (at != SIZE_MAX) {
+        j->text.n = at;
+        j->text.p[at] = 0;
+        if (deliver(j, sent, at)) *oom = 1;
+        return 1;
+    }
+    if (deliver(j, sent, final ? j->text.n : safe)) *oom = 1;
+    return 0;
+}
+
+static void run_job(srv *s, srv_job *j) {
+    glm_model *m = s->m;
+    if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) { /* left while it waited */
+        pthread_mutex_lock(&s->mu);
+        s->met.cancelled++;
+        pthread_mutex_unlock(&s->mu);
+        job_fail(j, 503, "cancelled");
+        return;
+    }
+    pthread_mutex_lock(&j->mu);
+    j->state = JOB_RUNNING;
+    pthread_mutex_unlock(&j->mu);
+    double t0 = now_s();
+    glm_reset(m);
+    if (glm_prefill(m, j->ids, j->n_ids, NULL, NULL)) {
+        job_fail(j, 500, glm_errmsg(m));
+        return;
+    }
+    double t1 = now_s();
+    pthread_mutex_lock(&s->mu);
+    s->kv_used = glm_pos(m);
+    s->met.prefill_s += t1 - t0;
+    s->met.prompt_tokens += (uint64_t)j->n_ids;
+    pthread_mutex_unlock(&s->mu);
+    chat_stream_begin(s->st);
+    const char *t;
+    size_t tn, sent = 0;
+    int oom = 0, stopped = 0;
+    const char *finish = "length";
+    for (;;) {
+        if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
+            finish = NULL;
+            break;
+        }
+        if (j->completion_tokens >= j->max_tokens || glm_pos(m) >= s->ctx) break;
+        int32_t id;
+        if (glm_sample(m, &j->sampler, &id, NULL)) {
+            job_fail(j, 500, glm_errmsg(m));
+            return;
+        }
+        if (id == M40_CHATGLM2_EOS ||
+            (s->glm3 && (id == CHATGLM3_USER || id == CHATGLM3_OBSERVATION))) {
+            finish = "stop";
+            break;
+        }
+        j->completion_tokens++;
+        pthread_mutex_lock(&s->tok_mu);
+        int rc = chat_stream_push(s->st, id, &t, &tn);
+        pthread_mutex_unlock(&s->tok_mu);
+        if (rc) oom = 1;
+        else if (tn && add_text(j, t, tn, &sent, 0, &oom)) {
+            finish = "stop";
+            stopped = 1;
+        }
+        if (oom || stopped) break;
+        /* the last id needs no step: nothing is drawn after it */
+        if (j->completion_tokens < j->max_tokens && glm_pos(m) < s->ctx) {
+            if (glm_step(m, id, NULL)) {
+                job_fail(j, 500, glm_errmsg(m));
+                return;
+            }
+            pthread_mutex_lock(&s->mu);
+            s->kv_used = glm_pos(m);
+            pthread_mutex_unlock(&s->mu);
+        }
+    }
+    if (!stopped && !oom && finish) {
+        pthread_mutex_lock(&s->tok_mu);
+        int rc = chat_stream_finish(s->st, &t, &tn);
+        pthread_mutex_unlock(&s->tok_mu);
+        if (rc) oom = 1;
+        else if (add_text(j, t, tn, &sent, 1, &oom)) finish = "stop";
+    }
+    double t2 = now_s();
+    pthread_mutex_lock(&s->mu);
+    s->met.decode_s += t2 - t1;
+    s->met.generated_tokens += (uint64_t)j->completion_tokens;
+    if (t2 > t1 && j->completion_tokens > 1) s->met.last_decode_tok_s = j->completion_tokens / (t2 - t1);
+    if (finish) s->met.completions++;
+    else s->met.cancelled++;
+    pthread_mutex_unlock(&s->mu);
+    if (oom) {
+        job_fail(j, 500, "out of host memory");
+        return;
+    }
+    if (!finish && __atomic_load_n(&j->cancel, __ATOMIC_RELAXED) == 2) {
+        job_fail(j, 503, "the server is shutting down: the answer was cut");
+        return;
+    }
+    j->finish = finish;
+    job_end(j);
+}
+
+/* The model thread: opens the model (so the GPU context is made, used and
+** freed on this thread only), says so through s->ready, then serves. */
+static void *worker_main(void *arg) {
+    srv *s = arg;
+    glm_model *m = NULL;
+    int ok = glm_model_open(s->open, &m, s->init_err, sizeof s->init_err) == 0;
+    if (ok) {
+        m40_plan_info p, d;
+        glm_plans(m, &p, &d);
+        s->kv_bytes = p.region_bytes[M40_REGION_KV];
+        s->m = m;
+        s->ctx = glm_ctx_len(m);
+    }
+    pthread_mutex_lock(&s->mu);
+    s->ready = ok ? 1 : -1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    for (; ok;) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->head && !s->worker_exit) pthread_cond_wait(&s->cv, &s->mu);
+        srv_job *j = s->head;
+        if (!j) {
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        s->head = j->next;
+        if (!s->head) s->tail = NULL;
+        s->queued--;
+        s->current = j;
+        pthread_mutex_unlock(&s->mu);
+        run_job(s, j);
+        pthread_mutex_lock(&s->mu);
+        s->current = NULL;
+        s->kv_used = 0;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        job_unref(j);
+    }
+    glm_model_close(m);
+    s->m = NULL;
+    return NULL;
+}
+
+void srv_prepare(srv *s) {
+    s->inited = 1;
+    pthread_mutex_init(&s->tok_mu, NULL);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+}
+
+int srv_init(srv *s, const glm_open_opts *open, char *err, size_t errlen) {
+    s->open = open;
+    if (chat_stream_create(s->tok, s->glm3, &s->st)) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    int e = pthread_create(&s->worker, NULL, worker_main, s);
+    if (e) {
+        snprintf(err, errlen, "cannot start the model thread: %s", strerror(e));
+        return -1;
+    }
+    s->worker_started = 1;
+    pthread_mutex_lock(&s->mu);
+    while (!s->ready) pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    if (s->ready < 0) {
+        snprintf(err, errlen, "%s", s->init_err);
+        return -1;
+    }
+    return 0;
+}
+
+void srv_shutdown(srv *s) {
+    if (!s->inited) return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    srv_job *q = s->head;
+    s->head = s->tail = NULL;
+    s->queued = 0;
+    pthread_mutex_unlock(&s->mu);
+    while (q) { /* the waiting jobs: 503 */
+        srv_job *next = q->next;
+        job_fail(q, 503, "the server is shutting down");
+        job_unref(q);
+        q = next;
+    }
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    double end = (double)dl.tv_sec + 1e-9 * (double)dl.tv_nsec + s->shutdown_s;
+    dl.tv_sec = (time_t)end;
+    dl.tv_nsec = (long)((end - (double)dl.tv_sec) * 1e9);
+    pthread_mutex_lock(&s->mu);
+    while (s->current && pthread_cond_timedwait(&s->cv, &s->mu, &dl) != ETIMEDOUT) {
+    }
+    if (s->current) job_cancel(s->current, 2);
+    s->worker_exit = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (s->worker_started) pthread_join(s->worker, NULL);
+    s->worker_started = 0;
+}
+
+void srv_destroy(srv *s) {
+    if (!s->inited) return;
+    chat_stream_destroy(s->st);
+    pthread_mutex_destroy(&s->tok_mu);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+}
+
+/* ---- metrics --------------------------------------------------------------- */
+
+static const unsigned STATUSES[] = {200, 400, 401, 404, 405, 413, 429, 500, 503, 0};
+#define N_STATUSES (sizeof STATUSES / sizeof *STATUSES)
+
+void srv_count_status(srv *s, unsigned status) {
+    size_t i = 0;
+    while (STATUSES[i] && STATUSES[i] != status) i++;
+    pthread_mutex_lock(&s->mu);
+    s->status_count[i]++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int addf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int addf(sbuf *b, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    return n < 0 ? -1 : sbuf_add(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+int srv_metrics_text(srv *s, sbuf *b) {
+    pthread_mutex_lock(&s->mu);
+    srv_metrics m = s->met;
+    uint64_t sc[N_STATUSES];
+    memcpy(sc, s->status_count, sizeof sc);
+    int queued = s->queued, running = s->current != NULL, kv = s->kv_used;
+    pthread_mutex_unlock(&s->mu);
+    int rc = addf(b, "# HELP m40_http_responses_total HTTP responses by status code.\n"
+                     "# TYPE m40_http_responses_total counter\n");
+    for (size_t i = 0; i < N_STATUSES; i++)
+        if (STATUSES[i]) rc |= addf(b, "m40_http_responses_total{code=\"%u\"} %llu\n", STATUSES[i],
+                                    (unsigned long long)sc[i]);
+        else rc |= addf(b, "m40_http_responses_total{code=\"other\"} %llu\n",
+                        (unsigned long long)sc[i]);
+    rc |= addf(b, "# HELP m40_requests_total Chat completions admitted to the queue.\n"
+                  "# TYPE m40_requests_total counter\nm40_requests_total %llu\n",
+               (unsigned long long)m.requests);
+    rc |= addf(b, "# HELP m40_requests_finished_total Chat completions answered to the end.\n"
+                  "# TYPE m40_requests_finished_total counter\nm40_requests_finished_total %llu\n",
+               (unsigned long long)m.completions);
+    rc |= addf(b, "# HELP m40_requests_cancelled_total Chat completions stopped early (client "
+                  "gone, shutdown).\n# TYPE m40_requests_cancelled_total counter\n"
+                  "m40_requests_cancelled_total %llu\n", (unsigned long long)m.cancelled);
+    rc |= addf(b, "# HELP m40_prompt_tokens_total Prompt tokens prefilled.\n"
+                  "# TYPE m40_prompt_tokens_total counter\nm40_prompt_tokens_total %llu\n",
+               (unsigned long long)m.prompt_tokens);
+    rc |= addf(b, "# HELP m40_tokens_generated_total Tokens generated.\n"
+                  "# TYPE m40_tokens_generated_total counter\nm40_tokens_generated_total %llu\n",
+               (unsigned long long)m.generated_tokens);
+    rc |= addf(b, "# HELP m40_prefill_seconds_total Time in prefill.\n"
+                  "# TYPE m40_prefill_seconds_total counter\nm40_prefill_seconds_total %.6f\n",
+               m.prefill_s);
+    rc |= addf(b, "# HELP m40_decode_seconds_total Time in decode.\n"
+                  "# TYPE m40_decode_seconds_total counter\nm40_decode_seconds_total %.6f\n",
+               m.decode_s);
+    rc |= addf(b, "# HELP m40_decode_tokens_per_second Decode rate: all requests, and the last.\n"
+                  "# TYPE m40_decode_tokens_per_second gauge\n"
+                  "m40_decode_tokens_per_second{scope=\"all\"} %.3f\n"
+                  "m40_decode_tokens_per_second{scope=\"last\"} %.3f\n",
+               m.decode_s > 0 ? (double)m.generated_tokens / m.decode_s : 0.0, m.last_decode_tok_s);
+    rc |= addf(b, "# HELP m40_queue_length Requests waiting for the model.\n"
+                  "# TYPE m40_queue_length gauge\nm40_queue_length %d\n"
+                  "# HELP m40_queue_capacity Requests that may wait (--queue).\n"
+                  "# TYPE m40_queue_capacity gauge\nm40_queue_capacity %d\n"
+                  "# HELP m40_requests_running Requests being answered.\n"
+                  "# TYPE m40_requests_running gauge\nm40_requests_running %d\n",
+               queued, s->queue_cap, running);
+    rc |= addf(b, "# HELP m40_kv_cache_tokens_used Tokens held in the KV cache.\n"
+                  "# TYPE m40_kv_cache_tokens_used gauge\nm40_kv_cache_tokens_used %d\n"
+                  "# HELP m40_kv_cache_tokens Tokens the KV cache holds (--ctx).\n"
+                  "# TYPE m40_kv_cache_tokens gauge\nm40_kv_cache_tokens %lld\n"
+                  "# HELP m40_kv_cache_bytes Bytes of the KV cache (allocated at start-up).\n"
+                  "# TYPE m40_kv_cache_bytes gauge\nm40_kv_cache_bytes %llu\n",
+               kv, (long long)s->ctx, (unsigned long long)s->kv_bytes);
+    return rc ? -1 : 0;
+}

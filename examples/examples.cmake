@@ -31,7 +31,7 @@ if(PkgConfig_FOUND)
   pkg_check_modules(JANSSON IMPORTED_TARGET jansson)
 endif()
 if(JANSSON_FOUND)
-  add_library(m40_chatglm2_example STATIC examples/chatglm2/chatglm2.c)
+  add_library(m40_chatglm2_example STATIC examples/chatglm2/chatglm2.c examples/chatglm2/files.c)
   target_link_libraries(m40_chatglm2_example PUBLIC m40_static PkgConfig::JANSSON m)
   target_include_directories(m40_chatglm2_example PUBLIC examples/chatglm2)
   add_executable(m40-chat examples/chatglm2/main.c examples/chatglm2/repl.c

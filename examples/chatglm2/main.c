@@ -25,6 +25,7 @@
 ** Exit status: 0, 1 a failure (message on stderr), 2 usage. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "files.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -49,89 +50,9 @@ static void progress(void *user, const char *stage, uint64_t done, uint64_t tota
     }
 }
 
-static int is_dir(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
 
-/* The directory a model path names or lives in. */
-static void model_dir(const char *path, char *out, size_t cap) {
-    if (is_dir(path)) {
-        snprintf(out, cap, "%s", path);
-        return;
-    }
-    const char *sl = strrchr(path, '/');
-    if (!sl) snprintf(out, cap, ".");
-    else snprintf(out, cap, "%.*s", (int)(sl - path) ? (int)(sl - path) : 1, path);
-}
 
-/* The tokenizer model's bytes (see the header comment for where they are
-** looked for); *where says what was tried when none is found. */
-static void *tokenizer_bytes(const char *model, const char *explicit, size_t *len, char *where,
-                             size_t cap) {
-    char p[4200];
-    const char *tried[2];
-    int nt = 0;
-    if (explicit) snprintf(p, sizeof p, "%s", explicit);
-    else if (is_dir(model)) snprintf(p, sizeof p, "%s/tokenizer.model", model);
-    else {
-        m40_st_file *f = NULL;
-        void *b = NULL;
-        if (m40_st_open(model, &f) == M40_OK) {
-            const m40_st_tensor *t = m40_st_find(f, "extra.tokenizer.model");
-            if (t && t->nbytes > 0 && (b = malloc(t->nbytes))) {
-                memcpy(b, m40_st_get_data(f, t), t->nbytes);
-                *len = t->nbytes;
-            }
-        }
-        m40_st_destroy(f);
-        if (b) return b;
-        tried[nt++] = "the \"extra.tokenizer.model\" tensor of the model file";
-        char d[4096];
-        model_dir(model, d, sizeof d);
-        snprintf(p, sizeof p, "%s/tokenizer.model", d);
-    }
-    FILE *f = fopen(p, "rb");
-    void *b = NULL;
-    long n = 0;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && n < (64L << 20) &&
-        fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)n)) &&
-        fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (f) fclose(f);
-    if (b) {
-        *len = (size_t)n;
-        return b;
-    }
-    tried[nt++] = p;
-    snprintf(where, cap, "%s%s%s", tried[0], nt > 1 ? ", " : "", nt > 1 ? tried[1] : "");
-    return NULL;
-}
 
-/* ChatGLM3 when a model file's metadata says chat_format chatglm3 (--save
-** writes it), or else when config.json names it ("_name_or_path":
-** "THUDM/chatglm3-6b"). */
-static int detect_glm3(const char *model) {
-    if (!is_dir(model)) {
-        m40_st_file *f = NULL;
-        const char *v = NULL;
-        int glm3 = -1;
-        if (m40_st_open(model, &f) == M40_OK && (v = m40_st_get_metadata(f, "chat_format")))
-            glm3 = !strcmp(v, "chatglm3");
-        m40_st_destroy(f);
-        if (glm3 >= 0) return glm3;
-    }
-    char d[4096], p[4200];
-    model_dir(model, d, sizeof d);
-    snprintf(p, sizeof p, "%s/config.json", d);
-    json_t *root = json_load_file(p, 0, NULL);
-    const char *name = json_string_value(json_object_get(root, "_name_or_path"));
-    int glm3 = name && strstr(name, "chatglm3");
-    json_decref(root);
-    return glm3;
-}
 
 static int usage(const char *why) {
     if (why) fprintf(stderr, "m40-chat: %s\n", why);
@@ -146,14 +67,6 @@ static int usage(const char *why) {
     return 2;
 }
 
-static int parse_long(const char *s, long lo, long hi, long *v) {
-    char *end;
-    errno = 0;
-    long x = strtol(s, &end, 10);
-    if (end == s || *end || errno || x < lo || x > hi) return -1;
-    *v = x;
-    return 0;
-}
 
 static int parse_ids(const char *s, int32_t **ids, int *n) {
     int cap = 16;
@@ -251,21 +164,21 @@ int main(int argc, char **argv) {
                          : !strcmp(d, "int4g128") ? M40_WFMT_INT4G128 : M40_WFMT_COUNT;
             if (a.open.dtype == M40_WFMT_COUNT) return usage("--dtype: fp32, fp16, int8, int4 or int4g128");
         } else if (!strcmp(o, "--ctx")) {
-            if (parse_long(argv[++i], 1, 1L << 22, &v)) return usage("--ctx: 1..4194304");
+            if (glm_parse_long(argv[++i], 1, 1L << 22, &v)) return usage("--ctx: 1..4194304");
             a.open.ctx = v;
         } else if (!strcmp(o, "--chunk")) {
-            if (parse_long(argv[++i], 1, 1 << 16, &v)) return usage("--chunk: 1..65536");
+            if (glm_parse_long(argv[++i], 1, 1 << 16, &v)) return usage("--chunk: 1..65536");
             a.open.chunk = (int)v;
         } else if (!strcmp(o, "--max-new-tokens")) {
-            if (parse_long(argv[++i], 0, 1 << 22, &a.max_new)) return usage("--max-new-tokens: 0..4194304");
+            if (glm_parse_long(argv[++i], 0, 1 << 22, &a.max_new)) return usage("--max-new-tokens: 0..4194304");
         } else if (!strcmp(o, "--device")) {
-            if (parse_long(argv[++i], 0, 1023, &v)) return usage("--device: 0..1023");
+            if (glm_parse_long(argv[++i], 0, 1023, &v)) return usage("--device: 0..1023");
             a.open.device = (int)v;
         } else if (!strcmp(o, "--seed")) {
-            if (parse_long(argv[++i], 0, 0x7fffffffL, &v)) return usage("--seed: 0..2^31-1");
+            if (glm_parse_long(argv[++i], 0, 0x7fffffffL, &v)) return usage("--seed: 0..2^31-1");
             a.sampler.seed = (uint64_t)v;
         } else if (!strcmp(o, "--top-k")) {
-            if (parse_long(argv[++i], 0, 1 << 24, &v)) return usage("--top-k: 0..2^24");
+            if (glm_parse_long(argv[++i], 0, 1 << 24, &v)) return usage("--top-k: 0..2^24");
             a.sampler.top_k = (int)v;
         } else if (!strcmp(o, "--temperature") || !strcmp(o, "--top-p") ||
                    !strcmp(o, "--repeat-penalty")) {
@@ -307,7 +220,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (chat || save_path) {
-        tb = tokenizer_bytes(a.open.path, tok_path, &tlen, where, sizeof where);
+        tb = glm_tokenizer_bytes(a.open.path, tok_path, &tlen, where, sizeof where);
         if (!tb && chat) {
             fprintf(stderr, "m40-chat: no tokenizer: looked for %s (--tokenizer FILE names one)\n",
                     where);
@@ -322,7 +235,7 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    a.glm3 = !strcmp(format, "chatglm3") || (!strcmp(format, "auto") && detect_glm3(a.open.path));
+    a.glm3 = !strcmp(format, "chatglm3") || (!strcmp(format, "auto") && glm_is_chatglm3(a.open.path));
     a.open.all_logits = logits_path != NULL;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);

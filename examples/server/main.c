@@ -13,6 +13,7 @@
 ** seconds, then cuts it, and exits 0. Exit status: 1 a failure, 2 usage. */
 #define _POSIX_C_SOURCE 200809L
 #include "server.h"
+#include "files.h"
 
 #include <errno.h>
 #include <microhttpd.h>
@@ -34,78 +35,28 @@ static int usage(const char *why) {
     return 2;
 }
 
-static int parse_long(const char *s, long lo, long hi, long *v) {
-    char *end;
-    errno = 0;
-    long x = strtol(s, &end, 10);
-    if (end == s || *end || errno || x < lo || x > hi) return -1;
-    *v = x;
-    return 0;
-}
 
-static int is_dir(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
 
-/* The directory a model path names or lives in. */
-static void model_dir(const char *path, char *out, size_t cap) {
-    if (is_dir(path)) {
-        snprintf(out, cap, "%s", path);
-        return;
-    }
-    const char *sl = strrchr(path, '/');
-    if (!sl) snprintf(out, cap, ".");
-    else snprintf(out, cap, "%.*s", (int)(sl - path) ? (int)(sl - path) : 1, path);
-}
 
-/* m40-chat's order: --tokenizer, the directory's tokenizer.model, the model
-** file's "extra.tokenizer.model" tensor, tokenizer.model beside the file. */
+/* m40-chat's order (files.h: glm_tokenizer_bytes). */
 static int load_tokenizer(const char *model, const char *explicit, m40_tokenizer **tok) {
-    char p[4200], d[4096];
-    if (!explicit && !is_dir(model)) {
-        m40_st_file *f = NULL;
-        m40_status st = M40_ERR_INVALID_ARG; /* none found */
-        if (m40_st_open(model, &f) == M40_OK) {
-            const m40_st_tensor *t = m40_st_find(f, "extra.tokenizer.model");
-            if (t && t->nbytes > 0) st = m40_tokenizer_load_memory(m40_st_get_data(f, t), t->nbytes, tok);
-        }
-        m40_st_destroy(f);
-        if (st == M40_OK) return 0;
-        if (*tok) {
-            fprintf(stderr, "m40-server: tokenizer in %s: %s\n", model, m40_tokenizer_errmsg(*tok));
-            return -1;
-        }
+    char where[8400];
+    size_t len = 0;
+    void *b = glm_tokenizer_bytes(model, explicit, &len, where, sizeof where);
+    if (!b) {
+        fprintf(stderr, "m40-server: no tokenizer: looked for %s (--tokenizer FILE names one)\n",
+                where);
+        return -1;
     }
-    model_dir(model, d, sizeof d);
-    snprintf(p, sizeof p, "%s%s", explicit ? explicit : d, explicit ? "" : "/tokenizer.model");
-    if (m40_tokenizer_load_file(p, tok) != M40_OK) {
-        fprintf(stderr, "m40-server: tokenizer %s: %s (--tokenizer FILE names one)\n", p,
-                *tok ? m40_tokenizer_errmsg(*tok) : "cannot load");
+    m40_status st = m40_tokenizer_load_memory(b, len, tok);
+    free(b);
+    if (st != M40_OK) {
+        fprintf(stderr, "m40-server: tokenizer: %s\n", *tok ? m40_tokenizer_errmsg(*tok) : "cannot load");
         return -1;
     }
     return 0;
 }
 
-/* ChatGLM3 when config.json names it or the file's metadata says so. */
-static int detect_glm3(const char *model) {
-    char d[4096], p[4200];
-    model_dir(model, d, sizeof d);
-    snprintf(p, sizeof p, "%s/config.json", d);
-    json_t *root = json_load_file(p, 0, NULL);
-    const char *name = json_string_value(json_object_get(root, "_name_or_path"));
-    int glm3 = name && strstr(name, "chatglm3");
-    json_decref(root);
-    if (!glm3 && !is_dir(model)) {
-        m40_st_file *f = NULL;
-        if (m40_st_open(model, &f) == M40_OK) {
-            const char *v = m40_st_get_metadata(f, "chat_format");
-            glm3 = v && !strcmp(v, "chatglm3");
-        }
-        m40_st_destroy(f);
-    }
-    return glm3;
-}
 
 /* The default model name: the path's last part without ".safetensors". */
 static void default_name(const char *path, char *out, size_t cap) {
@@ -151,32 +102,32 @@ int main(int argc, char **argv) {
                        : !strcmp(d, "int4g128") ? M40_WFMT_INT4G128 : M40_WFMT_COUNT;
             if (open.dtype == M40_WFMT_COUNT) return usage("--dtype: fp32, fp16, int8, int4 or int4g128");
         } else if (!strcmp(o, "--ctx")) {
-            if (parse_long(argv[++i], 2, 1L << 22, &v)) return usage("--ctx: 2..4194304");
+            if (glm_parse_long(argv[++i], 2, 1L << 22, &v)) return usage("--ctx: 2..4194304");
             open.ctx = v;
         } else if (!strcmp(o, "--chunk")) {
-            if (parse_long(argv[++i], 1, 1 << 16, &v)) return usage("--chunk: 1..65536");
+            if (glm_parse_long(argv[++i], 1, 1 << 16, &v)) return usage("--chunk: 1..65536");
             open.chunk = (int)v;
         } else if (!strcmp(o, "--device")) {
-            if (parse_long(argv[++i], 0, 1023, &v)) return usage("--device: 0..1023");
+            if (glm_parse_long(argv[++i], 0, 1023, &v)) return usage("--device: 0..1023");
             open.device = (int)v;
         } else if (!strcmp(o, "--port")) {
-            if (parse_long(argv[++i], 0, 65535, &port)) return usage("--port: 0..65535");
+            if (glm_parse_long(argv[++i], 0, 65535, &port)) return usage("--port: 0..65535");
         } else if (!strcmp(o, "--queue")) {
-            if (parse_long(argv[++i], 0, 1 << 16, &v)) return usage("--queue: 0..65536");
+            if (glm_parse_long(argv[++i], 0, 1 << 16, &v)) return usage("--queue: 0..65536");
             s.queue_cap = (int)v;
         } else if (!strcmp(o, "--timeout")) {
-            if (parse_long(argv[++i], 1, 3600, &timeout)) return usage("--timeout: 1..3600 s");
+            if (glm_parse_long(argv[++i], 1, 3600, &timeout)) return usage("--timeout: 1..3600 s");
         } else if (!strcmp(o, "--shutdown-timeout")) {
-            if (parse_long(argv[++i], 0, 3600, &v)) return usage("--shutdown-timeout: 0..3600 s");
+            if (glm_parse_long(argv[++i], 0, 3600, &v)) return usage("--shutdown-timeout: 0..3600 s");
             s.shutdown_s = (double)v;
         } else if (!strcmp(o, "--max-body")) {
-            if (parse_long(argv[++i], 1024, 64L << 20, &v)) return usage("--max-body: 1 KiB..64 MiB");
+            if (glm_parse_long(argv[++i], 1024, 64L << 20, &v)) return usage("--max-body: 1 KiB..64 MiB");
             s.max_body = (size_t)v;
         } else if (!strcmp(o, "--max-connections-per-ip")) {
-            if (parse_long(argv[++i], 0, 4096, &v)) return usage("--max-connections-per-ip: 0..4096");
+            if (glm_parse_long(argv[++i], 0, 4096, &v)) return usage("--max-connections-per-ip: 0..4096");
             s.max_per_ip = (unsigned)v;
         } else if (!strcmp(o, "--max-connections")) {
-            if (parse_long(argv[++i], 1, 4096, &max_conn)) return usage("--max-connections: 1..4096");
+            if (glm_parse_long(argv[++i], 1, 4096, &max_conn)) return usage("--max-connections: 1..4096");
         } else if (!strcmp(o, "--temperature") || !strcmp(o, "--top-p")) {
             char *end;
             double x = strtod(argv[++i], &end);
@@ -198,7 +149,7 @@ int main(int argc, char **argv) {
     char namebuf[256];
     if (!name) default_name(open.path, namebuf, sizeof namebuf), name = namebuf;
     s.model_name = name;
-    s.glm3 = !strcmp(format, "chatglm3") || (!strcmp(format, "auto") && detect_glm3(open.path));
+    s.glm3 = !strcmp(format, "chatglm3") || (!strcmp(format, "auto") && glm_is_chatglm3(open.path));
 
     /* SIGINT / SIGTERM wait for main's sigwait: every thread inherits the mask */
     sigset_t sigs;

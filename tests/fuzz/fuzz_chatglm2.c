@@ -18,9 +18,9 @@
 ** Every refusal must be a status with a message and no graph; config_of
 ** returns a config.json it accepts unchanged, and the graph refuses one it
 ** refused; an accepted checkpoint must report the config config_of read, and
-** the prefill of
-** valid ids at valid positions must run (the library checked the file, so
-** running what it accepted is the part that finds out-of-bounds reads).
+** the prefill of valid ids at valid positions must run (the library checked
+** the file, so running what it accepted is the part that finds out-of-bounds
+** reads).
 ** Inputs over 4 MB are skipped (run_fuzz.sh caps them far lower). */
 #define _GNU_SOURCE /* memfd_create, memmem */
 #include <stdint.h>

@@ -15,10 +15,12 @@
 **       head_dim, 7: eps and rope_theta; its value from [3] >> 3; 64: the
 **       three head fields at once) / budget
 **   [4..7] ids
-** Every refusal must be a status with a message and no graph; an accepted
-** checkpoint must report the config config_of read, and the prefill of
-** valid ids at valid positions must run (the library checked the file, so
-** running what it accepted is the part that finds out-of-bounds reads).
+** Every refusal must be a status with a message and no graph; config_of
+** returns a config.json it accepts unchanged, and the graph refuses one it
+** refused; an accepted checkpoint must report the config config_of read, and
+** the prefill of valid ids at valid positions must run (the library checked
+** the file, so running what it accepted is the part that finds out-of-bounds
+** reads).
 ** Inputs over 4 MB are skipped (run_fuzz.sh caps them far lower). */
 #define _GNU_SOURCE /* memfd_create, memmem */
 #include <stdint.h>
@@ -139,6 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         d.budget = &budget;
     }
     want = cfg;
+    int want_ok = 1;
     if (fl & 1) {
         if (fl & 2) { /* a config.json that disagrees (or not) with the tensors */
             static const int edge[] = {1, -1, 4, -4, 0, INT32_MAX, INT32_MIN, 1 << 20};
@@ -155,6 +158,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         m40_chatglm2_config c2;
         st = m40_chatglm2_config_of(ctx, files, nf, &want, &c2);
         if (st != M40_OK) refused(st, NULL);
+        else need(!memcmp(&c2, &want, sizeof c2), "config_of accepted a config but changed it");
+        want_ok = st == M40_OK;
     }
     int as_shards = nf > 1 || (fl & 128);
     if (as_shards) {
@@ -173,6 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         refused(st, g);
         goto done;
     }
+    need(want_ok, "the graph accepted a config that config_of refused");
     need(inf.allocated, "a checkpoint graph that is not allocated");
     need(!memcmp(&inf.config, (fl & 1) ? &want : &cfg, sizeof cfg),
          "the graph's config is not what config_of read");

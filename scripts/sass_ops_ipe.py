@@ -53,45 +53,25 @@ import argparse
 import bisect
 import collections
 import json
+import os
 import re
-import subprocess
 import sys
 
-INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s*\{?\s*(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;}]*)[;}]")
-FUNC = re.compile(r"Function : (\S+)")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sass_common  # noqa: E402
+from sass_common import sass_text  # noqa: E402
+
 QUARTER = ("F2F", "I2F", "F2I", "MUFU")
 BUDGET_IPB = 6.0
 M40_ISSUE = 24 * 128 * 1.114e9  # thread-instructions per second
 M40_BW = 288.4e9
 
 
-def sass_text(path, cuobjdump):
-    if path.endswith((".o", ".obj", ".a", ".so", ".cubin")):
-        out = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"cuobjdump failed on {path}: {out.stderr.strip()}")
-        return out.stdout
-    return open(path).read()
-
-
 def functions(text):
     """(name, [(addr, pred, op, args)]) per sm_52 function."""
-    cur, body, arch = None, [], None
-    for line in text.splitlines():
-        m = re.search(r"arch = (sm_\d+)", line)
-        if m:
-            arch = m.group(1)
-        m = FUNC.search(line)
-        if m:
-            if cur and arch == "sm_52":
-                yield cur, body
-            cur, body = m.group(1), []
-            continue
-        m = INSN.search(line)
-        if m and cur:
-            body.append((int(m.group(1), 16), (m.group(2) or "").strip(), m.group(3), m.group(4)))
-    if cur and arch == "sm_52":
-        yield cur, body
+    for name, arch, body in sass_common.functions(text):
+        if arch == "sm_52":
+            yield name, body
 
 
 def target(args):

@@ -18,47 +18,27 @@ batch-1 kernel exceeds the budget: 7 per int4 weight, 12 per int8 weight.
 """
 import argparse
 import collections
+import os
 import re
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sass_common  # noqa: E402
+from sass_common import sass_text  # noqa: E402
 
 WT_NAME = {1: "f16", 64: "int8", 65: "int4"}
 VEC_COLS = {1: 8, 64: 16, 65: 32}
 BUDGET = {65: 7.0, 64: 12.0}
 
-INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s*\{?\s*(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;}]*)[;}]")
-FUNC = re.compile(r"Function : (\S+)")
 # v3 (int8/int4): gemv_kernel<WT, B, R, GROUPED, SEG, D, MINB>; v2 (fp16, and the
 # int8/int4 kernel before v3): gemv_v2_kernel<WT, B, R, GROUPED>
 KERNEL = re.compile(r"gemv(_v2)?_kernelILi(\d+)ELi(\d+)ELi(\d+)ELb([01])E(?:Lb([01])ELi(\d+)E(?:Li(\d+)E)?)?")
 
 
-def sass_text(path, cuobjdump="cuobjdump"):
-    if path.endswith((".o", ".obj", ".a", ".so", ".cubin")) or "." not in path.rsplit("/", 1)[-1]:
-        out = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"cuobjdump failed: {out.stderr.strip()}")
-        return out.stdout
-    return open(path).read()
-
-
 def functions(text):
-    cur, body, arch = None, [], None
-    for line in text.splitlines():
-        m = re.search(r"arch = (sm_\d+)", line)
-        if m:
-            arch = m.group(1)
-        m = FUNC.search(line)
-        if m:
-            if cur:
-                yield cur, arch, body
-            cur, body = m.group(1), []
-            continue
-        m = INSN.search(line)
-        if m and cur:
-            body.append((int(m.group(1), 16), m.group(3), m.group(4)))
-    if cur:
-        yield cur, arch, body
+    """(name, arch, [(addr, op, args)]) per function."""
+    for name, arch, body in sass_common.functions(text):
+        yield name, arch, [(a, op, args) for a, _, op, args in body]
 
 
 def inner_loop(body, marker, min_marks):

@@ -19,6 +19,8 @@
 # it when the test itself failed; "T/O" cut by the time limit; "-" not run
 # (out of budget); "skip" the test exited 77.
 # Quick modes: M40_CONV_ENGINE_QUICK=1 (2 of 7 epilogues, graphs NHWC only),
+# M40_ATTN_QUICK=1 (attention cases up to 2^22 row-key pairs),
+# M40_SAMPLE_QUICK=1 (one call per distribution, statistics not judged),
 # M40_QUANT_QUICK=1 (odd shapes only; 2 under racecheck: the
 # four smallest), M40_SGEMM_QUICK=1 (M, N
 # up to 300), M40_FAULT_STRIDE=23
@@ -78,7 +80,7 @@ stamp "${#TESTS[@]} gpu tests x tools: $TOOLS ($JOBS at a time, budget ${BUDGET}
 # M40_FAULT_NO_DEVMEM: the tool's own allocations move cudaMemGetInfo, so the
 # fault test leaves device leaks to memcheck's leak check here.
 export M40_QUANT_QUICK=1 M40_SGEMM_QUICK=1 M40_FAULT_STRIDE=${M40_FAULT_STRIDE:-23} M40_FAULT_NO_DEVMEM=1 \
-       M40_CONV_ENGINE_QUICK=1
+       M40_CONV_ENGINE_QUICK=1 M40_ATTN_QUICK=1 M40_SAMPLE_QUICK=1
 
 tool_opts() { # tool test
     case $1 in

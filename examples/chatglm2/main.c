@@ -28,7 +28,6 @@
 #include "files.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +49,6 @@ static void progress(void *user, const char *stage, uint64_t done, uint64_t tota
     }
 }
 
-
-
-
-
 static int usage(const char *why) {
     if (why) fprintf(stderr, "m40-chat: %s\n", why);
     fputs("usage: m40-chat --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]\n"
@@ -66,7 +61,6 @@ static int usage(const char *why) {
           stderr);
     return 2;
 }
-
 
 static int parse_ids(const char *s, int32_t **ids, int *n) {
     int cap = 16;

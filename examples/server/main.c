@@ -15,13 +15,11 @@
 #include "server.h"
 #include "files.h"
 
-#include <errno.h>
 #include <microhttpd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static int usage(const char *why) {
@@ -34,9 +32,6 @@ static int usage(const char *why) {
           " [--temperature T] [--top-p P] [--cpu] [--device N]\n", stderr);
     return 2;
 }
-
-
-
 
 /* m40-chat's order (files.h: glm_tokenizer_bytes). */
 static int load_tokenizer(const char *model, const char *explicit, m40_tokenizer **tok) {
@@ -56,7 +51,6 @@ static int load_tokenizer(const char *model, const char *explicit, m40_tokenizer
     }
     return 0;
 }
-
 
 /* The default model name: the path's last part without ".safetensors". */
 static void default_name(const char *path, char *out, size_t cap) {

@@ -15,6 +15,14 @@
 #define MAX_SHARDS 256
 #define HISTORY 64 /* ids the repetition penalty looks back over */
 
+/* One conversation: its cache row (the slot of the same index), how far it
+** is, the ids the repetition penalty sees, and the logits it samples next. */
+typedef struct glm_seq {
+    int pos;                   /* tokens in it */
+    int32_t hist[HISTORY];     /* the last ids, oldest first; -1: none */
+    m40_tensor *last;          /* [1,V] view of the logits the next sample reads, or NULL */
+} glm_seq;
+
 struct glm_model {
     m40_ctx *ctx;
     m40_st_file *files[MAX_SHARDS];
@@ -22,16 +30,19 @@ struct glm_model {
     m40_chatglm2_config cfg;
     int64_t L;                 /* cache length */
     int T;                     /* prefill chunk */
+    int P;                     /* sequences (cache slots) */
     int all_logits;
+    /* P = 1: both graphs batch 1. P > 1: the prefill graph batch 1 with a
+    ** slot input, the decode graph batch P (row s = slot s): one step of
+    ** every active conversation is one graph run. */
     m40_graph *pg, *dg;        /* prefill chunk, decode step */
     m40_chatglm2_info pi, di;
     int captured;
-    int pos;                   /* tokens in the session */
-    int32_t hist[HISTORY];     /* the last ids, oldest first; -1: none */
-    m40_tensor *last;          /* [1,V] view of the logits the next sample reads */
-    m40_tensor *pview, *dview; /* those views of the two graphs' outputs */
+    glm_seq *seq;              /* [P] */
+    m40_tensor *pview;         /* [1,V] view of the prefill graph's last logits row */
+    m40_tensor **drow;         /* [P] views of the decode graph's logits rows */
     m40_tensor *t_hist, *t_pos, *t_out; /* sampler inputs [1,HISTORY], [1], output [1,2] */
-    int32_t *ids_buf, *pos_buf;        /* [T] */
+    int32_t *ids_buf, *pos_buf;        /* [max(T, P)] */
     float *rows;               /* [T·V] when all_logits */
     char err[512];
 };
@@ -57,7 +68,11 @@ void glm_open_opts_init(glm_open_opts *o) {
 const char *glm_errmsg(const glm_model *m) { return m ? m->err : "no model"; }
 const m40_chatglm2_config *glm_config(const glm_model *m) { return &m->cfg; }
 int64_t glm_ctx_len(const glm_model *m) { return m->L; }
-int glm_pos(const glm_model *m) { return m->pos; }
+int glm_pos(const glm_model *m) { return m->seq[0].pos; }
+int glm_parallel(const glm_model *m) { return m->P; }
+int glm_seq_pos(const glm_model *m, int seq) {
+    return seq >= 0 && seq < m->P ? m->seq[seq].pos : -1;
+}
 m40_ctx *glm_ctx(glm_model *m) { return m->ctx; }
 
 void glm_plans(const glm_model *m, m40_plan_info *prefill, m40_plan_info *decode) {
@@ -246,6 +261,11 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     m->T = o->chunk > 0 ? o->chunk : 256;
     if (m->T > m->L) m->T = (int)m->L;
     m->all_logits = o->all_logits;
+    m->P = o->parallel > 1 ? o->parallel : 1;
+    if (m->P > GLM_MAX_PARALLEL) {
+        fail(m, "parallel %d: at most %d conversations", o->parallel, GLM_MAX_PARALLEL);
+        goto bad;
+    }
     m40_budget budget, *bp = NULL;
     if (o->budget) {
         if (m40_budget_preset(o->budget, &budget) != M40_OK) {
@@ -268,6 +288,7 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     d.budget = bp;
     d.progress = o->progress;
     d.progress_user = o->progress_user;
+    d.slots = m->P > 1 ? m->P : 0; /* the prefill fills one conversation's row */
     if (have_cfg) {
         d.config = m->cfg;
         d.check_config = 1;
@@ -292,6 +313,8 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     dd.check_config = 0;
     dd.config = *c;
     dd.weights_from = m->pg;
+    dd.batch = m->P; /* every conversation's step at once, row s = slot s */
+    dd.slots = 0;
     if (m40_chatglm2_graph(m->ctx, &dd, NULL, &m->dg, &m->di) != M40_OK) {
         lib_fail(m, "the decode graph");
         goto bad;
@@ -300,23 +323,30 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     for (int i = 0; i < m->nfiles; i++) m40_st_destroy(m->files[i]);
     m->nfiles = 0;
     int64_t last_row = m->all_logits ? m->T - 1 : 0;
-    if (logits_view(m, m->pg, m->pi.logits, last_row, &m->pview) ||
-        logits_view(m, m->dg, m->di.logits, 0, &m->dview))
+    m->seq = calloc((size_t)m->P, sizeof *m->seq);
+    m->drow = calloc((size_t)m->P, sizeof *m->drow);
+    if (!m->seq || !m->drow) {
+        fail(m, "out of host memory");
         goto bad;
+    }
+    if (logits_view(m, m->pg, m->pi.logits, last_row, &m->pview)) goto bad;
+    for (int i = 0; i < m->P; i++)
+        if (logits_view(m, m->dg, m->di.logits, i, &m->drow[i])) goto bad;
     if (new_tensor(m, M40_DTYPE_I32, 2, 1, HISTORY, 0, 0, &m->t_hist) != M40_OK ||
         new_tensor(m, M40_DTYPE_I32, 1, 1, 0, 0, 0, &m->t_pos) != M40_OK ||
         new_tensor(m, M40_DTYPE_F32, 2, 1, 2, 0, 0, &m->t_out) != M40_OK) {
         lib_fail(m, "sampler tensors");
         goto bad;
     }
-    m->ids_buf = malloc((size_t)m->T * sizeof *m->ids_buf);
-    m->pos_buf = malloc((size_t)m->T * sizeof *m->pos_buf);
+    size_t nbuf = (size_t)(m->T > m->P ? m->T : m->P);
+    m->ids_buf = malloc(nbuf * sizeof *m->ids_buf);
+    m->pos_buf = malloc(nbuf * sizeof *m->pos_buf);
     m->rows = m->all_logits ? malloc((size_t)m->T * (size_t)c->vocab * sizeof(float)) : NULL;
     if (!m->ids_buf || !m->pos_buf || (m->all_logits && !m->rows)) {
         fail(m, "out of host memory");
         goto bad;
     }
-    glm_reset(m);
+    for (int i = 0; i < m->P; i++) glm_seq_rewind(m, i, 0);
     *out = m;
     return 0;
 bad:
@@ -328,7 +358,9 @@ bad:
 void glm_model_close(glm_model *m) {
     if (!m) return;
     m40_tensor_destroy(m->pview);
-    m40_tensor_destroy(m->dview);
+    for (int i = 0; m->drow && i < m->P; i++) m40_tensor_destroy(m->drow[i]);
+    free(m->drow);
+    free(m->seq);
     m40_tensor_destroy(m->t_hist);
     m40_tensor_destroy(m->t_pos);
     m40_tensor_destroy(m->t_out);
@@ -344,51 +376,75 @@ void glm_model_close(glm_model *m) {
 
 /* ---- running ---------------------------------------------------------------- */
 
-static void push_history(glm_model *m, int32_t id) {
-    memmove(m->hist, m->hist + 1, (HISTORY - 1) * sizeof m->hist[0]);
-    m->hist[HISTORY - 1] = id;
+static void push_history(glm_seq *q, int32_t id) {
+    memmove(q->hist, q->hist + 1, (HISTORY - 1) * sizeof q->hist[0]);
+    q->hist[HISTORY - 1] = id;
 }
 
-int glm_rewind(glm_model *m, int pos) {
-    if (pos < 0 || pos > m->pos) return fail(m, "rewind to %d: the session holds %d tokens", pos, m->pos);
-    /* the cache keeps positions < pos; what follows is overwritten by the
-    ** next tokens. The penalty's history is not rebuilt (ids are gone). */
-    m->pos = pos;
-    if (pos == 0)
-        for (int i = 0; i < HISTORY; i++) m->hist[i] = -1;
-    m->last = NULL;
+static int check_seq(glm_model *m, int seq) {
+    if (seq < 0 || seq >= m->P)
+        return fail(m, "conversation %d: the model serves %d (0..%d)", seq, m->P, m->P - 1);
     return 0;
 }
 
-void glm_reset(glm_model *m) { glm_rewind(m, 0); }
+/* A graph run overwrites the logits rows of every conversation that was
+** going to sample from that graph's output: they have nothing to sample now. */
+static void forget_last(glm_model *m, int decode) {
+    for (int i = 0; i < m->P; i++)
+        if (m->seq[i].last && (m->seq[i].last == m->pview) != decode) m->seq[i].last = NULL;
+}
 
-static int check_ids(glm_model *m, const int32_t *ids, int n) {
+int glm_seq_rewind(glm_model *m, int seq, int pos) {
+    if (check_seq(m, seq)) return -1;
+    glm_seq *q = &m->seq[seq];
+    if (pos < 0 || pos > q->pos)
+        return fail(m, "rewind to %d: the session holds %d tokens", pos, q->pos);
+    /* the cache keeps positions < pos; what follows is overwritten by the
+    ** next tokens. The penalty's history is not rebuilt (ids are gone). */
+    q->pos = pos;
+    if (pos == 0)
+        for (int i = 0; i < HISTORY; i++) q->hist[i] = -1;
+    q->last = NULL;
+    return 0;
+}
+
+int glm_rewind(glm_model *m, int pos) { return glm_seq_rewind(m, 0, pos); }
+
+void glm_reset(glm_model *m) { glm_seq_rewind(m, 0, 0); }
+
+static int check_ids(glm_model *m, const glm_seq *q, const int32_t *ids, int n) {
     if (n < 1) return fail(m, "no ids");
-    if ((int64_t)m->pos + n > m->L)
+    if ((int64_t)q->pos + n > m->L)
         return fail(m, "the context is full: %d tokens held, %d more, the cache holds %lld (a "
-                    "longer --ctx, or a new session)", m->pos, n, (long long)m->L);
+                    "longer --ctx, or a new session)", q->pos, n, (long long)m->L);
     for (int i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= m->cfg.vocab)
             return fail(m, "id %d at %d is not in 0..%d", (int)ids[i], i, m->cfg.vocab - 1);
     return 0;
 }
 
-int glm_prefill(glm_model *m, const int32_t *ids, int n, float *last, float *all) {
-    if (check_ids(m, ids, n)) return -1;
+int glm_seq_prefill(glm_model *m, int seq, const int32_t *ids, int n, float *last, float *all) {
+    if (check_seq(m, seq)) return -1;
+    glm_seq *q = &m->seq[seq];
+    if (check_ids(m, q, ids, n)) return -1;
     if (all && !m->all_logits) return fail(m, "every position's logits need all_logits at open");
     const int V = m->cfg.vocab, T = m->T;
-    m40_tensor *ti, *tp, *tl;
+    m40_tensor *ti, *tp, *tl, *ts = NULL;
     if (m40_graph_get_tensor(m->pg, m->pi.input_ids, &ti) != M40_OK ||
         m40_graph_get_tensor(m->pg, m->pi.position, &tp) != M40_OK ||
-        m40_graph_get_tensor(m->pg, m->pi.logits, &tl) != M40_OK)
+        m40_graph_get_tensor(m->pg, m->pi.logits, &tl) != M40_OK ||
+        (m->pi.slot >= 0 && m40_graph_get_tensor(m->pg, m->pi.slot, &ts) != M40_OK))
         return lib_fail(m, "prefill tensors");
+    int32_t slot = seq;
+    if (ts && m40_tensor_upload(m->ctx, ts, &slot, 4) != M40_OK) return lib_fail(m, "prefill slot");
+    forget_last(m, 0);
     for (int done = 0; done < n;) {
         /* a short chunk is padded at the front (position -1: no token), so
         ** the graph's last row is the last real token */
         int k = n - done < T ? n - done : T, pad = T - k;
         for (int i = 0; i < T; i++) {
             m->ids_buf[i] = i < pad ? 0 : ids[done + i - pad];
-            m->pos_buf[i] = i < pad ? -1 : m->pos + i - pad;
+            m->pos_buf[i] = i < pad ? -1 : q->pos + i - pad;
         }
         if (m40_tensor_upload(m->ctx, ti, m->ids_buf, (size_t)T * 4) != M40_OK ||
             m40_tensor_upload(m->ctx, tp, m->pos_buf, (size_t)T * 4) != M40_OK ||
@@ -399,47 +455,87 @@ int glm_prefill(glm_model *m, const int32_t *ids, int n, float *last, float *all
                 return lib_fail(m, "prefill logits");
             memcpy(all + (size_t)done * V, m->rows + (size_t)pad * V, (size_t)k * V * sizeof(float));
         }
-        for (int i = 0; i < k; i++) push_history(m, ids[done + i]);
-        m->pos += k;
+        for (int i = 0; i < k; i++) push_history(q, ids[done + i]);
+        q->pos += k;
         done += k;
     }
-    m->last = m->pview;
+    q->last = m->pview;
     if (last && m40_tensor_download(m->ctx, m->pview, last, (size_t)V * 4) != M40_OK)
         return lib_fail(m, "prefill logits");
     return 0;
 }
 
-int glm_step(glm_model *m, int32_t id, float *logits) {
-    if (check_ids(m, &id, 1)) return -1;
+int glm_prefill(glm_model *m, const int32_t *ids, int n, float *last, float *all) {
+    return glm_seq_prefill(m, 0, ids, n, last, all);
+}
+
+int glm_step_batch(glm_model *m, int n, const int *seqs, const int32_t *ids) {
+    if (n < 1 || n > m->P) return fail(m, "a step of %d conversations (1..%d)", n, m->P);
+    for (int i = 0; i < m->P; i++) {
+        m->ids_buf[i] = 0;
+        m->pos_buf[i] = -1; /* an idle row: no token, nothing appended */
+    }
+    for (int i = 0; i < n; i++) {
+        if (check_seq(m, seqs[i])) return -1;
+        glm_seq *q = &m->seq[seqs[i]];
+        if (m->pos_buf[seqs[i]] >= 0) return fail(m, "conversation %d twice in one step", seqs[i]);
+        if (check_ids(m, q, &ids[i], 1)) return -1;
+        m->ids_buf[seqs[i]] = ids[i];
+        m->pos_buf[seqs[i]] = q->pos;
+    }
     m40_tensor *ti, *tp;
-    int32_t pos = m->pos;
     if (m40_graph_get_tensor(m->dg, m->di.input_ids, &ti) != M40_OK ||
         m40_graph_get_tensor(m->dg, m->di.position, &tp) != M40_OK ||
-        m40_tensor_upload(m->ctx, ti, &id, 4) != M40_OK ||
-        m40_tensor_upload(m->ctx, tp, &pos, 4) != M40_OK || m40_graph_run(m->dg) != M40_OK)
+        m40_tensor_upload(m->ctx, ti, m->ids_buf, (size_t)m->P * 4) != M40_OK ||
+        m40_tensor_upload(m->ctx, tp, m->pos_buf, (size_t)m->P * 4) != M40_OK ||
+        m40_graph_run(m->dg) != M40_OK)
         return lib_fail(m, "decode");
     /* on a GPU the step becomes one captured CUDA graph after its first run */
     if (!m->captured && m40_graph_capture(m->dg, 1) == M40_OK) m->captured = 1;
-    push_history(m, id);
-    m->pos++;
-    m->last = m->dview;
-    if (logits && m40_tensor_download(m->ctx, m->dview, logits, (size_t)m->cfg.vocab * 4) != M40_OK)
+    forget_last(m, 1);
+    for (int i = 0; i < n; i++) {
+        glm_seq *q = &m->seq[seqs[i]];
+        push_history(q, ids[i]);
+        q->pos++;
+        q->last = m->drow[seqs[i]];
+    }
+    return 0;
+}
+
+int glm_step(glm_model *m, int32_t id, float *logits) {
+    const int seq = 0;
+    if (glm_step_batch(m, 1, &seq, &id)) return -1;
+    if (logits && m40_tensor_download(m->ctx, m->drow[0], logits, (size_t)m->cfg.vocab * 4) != M40_OK)
         return lib_fail(m, "decode logits");
     return 0;
 }
 
-int glm_sample(glm_model *m, const m40_sampler_desc *s, int32_t *id, float *p) {
-    if (!m->last) return fail(m, "nothing to sample from: prefill or step first");
-    int32_t pos = m->pos;
+int glm_seq_sample(glm_model *m, int seq, const m40_sampler_desc *s, int32_t *id, float *p) {
+    if (check_seq(m, seq)) return -1;
+    glm_seq *q = &m->seq[seq];
+    if (!q->last) return fail(m, "nothing to sample from: prefill or step first");
+    int32_t pos = q->pos;
     float out[2];
-    if (m40_tensor_upload(m->ctx, m->t_hist, m->hist, sizeof m->hist) != M40_OK ||
+    if (m40_tensor_upload(m->ctx, m->t_hist, q->hist, sizeof q->hist) != M40_OK ||
         m40_tensor_upload(m->ctx, m->t_pos, &pos, 4) != M40_OK ||
-        m40_sample(m->ctx, s, m->last, m->t_hist, m->t_pos, m->t_out) != M40_OK ||
+        m40_sample(m->ctx, s, q->last, m->t_hist, m->t_pos, m->t_out) != M40_OK ||
         m40_tensor_download(m->ctx, m->t_out, out, sizeof out) != M40_OK)
         return lib_fail(m, "sample");
     *id = (int32_t)out[0];
     if (p) *p = out[1];
     return 0;
+}
+
+int glm_seq_logits(glm_model *m, int seq, float *logits) {
+    if (check_seq(m, seq)) return -1;
+    if (!m->seq[seq].last) return fail(m, "conversation %d has no logits: prefill or step it", seq);
+    if (m40_tensor_download(m->ctx, m->seq[seq].last, logits, (size_t)m->cfg.vocab * 4) != M40_OK)
+        return lib_fail(m, "logits");
+    return 0;
+}
+
+int glm_sample(glm_model *m, const m40_sampler_desc *s, int32_t *id, float *p) {
+    return glm_seq_sample(m, 0, s, id, p);
 }
 
 /* ---- saving --------------------------------------------------------------- */

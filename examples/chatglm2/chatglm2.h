@@ -18,8 +18,12 @@
 **   glm_sample       an id from the last logits (m40_sample on the device)
 **   glm_rewind       back to an earlier position (the cache is kept: a new
 **                    round overwrites what follows); glm_reset = rewind(0)
-** One session (one sequence) per model for now. Every call returns 0 or -1
-** with a message in glm_errmsg; nothing prints or exits. */
+**   glm_step_batch   one decode step of several conversations at once
+**                    (open with parallel > 1: m40-server's continuous
+**                    batching); the glm_seq_* calls name the conversation,
+**                    the plain calls are conversation 0
+** Every call returns 0 or -1 with a message in glm_errmsg; nothing prints
+** or exits. */
 #ifndef M40_EXAMPLES_CHATGLM2_H
 #define M40_EXAMPLES_CHATGLM2_H
 
@@ -28,6 +32,8 @@
 #include <stdint.h>
 
 typedef struct glm_model glm_model;
+
+#define GLM_MAX_PARALLEL 256
 
 typedef struct glm_open_opts {
     const char *path;        /* file or directory */
@@ -38,6 +44,8 @@ typedef struct glm_open_opts {
     int device;              /* CUDA ordinal */
     int all_logits;          /* 1: glm_prefill can return every position's logits */
     const char *budget;      /* NULL: the device's free memory; "m40-12g", "m40-24g" */
+    int parallel;            /* conversations held at once, each its own ctx-token
+                             ** cache row (0, 1: one; at most GLM_MAX_PARALLEL) */
     /* loading progress (m40_chatglm2_desc.progress), or NULL */
     void (*progress)(void *user, const char *stage, uint64_t done, uint64_t total);
     void *progress_user;
@@ -69,6 +77,25 @@ int glm_step(glm_model *m, int32_t id, float *logits);
 int glm_sample(glm_model *m, const m40_sampler_desc *s, int32_t *id, float *p);
 int glm_rewind(glm_model *m, int pos);
 void glm_reset(glm_model *m);
+
+/* Several conversations (glm_open_opts.parallel): seq in 0..parallel-1,
+** each with its own cache row, position, penalty history and last logits.
+** The calls above are conversation 0's. A graph run replaces the logits of
+** the conversations that ran in it: glm_seq_prefill makes every other
+** conversation's prefill logits stale, glm_step_batch every other
+** conversation's step logits (sampling those fails: step or prefill them
+** first). */
+int glm_parallel(const glm_model *m);
+int glm_seq_pos(const glm_model *m, int seq); /* -1: no such conversation */
+int glm_seq_prefill(glm_model *m, int seq, const int32_t *ids, int n, float *last, float *all);
+/* One decode step of n distinct conversations seqs[0..n) (1 <= n <=
+** parallel), ids[i] appended to seqs[i] at its own position: one graph
+** run (the others' rows idle). Then glm_seq_sample each. */
+int glm_step_batch(glm_model *m, int n, const int *seqs, const int32_t *ids);
+int glm_seq_sample(glm_model *m, int seq, const m40_sampler_desc *s, int32_t *id, float *p);
+/* The V logits conversation seq samples from next. */
+int glm_seq_logits(glm_model *m, int seq, float *logits);
+int glm_seq_rewind(glm_model *m, int seq, int pos);
 
 /* Writes the loaded model as one safetensors file: every weight as it is
 ** held (converted, or quantized at load: the next load of that file is a

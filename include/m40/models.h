@@ -196,10 +196,11 @@ typedef struct m40_chatglm2_desc {
     ** by _init). With a file, the file's shape is used. */
     m40_chatglm2_config config;
     /* Optional, for running: an allocated ChatGLM2 graph of the same
-    ** config, format, batch and ctx whose weights and KV cache this graph
-    ** uses (bound, not copied: a prefill graph and a decode graph share one
-    ** set and one cache; the first graph's plan counts them), and/or
-    ** 2·layers tensors [B, ctx, G, D] F16 on the context (k of layer 0, v
+    ** config, format, ctx and cache sequences (slots, or batch) whose
+    ** weights and KV cache this graph uses (bound, not copied: a prefill
+    ** graph and a decode graph share one set and one cache; the first
+    ** graph's plan counts them), and/or 2·layers tensors [S, ctx, G, D]
+    ** F16 (S: slots, or batch) on the context (k of layer 0, v
     ** of layer 0, k of layer 1, ...) bound as the KV cache instead. NULL:
     ** the graph's own. With weights_from, `config` must be that graph's
     ** (its m40_chatglm2_info.config). */
@@ -229,6 +230,15 @@ typedef struct m40_chatglm2_desc {
     ** timing (m40-bench chatglm2). */
     int random_weights;
     uint64_t seed;
+    /* KV-cache sequences (slots), for serving several conversations from one
+    ** cache: 0 = batch (row b of the graph is cache row b, as before); else
+    ** 1 .. 2^20: the caches are [slots, ctx, G, D] and the graph gets an
+    ** input "slot" i32 [B] saying which cache row each of its sequences
+    ** reads and appends to (m40_chatglm2_info.slot). So a batch-1 prefill
+    ** graph fills any one conversation of a batch-`slots` decode graph that
+    ** shares its cache (weights_from), and that decode graph steps them
+    ** all at once (position -1 leaves a row idle). */
+    int slots;
 } m40_chatglm2_desc;
 
 M40_API void m40_chatglm2_desc_init(m40_chatglm2_desc *d);
@@ -239,6 +249,7 @@ typedef struct m40_chatglm2_info {
     int position;        /* [B,T] i32: the position of each token (0-based,
                          ** over the whole conversation; -1: padding) */
     int logits;          /* [B,1,V] f32: the last position's */
+    int slot;            /* [B] i32: each sequence's cache row (desc.slots > 0), else -1 */
     uint64_t params;     /* parameters (a quantized weight counts once) */
     int allocated;       /* 1: weights given (file or weights_from), graph allocated */
     m40_plan_info plan;  /* when allocated */

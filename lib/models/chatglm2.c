@@ -350,6 +350,9 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
     const m40_dtype small = f == M40_WFMT_FP32 ? M40_DTYPE_F32 : M40_DTYPE_F16;
     info->input_ids = tensor(b, M40_ROLE_INPUT, "input_ids", M40_DTYPE_I32, 2, B, T, 0, 0);
     info->position = tensor(b, M40_ROLE_INPUT, "position", M40_DTYPE_I32, 2, B, T, 0, 0);
+    /* the caches' sequences: the graph's own rows, or `slots` chosen per run */
+    const int64_t S = d->slots > 0 ? d->slots : B;
+    info->slot = d->slots > 0 ? tensor(b, M40_ROLE_INPUT, "slot", M40_DTYPE_I32, 1, B, 0, 0, 0) : -1;
     /* the residual stream: updated in place by each RMSNORM's residual step */
     int h = tensor(b, M40_ROLE_STATE, "hidden", M40_DTYPE_F32, 3, B, T, C, 0);
     int emb = weight(g, "transformer.embedding.word_embeddings.weight", small, 2, c->vocab, C);
@@ -378,9 +381,9 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
         nd.inputs[1] = info->position;
         qkv = m40__mb_node(b, &nd);
         snprintf(n, sizeof n, "%s.k_cache", p);
-        int kc = tensor(b, M40_ROLE_STATE, n, M40_DTYPE_F16, 4, B, L, G, D);
+        int kc = tensor(b, M40_ROLE_STATE, n, M40_DTYPE_F16, 4, S, L, G, D);
         snprintf(w, sizeof w, "%s.v_cache", p);
-        int vc = tensor(b, M40_ROLE_STATE, w, M40_DTYPE_F16, 4, B, L, G, D);
+        int vc = tensor(b, M40_ROLE_STATE, w, M40_DTYPE_F16, 4, S, L, G, D);
         if (d->kv_cache && kc >= 0 && vc >= 0 && b->st == M40_OK) {
             m40_status st;
             if ((st = m40_graph_bind(b->g, kc, d->kv_cache[2 * l])) != M40_OK ||
@@ -401,6 +404,10 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
         nd.inputs[1] = kc;
         nd.inputs[2] = vc;
         nd.inputs[3] = info->position;
+        if (info->slot >= 0) {
+            nd.ninputs = 5;
+            nd.inputs[4] = info->slot;
+        }
         int o = m40__mb_node(b, &nd);
         snprintf(n, sizeof n, "%s.self_attention.dense", p);
         int dense = linear(g, n, o, C, H * D, f, 0);
@@ -594,6 +601,9 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
                         "m40_chatglm2_desc_init first)", FN, d->struct_size, sizeof *d);
     if (d->batch < 1 || d->batch > MAX_BATCH)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: batch %d is not in 1..%d", FN, d->batch,
+                        MAX_BATCH);
+    if (d->slots < 0 || d->slots > MAX_BATCH)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: slots %d is not in 0..%d", FN, d->slots,
                         MAX_BATCH);
     if ((int)d->weights < 0 || d->weights >= M40_WFMT_COUNT)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: unknown weight format %d", FN,

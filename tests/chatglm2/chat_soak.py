@@ -6,6 +6,12 @@ that old rounds are dropped and re-prefilled again and again; host memory
 sampled every few seconds. Both must stay flat once warm: the last third's
 peak at most the first third's (after a warm-up) plus a margin.
 
+Under AddressSanitizer (M40_SOAK_ASAN=1, set by CMake for M40_SANITIZE
+builds) host RSS says nothing: freed memory waits in ASan's quarantine (256
+MB), so RSS climbs for the whole of a short run (CI saw 100 -> 340 MB in 20
+s). There the host check is LeakSanitizer's, at m40-chat's exit (a leak
+fails with exit status 23); device memory is still sampled.
+
     python3 tests/chatglm2/chat_soak.py M40_CHAT MODEL_DIR SECONDS [m40-chat args...]
 
 e.g. on the H200 for 30 minutes on the 6B-shaped random model:
@@ -13,6 +19,7 @@ e.g. on the H200 for 30 minutes on the 6B-shaped random model:
     python3 tests/chatglm2/chat_soak.py build/m40-chat /tmp/glm6b 1800 --dtype int4 --ctx 2048
 Default args: --cpu --dtype fp32 --ctx 512."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -84,7 +91,12 @@ rc = p.wait(timeout=120)
 ok = rc == 0 and errors == 0 and len(samples) >= 6
 warm = samples[len(samples) // 6:]
 third = max(1, len(warm) // 3)
+asan = os.environ.get("M40_SOAK_ASAN") == "1"
+if asan:
+    print("host RSS not judged under ASan (quarantine); LeakSanitizer checks at exit: exit %d" % rc)
 for k, name, margin in [(1, "host RSS", 8.0), (2, "device", 2.0)]:
+    if k == 1 and asan:
+        continue
     vals = [s[k] for s in warm if s[k] is not None]
     if len(vals) < 3:
         continue

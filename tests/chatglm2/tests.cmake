@@ -63,4 +63,18 @@ if(TARGET m40-chat AND Python3_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/chat_soak.py
                    $<TARGET_FILE:m40-chat> ${M40_CHAT_MODEL} 20)
   set_tests_properties(m40_chat_soak PROPERTIES LABELS cpu FIXTURES_REQUIRED chat_model TIMEOUT 200)
+  if(M40_SANITIZE) # host RSS is ASan's quarantine there: LeakSanitizer judges instead
+    set_tests_properties(m40_chat_soak PROPERTIES ENVIRONMENT "M40_SOAK_ASAN=1")
+  endif()
+endif()
+# Continuous batching in the example's model API (glm_open_opts.parallel):
+# conversations joining and leaving a batched decode get what they get alone.
+if(TARGET m40_chatglm2_example)
+  m40_add_test(NAME test_glm_parallel SOURCES tests/chatglm2/test_glm_parallel.c LABELS cpu)
+  target_link_libraries(test_glm_parallel PRIVATE m40_chatglm2_example)
+  if(M40_HAVE_CUDA)
+    add_test(NAME test_gpu_glm_parallel COMMAND test_glm_parallel --gpu
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(test_gpu_glm_parallel PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
+  endif()
 endif()

@@ -1,0 +1,218 @@
+/* Continuous batching in the ChatGLM2 example API (examples/chatglm2,
+** glm_open_opts.parallel): several conversations in one KV cache, prefilled
+** one at a time into their own cache rows (the prefill graph's slot input)
+** and stepped together (the decode graph at batch `parallel`, idle rows at
+** position -1). Each conversation must get exactly what it gets alone on a
+** one-conversation model: the logits of every step (max |Δ| / max |ref| <=
+** 1e-5 on the CPU, 1e-4 on a GPU, where batch 3 may take another GEMV
+** schedule than batch 1) and the same greedy ids, while the others join
+** late, leave, and a cache row is reused from position 0. Then the
+** refusals: a conversation out of range or named twice in a step, stale
+** logits, a step past the context.
+** tests/fixtures/chatglm2/tiny.safetensors (2 layers, V = 320), fp32 and
+** int8 weights. `--gpu`: on a GPU context (exit 77 without one). */
+#include "chatglm2.h"
+#include "check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MODEL "tests/fixtures/chatglm2/tiny.safetensors"
+#define NSEQ 3
+#define STEPS 10
+#define MAXLEN 24
+
+static int V, gpu;
+
+typedef struct conv {
+    int32_t prompt[MAXLEN];
+    int n;
+    int32_t ids[STEPS + 1];    /* greedy ids alone: after the prompt, after each step */
+    float *logits;             /* [STEPS + 1][V] alone */
+} conv;
+
+static glm_model *open_model(m40_wformat dt, int parallel) {
+    glm_open_opts o;
+    glm_open_opts_init(&o);
+    o.path = MODEL;
+    o.dtype = dt;
+    o.ctx = 64;
+    o.chunk = 5;
+    o.cpu = !gpu;
+    o.parallel = parallel;
+    glm_model *m = NULL;
+    char err[512];
+    if (glm_model_open(&o, &m, err, sizeof err)) {
+        fprintf(stderr, "open (parallel %d): %s\n", parallel, err);
+        return NULL;
+    }
+    return m;
+}
+
+static int greedy(glm_model *m, int seq, int32_t *id) {
+    m40_sampler_desc s;
+    m40_sampler_desc_init(&s);
+    s.temperature = 0.0f;
+    return glm_seq_sample(m, seq, &s, id, NULL);
+}
+
+static double rel_err(const float *got, const float *ref) {
+    double d = 0, r = 0;
+    for (int i = 0; i < V; i++) {
+        if (!isfinite(got[i])) return INFINITY;
+        d = fmax(d, fabs((double)got[i] - ref[i]));
+        r = fmax(r, fabs((double)ref[i]));
+    }
+    return r > 0 ? d / r : d;
+}
+
+/* Each conversation alone: prompt, then STEPS greedy steps. */
+static int alone(glm_model *m, conv *c) {
+    glm_reset(m);
+    if (glm_prefill(m, c->prompt, c->n, c->logits, NULL) || greedy(m, 0, &c->ids[0])) return 0;
+    for (int k = 0; k < STEPS; k++)
+        if (glm_step(m, c->ids[k], c->logits + (size_t)(k + 1) * V) || greedy(m, 0, &c->ids[k + 1]))
+            return 0;
+    return 1;
+}
+
+/* The batched schedule: conversation 0 starts, 2 joins after 3 steps, 1
+** after 6; each runs its STEPS steps, so they finish at different times
+** and the batch shrinks again. done[c]: steps taken by c. */
+static void batched(glm_model *m, conv *cv, double tol, const char *tag) {
+    int done[NSEQ] = {0}, started[NSEQ] = {0}, join[NSEQ] = {0, 6, 3};
+    float *row = malloc((size_t)V * sizeof *row);
+    double worst = 0;
+    int same = 1, ok = 1;
+    for (int t = 0; ok; t++) {
+        for (int c = 0; c < NSEQ && ok; c++)
+            if (!started[c] && t >= join[c]) {
+                started[c] = 1;
+                int32_t id;
+                ok = glm_seq_rewind(m, c, 0) == 0 && glm_seq_prefill(m, c, cv[c].prompt, cv[c].n, NULL, NULL) == 0 &&
+                     glm_seq_logits(m, c, row) == 0 && greedy(m, c, &id) == 0;
+                if (ok) {
+                    worst = fmax(worst, rel_err(row, cv[c].logits));
+                    same &= id == cv[c].ids[0];
+                }
+            }
+        int seqs[NSEQ], n = 0;
+        int32_t ids[NSEQ];
+        for (int c = 0; c < NSEQ; c++)
+            if (started[c] && done[c] < STEPS) {
+                seqs[n] = c;
+                ids[n++] = cv[c].ids[done[c]]; /* the reference's ids: a miss shows in the logits */
+            }
+        if (!n && started[0] && started[1] && started[2]) break;
+        if (!n) continue;
+        if (!ok || glm_step_batch(m, n, seqs, ids)) {
+            fprintf(stderr, "%s: %s\n", tag, glm_errmsg(m));
+            ok = 0;
+            break;
+        }
+        for (int i = 0; i < n && ok; i++) {
+            int c = seqs[i];
+            int32_t id;
+            done[c]++;
+            ok = glm_seq_logits(m, c, row) == 0 && greedy(m, c, &id) == 0;
+            if (ok) {
+                worst = fmax(worst, rel_err(row, cv[c].logits + (size_t)done[c] * V));
+                same &= id == cv[c].ids[done[c]];
+            }
+        }
+    }
+    if (!ok) fprintf(stderr, "%s: %s\n", tag, glm_errmsg(m));
+    CHECK(ok);
+    for (int c = 0; c < NSEQ; c++) CHECK(done[c] == STEPS);
+    printf("%-30s %s: worst step logits %.2e (tol %.0e), greedy ids %s\n", tag,
+           ok && worst <= tol && same ? "ok  " : "FAIL", worst, tol, same ? "the same" : "DIFFER");
+    CHECK(worst <= tol);
+    CHECK(same);
+    for (int c = 0; c < NSEQ; c++) CHECK(glm_seq_pos(m, c) == cv[c].n + STEPS);
+    free(row);
+}
+
+static void refusals(glm_model *m) {
+    int32_t id = 1, ids[2] = {1, 2};
+    int two[2] = {1, 1}, bad = NSEQ;
+    CHECK(glm_parallel(m) == NSEQ);
+    CHECK(glm_seq_pos(m, NSEQ) == -1);
+    CHECK(glm_step_batch(m, 1, &bad, &id) == -1);
+    CHECK(strstr(glm_errmsg(m), "conversation 3") != NULL);
+    CHECK(glm_step_batch(m, 2, two, ids) == -1);
+    CHECK(strstr(glm_errmsg(m), "twice") != NULL);
+    CHECK(glm_step_batch(m, 0, two, ids) == -1);
+    CHECK(glm_step_batch(m, NSEQ + 1, two, ids) == -1);
+    CHECK(glm_seq_prefill(m, -1, ids, 2, NULL, NULL) == -1);
+    /* a prefill of 1 makes 0's prefill logits stale; a step of 2 makes 1's */
+    int32_t p[3] = {5, 6, 7};
+    CHECK(glm_seq_rewind(m, 0, 0) == 0 && glm_seq_prefill(m, 0, p, 3, NULL, NULL) == 0);
+    CHECK(glm_seq_rewind(m, 1, 0) == 0 && glm_seq_prefill(m, 1, p, 2, NULL, NULL) == 0);
+    CHECK(greedy(m, 0, &id) == -1);
+    CHECK(strstr(glm_errmsg(m), "nothing to sample") != NULL);
+    CHECK(greedy(m, 1, &id) == 0);
+    int one = 1, two_ = 2;
+    CHECK(glm_step_batch(m, 1, &one, p) == 0);
+    CHECK(greedy(m, 1, &id) == 0);
+    CHECK(glm_seq_rewind(m, 2, 0) == 0 && glm_seq_prefill(m, 2, p, 1, NULL, NULL) == 0);
+    CHECK(glm_step_batch(m, 1, &two_, p) == 0);
+    CHECK(greedy(m, 1, &id) == -1); /* its row ran idle in 2's step */
+    /* a step past the context: the whole step is refused, nothing moves */
+    CHECK(glm_seq_rewind(m, 0, 0) == 0);
+    int32_t fill[64];
+    for (int i = 0; i < 64; i++) fill[i] = i % V;
+    CHECK(glm_seq_prefill(m, 0, fill, 64, NULL, NULL) == 0);
+    int both[2] = {0, 1};
+    int before = glm_seq_pos(m, 1);
+    CHECK(glm_step_batch(m, 2, both, ids) == -1);
+    CHECK(strstr(glm_errmsg(m), "context is full") != NULL);
+    CHECK(glm_seq_pos(m, 1) == before && glm_seq_pos(m, 0) == 64);
+    CHECK(glm_step_batch(m, 1, &one, ids) == 0); /* and the model still serves */
+}
+
+int main(int argc, char **argv) {
+    gpu = argc > 1 && !strcmp(argv[1], "--gpu");
+    if (gpu) {
+        m40_ctx *probe = m40t_gpu_ctx_or_skip(argv[0]);
+        if (!probe) return M40T_SKIP;
+        m40_ctx_destroy(probe);
+    }
+    const m40_wformat fmts[2] = {M40_WFMT_FP32, M40_WFMT_INT8};
+    for (int f = 0; f < 2; f++) {
+        glm_model *one = open_model(fmts[f], 1), *many = open_model(fmts[f], NSEQ);
+        CHECK(one && many);
+        if (!one || !many) {
+            glm_model_close(one);
+            glm_model_close(many);
+            continue;
+        }
+        V = glm_config(one)->vocab;
+        conv cv[NSEQ];
+        uint32_t r = 12345u + (uint32_t)f;
+        for (int c = 0; c < NSEQ; c++) {
+            cv[c].n = 3 + 7 * c; /* 3, 10, 17: one chunk, two, four */
+            for (int i = 0; i < cv[c].n; i++) {
+                r = r * 1664525u + 1013904223u;
+                cv[c].prompt[i] = (int32_t)((r >> 8) % (uint32_t)V);
+            }
+            cv[c].logits = malloc((size_t)(STEPS + 1) * V * sizeof(float));
+            CHECK(alone(one, &cv[c]));
+        }
+        /* the three must differ, or mixing up rows would go unseen */
+        CHECK(cv[0].ids[0] != cv[1].ids[0] || cv[0].ids[1] != cv[1].ids[1] ||
+              rel_err(cv[0].logits, cv[1].logits) > 1e-3);
+        char tag[64];
+        snprintf(tag, sizeof tag, "%s %s, 3 conversations", gpu ? "gpu" : "cpu", m40_wformat_name(fmts[f]));
+        batched(many, cv, gpu ? 1e-4 : 1e-5, tag);
+        /* again on the same cache rows (rewound to 0): nothing of the first round stays */
+        snprintf(tag, sizeof tag, "%s %s, rows reused", gpu ? "gpu" : "cpu", m40_wformat_name(fmts[f]));
+        batched(many, cv, gpu ? 1e-4 : 1e-5, tag);
+        refusals(many);
+        for (int c = 0; c < NSEQ; c++) free(cv[c].logits);
+        glm_model_close(one);
+        glm_model_close(many);
+    }
+    return m40t_finish(argv[0]);
+}

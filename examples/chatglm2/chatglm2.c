@@ -20,8 +20,12 @@
 typedef struct glm_seq {
     int pos;                   /* tokens in it */
     int32_t hist[HISTORY];     /* the last ids, oldest first; -1: none */
-    m40_tensor *last;          /* [1,V] view of the logits the next sample reads, or NULL */
+    int src, row;              /* the logits the next sample reads: row `row` of graph
+                               ** src (0 the prefill graph, 1 + k decode graph k), or
+                               ** src -1: none */
 } glm_seq;
+
+#define MAX_DG 10 /* decode graphs: batch 1, 2, 4, ..., parallel */
 
 struct glm_model {
     m40_ctx *ctx;
@@ -32,15 +36,23 @@ struct glm_model {
     int T;                     /* prefill chunk */
     int P;                     /* sequences (cache slots) */
     int all_logits;
-    /* P = 1: both graphs batch 1. P > 1: the prefill graph batch 1 with a
-    ** slot input, the decode graph batch P (row s = slot s): one step of
-    ** every active conversation is one graph run. */
-    m40_graph *pg, *dg;        /* prefill chunk, decode step */
-    m40_chatglm2_info pi, di;
-    int captured;
+    /* P = 1: both graphs batch 1, as one conversation needs. P > 1: every
+    ** graph has a slot input (each row's cache row): the prefill graph at
+    ** batch 1 fills one conversation, and decode graphs at batch 1, 2, 4,
+    ** ..., P step the active ones together in the smallest that holds
+    ** them (one user pays for batch 1, eight for batch 8: idle rows still
+    ** cost their share of every GEMV). All share the weights and cache. */
+    m40_graph *pg;             /* prefill chunk */
+    m40_chatglm2_info pi;
+    int ndg;
+    m40_graph *dg[MAX_DG];     /* decode steps */
+    m40_chatglm2_info di[MAX_DG];
+    int dbatch[MAX_DG];
+    int captured[MAX_DG];
     glm_seq *seq;              /* [P] */
     m40_tensor *pview;         /* [1,V] view of the prefill graph's last logits row */
-    m40_tensor **drow;         /* [P] views of the decode graph's logits rows */
+    m40_tensor **drow[MAX_DG]; /* [dbatch[k]] views of decode graph k's logits rows */
+    int32_t *slot_buf;         /* [P] */
     m40_tensor *t_hist, *t_pos, *t_out; /* sampler inputs [1,HISTORY], [1], output [1,2] */
     int32_t *ids_buf, *pos_buf;        /* [max(T, P)] */
     float *rows;               /* [T·V] when all_logits */
@@ -77,7 +89,7 @@ m40_ctx *glm_ctx(glm_model *m) { return m->ctx; }
 
 void glm_plans(const glm_model *m, m40_plan_info *prefill, m40_plan_info *decode) {
     if (prefill) *prefill = m->pi.plan;
-    if (decode) *decode = m->di.plan;
+    if (decode) *decode = m->di[m->ndg - 1].plan;
 }
 
 /* ---- the checkpoint -------------------------------------------------------- */
@@ -313,25 +325,34 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     dd.check_config = 0;
     dd.config = *c;
     dd.weights_from = m->pg;
-    dd.batch = m->P; /* every conversation's step at once, row s = slot s */
-    dd.slots = 0;
-    if (m40_chatglm2_graph(m->ctx, &dd, NULL, &m->dg, &m->di) != M40_OK) {
-        lib_fail(m, "the decode graph");
-        goto bad;
+    for (int b = 1;; b = b * 2 < m->P ? b * 2 : m->P) {
+        dd.batch = b;
+        if (m40_chatglm2_graph(m->ctx, &dd, NULL, &m->dg[m->ndg], &m->di[m->ndg]) != M40_OK) {
+            lib_fail(m, "the decode graph");
+            goto bad;
+        }
+        m->dbatch[m->ndg++] = b;
+        if (b == m->P) break;
     }
     /* the checkpoint's bytes are in the graphs now */
     for (int i = 0; i < m->nfiles; i++) m40_st_destroy(m->files[i]);
     m->nfiles = 0;
     int64_t last_row = m->all_logits ? m->T - 1 : 0;
     m->seq = calloc((size_t)m->P, sizeof *m->seq);
-    m->drow = calloc((size_t)m->P, sizeof *m->drow);
-    if (!m->seq || !m->drow) {
+    m->slot_buf = calloc((size_t)m->P, sizeof *m->slot_buf);
+    if (!m->seq || !m->slot_buf) {
         fail(m, "out of host memory");
         goto bad;
     }
     if (logits_view(m, m->pg, m->pi.logits, last_row, &m->pview)) goto bad;
-    for (int i = 0; i < m->P; i++)
-        if (logits_view(m, m->dg, m->di.logits, i, &m->drow[i])) goto bad;
+    for (int k = 0; k < m->ndg; k++) {
+        if (!(m->drow[k] = calloc((size_t)m->dbatch[k], sizeof *m->drow[k]))) {
+            fail(m, "out of host memory");
+            goto bad;
+        }
+        for (int i = 0; i < m->dbatch[k]; i++)
+            if (logits_view(m, m->dg[k], m->di[k].logits, i, &m->drow[k][i])) goto bad;
+    }
     if (new_tensor(m, M40_DTYPE_I32, 2, 1, HISTORY, 0, 0, &m->t_hist) != M40_OK ||
         new_tensor(m, M40_DTYPE_I32, 1, 1, 0, 0, 0, &m->t_pos) != M40_OK ||
         new_tensor(m, M40_DTYPE_F32, 2, 1, 2, 0, 0, &m->t_out) != M40_OK) {
@@ -358,13 +379,16 @@ bad:
 void glm_model_close(glm_model *m) {
     if (!m) return;
     m40_tensor_destroy(m->pview);
-    for (int i = 0; m->drow && i < m->P; i++) m40_tensor_destroy(m->drow[i]);
-    free(m->drow);
+    for (int k = 0; k < m->ndg; k++) {
+        for (int i = 0; m->drow[k] && i < m->dbatch[k]; i++) m40_tensor_destroy(m->drow[k][i]);
+        free(m->drow[k]);
+    }
     free(m->seq);
+    free(m->slot_buf);
     m40_tensor_destroy(m->t_hist);
     m40_tensor_destroy(m->t_pos);
     m40_tensor_destroy(m->t_out);
-    m40_graph_destroy(m->dg);
+    for (int k = m->ndg - 1; k >= 0; k--) m40_graph_destroy(m->dg[k]);
     m40_graph_destroy(m->pg);
     for (int i = 0; i < m->nfiles; i++) m40_st_destroy(m->files[i]);
     free(m->ids_buf);
@@ -389,9 +413,13 @@ static int check_seq(glm_model *m, int seq) {
 
 /* A graph run overwrites the logits rows of every conversation that was
 ** going to sample from that graph's output: they have nothing to sample now. */
-static void forget_last(glm_model *m, int decode) {
+static void forget_last(glm_model *m, int src) {
     for (int i = 0; i < m->P; i++)
-        if (m->seq[i].last && (m->seq[i].last == m->pview) != decode) m->seq[i].last = NULL;
+        if (m->seq[i].src == src) m->seq[i].src = -1;
+}
+
+static m40_tensor *last_view(glm_model *m, const glm_seq *q) {
+    return q->src < 0 ? NULL : q->src == 0 ? m->pview : m->drow[q->src - 1][q->row];
 }
 
 int glm_seq_rewind(glm_model *m, int seq, int pos) {
@@ -404,7 +432,7 @@ int glm_seq_rewind(glm_model *m, int seq, int pos) {
     q->pos = pos;
     if (pos == 0)
         for (int i = 0; i < HISTORY; i++) q->hist[i] = -1;
-    q->last = NULL;
+    q->src = -1;
     return 0;
 }
 
@@ -459,7 +487,8 @@ int glm_seq_prefill(glm_model *m, int seq, const int32_t *ids, int n, float *las
         q->pos += k;
         done += k;
     }
-    q->last = m->pview;
+    q->src = 0;
+    q->row = 0;
     if (last && m40_tensor_download(m->ctx, m->pview, last, (size_t)V * 4) != M40_OK)
         return lib_fail(m, "prefill logits");
     return 0;
@@ -471,33 +500,42 @@ int glm_prefill(glm_model *m, const int32_t *ids, int n, float *last, float *all
 
 int glm_step_batch(glm_model *m, int n, const int *seqs, const int32_t *ids) {
     if (n < 1 || n > m->P) return fail(m, "a step of %d conversations (1..%d)", n, m->P);
-    for (int i = 0; i < m->P; i++) {
-        m->ids_buf[i] = 0;
-        m->pos_buf[i] = -1; /* an idle row: no token, nothing appended */
-    }
+    int k = 0;
+    while (m->dbatch[k] < n) k++;
+    const int B = m->dbatch[k];
+    for (int i = 0; i < m->P; i++) m->slot_buf[i] = -1; /* which row holds conversation i */
     for (int i = 0; i < n; i++) {
         if (check_seq(m, seqs[i])) return -1;
-        glm_seq *q = &m->seq[seqs[i]];
-        if (m->pos_buf[seqs[i]] >= 0) return fail(m, "conversation %d twice in one step", seqs[i]);
-        if (check_ids(m, q, &ids[i], 1)) return -1;
-        m->ids_buf[seqs[i]] = ids[i];
-        m->pos_buf[seqs[i]] = q->pos;
+        if (m->slot_buf[seqs[i]] >= 0) return fail(m, "conversation %d twice in one step", seqs[i]);
+        if (check_ids(m, &m->seq[seqs[i]], &ids[i], 1)) return -1;
+        m->slot_buf[seqs[i]] = i;
     }
-    m40_tensor *ti, *tp;
-    if (m40_graph_get_tensor(m->dg, m->di.input_ids, &ti) != M40_OK ||
-        m40_graph_get_tensor(m->dg, m->di.position, &tp) != M40_OK ||
-        m40_tensor_upload(m->ctx, ti, m->ids_buf, (size_t)m->P * 4) != M40_OK ||
-        m40_tensor_upload(m->ctx, tp, m->pos_buf, (size_t)m->P * 4) != M40_OK ||
-        m40_graph_run(m->dg) != M40_OK)
+    /* rows 0..n-1: the conversations; the rest idle (position -1: no token,
+    ** nothing appended; slot 0 is never touched by them) */
+    for (int i = 0; i < B; i++) {
+        m->ids_buf[i] = i < n ? ids[i] : 0;
+        m->pos_buf[i] = i < n ? m->seq[seqs[i]].pos : -1;
+        m->slot_buf[i] = i < n ? seqs[i] : 0;
+    }
+    m40_tensor *ti, *tp, *ts = NULL;
+    m40_graph *g = m->dg[k];
+    if (m40_graph_get_tensor(g, m->di[k].input_ids, &ti) != M40_OK ||
+        m40_graph_get_tensor(g, m->di[k].position, &tp) != M40_OK ||
+        (m->di[k].slot >= 0 && m40_graph_get_tensor(g, m->di[k].slot, &ts) != M40_OK) ||
+        m40_tensor_upload(m->ctx, ti, m->ids_buf, (size_t)B * 4) != M40_OK ||
+        m40_tensor_upload(m->ctx, tp, m->pos_buf, (size_t)B * 4) != M40_OK ||
+        (ts && m40_tensor_upload(m->ctx, ts, m->slot_buf, (size_t)B * 4) != M40_OK) ||
+        m40_graph_run(g) != M40_OK)
         return lib_fail(m, "decode");
-    /* on a GPU the step becomes one captured CUDA graph after its first run */
-    if (!m->captured && m40_graph_capture(m->dg, 1) == M40_OK) m->captured = 1;
-    forget_last(m, 1);
+    /* on a GPU each step graph becomes one captured CUDA graph after its first run */
+    if (!m->captured[k] && m40_graph_capture(g, 1) == M40_OK) m->captured[k] = 1;
+    forget_last(m, 1 + k);
     for (int i = 0; i < n; i++) {
         glm_seq *q = &m->seq[seqs[i]];
         push_history(q, ids[i]);
         q->pos++;
-        q->last = m->drow[seqs[i]];
+        q->src = 1 + k;
+        q->row = i;
     }
     return 0;
 }
@@ -505,7 +543,7 @@ int glm_step_batch(glm_model *m, int n, const int *seqs, const int32_t *ids) {
 int glm_step(glm_model *m, int32_t id, float *logits) {
     const int seq = 0;
     if (glm_step_batch(m, 1, &seq, &id)) return -1;
-    if (logits && m40_tensor_download(m->ctx, m->drow[0], logits, (size_t)m->cfg.vocab * 4) != M40_OK)
+    if (logits && m40_tensor_download(m->ctx, m->drow[0][0], logits, (size_t)m->cfg.vocab * 4) != M40_OK)
         return lib_fail(m, "decode logits");
     return 0;
 }
@@ -513,12 +551,13 @@ int glm_step(glm_model *m, int32_t id, float *logits) {
 int glm_seq_sample(glm_model *m, int seq, const m40_sampler_desc *s, int32_t *id, float *p) {
     if (check_seq(m, seq)) return -1;
     glm_seq *q = &m->seq[seq];
-    if (!q->last) return fail(m, "nothing to sample from: prefill or step first");
+    m40_tensor *last = last_view(m, q);
+    if (!last) return fail(m, "nothing to sample from: prefill or step first");
     int32_t pos = q->pos;
     float out[2];
     if (m40_tensor_upload(m->ctx, m->t_hist, q->hist, sizeof q->hist) != M40_OK ||
         m40_tensor_upload(m->ctx, m->t_pos, &pos, 4) != M40_OK ||
-        m40_sample(m->ctx, s, q->last, m->t_hist, m->t_pos, m->t_out) != M40_OK ||
+        m40_sample(m->ctx, s, last, m->t_hist, m->t_pos, m->t_out) != M40_OK ||
         m40_tensor_download(m->ctx, m->t_out, out, sizeof out) != M40_OK)
         return lib_fail(m, "sample");
     *id = (int32_t)out[0];
@@ -528,8 +567,9 @@ int glm_seq_sample(glm_model *m, int seq, const m40_sampler_desc *s, int32_t *id
 
 int glm_seq_logits(glm_model *m, int seq, float *logits) {
     if (check_seq(m, seq)) return -1;
-    if (!m->seq[seq].last) return fail(m, "conversation %d has no logits: prefill or step it", seq);
-    if (m40_tensor_download(m->ctx, m->seq[seq].last, logits, (size_t)m->cfg.vocab * 4) != M40_OK)
+    m40_tensor *v = last_view(m, &m->seq[seq]);
+    if (!v) return fail(m, "conversation %d has no logits: prefill or step it", seq);
+    if (m40_tensor_download(m->ctx, v, logits, (size_t)m->cfg.vocab * 4) != M40_OK)
         return lib_fail(m, "logits");
     return 0;
 }

@@ -80,11 +80,12 @@ void glm_reset(glm_model *m);
 
 /* Several conversations (glm_open_opts.parallel): seq in 0..parallel-1,
 ** each with its own cache row, position, penalty history and last logits.
-** The calls above are conversation 0's. A graph run replaces the logits of
-** the conversations that ran in it: glm_seq_prefill makes every other
-** conversation's prefill logits stale, glm_step_batch every other
-** conversation's step logits (sampling those fails: step or prefill them
-** first). */
+** The calls above are conversation 0's. Logits live in the graph that
+** made them until it runs again: glm_seq_prefill makes every other
+** conversation's prefill logits stale, and a step of n conversations (run
+** by the decode graph of the smallest batch 1, 2, 4, ..., parallel that
+** holds n) those of the others last stepped in that graph. Sampling stale
+** logits fails: sample right after the prefill or step. */
 int glm_parallel(const glm_model *m);
 int glm_seq_pos(const glm_model *m, int seq); /* -1: no such conversation */
 int glm_seq_prefill(glm_model *m, int seq, const int32_t *ids, int n, float *last, float *all);

@@ -497,7 +497,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (!strcmp(url, "/health")) {
         if (!get) return send_err(s, c, 405, NULL, NULL, "use GET");
         pthread_mutex_lock(&s->mu);
-        int stopping = s->stopping, queued = s->queued, running = s->current != NULL;
+        int stopping = s->stopping, queued = s->queued, running = s->nrunning;
         int ready = s->ready;
         pthread_mutex_unlock(&s->mu);
         const char *st = stopping ? "shutting down" : ready == 0 ? "loading" : ready < 0 ? "failed" : "ok";

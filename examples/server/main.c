@@ -1,7 +1,7 @@
 /* m40-server: an OpenAI-compatible HTTP server for ChatGLM2/3 (docs/server.md).
 **
 **   m40-server --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]
-**              [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--queue N]
+**              [--parallel N] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--queue N]
 **              [--timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]
 **              [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]
 **              [--format auto|chatglm2|chatglm3] [--cpu] [--device N]
@@ -25,8 +25,8 @@
 static int usage(const char *why) {
     if (why) fprintf(stderr, "m40-server: %s\n", why);
     fputs("usage: m40-server --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N]\n"
-          "       [--chunk N] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--queue N]\n"
-          "       [--timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]\n"
+          "       [--chunk N] [--parallel N] [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
+          "       [--queue N] [--timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]\n"
           "       [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]\n"
           "       [--format auto|chatglm2|chatglm3]"
           " [--temperature T] [--top-p P] [--cpu] [--device N]\n", stderr);
@@ -73,6 +73,7 @@ int main(int argc, char **argv) {
     s.defaults.temperature = 0.8f; /* the official chat's */
     s.defaults.top_p = 0.8f;
     s.queue_cap = 16;
+    s.parallel = 4;
     s.max_body = 1 << 20;
     s.shutdown_s = 10;
     const char *host = "127.0.0.1", *tok_path = NULL, *format = "auto", *name = NULL;
@@ -106,6 +107,9 @@ int main(int argc, char **argv) {
             open.device = (int)v;
         } else if (!strcmp(o, "--port")) {
             if (glm_parse_long(argv[++i], 0, 65535, &port)) return usage("--port: 0..65535");
+        } else if (!strcmp(o, "--parallel")) {
+            if (glm_parse_long(argv[++i], 1, GLM_MAX_PARALLEL, &v)) return usage("--parallel: 1..256");
+            s.parallel = (int)v;
         } else if (!strcmp(o, "--queue")) {
             if (glm_parse_long(argv[++i], 0, 1 << 16, &v)) return usage("--queue: 0..65536");
             s.queue_cap = (int)v;
@@ -172,8 +176,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "m40-server: %s\n", err);
         goto out;
     }
-    fprintf(stderr, "m40-server: %s (%s), %lld tokens of context, on the %s\n", s.model_name,
-            s.glm3 ? "ChatGLM3" : "ChatGLM2", (long long)s.ctx, open.cpu ? "CPU" : "GPU");
+    fprintf(stderr, "m40-server: %s (%s), %d conversations of %lld tokens, on the %s\n",
+            s.model_name, s.glm3 ? "ChatGLM3" : "ChatGLM2", s.parallel, (long long)s.ctx,
+            open.cpu ? "CPU" : "GPU");
     fprintf(stderr, "m40-server: listening on http://%s%s%s:%d\n", strchr(host, ':') ? "[" : "",
             host, strchr(host, ':') ? "]" : "", bound);
     int sig = 0;

@@ -5,7 +5,8 @@
 **   http.c    libmicrohttpd: routes, auth, body limits, JSON (jansson)
 **             requests and responses, SSE streaming
 **   worker.c  the bounded queue and the one model thread that owns the
-**             glm_model (GPU or CPU context) and answers one job at a time
+**             glm_model (GPU or CPU context) and answers up to --parallel
+**             jobs at once, their decode steps batched (continuous batching)
 **   prompt.c  OpenAI messages → ChatGLM2 / ChatGLM3 prompt ids
 **
 ** Threads: libmicrohttpd runs one thread per connection; a connection
@@ -80,6 +81,7 @@ int job_sse(srv_job *j, json_t *delta, const char *finish);
 
 typedef struct srv_metrics {
     uint64_t requests, completions, prompt_tokens, generated_tokens, cancelled;
+    uint64_t steps, step_rows;     /* decode steps (graph runs), and the jobs in them */
     double prefill_s, decode_s;
     double last_decode_tok_s;
 } srv_metrics;
@@ -99,6 +101,7 @@ typedef struct srv {
     unsigned timeout_s;            /* connection inactivity timeout */
     unsigned max_per_ip;           /* open connections per client address (0: no limit) */
     double shutdown_s;             /* the bound for in-flight jobs at shutdown */
+    int parallel;                  /* jobs answered at once (conversation slots) */
     m40_sampler_desc defaults;
 
     pthread_mutex_t tok_mu;        /* the tokenizer (encode has scratch state) */
@@ -107,10 +110,11 @@ typedef struct srv {
     pthread_cond_t cv;
     srv_job *head, *tail;
     int queued;
-    srv_job *current;              /* the running job, or NULL */
+    int nrunning;                  /* jobs in slots (being answered) */
     int stopping;                  /* shutdown began: no new jobs */
-    int worker_exit;
-    int kv_used;                   /* tokens in the cache of the running job */
+    int worker_exit;               /* the worker ends when no job is left */
+    int cancel_all;                /* shutdown's bound passed: cut the running jobs */
+    int kv_used;                   /* tokens in the cache, all slots */
     srv_metrics met;
     uint64_t status_count[16];     /* responses by status (worker.c's STATUSES) */
     pthread_t worker;
@@ -118,7 +122,6 @@ typedef struct srv {
     int inited;                    /* srv_init ran */
     int ready;                     /* the model thread: 1 serving, -1 the model failed */
     char init_err[512];
-    chat_stream *st;               /* the worker's text stream */
 } srv;
 
 /* worker.c: the locks (before http_start). */
@@ -128,8 +131,8 @@ void srv_prepare(srv *s);
 int srv_init(srv *s, const glm_open_opts *open, char *err, size_t errlen);
 /* 0 queued; -1 the queue is full (429); -2 shutting down (503). */
 int srv_submit(srv *s, srv_job *j);
-/* Stops taking jobs, fails the queued ones (503), lets the running one go on
-** for shutdown_s seconds, then cancels it; joins the worker. */
+/* Stops taking jobs, fails the queued ones (503), lets the running ones go
+** on for shutdown_s seconds, then cancels them; joins the worker. */
 void srv_shutdown(srv *s);
 void srv_destroy(srv *s);
 

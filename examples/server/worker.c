@@ -1,5 +1,8 @@
-/* The bounded queue and the model thread (see server.h): one job at a time
-** on the one glm_model, text through chat_stream (UTF-8-safe, the official
+/* The bounded queue and the model thread (see server.h): up to --parallel
+** jobs at once on the one glm_model, each in its own conversation slot
+** (cache row), their decode steps batched into one graph run (continuous
+** batching: a job joins after its prefill and leaves when it ends), text
+** through one chat_stream per slot (UTF-8-safe, the official
 ** post-processing), stop strings held back until they cannot match. */
 #define _GNU_SOURCE /* memmem */
 #include "server.h"
@@ -229,97 +232,199 @@ static int add_text(srv_job *j, const char *t, size_t n, size_t *sent, int final
     return 0;
 }
 
-static void run_job(srv *s, srv_job *j) {
-    glm_model *m = s->m;
-    if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) { /* left while it waited */
-        pthread_mutex_lock(&s->mu);
+/* ---- continuous batching --------------------------------------------------- */
+
+/* A conversation slot of the model (its cache row) and the job in it. */
+typedef struct slot {
+    srv_job *j;                /* NULL: free */
+    chat_stream *st;           /* the job's text stream */
+    size_t sent;               /* text bytes delivered */
+    int32_t next;              /* the id the next step appends */
+    double t_decode;           /* when its decode began (after the prefill) */
+} slot;
+
+static void count_running(srv *s, int delta) {
+    pthread_mutex_lock(&s->mu);
+    s->nrunning += delta;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The job in sl is over: finish: "stop", "length", or NULL (cancelled);
+** err_status: non-zero, it failed with that status and message. The slot is
+** free again. */
+static void slot_end(srv *s, slot *sl, const char *finish, int stopped, int oom, int err_status,
+                     const char *err) {
+    srv_job *j = sl->j;
+    if (!err_status && !stopped && !oom && finish) {
+        const char *t;
+        size_t tn;
+        pthread_mutex_lock(&s->tok_mu);
+        int rc = chat_stream_finish(sl->st, &t, &tn);
+        pthread_mutex_unlock(&s->tok_mu);
+        if (rc) oom = 1;
+        else if (add_text(j, t, tn, &sl->sent, 1, &oom)) finish = "stop";
+    }
+    double t = now_s();
+    pthread_mutex_lock(&s->mu);
+    s->met.generated_tokens += (uint64_t)j->completion_tokens;
+    if (t > sl->t_decode && j->completion_tokens > 1)
+        s->met.last_decode_tok_s = j->completion_tokens / (t - sl->t_decode);
+    if (err_status == 499) { /* cancelled before it began */
         s->met.cancelled++;
-        pthread_mutex_unlock(&s->mu);
-        job_fail(j, 503, "cancelled");
+        err_status = 503;
+    } else if (err_status) {
+    } else if (finish) {
+        s->met.completions++;
+    } else {
+        s->met.cancelled++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (err_status) job_fail(j, err_status, err);
+    else if (oom) job_fail(j, 500, "out of host memory");
+    else if (!finish && __atomic_load_n(&j->cancel, __ATOMIC_RELAXED) == 2)
+        job_fail(j, 503, "the server is shutting down: the answer was cut");
+    else {
+        j->finish = finish;
+        job_end(j);
+    }
+    job_unref(j);
+    sl->j = NULL;
+    count_running(s, -1);
+}
+
+/* The slot's logits are ready (after its prefill or a step): draw the next
+** id, stream its text, and say whether the job goes on (1: sl->next is the
+** id for the next step) or ended (0). */
+static int slot_advance(srv *s, slot *sl, int seq) {
+    srv_job *j = sl->j;
+    glm_model *m = s->m;
+    if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) return slot_end(s, sl, NULL, 0, 0, 0, NULL), 0;
+    if (j->completion_tokens >= j->max_tokens || glm_seq_pos(m, seq) >= s->ctx)
+        return slot_end(s, sl, "length", 0, 0, 0, NULL), 0;
+    int32_t id;
+    if (glm_seq_sample(m, seq, &j->sampler, &id, NULL))
+        return slot_end(s, sl, NULL, 0, 0, 500, glm_errmsg(m)), 0;
+    if (id == M40_CHATGLM2_EOS || (s->glm3 && (id == CHATGLM3_USER || id == CHATGLM3_OBSERVATION)))
+        return slot_end(s, sl, "stop", 0, 0, 0, NULL), 0;
+    j->completion_tokens++;
+    const char *t;
+    size_t tn;
+    int oom = 0;
+    pthread_mutex_lock(&s->tok_mu);
+    int rc = chat_stream_push(sl->st, id, &t, &tn);
+    pthread_mutex_unlock(&s->tok_mu);
+    if (rc) oom = 1;
+    else if (tn && add_text(j, t, tn, &sl->sent, 0, &oom)) return slot_end(s, sl, "stop", 1, oom, 0, NULL), 0;
+    if (oom) return slot_end(s, sl, NULL, 0, 1, 0, NULL), 0;
+    /* the last id needs no step: nothing is drawn after it */
+    if (j->completion_tokens >= j->max_tokens || glm_seq_pos(m, seq) >= s->ctx)
+        return slot_end(s, sl, "length", 0, 0, 0, NULL), 0;
+    sl->next = id;
+    return 1;
+}
+
+/* A job from the queue into a free slot: its prompt prefilled into the
+** slot's cache row (the others wait: one prefill at a time), the first id
+** drawn. */
+static void slot_start(srv *s, slot *sl, int seq, srv_job *j) {
+    sl->j = j;
+    sl->sent = 0;
+    if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) { /* left while it waited */
+        slot_end(s, sl, NULL, 0, 0, 499, "cancelled");
         return;
     }
     pthread_mutex_lock(&j->mu);
     j->state = JOB_RUNNING;
     pthread_mutex_unlock(&j->mu);
     double t0 = now_s();
-    glm_reset(m);
-    if (glm_prefill(m, j->ids, j->n_ids, NULL, NULL)) {
-        job_fail(j, 500, glm_errmsg(m));
+    glm_model *m = s->m;
+    if (glm_seq_rewind(m, seq, 0) || glm_seq_prefill(m, seq, j->ids, j->n_ids, NULL, NULL)) {
+        slot_end(s, sl, NULL, 0, 0, 500, glm_errmsg(m));
         return;
     }
-    double t1 = now_s();
+    sl->t_decode = now_s();
     pthread_mutex_lock(&s->mu);
-    s->kv_used = glm_pos(m);
-    s->met.prefill_s += t1 - t0;
+    s->met.prefill_s += sl->t_decode - t0;
     s->met.prompt_tokens += (uint64_t)j->n_ids;
     pthread_mutex_unlock(&s->mu);
-    chat_stream_begin(s->st);
-    const char *t;
-    size_t tn, sent = 0;
-    int oom = 0, stopped = 0;
-    const char *finish = "length";
+    chat_stream_begin(sl->st);
+    slot_advance(s, sl, seq);
+}
+
+static void note_kv(srv *s, const slot *sl) {
+    int used = 0;
+    for (int i = 0; i < s->parallel; i++)
+        if (sl[i].j) used += glm_seq_pos(s->m, i);
+    pthread_mutex_lock(&s->mu);
+    s->kv_used = used;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The model thread's loop: fill free slots from the queue (each a
+** prefill), then one decode step of every running job at once (one graph
+** run: glm_step_batch), each drawing its next id. A job that ends frees its
+** slot for the next in the queue at once. */
+static void serve(srv *s, slot *sl) {
+    const int P = s->parallel;
+    int seqs[GLM_MAX_PARALLEL];
+    int32_t ids[GLM_MAX_PARALLEL];
     for (;;) {
-        if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
-            finish = NULL;
-            break;
-        }
-        if (j->completion_tokens >= j->max_tokens || glm_pos(m) >= s->ctx) break;
-        int32_t id;
-        if (glm_sample(m, &j->sampler, &id, NULL)) {
-            job_fail(j, 500, glm_errmsg(m));
+        int active = 0;
+        for (int i = 0; i < P; i++) active += sl[i].j != NULL;
+        pthread_mutex_lock(&s->mu);
+        while (!active && !s->head && !s->worker_exit) pthread_cond_wait(&s->cv, &s->mu);
+        if (!active && !s->head) { /* worker_exit, nothing left */
+            pthread_mutex_unlock(&s->mu);
             return;
         }
-        if (id == M40_CHATGLM2_EOS ||
-            (s->glm3 && (id == CHATGLM3_USER || id == CHATGLM3_OBSERVATION))) {
-            finish = "stop";
-            break;
-        }
-        j->completion_tokens++;
-        pthread_mutex_lock(&s->tok_mu);
-        int rc = chat_stream_push(s->st, id, &t, &tn);
-        pthread_mutex_unlock(&s->tok_mu);
-        if (rc) oom = 1;
-        else if (tn && add_text(j, t, tn, &sent, 0, &oom)) {
-            finish = "stop";
-            stopped = 1;
-        }
-        if (oom || stopped) break;
-        /* the last id needs no step: nothing is drawn after it */
-        if (j->completion_tokens < j->max_tokens && glm_pos(m) < s->ctx) {
-            if (glm_step(m, id, NULL)) {
-                job_fail(j, 500, glm_errmsg(m));
-                return;
+        srv_job *take[GLM_MAX_PARALLEL];
+        int nt = 0;
+        for (int i = 0; i < P && s->head; i++)
+            if (!sl[i].j) {
+                srv_job *j = s->head;
+                s->head = j->next;
+                if (!s->head) s->tail = NULL;
+                s->queued--;
+                s->nrunning++;
+                take[nt++] = j;
+                sl[i].j = j; /* reserved; slot_start fills it */
             }
-            pthread_mutex_lock(&s->mu);
-            s->kv_used = glm_pos(m);
-            pthread_mutex_unlock(&s->mu);
+        int cut = s->cancel_all; /* shutdown's bound passed */
+        pthread_mutex_unlock(&s->mu);
+        for (int i = 0; cut && i < P; i++)
+            if (sl[i].j) job_cancel(sl[i].j, 2);
+        for (int i = 0, k = 0; i < P && k < nt; i++)
+            if (sl[i].j == take[k]) {
+                slot_start(s, &sl[i], i, take[k]);
+                k++;
+            }
+        int n = 0;
+        for (int i = 0; i < P; i++)
+            if (sl[i].j) {
+                seqs[n] = i;
+                ids[n++] = sl[i].next;
+            }
+        if (!n) {
+            note_kv(s, sl);
+            continue;
         }
+        double t0 = now_s();
+        if (glm_step_batch(s->m, n, seqs, ids)) {
+            char err[512];
+            snprintf(err, sizeof err, "%s", glm_errmsg(s->m));
+            for (int i = 0; i < n; i++) slot_end(s, &sl[seqs[i]], NULL, 0, 0, 500, err);
+        } else {
+            for (int i = 0; i < n; i++) slot_advance(s, &sl[seqs[i]], seqs[i]);
+        }
+        double t1 = now_s();
+        pthread_mutex_lock(&s->mu);
+        s->met.decode_s += t1 - t0;
+        s->met.steps++;
+        s->met.step_rows += (uint64_t)n;
+        pthread_mutex_unlock(&s->mu);
+        note_kv(s, sl);
     }
-    if (!stopped && !oom && finish) {
-        pthread_mutex_lock(&s->tok_mu);
-        int rc = chat_stream_finish(s->st, &t, &tn);
-        pthread_mutex_unlock(&s->tok_mu);
-        if (rc) oom = 1;
-        else if (add_text(j, t, tn, &sent, 1, &oom)) finish = "stop";
-    }
-    double t2 = now_s();
-    pthread_mutex_lock(&s->mu);
-    s->met.decode_s += t2 - t1;
-    s->met.generated_tokens += (uint64_t)j->completion_tokens;
-    if (t2 > t1 && j->completion_tokens > 1) s->met.last_decode_tok_s = j->completion_tokens / (t2 - t1);
-    if (finish) s->met.completions++;
-    else s->met.cancelled++;
-    pthread_mutex_unlock(&s->mu);
-    if (oom) {
-        job_fail(j, 500, "out of host memory");
-        return;
-    }
-    if (!finish && __atomic_load_n(&j->cancel, __ATOMIC_RELAXED) == 2) {
-        job_fail(j, 503, "the server is shutting down: the answer was cut");
-        return;
-    }
-    j->finish = finish;
-    job_end(j);
 }
 
 /* The model thread: opens the model (so the GPU context is made, used and
@@ -327,7 +432,17 @@ static void run_job(srv *s, srv_job *j) {
 static void *worker_main(void *arg) {
     srv *s = arg;
     glm_model *m = NULL;
-    int ok = glm_model_open(s->open, &m, s->init_err, sizeof s->init_err) == 0;
+    glm_open_opts o = *s->open;
+    o.parallel = s->parallel;
+    slot *sl = calloc((size_t)s->parallel, sizeof *sl);
+    int ok = sl != NULL;
+    if (!ok) snprintf(s->init_err, sizeof s->init_err, "out of host memory");
+    for (int i = 0; ok && i < s->parallel; i++)
+        if (chat_stream_create(s->tok, s->glm3, &sl[i].st)) {
+            snprintf(s->init_err, sizeof s->init_err, "out of host memory");
+            ok = 0;
+        }
+    ok = ok && glm_model_open(&o, &m, s->init_err, sizeof s->init_err) == 0;
     if (ok) {
         m40_plan_info p, d;
         glm_plans(m, &p, &d);
@@ -339,27 +454,9 @@ static void *worker_main(void *arg) {
     s->ready = ok ? 1 : -1;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    for (; ok;) {
-        pthread_mutex_lock(&s->mu);
-        while (!s->head && !s->worker_exit) pthread_cond_wait(&s->cv, &s->mu);
-        srv_job *j = s->head;
-        if (!j) {
-            pthread_mutex_unlock(&s->mu);
-            break;
-        }
-        s->head = j->next;
-        if (!s->head) s->tail = NULL;
-        s->queued--;
-        s->current = j;
-        pthread_mutex_unlock(&s->mu);
-        run_job(s, j);
-        pthread_mutex_lock(&s->mu);
-        s->current = NULL;
-        s->kv_used = 0;
-        pthread_cond_broadcast(&s->cv);
-        pthread_mutex_unlock(&s->mu);
-        job_unref(j);
-    }
+    if (ok) serve(s, sl);
+    for (int i = 0; sl && i < s->parallel; i++) chat_stream_destroy(sl[i].st);
+    free(sl);
     glm_model_close(m);
     s->m = NULL;
     return NULL;
@@ -374,10 +471,7 @@ void srv_prepare(srv *s) {
 
 int srv_init(srv *s, const glm_open_opts *open, char *err, size_t errlen) {
     s->open = open;
-    if (chat_stream_create(s->tok, s->glm3, &s->st)) {
-        snprintf(err, errlen, "out of host memory");
-        return -1;
-    }
+    if (s->parallel < 1) s->parallel = 1;
     int e = pthread_create(&s->worker, NULL, worker_main, s);
     if (e) {
         snprintf(err, errlen, "cannot start the model thread: %s", strerror(e));
@@ -414,10 +508,12 @@ void srv_shutdown(srv *s) {
     dl.tv_sec = (time_t)end;
     dl.tv_nsec = (long)((end - (double)dl.tv_sec) * 1e9);
     pthread_mutex_lock(&s->mu);
-    while (s->current && pthread_cond_timedwait(&s->cv, &s->mu, &dl) != ETIMEDOUT) {
+    s->worker_exit = 1; /* the worker ends once the running jobs do */
+    pthread_cond_broadcast(&s->cv);
+    while (s->nrunning && pthread_cond_timedwait(&s->cv, &s->mu, &dl) != ETIMEDOUT) {
     }
-    if (s->current) job_cancel(s->current, 2);
-    s->worker_exit = 1;
+    s->cancel_all = s->nrunning > 0;
+    pthread_cond_broadcast(&s->cv);
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     if (s->worker_started) pthread_join(s->worker, NULL);
@@ -426,7 +522,6 @@ void srv_shutdown(srv *s) {
 
 void srv_destroy(srv *s) {
     if (!s->inited) return;
-    chat_stream_destroy(s->st);
     pthread_mutex_destroy(&s->tok_mu);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -460,7 +555,7 @@ int srv_metrics_text(srv *s, sbuf *b) {
     srv_metrics m = s->met;
     uint64_t sc[N_STATUSES];
     memcpy(sc, s->status_count, sizeof sc);
-    int queued = s->queued, running = s->current != NULL, kv = s->kv_used;
+    int queued = s->queued, running = s->nrunning, kv = s->kv_used;
     pthread_mutex_unlock(&s->mu);
     int rc = addf(b, "# HELP m40_http_responses_total HTTP responses by status code.\n"
                      "# TYPE m40_http_responses_total counter\n");
@@ -495,13 +590,22 @@ int srv_metrics_text(srv *s, sbuf *b) {
                   "m40_decode_tokens_per_second{scope=\"all\"} %.3f\n"
                   "m40_decode_tokens_per_second{scope=\"last\"} %.3f\n",
                m.decode_s > 0 ? (double)m.generated_tokens / m.decode_s : 0.0, m.last_decode_tok_s);
+    rc |= addf(b, "# HELP m40_decode_steps_total Decode steps (one graph run each, all running "
+                  "requests batched).\n# TYPE m40_decode_steps_total counter\n"
+                  "m40_decode_steps_total %llu\n"
+                  "# HELP m40_decode_step_requests_total Requests in those steps (over steps: the "
+                  "mean batch).\n# TYPE m40_decode_step_requests_total counter\n"
+                  "m40_decode_step_requests_total %llu\n",
+               (unsigned long long)m.steps, (unsigned long long)m.step_rows);
     rc |= addf(b, "# HELP m40_queue_length Requests waiting for the model.\n"
                   "# TYPE m40_queue_length gauge\nm40_queue_length %d\n"
                   "# HELP m40_queue_capacity Requests that may wait (--queue).\n"
                   "# TYPE m40_queue_capacity gauge\nm40_queue_capacity %d\n"
                   "# HELP m40_requests_running Requests being answered.\n"
-                  "# TYPE m40_requests_running gauge\nm40_requests_running %d\n",
-               queued, s->queue_cap, running);
+                  "# TYPE m40_requests_running gauge\nm40_requests_running %d\n"
+                  "# HELP m40_requests_parallel Requests answered at once at most (--parallel).\n"
+                  "# TYPE m40_requests_parallel gauge\nm40_requests_parallel %d\n",
+               queued, s->queue_cap, running, s->parallel);
     rc |= addf(b, "# HELP m40_kv_cache_tokens_used Tokens held in the KV cache.\n"
                   "# TYPE m40_kv_cache_tokens_used gauge\nm40_kv_cache_tokens_used %d\n"
                   "# HELP m40_kv_cache_tokens Tokens the KV cache holds (--ctx).\n"

@@ -229,6 +229,7 @@ def t_concurrent(srv, a):
         st, obj = chat(srv, {"messages": msgs(q), "max_tokens": 16, "temperature": 0})
         alone.append(obj["choices"][0]["message"]["content"] if st == 200 else None)
     got = [None] * len(qs)
+    steps0, rows0 = metric(srv, "m40_decode_steps_total"), metric(srv, "m40_decode_step_requests_total")
 
     def run(i):
         if i % 2:
@@ -243,6 +244,12 @@ def t_concurrent(srv, a):
         t.join()
     check("concurrent greedy requests get their lone answers", got == alone and None not in got,
           (got, alone))
+    steps = metric(srv, "m40_decode_steps_total") - steps0
+    rows = metric(srv, "m40_decode_step_requests_total") - rows0
+    par = metric(srv, "m40_requests_parallel")
+    if par > 1:  # continuous batching: their steps ran together
+        check("concurrent requests decode in shared steps (mean batch %.2f over %d steps)" %
+              (rows / max(steps, 1), steps), steps > 0 and rows > 1.3 * steps, (steps, rows))
 
 
 def t_wait_past_timeout(srv, a):
@@ -460,14 +467,21 @@ def t_disconnect(srv, a):
 
 
 def t_queue_full(srv, a):
-    # one running + 3 waiting (--queue 3): the next one gets 429
+    # --parallel running + 3 waiting (--queue 3): the next one gets 429
+    par = int(metric(srv, "m40_requests_parallel"))
     conns = []
-    for i in range(4):
+    for i in range(par + 3):
         c = srv.conn()
         c.request("POST", "/v1/chat/completions",
                   body=json.dumps({"messages": msgs("你好"), "max_tokens": 240, "stream": True}).encode(),
                   headers={"Authorization": "Bearer " + KEY})
         conns.append((c, c.getresponse()))
+        if i < par:  # wait until the model took it, so the queue holds the last 3
+            t0 = time.time()
+            while time.time() - t0 < 20 and metric(srv, "m40_requests_running") < i + 1:
+                time.sleep(0.02)
+    full = metric(srv, "m40_requests_running") == par and metric(srv, "m40_queue_length") == 3
+    check("%d running (--parallel) + 3 waiting (--queue 3)" % par, full)
     st, _, data = raw_post(srv, {"messages": msgs("hi"), "max_tokens": 1})
     check("a full queue -> 429", st == 429 and err_shape(json.loads(data)), (st, data))
     for c, r in conns:
@@ -592,13 +606,14 @@ def main():
     ap.add_argument("--chatglm3", action="store_true")
     ap.add_argument("--curl", default=None)
     ap.add_argument("--quick", action="store_true", help="endpoints and equality only")
+    ap.add_argument("--parallel", default=None, help="m40-server --parallel (default: its own)")
     a = ap.parse_args()
     a.name = "glm3" if a.chatglm3 else "glm2"
     model = os.path.join(a.work, a.name)
     if not os.path.exists(os.path.join(model, "model.safetensors")):
         mk = os.path.join(HERE, "..", "chatglm2", "make_chat_model.py")
         subprocess.run([sys.executable, mk, model] + (["--chatglm3"] if a.chatglm3 else []), check=True)
-    srv = Server(a.server, model)
+    srv = Server(a.server, model, ["--parallel", a.parallel] if a.parallel else [])
     try:
         tests = [t_endpoints, t_equal, t_stop, t_concurrent, t_wait_past_timeout]
         if not a.quick:

@@ -82,6 +82,7 @@ const m40_chatglm2_config *glm_config(const glm_model *m) { return &m->cfg; }
 int64_t glm_ctx_len(const glm_model *m) { return m->L; }
 int glm_pos(const glm_model *m) { return m->seq[0].pos; }
 int glm_parallel(const glm_model *m) { return m->P; }
+int glm_chunk(const glm_model *m) { return m->T; }
 int glm_seq_pos(const glm_model *m, int seq) {
     return seq >= 0 && seq < m->P ? m->seq[seq].pos : -1;
 }

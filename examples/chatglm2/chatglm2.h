@@ -61,6 +61,7 @@ const char *glm_errmsg(const glm_model *m);
 const m40_chatglm2_config *glm_config(const glm_model *m);
 int64_t glm_ctx_len(const glm_model *m);  /* the cache's length in tokens */
 int glm_pos(const glm_model *m);          /* tokens in the session */
+int glm_chunk(const glm_model *m);        /* prefill tokens per graph run */
 m40_ctx *glm_ctx(glm_model *m);
 /* The plan of the prefill graph and of the decode graph. */
 void glm_plans(const glm_model *m, m40_plan_info *prefill, m40_plan_info *decode);

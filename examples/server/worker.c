@@ -239,6 +239,8 @@ typedef struct slot {
     srv_job *j;                /* NULL: free */
     chat_stream *st;           /* the job's text stream */
     size_t sent;               /* text bytes delivered */
+    int fed;                   /* prompt ids prefilled so far */
+    int decoding;              /* 1: the prompt is in, it joins the steps */
     int32_t next;              /* the id the next step appends */
     double t_decode;           /* when its decode began (after the prefill) */
 } slot;
@@ -324,12 +326,12 @@ static int slot_advance(srv *s, slot *sl, int seq) {
     return 1;
 }
 
-/* A job from the queue into a free slot: its prompt prefilled into the
-** slot's cache row (the others wait: one prefill at a time), the first id
-** drawn. */
+/* A job from the queue into a free slot (its cache row from position 0). */
 static void slot_start(srv *s, slot *sl, int seq, srv_job *j) {
     sl->j = j;
     sl->sent = 0;
+    sl->fed = 0;
+    sl->decoding = 0;
     if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) { /* left while it waited */
         slot_end(s, sl, NULL, 0, 0, 499, "cancelled");
         return;
@@ -337,19 +339,36 @@ static void slot_start(srv *s, slot *sl, int seq, srv_job *j) {
     pthread_mutex_lock(&j->mu);
     j->state = JOB_RUNNING;
     pthread_mutex_unlock(&j->mu);
-    double t0 = now_s();
+    if (glm_seq_rewind(s->m, seq, 0)) slot_end(s, sl, NULL, 0, 0, 500, glm_errmsg(s->m));
+}
+
+/* One chunk of the slot's prompt into its cache row: a long prompt holds
+** the running jobs' steps up for one chunk at a time, not for all of it.
+** After the last chunk the first id is drawn and the job joins the steps. */
+static void slot_feed(srv *s, slot *sl, int seq) {
+    srv_job *j = sl->j;
     glm_model *m = s->m;
-    if (glm_seq_rewind(m, seq, 0) || glm_seq_prefill(m, seq, j->ids, j->n_ids, NULL, NULL)) {
+    if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
+        slot_end(s, sl, NULL, 0, 0, 0, NULL);
+        return;
+    }
+    int k = j->n_ids - sl->fed < glm_chunk(m) ? j->n_ids - sl->fed : glm_chunk(m);
+    double t0 = now_s();
+    if (glm_seq_prefill(m, seq, j->ids + sl->fed, k, NULL, NULL)) {
         slot_end(s, sl, NULL, 0, 0, 500, glm_errmsg(m));
         return;
     }
-    sl->t_decode = now_s();
+    sl->fed += k;
+    double t1 = now_s();
     pthread_mutex_lock(&s->mu);
-    s->met.prefill_s += sl->t_decode - t0;
-    s->met.prompt_tokens += (uint64_t)j->n_ids;
+    s->met.prefill_s += t1 - t0;
+    s->met.prompt_tokens += (uint64_t)k;
     pthread_mutex_unlock(&s->mu);
+    if (sl->fed < j->n_ids) return;
+    sl->decoding = 1;
+    sl->t_decode = t1;
     chat_stream_begin(sl->st);
-    slot_advance(s, sl, seq);
+    slot_advance(s, sl, seq); /* now: the next prefill makes these logits stale */
 }
 
 static void note_kv(srv *s, const slot *sl) {
@@ -361,10 +380,11 @@ static void note_kv(srv *s, const slot *sl) {
     pthread_mutex_unlock(&s->mu);
 }
 
-/* The model thread's loop: fill free slots from the queue (each a
-** prefill), then one decode step of every running job at once (one graph
-** run: glm_step_batch), each drawing its next id. A job that ends frees its
-** slot for the next in the queue at once. */
+/* The model thread's loop: fill free slots from the queue, one prefill
+** chunk for each job whose prompt is not in yet, then one decode step of
+** every decoding job at once (one graph run: glm_step_batch), each drawing
+** its next id. A job that ends frees its slot for the next in the queue at
+** once. */
 static void serve(srv *s, slot *sl) {
     const int P = s->parallel;
     int seqs[GLM_MAX_PARALLEL];
@@ -399,9 +419,11 @@ static void serve(srv *s, slot *sl) {
                 slot_start(s, &sl[i], i, take[k]);
                 k++;
             }
+        for (int i = 0; i < P; i++)
+            if (sl[i].j && !sl[i].decoding) slot_feed(s, &sl[i], i);
         int n = 0;
         for (int i = 0; i < P; i++)
-            if (sl[i].j) {
+            if (sl[i].j && sl[i].decoding) {
                 seqs[n] = i;
                 ids[n++] = sl[i].next;
             }

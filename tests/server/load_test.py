@@ -3,7 +3,7 @@
 
     load_test.py --server BIN --model PATH [--dtype int8] [--clients 1,4,8,16]
                  [--requests-per-client 4] [--max-tokens 128] [--ctx 2048]
-                 [--soak SECONDS] [--json OUT.json] [--extra "server args"]
+                 [--parallel 16] [--soak SECONDS] [--json OUT.json] [--extra "server args"]
     load_test.py --make-6b DIR        # a 6B-shaped random ChatGLM2 (fp16, ~12.5 GB)
 
 For each client count: every client sends its requests one after another
@@ -176,6 +176,7 @@ def main():
     ap.add_argument("--model")
     ap.add_argument("--dtype", default="int8")
     ap.add_argument("--ctx", default="2048")
+    ap.add_argument("--parallel", default="16", help="m40-server --parallel: requests batched at once")
     ap.add_argument("--clients", default="1,4,8,16")
     ap.add_argument("--requests-per-client", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=128)
@@ -189,7 +190,8 @@ def main():
         ap.error("--server and --model (or --make-6b DIR)")
     mem0 = gpu_mem()
     p = subprocess.Popen([a.server, "--model", a.model, "--dtype", a.dtype, "--ctx", a.ctx, "--port", "0",
-                          "--queue", "64", *a.extra.split()], stderr=subprocess.PIPE, text=True)
+                          "--parallel", a.parallel, "--queue", "64", *a.extra.split()],
+                         stderr=subprocess.PIPE, text=True)
     port = None
     for line in p.stderr:
         sys.stderr.write(line)

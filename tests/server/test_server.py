@@ -54,7 +54,7 @@ class Server:
         self.log = open(os.path.join(os.path.dirname(model), "server-%s-%d.log" %
                                      (os.path.basename(model), Server.n)), "w+")
         self.p = subprocess.Popen([binary, "--model", model, "--cpu", "--port", "0", "--ctx", "256",
-                                   "--api-key", KEY, "--timeout", "2", "--queue", "3",
+                                   "--api-key", KEY, "--timeout", "2", "--queue", "3", "--chunk", "16",
                                    "--shutdown-timeout", "1", *extra],
                                   stderr=subprocess.PIPE, text=True)
         self.port = None
@@ -223,7 +223,9 @@ def t_stop(srv, a):
 
 
 def t_concurrent(srv, a):
-    qs = ["你好", "世界", "中文"]
+    # the last prompt takes several 16-token prefill chunks, fed between the
+    # others' decode steps
+    qs = ["你好", "世界", "中文", "讲一个很长的故事，" * 12]
     alone = []
     for q in qs:
         st, obj = chat(srv, {"messages": msgs(q), "max_tokens": 16, "temperature": 0})

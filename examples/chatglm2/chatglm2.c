@@ -439,6 +439,15 @@ int glm_seq_rewind(glm_model *m, int seq, int pos) {
 
 int glm_rewind(glm_model *m, int pos) { return glm_seq_rewind(m, 0, pos); }
 
+int glm_seq_set_history(glm_model *m, int seq, const int32_t *ids, int n) {
+    if (check_seq(m, seq)) return -1;
+    if (n < 0 || (n > 0 && !ids)) return fail(m, "history of %d ids", n);
+    glm_seq *q = &m->seq[seq];
+    for (int i = 0; i < HISTORY; i++) q->hist[i] = -1;
+    for (int i = n > HISTORY ? n - HISTORY : 0; i < n; i++) push_history(q, ids[i]);
+    return 0;
+}
+
 void glm_reset(glm_model *m) { glm_seq_rewind(m, 0, 0); }
 
 static int check_ids(glm_model *m, const glm_seq *q, const int32_t *ids, int n) {

@@ -226,7 +226,8 @@ static int parse_request(srv *s, json_t *root, srv_job *j, unsigned *status, per
         get_num(root, "repetition_penalty", 1e-3, 100, &rep, e) ||
         get_num(root, "presence_penalty", -2, 2, &ignored, e) ||
         get_num(root, "frequency_penalty", -2, 2, &ignored, e) ||
-        get_bool(root, "stream", &j->stream, e))
+        get_bool(root, "stream", &j->stream, e) ||
+        get_bool(root, "cache_prompt", &j->cache_prompt, e)) /* llama.cpp's name */
         return -1;
     json_t *so = json_object_get(root, "stream_options");
     if (so && !json_is_null(so)) {

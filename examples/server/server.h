@@ -51,6 +51,7 @@ typedef struct srv_job {
     size_t stop_len[SRV_MAX_STOP];
     int n_stop;
     int stream, include_usage;
+    int cache_prompt;              /* 1 (default): may start from a slot's cached prefix */
     char id[48];
     long long created;
     const char *model;             /* the server's model name */
@@ -81,6 +82,7 @@ int job_sse(srv_job *j, json_t *delta, const char *finish);
 
 typedef struct srv_metrics {
     uint64_t requests, completions, prompt_tokens, generated_tokens, cancelled;
+    uint64_t cached_tokens;        /* prompt tokens taken from a slot's cache, not prefilled */
     uint64_t steps, step_rows;     /* decode steps (graph runs), and the jobs in them */
     double prefill_s, decode_s;
     double last_decode_tok_s;

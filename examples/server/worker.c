@@ -52,6 +52,7 @@ srv_job *job_new(void) {
     pthread_cond_init(&j->cv, NULL);
     j->refs = 1;
     m40_sampler_desc_init(&j->sampler);
+    j->cache_prompt = 1;
     return j;
 }
 
@@ -242,6 +243,9 @@ typedef struct slot {
     int fed;                   /* prompt ids prefilled so far */
     int decoding;              /* 1: the prompt is in, it joins the steps */
     int32_t next;              /* the id the next step appends */
+    int32_t *row;              /* [ctx]: the ids in its cache row (row[0..glm_seq_pos)), kept
+                               ** after the job for the next one's common prefix */
+    int nrow;
     double t_decode;           /* when its decode began (after the prefill) */
 } slot;
 
@@ -326,7 +330,14 @@ static int slot_advance(srv *s, slot *sl, int seq) {
     return 1;
 }
 
-/* A job from the queue into a free slot (its cache row from position 0). */
+static int common_prefix(const slot *sl, const srv_job *j) {
+    int n = sl->nrow < j->n_ids ? sl->nrow : j->n_ids, k = 0;
+    while (k < n && sl->row[k] == j->ids[k]) k++;
+    return k;
+}
+
+/* A job from the queue into a free slot (its cache row from the prefix it
+** shares with the slot's last conversation). */
 static void slot_start(srv *s, slot *sl, int seq, srv_job *j) {
     sl->j = j;
     sl->sent = 0;
@@ -339,7 +350,21 @@ static void slot_start(srv *s, slot *sl, int seq, srv_job *j) {
     pthread_mutex_lock(&j->mu);
     j->state = JOB_RUNNING;
     pthread_mutex_unlock(&j->mu);
-    if (glm_seq_rewind(s->m, seq, 0)) slot_end(s, sl, NULL, 0, 0, 500, glm_errmsg(s->m));
+    /* the prompt's prefix that the row holds already is not prefilled again
+    ** (at least the last id is: its logits draw the first answer id) */
+    int keep = j->cache_prompt ? common_prefix(sl, j) : 0;
+    if (keep >= j->n_ids) keep = j->n_ids - 1;
+    if (glm_seq_rewind(s->m, seq, keep) || glm_seq_set_history(s->m, seq, j->ids, keep)) {
+        sl->nrow = 0;
+        slot_end(s, sl, NULL, 0, 0, 500, glm_errmsg(s->m));
+        return;
+    }
+    sl->nrow = keep;
+    sl->fed = keep;
+    pthread_mutex_lock(&s->mu);
+    s->met.prompt_tokens += (uint64_t)keep;
+    s->met.cached_tokens += (uint64_t)keep;
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* One chunk of the slot's prompt into its cache row: a long prompt holds
@@ -355,10 +380,13 @@ static void slot_feed(srv *s, slot *sl, int seq) {
     int k = j->n_ids - sl->fed < glm_chunk(m) ? j->n_ids - sl->fed : glm_chunk(m);
     double t0 = now_s();
     if (glm_seq_prefill(m, seq, j->ids + sl->fed, k, NULL, NULL)) {
+        sl->nrow = 0; /* what the row holds is not known now */
         slot_end(s, sl, NULL, 0, 0, 500, glm_errmsg(m));
         return;
     }
+    memcpy(sl->row + sl->fed, j->ids + sl->fed, (size_t)k * sizeof *sl->row);
     sl->fed += k;
+    sl->nrow = sl->fed;
     double t1 = now_s();
     pthread_mutex_lock(&s->mu);
     s->met.prefill_s += t1 - t0;
@@ -398,27 +426,31 @@ static void serve(srv *s, slot *sl) {
             pthread_mutex_unlock(&s->mu);
             return;
         }
-        srv_job *take[GLM_MAX_PARALLEL];
-        int nt = 0;
-        for (int i = 0; i < P && s->head; i++)
-            if (!sl[i].j) {
-                srv_job *j = s->head;
-                s->head = j->next;
-                if (!s->head) s->tail = NULL;
-                s->queued--;
-                s->nrunning++;
-                take[nt++] = j;
-                sl[i].j = j; /* reserved; slot_start fills it */
+        /* each waiting job, in order, into the free slot whose row holds the
+        ** longest prefix of its prompt (a conversation's next turn finds its
+        ** last turn); between equals, the slot with the least to lose */
+        int take[GLM_MAX_PARALLEL], nt = 0;
+        while (s->head) {
+            srv_job *j = s->head;
+            int best = -1, bestk = -1;
+            for (int i = 0; i < P; i++) {
+                if (sl[i].j) continue;
+                int k = j->cache_prompt ? common_prefix(&sl[i], j) : 0;
+                if (k > bestk || (k == bestk && sl[i].nrow < sl[best].nrow)) best = i, bestk = k;
             }
+            if (best < 0) break;
+            s->head = j->next;
+            if (!s->head) s->tail = NULL;
+            s->queued--;
+            s->nrunning++;
+            sl[best].j = j; /* reserved; slot_start fills it */
+            take[nt++] = best;
+        }
         int cut = s->cancel_all; /* shutdown's bound passed */
         pthread_mutex_unlock(&s->mu);
         for (int i = 0; cut && i < P; i++)
             if (sl[i].j) job_cancel(sl[i].j, 2);
-        for (int i = 0, k = 0; i < P && k < nt; i++)
-            if (sl[i].j == take[k]) {
-                slot_start(s, &sl[i], i, take[k]);
-                k++;
-            }
+        for (int k = 0; k < nt; k++) slot_start(s, &sl[take[k]], take[k], sl[take[k]].j);
         for (int i = 0; i < P; i++)
             if (sl[i].j && !sl[i].decoding) slot_feed(s, &sl[i], i);
         int n = 0;
@@ -435,9 +467,16 @@ static void serve(srv *s, slot *sl) {
         if (glm_step_batch(s->m, n, seqs, ids)) {
             char err[512];
             snprintf(err, sizeof err, "%s", glm_errmsg(s->m));
-            for (int i = 0; i < n; i++) slot_end(s, &sl[seqs[i]], NULL, 0, 0, 500, err);
+            for (int i = 0; i < n; i++) {
+                sl[seqs[i]].nrow = 0;
+                slot_end(s, &sl[seqs[i]], NULL, 0, 0, 500, err);
+            }
         } else {
-            for (int i = 0; i < n; i++) slot_advance(s, &sl[seqs[i]], seqs[i]);
+            for (int i = 0; i < n; i++) {
+                slot *q = &sl[seqs[i]];
+                q->row[q->nrow++] = ids[i]; /* appended by the step */
+                slot_advance(s, q, seqs[i]);
+            }
         }
         double t1 = now_s();
         pthread_mutex_lock(&s->mu);
@@ -465,6 +504,11 @@ static void *worker_main(void *arg) {
             ok = 0;
         }
     ok = ok && glm_model_open(&o, &m, s->init_err, sizeof s->init_err) == 0;
+    for (int i = 0; ok && i < s->parallel; i++)
+        if (!(sl[i].row = malloc((size_t)glm_ctx_len(m) * sizeof *sl[i].row))) {
+            snprintf(s->init_err, sizeof s->init_err, "out of host memory");
+            ok = 0;
+        }
     if (ok) {
         m40_plan_info p, d;
         glm_plans(m, &p, &d);
@@ -477,7 +521,10 @@ static void *worker_main(void *arg) {
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     if (ok) serve(s, sl);
-    for (int i = 0; sl && i < s->parallel; i++) chat_stream_destroy(sl[i].st);
+    for (int i = 0; sl && i < s->parallel; i++) {
+        chat_stream_destroy(sl[i].st);
+        free(sl[i].row);
+    }
     free(sl);
     glm_model_close(m);
     s->m = NULL;
@@ -598,6 +645,10 @@ int srv_metrics_text(srv *s, sbuf *b) {
     rc |= addf(b, "# HELP m40_prompt_tokens_total Prompt tokens prefilled.\n"
                   "# TYPE m40_prompt_tokens_total counter\nm40_prompt_tokens_total %llu\n",
                (unsigned long long)m.prompt_tokens);
+    rc |= addf(b, "# HELP m40_prompt_tokens_cached_total Prompt tokens a slot's cache held "
+                  "already (a conversation's earlier turns): not prefilled again.\n"
+                  "# TYPE m40_prompt_tokens_cached_total counter\n"
+                  "m40_prompt_tokens_cached_total %llu\n", (unsigned long long)m.cached_tokens);
     rc |= addf(b, "# HELP m40_tokens_generated_total Tokens generated.\n"
                   "# TYPE m40_tokens_generated_total counter\nm40_tokens_generated_total %llu\n",
                (unsigned long long)m.generated_tokens);

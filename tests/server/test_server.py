@@ -254,6 +254,32 @@ def t_concurrent(srv, a):
               (rows / max(steps, 1), steps), steps > 0 and rows > 1.3 * steps, (steps, rows))
 
 
+def t_prefix(srv, a):
+    # a conversation's next turn starts from its slot's cache (cache_prompt,
+    # llama.cpp's field, default true): the same answer as prefilled from
+    # scratch, seeded sampling with a repetition penalty included (the
+    # penalty's history is rebuilt for the kept prefix)
+    q1 = "讲一个故事"
+    st, o = chat(srv, {"messages": msgs(q1), "max_tokens": 12, "temperature": 0})
+    a1 = o["choices"][0]["message"]["content"] if st == 200 else ""
+    turn2 = {"messages": [{"role": "user", "content": q1}, {"role": "assistant", "content": a1},
+                          {"role": "user", "content": "再讲一个"}],
+             "max_tokens": 12, "temperature": 0.9, "seed": 7, "repetition_penalty": 1.3}
+    got = []
+    for cache in (True, False, True):
+        c0 = metric(srv, "m40_prompt_tokens_cached_total")
+        st, o = chat(srv, dict(turn2, cache_prompt=cache))
+        got.append((o["choices"][0]["message"]["content"] if st == 200 else None,
+                    o["usage"]["prompt_tokens"] if st == 200 else 0,
+                    metric(srv, "m40_prompt_tokens_cached_total") - c0))
+    (t_next, n, k_next), (t_fresh, _, k_fresh), (t_again, _, k_again) = got
+    check("next turn: %d of %d prompt tokens from the cache" % (k_next, n), 0 < k_next < n, got)
+    check("cache_prompt false: prefilled from scratch", k_fresh == 0, got)
+    check("the same request again: all but the last token cached (%d)" % k_again, k_again == n - 1, got)
+    check("cached prefix or not: the same seeded answer", t_next is not None and
+          t_next == t_fresh == t_again, got)
+
+
 def t_wait_past_timeout(srv, a):
     # a long answer holds the model; two requests wait behind it longer than
     # the 2 s connection timeout and are still answered in full
@@ -617,7 +643,7 @@ def main():
         subprocess.run([sys.executable, mk, model] + (["--chatglm3"] if a.chatglm3 else []), check=True)
     srv = Server(a.server, model, ["--parallel", a.parallel] if a.parallel else [])
     try:
-        tests = [t_endpoints, t_equal, t_stop, t_concurrent, t_wait_past_timeout]
+        tests = [t_endpoints, t_equal, t_stop, t_concurrent, t_prefix, t_wait_past_timeout]
         if not a.quick:
             tests += [t_bad, t_slow_and_dropped, t_disconnect, t_queue_full, t_curl, t_openai,
                       t_port_taken, t_per_ip]

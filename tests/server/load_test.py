@@ -3,7 +3,8 @@
 
     load_test.py --server BIN --model PATH [--dtype int8] [--clients 1,4,8,16]
                  [--requests-per-client 4] [--max-tokens 128] [--ctx 2048]
-                 [--parallel 16] [--soak SECONDS] [--json OUT.json] [--extra "server args"]
+                 [--parallel 16] [--turns N] [--soak SECONDS] [--json OUT.json]
+                 [--extra "server args"]
     load_test.py --make-6b DIR        # a 6B-shaped random ChatGLM2 (fp16, ~12.5 GB)
 
 For each client count: every client sends its requests one after another
@@ -98,11 +99,15 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
 
 
-def one_stream(port, max_tokens, prompt, rec):
+def one_stream(port, max_tokens, prompt, rec, cache=True):
+    """One streamed request (prompt: a string, or a list of messages); the
+    answer's text, or None."""
     t0 = time.time()
+    text = []
     try:
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-        body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
+        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+        body = {"messages": messages, "max_tokens": max_tokens, "cache_prompt": cache,
                 "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
         c.request("POST", "/v1/chat/completions", body=json.dumps(body).encode(),
                   headers={"Content-Type": "application/json"})
@@ -126,6 +131,7 @@ def one_stream(port, max_tokens, prompt, rec):
                 tokens = ev["usage"]["completion_tokens"]
             for ch in ev.get("choices", []):
                 if ch["delta"].get("content"):
+                    text.append(ch["delta"]["content"])
                     now = time.time()
                     if last is None:
                         rec["ttft"].append(now - t0)
@@ -136,8 +142,40 @@ def one_stream(port, max_tokens, prompt, rec):
         if not done:
             rec["errors"].append("no [DONE]")
         rec["tokens"] += tokens
+        return "".join(text)
     except Exception as e:  # counted, the run goes on
         rec["errors"].append(repr(e))
+    return None
+
+
+def conversations(port, n, turns, max_tokens, cache):
+    """n clients, each a conversation of `turns` rounds (the whole history
+    sent every round, as chat clients do): time to first token of the later
+    rounds, which start from their slot's cached prefix when cache is on."""
+    rec = {"ttft": [], "itl": [], "errors": [], "tokens": 0}
+    lock = threading.Lock()
+
+    def client(i):
+        history = []
+        for t in range(turns):
+            history.append({"role": "user", "content": "第%d位用户的第%d个问题：请详细地讲一讲"
+                            "这个城市的历史、天气和美食。" % (i, t)})
+            local = {"ttft": [], "itl": [], "errors": [], "tokens": 0}
+            answer = one_stream(port, max_tokens, history, local, cache)
+            history.append({"role": "assistant", "content": answer or ""})
+            with lock:
+                if t > 0:
+                    rec["ttft"] += local["ttft"]
+                rec["errors"] += local["errors"]
+    ts = [threading.Thread(target=client, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    ms = lambda x: None if x is None else round(1000 * x, 2)
+    return {"cache_prompt": cache, "clients": n, "turns": turns,
+            "later_turn_ttft_ms_p50": ms(pct(rec["ttft"], 50)),
+            "later_turn_ttft_ms_p99": ms(pct(rec["ttft"], 99)), "errors": len(rec["errors"])}
 
 
 def level(port, n, per_client, max_tokens, until=None):
@@ -181,6 +219,8 @@ def main():
     ap.add_argument("--requests-per-client", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--soak", type=float, default=0)
+    ap.add_argument("--turns", type=int, default=0,
+                    help="also: 4 conversations of N rounds, cache_prompt on and off (prefix reuse)")
     ap.add_argument("--json")
     ap.add_argument("--extra", default="", help="more server arguments, e.g. --cpu")
     a = ap.parse_args()
@@ -211,6 +251,10 @@ def main():
         r["gpu_mem_mib_before"], r["gpu_mem_mib_after"] = before, gpu_mem()
         print(json.dumps(r), flush=True)
         report["levels"].append(r)
+    if a.turns > 0:
+        report["prefix"] = [conversations(port, 4, a.turns, a.max_tokens, c) for c in (False, True)]
+        for r in report["prefix"]:
+            print(json.dumps(r), flush=True)
     if a.soak > 0:
         samples, stop = [], time.time() + a.soak
 
@@ -239,7 +283,8 @@ def main():
         with open(a.json, "w") as f:
             json.dump(report, f, indent=1)
     print(json.dumps({k: v for k, v in report.items() if k != "levels"}))
-    errors = sum(l["errors"] for l in report["levels"]) + (report.get("soak", {}).get("errors", 0))
+    errors = sum(l["errors"] for l in report["levels"] + report.get("prefix", []))
+    errors += report.get("soak", {}).get("errors", 0)
     return 1 if errors else 0
 
 

@@ -619,6 +619,20 @@ static int addf(sbuf *b, const char *fmt, ...) {
     return n < 0 ? -1 : sbuf_add(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
+/* One metric: its HELP and TYPE lines, then one sample line (name + fmt). */
+static int metric(sbuf *b, const char *name, const char *type, const char *help, const char *fmt,
+                  ...) __attribute__((format(printf, 5, 6)));
+static int metric(sbuf *b, const char *name, const char *type, const char *help, const char *fmt,
+                  ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof line) return -1;
+    return addf(b, "# HELP %s %s\n# TYPE %s %s\n%s%s\n", name, help, name, type, name, line);
+}
+
 int srv_metrics_text(srv *s, sbuf *b) {
     pthread_mutex_lock(&s->mu);
     srv_metrics m = s->met;
@@ -626,65 +640,50 @@ int srv_metrics_text(srv *s, sbuf *b) {
     memcpy(sc, s->status_count, sizeof sc);
     int queued = s->queued, running = s->nrunning, kv = s->kv_used;
     pthread_mutex_unlock(&s->mu);
+    typedef unsigned long long ull;
     int rc = addf(b, "# HELP m40_http_responses_total HTTP responses by status code.\n"
                      "# TYPE m40_http_responses_total counter\n");
     for (size_t i = 0; i < N_STATUSES; i++)
         if (STATUSES[i]) rc |= addf(b, "m40_http_responses_total{code=\"%u\"} %llu\n", STATUSES[i],
-                                    (unsigned long long)sc[i]);
-        else rc |= addf(b, "m40_http_responses_total{code=\"other\"} %llu\n",
-                        (unsigned long long)sc[i]);
-    rc |= addf(b, "# HELP m40_requests_total Chat completions admitted to the queue.\n"
-                  "# TYPE m40_requests_total counter\nm40_requests_total %llu\n",
-               (unsigned long long)m.requests);
-    rc |= addf(b, "# HELP m40_requests_finished_total Chat completions answered to the end.\n"
-                  "# TYPE m40_requests_finished_total counter\nm40_requests_finished_total %llu\n",
-               (unsigned long long)m.completions);
-    rc |= addf(b, "# HELP m40_requests_cancelled_total Chat completions stopped early (client "
-                  "gone, shutdown).\n# TYPE m40_requests_cancelled_total counter\n"
-                  "m40_requests_cancelled_total %llu\n", (unsigned long long)m.cancelled);
-    rc |= addf(b, "# HELP m40_prompt_tokens_total Prompt tokens prefilled.\n"
-                  "# TYPE m40_prompt_tokens_total counter\nm40_prompt_tokens_total %llu\n",
-               (unsigned long long)m.prompt_tokens);
-    rc |= addf(b, "# HELP m40_prompt_tokens_cached_total Prompt tokens a slot's cache held "
-                  "already (a conversation's earlier turns): not prefilled again.\n"
-                  "# TYPE m40_prompt_tokens_cached_total counter\n"
-                  "m40_prompt_tokens_cached_total %llu\n", (unsigned long long)m.cached_tokens);
-    rc |= addf(b, "# HELP m40_tokens_generated_total Tokens generated.\n"
-                  "# TYPE m40_tokens_generated_total counter\nm40_tokens_generated_total %llu\n",
-               (unsigned long long)m.generated_tokens);
-    rc |= addf(b, "# HELP m40_prefill_seconds_total Time in prefill.\n"
-                  "# TYPE m40_prefill_seconds_total counter\nm40_prefill_seconds_total %.6f\n",
-               m.prefill_s);
-    rc |= addf(b, "# HELP m40_decode_seconds_total Time in decode.\n"
-                  "# TYPE m40_decode_seconds_total counter\nm40_decode_seconds_total %.6f\n",
-               m.decode_s);
+                                    (ull)sc[i]);
+        else rc |= addf(b, "m40_http_responses_total{code=\"other\"} %llu\n", (ull)sc[i]);
+    rc |= metric(b, "m40_requests_total", "counter", "Chat completions admitted to the queue.",
+                 " %llu", (ull)m.requests);
+    rc |= metric(b, "m40_requests_finished_total", "counter", "Chat completions answered to the end.",
+                 " %llu", (ull)m.completions);
+    rc |= metric(b, "m40_requests_cancelled_total", "counter",
+                 "Chat completions stopped early (client gone, shutdown).", " %llu", (ull)m.cancelled);
+    rc |= metric(b, "m40_prompt_tokens_total", "counter", "Prompt tokens (prefilled or cached).",
+                 " %llu", (ull)m.prompt_tokens);
+    rc |= metric(b, "m40_prompt_tokens_cached_total", "counter",
+                 "Prompt tokens a slot's cache held already (a conversation's earlier turns): not "
+                 "prefilled again.", " %llu", (ull)m.cached_tokens);
+    rc |= metric(b, "m40_tokens_generated_total", "counter", "Tokens generated.", " %llu",
+                 (ull)m.generated_tokens);
+    rc |= metric(b, "m40_prefill_seconds_total", "counter", "Time in prefill.", " %.6f", m.prefill_s);
+    rc |= metric(b, "m40_decode_seconds_total", "counter", "Time in decode steps.", " %.6f",
+                 m.decode_s);
     rc |= addf(b, "# HELP m40_decode_tokens_per_second Decode rate: all requests, and the last.\n"
                   "# TYPE m40_decode_tokens_per_second gauge\n"
                   "m40_decode_tokens_per_second{scope=\"all\"} %.3f\n"
                   "m40_decode_tokens_per_second{scope=\"last\"} %.3f\n",
                m.decode_s > 0 ? (double)m.generated_tokens / m.decode_s : 0.0, m.last_decode_tok_s);
-    rc |= addf(b, "# HELP m40_decode_steps_total Decode steps (one graph run each, all running "
-                  "requests batched).\n# TYPE m40_decode_steps_total counter\n"
-                  "m40_decode_steps_total %llu\n"
-                  "# HELP m40_decode_step_requests_total Requests in those steps (over steps: the "
-                  "mean batch).\n# TYPE m40_decode_step_requests_total counter\n"
-                  "m40_decode_step_requests_total %llu\n",
-               (unsigned long long)m.steps, (unsigned long long)m.step_rows);
-    rc |= addf(b, "# HELP m40_queue_length Requests waiting for the model.\n"
-                  "# TYPE m40_queue_length gauge\nm40_queue_length %d\n"
-                  "# HELP m40_queue_capacity Requests that may wait (--queue).\n"
-                  "# TYPE m40_queue_capacity gauge\nm40_queue_capacity %d\n"
-                  "# HELP m40_requests_running Requests being answered.\n"
-                  "# TYPE m40_requests_running gauge\nm40_requests_running %d\n"
-                  "# HELP m40_requests_parallel Requests answered at once at most (--parallel).\n"
-                  "# TYPE m40_requests_parallel gauge\nm40_requests_parallel %d\n",
-               queued, s->queue_cap, running, s->parallel);
-    rc |= addf(b, "# HELP m40_kv_cache_tokens_used Tokens held in the KV cache.\n"
-                  "# TYPE m40_kv_cache_tokens_used gauge\nm40_kv_cache_tokens_used %d\n"
-                  "# HELP m40_kv_cache_tokens Tokens the KV cache holds (--ctx).\n"
-                  "# TYPE m40_kv_cache_tokens gauge\nm40_kv_cache_tokens %lld\n"
-                  "# HELP m40_kv_cache_bytes Bytes of the KV cache (allocated at start-up).\n"
-                  "# TYPE m40_kv_cache_bytes gauge\nm40_kv_cache_bytes %llu\n",
-               kv, (long long)s->ctx, (unsigned long long)s->kv_bytes);
+    rc |= metric(b, "m40_decode_steps_total", "counter",
+                 "Decode steps (one graph run each, all running requests batched).", " %llu",
+                 (ull)m.steps);
+    rc |= metric(b, "m40_decode_step_requests_total", "counter",
+                 "Requests in those steps (over steps: the mean batch).", " %llu", (ull)m.step_rows);
+    rc |= metric(b, "m40_queue_length", "gauge", "Requests waiting for the model.", " %d", queued);
+    rc |= metric(b, "m40_queue_capacity", "gauge", "Requests that may wait (--queue).", " %d",
+                 s->queue_cap);
+    rc |= metric(b, "m40_requests_running", "gauge", "Requests being answered.", " %d", running);
+    rc |= metric(b, "m40_requests_parallel", "gauge",
+                 "Requests answered at once at most (--parallel).", " %d", s->parallel);
+    rc |= metric(b, "m40_kv_cache_tokens_used", "gauge", "Tokens held in the KV cache, all slots.",
+                 " %d", kv);
+    rc |= metric(b, "m40_kv_cache_tokens", "gauge", "Tokens the KV cache holds (--ctx x --parallel).",
+                 " %lld", (long long)s->ctx * s->parallel);
+    rc |= metric(b, "m40_kv_cache_bytes", "gauge", "Bytes of the KV cache (allocated at start-up).",
+                 " %llu", (ull)s->kv_bytes);
     return rc ? -1 : 0;
 }

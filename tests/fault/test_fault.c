@@ -14,7 +14,9 @@
 **     m40_sample, the logits download, teardown; and (host) the same from a
 **     pre-quantized int4 checkpoint in two shards written from the fixture
 **     (the loader's shards and take-as-is paths), which must also give the
-**     quantize-at-load logits;
+**     quantize-at-load logits; and fp16 with a cache of 3 conversations
+**     (the graphs' slot input, row 1: m40-server's slots), which must give
+**     the one-conversation logits;
 **   - a tokenizer load + encode;
 **   - a safetensors open + lookup.
 ** Each injected failure must come back as a status with a message (a
@@ -349,16 +351,18 @@ typedef struct glm_arg {
     m40_wformat format;
     const char *const *files; /* NULL: the fixture; else nfiles shards */
     int nfiles;
+    int slots;                /* > 0: a cache of that many conversations, this one in row 1 */
 } glm_arg;
 
 /* The graph of a checkpoint (nw files) for one phase, or the decode graph
 ** bound to `from`'s weights. */
 static m40_status glm_graph(m40_ctx *ctx, m40_wformat fmt, m40_st_file *const *w, int nw,
-                            m40_graph *from, const m40_chatglm2_config *cfg, m40_graph **g,
-                            m40_chatglm2_info *info) {
+                            m40_graph *from, const m40_chatglm2_config *cfg, int slots,
+                            m40_graph **g, m40_chatglm2_info *info) {
     m40_chatglm2_desc d;
     m40_chatglm2_desc_init(&d);
     d.weights = fmt;
+    d.slots = slots;
     d.ctx = GLM_CTX;
     d.chunk = GLM_PROMPT;
     if (from) {
@@ -372,13 +376,17 @@ static m40_status glm_graph(m40_ctx *ctx, m40_wformat fmt, m40_st_file *const *w
     return m40_chatglm2_graph(ctx, &d, from || nw > 1 ? NULL : w[0], g, info);
 }
 
-/* Uploads ids and their positions pos0.. into graph g's inputs and runs it. */
+/* Uploads ids and their positions pos0.. (and cache row 1, when the graph
+** has a slot input) into graph g's inputs and runs it. */
 static m40_status glm_run(m40_ctx *ctx, m40_graph *g, const m40_chatglm2_info *in,
                           const int32_t *ids, int n, int32_t pos0) {
-    int32_t pos[GLM_PROMPT];
+    int32_t pos[GLM_PROMPT], row = 1;
     for (int i = 0; i < n; i++) pos[i] = pos0 + i;
-    m40_tensor *ti, *tp;
+    m40_tensor *ti, *tp, *ts;
     m40_status st;
+    if (in->slot >= 0 && ((st = m40_graph_get_tensor(g, in->slot, &ts)) != M40_OK ||
+                          (st = m40_tensor_upload(ctx, ts, &row, 4)) != M40_OK))
+        return st;
     if ((st = m40_graph_get_tensor(g, in->input_ids, &ti)) != M40_OK ||
         (st = m40_graph_get_tensor(g, in->position, &tp)) != M40_OK ||
         (st = m40_tensor_upload(ctx, ti, ids, (size_t)n * 4)) != M40_OK ||
@@ -435,9 +443,10 @@ static pass_result glm_pass(const void *arg, float *out, size_t *nout, const flo
     m40_graph_destroy(pl);
     pl = NULL;
     m40f_set_phase("prefill_graph");
-    if ((st = glm_graph(ctx, a->format, w, nw, NULL, NULL, &pg, &pi)) != M40_OK) goto lib_fail;
+    if ((st = glm_graph(ctx, a->format, w, nw, NULL, NULL, a->slots, &pg, &pi)) != M40_OK)
+        goto lib_fail;
     m40f_set_phase("decode_graph");
-    if ((st = glm_graph(ctx, a->format, NULL, 0, pg, &pi.config, &dg, &di)) != M40_OK)
+    if ((st = glm_graph(ctx, a->format, NULL, 0, pg, &pi.config, a->slots, &dg, &di)) != M40_OK)
         goto lib_fail;
     for (int i = 0; i < nw; i++) { /* the weights are in the graphs */
         m40_st_destroy(w[i]);
@@ -505,8 +514,28 @@ static void glm_sweep(int kind, int device, m40_wformat fmt) {
     char what[64];
     snprintf(what, sizeof what, "chatglm2 %s (%s)", m40_wformat_name(fmt),
              kind == M40F_HOST ? "host allocations" : "device calls");
-    glm_arg a = {device, fmt, NULL, 0};
+    glm_arg a = {device, fmt, NULL, 0, 0};
     sweep(kind, what, glm_pass, &a);
+}
+
+/* The cache of several conversations (m40-server's slots): the prefill and
+** decode graphs with a slot input, the pass in row 1 of 3. The same logits
+** and id as the one-conversation pass, then the sweep. */
+static void glm_slots_sweep(int kind, int device) {
+    glm_arg one = {device, M40_WFMT_FP16, NULL, 0, 0}, three = {device, M40_WFMT_FP16, NULL, 0, 3};
+    float *x = malloc(NLOGITS_MAX * 4), *y = malloc(NLOGITS_MAX * 4);
+    size_t nx = 0, ny = 0;
+    CHECK(x && y);
+    if (x && y) {
+        pass_result rx = glm_pass(&one, x, &nx, NULL), ry = glm_pass(&three, y, &ny, NULL);
+        CHECK_ST(rx.st, M40_OK);
+        CHECK_ST(ry.st, M40_OK);
+        CHECK(nx == ny && nx > 1 && same_logits(y, x, nx - 1) && x[nx - 1] == y[ny - 1]);
+    }
+    free(x);
+    free(y);
+    sweep(kind, kind == M40F_HOST ? "chatglm2 fp16, 3 cache slots (host allocations)"
+                                  : "chatglm2 fp16, 3 cache slots (device calls)", glm_pass, &three);
 }
 
 /* A pre-quantized int4 checkpoint in two shards (what m40-chat saves: the
@@ -525,7 +554,7 @@ static int write_int4_shards(char paths[2][600]) {
     void *buf = NULL;
     FILE *f = NULL;
     int ok = head && m40_ctx_create(&cd, &ctx) == M40_OK && m40_st_open(GLM, &w) == M40_OK &&
-             glm_graph(ctx, M40_WFMT_INT4, &w, 1, NULL, NULL, &g, &pi) == M40_OK;
+             glm_graph(ctx, M40_WFMT_INT4, &w, 1, NULL, NULL, 0, &g, &pi) == M40_OK;
     const m40_chatglm2_config *c = &pi.config;
     for (int sh = 0; ok && sh < 2; sh++) {
         size_t hl = (size_t)snprintf(head, 1 << 16, "{\"__metadata__\":{\"num_attention_heads\":"
@@ -592,7 +621,8 @@ static void glm_shards_sweep(void) {
     if (ok) {
         /* the same model as quantized at load: the same logits and id */
         const char *const files[2] = {paths[0], paths[1]};
-        glm_arg q = {M40_DEVICE_CPU, M40_WFMT_INT4, NULL, 0}, sa = {M40_DEVICE_CPU, M40_WFMT_INT4, files, 2};
+        glm_arg q = {M40_DEVICE_CPU, M40_WFMT_INT4, NULL, 0, 0},
+                sa = {M40_DEVICE_CPU, M40_WFMT_INT4, files, 2, 0};
         float *x = malloc(NLOGITS_MAX * 4), *y = malloc(NLOGITS_MAX * 4);
         size_t nx = 0, ny = 0;
         CHECK(x && y);
@@ -743,11 +773,12 @@ int main(int argc, char **argv) {
         resnet_sweep(M40F_DEVICE, 0, M40_LAYOUT_NCHW);
         /* the same for ChatGLM2, after a warm-up pass of its own (its
         ** kernels, the first capture) */
-        glm_arg ga = {0, M40_WFMT_FP16, NULL, 0};
+        glm_arg ga = {0, M40_WFMT_FP16, NULL, 0, 0};
         pass_result gw = glm_pass(&ga, lg, &n, NULL);
         CHECK_ST(gw.st, M40_OK);
         glm_sweep(M40F_DEVICE, 0, M40_WFMT_FP16);
         glm_sweep(M40F_DEVICE, 0, M40_WFMT_INT4);
+        glm_slots_sweep(M40F_DEVICE, 0);
         return m40t_finish("test_gpu_fault");
     }
     test_hooks();
@@ -755,6 +786,7 @@ int main(int argc, char **argv) {
     resnet_sweep(M40F_HOST, M40_DEVICE_CPU, M40_LAYOUT_NCHW);
     glm_sweep(M40F_HOST, M40_DEVICE_CPU, M40_WFMT_FP16);
     glm_sweep(M40F_HOST, M40_DEVICE_CPU, M40_WFMT_INT4);
+    glm_slots_sweep(M40F_HOST, M40_DEVICE_CPU);
     glm_shards_sweep();
     small_sweep(0);
     small_sweep(1);

@@ -8,8 +8,10 @@
 # BENCHES="copy attention norm sample chatglm2" the m40-bench workloads;
 # EXTRA_TARGETS more targets to build (ALL: the whole tree, for the
 # sanitizer and soak scripts that run after this one with NO_BUILD=1).
-# jansson (m40-chat) is not on that machine's image: where .debs/ holds
-# libjansson4 and libjansson-dev (apt-get download, here), they are unpacked.
+# jansson (m40-chat) and libmicrohttpd (m40-server) are not on that
+# machine's image: where .debs/ holds libjansson4, libjansson-dev,
+# libmicrohttpd12 and libmicrohttpd-dev (apt-get download, here; carry
+# .debs), they are unpacked.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build-gpu}
@@ -25,6 +27,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,
     --format=csv | tee "$O/nvidia-smi.csv"
 if ! pkg-config --exists jansson 2>/dev/null && ls .debs/libjansson*.deb >/dev/null 2>&1; then
     for f in .debs/libjansson*.deb; do dpkg -x "$f" /; done; ldconfig
+fi
+# libmicrohttpd (m40-server) likewise, from .debs/libmicrohttpd*.deb
+if ! pkg-config --exists libmicrohttpd 2>/dev/null && ls .debs/libmicrohttpd*.deb >/dev/null 2>&1; then
+    for f in .debs/libmicrohttpd*.deb; do dpkg -x "$f" /; done; ldconfig
 fi
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}

@@ -265,11 +265,25 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         fail(m, "%s context: %s", o->cpu ? "CPU" : "GPU", m40_errmsg(m->ctx));
         goto bad;
     }
-    if (!o->path) {
+    if (o->random_shape) { /* no checkpoint: seeded random weights of a known shape */
+        m40_chatglm2_config_6b(&m->cfg);
+        if (!strcmp(o->random_shape, "tiny")) {
+            m->cfg.layers = 2;
+            m->cfg.hidden = 64;
+            m->cfg.ffn = 160;
+            m->cfg.heads = 2;
+            m->cfg.kv_heads = 1;
+            m->cfg.head_dim = 32;
+        } else if (strcmp(o->random_shape, "6b")) {
+            fail(m, "random weights of shape '%s': '6b' (ChatGLM2-6B) or 'tiny'", o->random_shape);
+            goto bad;
+        }
+    } else if (!o->path) {
         fail(m, "no model path");
         goto bad;
+    } else if (open_checkpoint(m, o->path, &have_cfg, &seq_len)) {
+        goto bad;
     }
-    if (open_checkpoint(m, o->path, &have_cfg, &seq_len)) goto bad;
     m->L = o->ctx > 0 ? o->ctx : (seq_len < 8192 ? seq_len : 8192);
     m->T = o->chunk > 0 ? o->chunk : 256;
     if (m->T > m->L) m->T = (int)m->L;
@@ -306,8 +320,14 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         d.config = m->cfg;
         d.check_config = 1;
     }
-    if (m40_chatglm2_config_of(m->ctx, m->files, m->nfiles, have_cfg ? &m->cfg : NULL,
-                               &m->cfg) != M40_OK) {
+    if (o->random_shape) {
+        d.config = m->cfg;
+        d.random_weights = 1;
+        d.seed = 1818;
+        d.shards = NULL;
+        d.nshards = 0;
+    } else if (m40_chatglm2_config_of(m->ctx, m->files, m->nfiles, have_cfg ? &m->cfg : NULL,
+                                      &m->cfg) != M40_OK) {
         lib_fail(m, o->path);
         goto bad;
     }
@@ -326,6 +346,7 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     dd.check_config = 0;
     dd.config = *c;
     dd.weights_from = m->pg;
+    dd.random_weights = 0;
     for (int b = 1;; b = b * 2 < m->P ? b * 2 : m->P) {
         dd.batch = b;
         if (m40_chatglm2_graph(m->ctx, &dd, NULL, &m->dg[m->ndg], &m->di[m->ndg]) != M40_OK) {

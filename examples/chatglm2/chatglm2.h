@@ -44,6 +44,10 @@ typedef struct glm_open_opts {
     int device;              /* CUDA ordinal */
     int all_logits;          /* 1: glm_prefill can return every position's logits */
     const char *budget;      /* NULL: the device's free memory; "m40-12g", "m40-24g" */
+    /* instead of a checkpoint: seeded random weights of shape "6b"
+    ** (ChatGLM2-6B) or "tiny" (2 layers, 65024 ids), for load tests
+    ** without a 12.5 GB file; path is then unused */
+    const char *random_shape;
     int parallel;            /* conversations held at once, each its own ctx-token
                              ** cache row (0, 1: one; at most GLM_MAX_PARALLEL) */
     /* loading progress (m40_chatglm2_desc.progress), or NULL */

@@ -5,6 +5,8 @@
 **              [--timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]
 **              [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]
 **              [--format auto|chatglm2|chatglm3] [--cpu] [--device N]
+**   m40-server --random-weights 6b|tiny --tokenizer FILE [options]   (load tests: seeded
+**              random weights of ChatGLM2-6B's shape, no 12.5 GB checkpoint to write or read)
 **
 ** The key may come from the environment instead (M40_SERVER_API_KEY), which
 ** keeps it out of `ps`. Prints "m40-server: listening on http://HOST:PORT"
@@ -29,7 +31,9 @@ static int usage(const char *why) {
           "       [--queue N] [--timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]\n"
           "       [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]\n"
           "       [--format auto|chatglm2|chatglm3]"
-          " [--temperature T] [--top-p P] [--cpu] [--device N]\n", stderr);
+          " [--temperature T] [--top-p P] [--cpu] [--device N]\n"
+          "       m40-server --random-weights 6b|tiny --tokenizer FILE [options]"
+          "   (load tests: random weights)\n", stderr);
     return 2;
 }
 
@@ -85,6 +89,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(NULL);
         else if (!val) return usage("an option is missing its value");
         else if (!strcmp(o, "--model")) open.path = argv[++i];
+        else if (!strcmp(o, "--random-weights")) open.random_shape = argv[++i];
         else if (!strcmp(o, "--host")) host = argv[++i];
         else if (!strcmp(o, "--api-key")) s.api_key = argv[++i];
         else if (!strcmp(o, "--tokenizer")) tok_path = argv[++i];
@@ -140,6 +145,13 @@ int main(int argc, char **argv) {
             return usage("unknown option");
         }
     }
+    if (open.random_shape) { /* a load test's model: no checkpoint, the tokenizer named */
+        if (strcmp(open.random_shape, "6b") && strcmp(open.random_shape, "tiny"))
+            return usage("--random-weights: 6b or tiny");
+        if (!tok_path) return usage("--random-weights needs --tokenizer FILE");
+        if (open.path) return usage("--random-weights or --model, not both");
+        open.path = !strcmp(open.random_shape, "6b") ? "chatglm2-6b-random" : "chatglm2-tiny-random";
+    }
     if (!open.path) return usage("--model is required");
     if (strcmp(format, "auto") && strcmp(format, "chatglm2") && strcmp(format, "chatglm3"))
         return usage("--format: auto, chatglm2 or chatglm3");
@@ -147,7 +159,8 @@ int main(int argc, char **argv) {
     char namebuf[256];
     if (!name) default_name(open.path, namebuf, sizeof namebuf), name = namebuf;
     s.model_name = name;
-    s.glm3 = !strcmp(format, "chatglm3") || (!strcmp(format, "auto") && glm_is_chatglm3(open.path));
+    s.glm3 = !strcmp(format, "chatglm3") ||
+             (!strcmp(format, "auto") && !open.random_shape && glm_is_chatglm3(open.path));
 
     /* SIGINT / SIGTERM wait for main's sigwait: every thread inherits the mask */
     sigset_t sigs;

@@ -5,6 +5,7 @@
                  [--requests-per-client 4] [--max-tokens 128] [--ctx 2048]
                  [--parallel 16] [--turns N] [--soak SECONDS] [--json OUT.json]
                  [--extra "server args"]
+    load_test.py --server BIN --random-weights 6b --tokenizer FILE [...]   # no checkpoint
     load_test.py --make-6b DIR        # a 6B-shaped random ChatGLM2 (fp16, ~12.5 GB)
 
 For each client count: every client sends its requests one after another
@@ -212,6 +213,9 @@ def main():
     ap.add_argument("--make-6b")
     ap.add_argument("--server")
     ap.add_argument("--model")
+    ap.add_argument("--random-weights", help="6b: seeded random ChatGLM2-6B weights, no checkpoint "
+                    "(needs --tokenizer; make_chat_model.py writes one)")
+    ap.add_argument("--tokenizer")
     ap.add_argument("--dtype", default="int8")
     ap.add_argument("--ctx", default="2048")
     ap.add_argument("--parallel", default="16", help="m40-server --parallel: requests batched at once")
@@ -226,10 +230,12 @@ def main():
     a = ap.parse_args()
     if a.make_6b:
         return make_6b(a.make_6b)
-    if not a.server or not a.model:
-        ap.error("--server and --model (or --make-6b DIR)")
+    if not a.server or not (a.model or (a.random_weights and a.tokenizer)):
+        ap.error("--server and --model, or --random-weights SHAPE --tokenizer FILE (or --make-6b DIR)")
+    src = (["--model", a.model] if a.model else
+           ["--random-weights", a.random_weights, "--tokenizer", a.tokenizer])
     mem0 = gpu_mem()
-    p = subprocess.Popen([a.server, "--model", a.model, "--dtype", a.dtype, "--ctx", a.ctx, "--port", "0",
+    p = subprocess.Popen([a.server, *src, "--dtype", a.dtype, "--ctx", a.ctx, "--port", "0",
                           "--parallel", a.parallel, "--queue", "64", *a.extra.split()],
                          stderr=subprocess.PIPE, text=True)
     port = None

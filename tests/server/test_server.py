@@ -51,9 +51,12 @@ def check(name, ok, detail=""):
 class Server:
     def __init__(self, binary, model, extra=()):
         Server.n = getattr(Server, "n", 0) + 1
-        self.log = open(os.path.join(os.path.dirname(model), "server-%s-%d.log" %
-                                     (os.path.basename(model), Server.n)), "w+")
-        self.p = subprocess.Popen([binary, "--model", model, "--cpu", "--port", "0", "--ctx", "256",
+        where = model if isinstance(model, str) else model[3]
+        self.log = open(os.path.join(os.path.dirname(where), "server-%s-%d.log" %
+                                     (os.path.basename(where), Server.n)), "w+")
+        # model: a path, or ("--random-weights", shape, "--tokenizer", file)
+        src = ["--model", model] if isinstance(model, str) else list(model)
+        self.p = subprocess.Popen([binary, *src, "--cpu", "--port", "0", "--ctx", "256",
                                    "--api-key", KEY, "--timeout", "2", "--queue", "3", "--chunk", "16",
                                    "--shutdown-timeout", "1", *extra],
                                   stderr=subprocess.PIPE, text=True)
@@ -635,16 +638,23 @@ def main():
     ap.add_argument("--curl", default=None)
     ap.add_argument("--quick", action="store_true", help="endpoints and equality only")
     ap.add_argument("--parallel", default=None, help="m40-server --parallel (default: its own)")
+    ap.add_argument("--random-weights", action="store_true",
+                    help="--random-weights tiny with the chat model's tokenizer (load-test mode)")
     a = ap.parse_args()
     a.name = "glm3" if a.chatglm3 else "glm2"
     model = os.path.join(a.work, a.name)
     if not os.path.exists(os.path.join(model, "model.safetensors")):
         mk = os.path.join(HERE, "..", "chatglm2", "make_chat_model.py")
         subprocess.run([sys.executable, mk, model] + (["--chatglm3"] if a.chatglm3 else []), check=True)
+    if a.random_weights:
+        model = ("--random-weights", "tiny", "--tokenizer", os.path.join(model, "tokenizer.model"))
+        a.name = "chatglm2-tiny-random"
     srv = Server(a.server, model, ["--parallel", a.parallel] if a.parallel else [])
     try:
         tests = [t_endpoints, t_equal, t_stop, t_concurrent, t_prefix, t_wait_past_timeout]
-        if not a.quick:
+        if a.random_weights:
+            tests = [t_endpoints, t_equal, t_concurrent]
+        elif not a.quick:
             tests += [t_bad, t_slow_and_dropped, t_disconnect, t_queue_full, t_curl, t_openai,
                       t_port_taken, t_per_ip]
         for t in tests:

@@ -8,7 +8,8 @@
 # checkpoint to write or read) with make_chat_model.py's tokenizer:
 # aggregate tok/s, TTFT and inter-token latency at 1/4/8/16 clients,
 # --parallel 16, prefix reuse (--turns 3), then a soak of 8 clients with
-# device memory sampled.
+# device memory sampled. Before the load test: m40-chat's terminal test
+# (chat_test.py pty) on random ChatGLM2-6B weights in fp16 (issue 18).
 #   OUT=DIR scripts/h200-server.sh [BUILD_DIR]        (run with carry [".debs"])
 # Environment: DTYPE (int8), CLIENTS (1,4,8,16), SOAK (seconds, 120), BUDGET (570).
 set -uo pipefail
@@ -28,6 +29,12 @@ timeout 120 "$B/test_glm_parallel" --gpu > "$O/test_glm_parallel.log" 2>&1
 echo "rc=$? $(tail -5 "$O/test_glm_parallel.log" | tr '\n' ' ')"
 stamp "tokenizer (make_chat_model.py)"
 python3 tests/chatglm2/make_chat_model.py /tmp/h200-server-tok > /dev/null || exit 1
+if [ -x "$B/m40-chat" ]; then # issue 18: the terminal chat at ChatGLM2-6B's size
+    stamp "m40-chat pty on random 6B weights (fp16)"
+    M40_CHAT_ARGS="--dtype fp16 --random-weights 6b" timeout 150 python3 tests/chatglm2/chat_test.py \
+        "$B/m40-chat" /tmp/h200-server-tok pty > "$O/chat_pty_6b.log" 2>&1
+    echo "rc=$? $(tail -1 "$O/chat_pty_6b.log")"; grep -E "^FAIL" "$O/chat_pty_6b.log" | head -5
+fi
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw,memory.used --format=csv \
     | tee "$O/nvidia-smi.csv"
 SOAK=${SOAK:-120}

@@ -19,6 +19,10 @@
 ** --all-logits FILE: raw little-endian float32 rows of vocab size, one per
 ** prompt position, then one per generated token (the logits at its
 ** position, from which the next one is drawn): n + max-new-tokens rows.
+** --random-weights 6b|tiny: seeded random weights of ChatGLM2-6B's shape (or
+** a 2-layer one) instead of the checkpoint's (a GPU test of the chat at
+** full size without a 12.5 GB file); --model then only says where the
+** tokenizer and the chat format are.
 ** --save FILE: writes the model as loaded (converted / quantized at load,
 ** the config, the tokenizer) as one safetensors file; the next run loads
 ** FILE with the same --dtype as a single mmap.
@@ -55,7 +59,7 @@ static int usage(const char *why) {
           "       [--tokenizer FILE] [--format auto|chatglm2|chatglm3] [--system TEXT]\n"
           "       [--prompt TEXT] [--json] [--json-log FILE] [--quiet] [--max-new-tokens N] [--greedy]\n"
           "       [--temperature T] [--top-p P] [--top-k K] [--repeat-penalty R] [--seed S]\n"
-          "       [--cpu] [--device N] [--save FILE]\n"
+          "       [--cpu] [--device N] [--save FILE] [--random-weights 6b|tiny]\n"
           "       m40-chat --model PATH --ids a,b,c [--print-ids] [--all-logits FILE] ...\n"
           "chat commands: /reset, /stats, /exit; Ctrl-C stops an answer, twice exits\n",
           stderr);
@@ -143,6 +147,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(NULL);
         else if (!val) return usage("an option is missing its value");
         else if (!strcmp(o, "--model")) a.open.path = argv[++i];
+        else if (!strcmp(o, "--random-weights")) a.open.random_shape = argv[++i];
         else if (!strcmp(o, "--ids")) ids_arg = argv[++i];
         else if (!strcmp(o, "--all-logits")) logits_path = argv[++i];
         else if (!strcmp(o, "--save")) save_path = argv[++i];
@@ -193,6 +198,8 @@ int main(int argc, char **argv) {
         }
     }
     if (!a.open.path) return usage("--model is required");
+    if (a.open.random_shape && strcmp(a.open.random_shape, "6b") && strcmp(a.open.random_shape, "tiny"))
+        return usage("--random-weights: 6b or tiny");
     if (strcmp(format, "auto") && strcmp(format, "chatglm2") && strcmp(format, "chatglm3"))
         return usage("--format: auto, chatglm2 or chatglm3");
     int32_t *ids = NULL;

@@ -55,6 +55,16 @@ if(TARGET m40-chat AND Python3_FOUND)
                          TIMEOUT 300)
   endforeach()
 endif()
+# --random-weights (the GPU's full-size chat test without a 12.5 GB file,
+# scripts/h200-server.sh): the terminal chat on seeded random weights.
+if(TARGET m40-chat AND Python3_FOUND)
+  add_test(NAME m40_chat_random_weights
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/chat_test.py
+                   $<TARGET_FILE:m40-chat> ${M40_CHAT_MODEL} pty
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(m40_chat_random_weights PROPERTIES LABELS cpu FIXTURES_REQUIRED chat_model
+                       TIMEOUT 300 ENVIRONMENT "M40_CHAT_ARGS=--cpu --dtype fp32 --random-weights tiny")
+endif()
 # A short soak (20 s here; 30 minutes on the H200 with the 6B-shaped model:
 # chat_soak.py's header): host memory stays flat over many rounds, resets
 # and context rebuilds.

@@ -28,7 +28,10 @@ run_suite() { # name build-dir cmake-args...
 }
 mkdir -p build-test
 [ -z "$M40_NVCC" ] && echo "NOTICE: no CUDA toolkit that targets sm_52 (CUDA 11.8-12.9); testing the CPU-only build. scripts/setup.sh installs one."
-run_suite "main build" build-test/main "${M40_CMAKE_CUDA[@]}"
+# M40_TEST_MAIN_DIR: an existing build of the same configuration to reuse
+# (CI passes its sm_52 build: configured again with these options it is
+# unchanged, so nothing is compiled twice)
+run_suite "main build" "${M40_TEST_MAIN_DIR:-build-test/main}" "${M40_CMAKE_CUDA[@]}"
 run_suite "ASan+UBSan, CPU" build-test/asan -DM40_CUDA=OFF -DM40_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 for extra in tests/*/extra-check.sh; do
     [ -x "$extra" ] || continue

@@ -105,6 +105,9 @@ typedef enum m40_tensor_role {
 **                   rotated                               x's shape
 **   SAMPLE          logits [B,V], history i32 [B,W]?, pos i32 [B]?
 **                   (sampler; m40_sample)                 [B,2] f32: id, p
+**   ALLREDUCE       x f32 [...] (comm, rank; m40_allreduce): the sum of x
+**                   over every rank's graph, which run at the same time
+**                   (tensor parallelism)                  x's shape, in place
 **
 ** The parameters of the transformer's ops are those of m40/transformer.h.
 */
@@ -126,7 +129,8 @@ typedef enum m40_tensor_role {
     X(M40_OP_ATTENTION, attention)   \
     X(M40_OP_TAKE_LAST, take_last)   \
     X(M40_OP_ROPE, rope)             \
-    X(M40_OP_SAMPLE, sample)
+    X(M40_OP_SAMPLE, sample)         \
+    X(M40_OP_ALLREDUCE, allreduce)
 /* columns: enum, name (m40_op_name gives it as a string; the library
 ** finds each kind's implementation by it) */
 
@@ -178,6 +182,8 @@ typedef struct m40_node_desc {
     float rope_scale;      /* ROPE: m40_rope_desc.pos_scale (default 1) */
     float attn_scale;      /* ATTENTION: 0 (default) = 1/sqrt(head_dim) */
     m40_sampler_desc sampler; /* SAMPLE (default: m40_sampler_desc_init) */
+    struct m40_comm *comm; /* ALLREDUCE: the communicator (m40/comm.h), not owned */
+    int rank;              /* ALLREDUCE: this graph's rank in it */
 } m40_node_desc;
 
 /* Zeroes nd, then sets struct_size, op, output = M40_TENSOR_NEW, every

@@ -239,6 +239,21 @@ typedef struct m40_chatglm2_desc {
     ** shares its cache (weights_from), and that decode graph steps them
     ** all at once (position -1 leaves a row idle). */
     int slots;
+    /* Tensor parallelism (0 or 1: none): this graph is rank tp_rank of
+    ** tp_size, each a context of its own running at the same time (one
+    ** thread each). A rank holds heads/tp_size query heads and their KV
+    ** groups (kv_heads/tp_size each, or one group shared by tp_size/kv_heads
+    ** ranks), ffn/tp_size MLP features and their slices of
+    ** query_key_value, dense, dense_h_to_4h and dense_4h_to_h (quantized
+    ** weights: quantized whole, then cut); the embedding, norms and output
+    ** layer are on every rank. The dense and dense_4h_to_h outputs are
+    ** summed over the ranks by ALLREDUCE nodes on `comm` (m40/comm.h, of
+    ** tp_size ranks), so every rank's residual stream and logits are the
+    ** whole model's. heads, ffn (and, for int4, the column slices; for
+    ** int4g128, whole 128-column groups) must divide; comm may be NULL only
+    ** for a graph that is only planned (no weights). */
+    int tp_size, tp_rank;
+    struct m40_comm *comm;
 } m40_chatglm2_desc;
 
 M40_API void m40_chatglm2_desc_init(m40_chatglm2_desc *d);

@@ -6,6 +6,7 @@
 ** tensors are declared with no data. */
 #include "build.h"
 #include "../half.h"
+#include "m40/comm.h"
 #include "m40/quant.h"
 
 #include <errno.h>
@@ -53,7 +54,30 @@ typedef struct gb {
     uint64_t read_bytes, total_bytes; /* checkpoint bytes taken so far, in all */
     void **bufs;             /* converted host data, alive until m40_graph_alloc */
     int nbufs, capbufs;
+    const struct tp_part *part; /* tensor parallelism: the part of the weight being loaded */
 } gb;
+
+/* Tensor parallelism: the part of a checkpoint weight [R, K] (or bias [R])
+** that this rank holds: up to 3 row ranges, concatenated (query_key_value:
+** the rank's query heads, then its key and value groups; dense_h_to_4h:
+** its gate rows, then its up rows), or one column range (dense,
+** dense_4h_to_h: the rank's input features; their outputs are summed over
+** the ranks by an ALLREDUCE node). */
+typedef struct tp_part {
+    int64_t R, K;            /* the whole tensor */
+    int nr;                  /* row ranges; 0: every row */
+    int64_t r0[3], rn[3];
+    int64_t c0, cn;          /* the column range; cn 0: every column */
+} tp_part;
+
+/* The checkpoint row of local row i. */
+static int64_t part_row(const tp_part *p, int64_t i) {
+    for (int k = 0; k < p->nr; k++) {
+        if (i < p->rn[k]) return p->r0[k] + i;
+        i -= p->rn[k];
+    }
+    return i;
+}
 
 
 static int tensor(m40__mb *b, m40_tensor_role role, const char *name, m40_dtype dt, int ndim,
@@ -195,9 +219,21 @@ static int weight(gb *g, const char *name, m40_dtype dt, int ndim, int64_t d0, i
     int id = m40__mb_weight(&g->b, name, dt, ndim, shape, 0);
     bind_shared(g, id, name);
     if (!g->w || id < 0) return id;
-    wt x = file_tensor(g, name, ndim, shape);
+    const tp_part *p = g->part;
+    const int64_t whole[2] = {p ? p->R : d0, p ? p->K : d1};
+    wt x = file_tensor(g, name, ndim, whole);
     size_t n = (size_t)d0 * (size_t)(ndim > 1 ? d1 : 1);
-    const void *data = x.t ? as_dtype(g, x, dt, n) : NULL;
+    const void *data = x.t && !p ? as_dtype(g, x, dt, n) : NULL;
+    if (x.t && p && (data = keep(g, n * m40_dtype_size(dt)))) { /* this rank's rows / columns */
+        const unsigned char *src = m40_st_get_data(x.f, x.t);
+        const int64_t K = ndim > 1 ? p->K : 1, c0 = p->cn ? p->c0 : 0, cols = ndim > 1 ? d1 : 1;
+        for (int64_t i = 0, o = 0; i < d0; i++)
+            for (int64_t j = 0; j < cols; j++, o++) {
+                float v = load_f32(x.t, src, (size_t)(part_row(p, i) * K + c0 + j));
+                if (dt == M40_DTYPE_F32) ((float *)data)[o] = v;
+                else ((uint16_t *)data)[o] = m40__f32_to_f16(v);
+            }
+    }
     m40_status st;
     if (data && (st = m40_graph_set_data(g->b.g, id, data, n * m40_dtype_size(dt))) != M40_OK)
         m40__mb_fail(&g->b, st, "%s", m40_errmsg(g->b.ctx));
@@ -206,14 +242,21 @@ static int weight(gb *g, const char *name, m40_dtype dt, int ndim, int64_t d0, i
 
 /* An int8/int4 weight [N,K] and its f16 scales [N]: the file's own (an
 ** official quantized checkpoint: `.weight_scale` present) or quantized
-** here from its F16/F32 weight. */
+** here from its F16/F32 weight. With a tensor-parallel part, the rows are
+** taken (or quantized) whole, then the columns cut: the same codes and
+** scales as the whole model's. */
 static void quantized(gb *g, const char *wn, const char *sn, int bits, int group, int64_t N,
                       int64_t K, int wid, int sid) {
+    const tp_part *p = g->part;
+    const int64_t RK = p ? p->K : K;                 /* the whole row */
+    const int64_t kq = bits == 8 ? RK : (RK + 1) / 2; /* stored bytes per whole row */
+    const int64_t ng = group ? (RK + group - 1) / group : 1; /* scales per whole row */
+    const int64_t R = p ? p->R : N;                  /* the file's rows */
     wt xs = lookup(g, sn);
     const m40_st_tensor *scale = xs.t;
-    const int64_t kq = bits == 8 ? K : (K + 1) / 2;
-    const int64_t ng = group ? (K + group - 1) / group : 1; /* scales per row */
     m40_status st = M40_OK;
+    const unsigned char *qsrc = NULL, *ssrc = NULL;  /* [R, kq] codes, [R, ng] scales */
+    int64_t qrows = R;                               /* rows in qsrc (all, or quantized ones) */
     if (scale) {
         wt xq = lookup(g, wn);
         const m40_st_tensor *q = xq.t;
@@ -221,61 +264,87 @@ static void quantized(gb *g, const char *wn, const char *sn, int bits, int group
             m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: '%s' is missing", wn);
             return;
         }
-        bool ok = q->dtype == M40_DTYPE_I8 && q->ndim == 2 && q->shape[0] == N &&
-                  q->shape[1] == kq && scale->dtype == M40_DTYPE_F16 && scale->shape[0] == N &&
+        bool ok = q->dtype == M40_DTYPE_I8 && q->ndim == 2 && q->shape[0] == R &&
+                  q->shape[1] == kq && scale->dtype == M40_DTYPE_F16 && scale->shape[0] == R &&
                   (group ? scale->ndim == 2 && scale->shape[1] == ng : scale->ndim == 1);
         if (!ok) {
             m40__mb_fail(&g->b, M40_ERR_FORMAT, "weights: '%s' and '%s' are not an int%d weight "
                          "[%lld, %lld] I8 with F16 scales [%lld%s%lld] (%s)", wn, sn, bits,
-                         (long long)N, (long long)kq, (long long)N, group ? ", " : "",
+                         (long long)R, (long long)kq, (long long)R, group ? ", " : "",
                          group ? (long long)ng : 0LL,
                          group ? "per 128 columns" : "the official quantized layout");
             return;
         }
         mark_used(g, xq);
         mark_used(g, xs);
-        if ((st = m40_graph_set_data(g->b.g, wid, m40_st_get_data(xq.f, q), (size_t)(N * kq))) ||
-            (st = m40_graph_set_data(g->b.g, sid, m40_st_get_data(xs.f, scale), (size_t)(N * ng) * 2)))
-            m40__mb_fail(&g->b, st, "%s", m40_errmsg(g->b.ctx));
-        return;
-    }
-    const int64_t shape[2] = {N, K};
-    wt x = file_tensor(g, wn, 2, shape);
-    if (!x.t) return;
-    if (!g->cpu) {
-        m40_ctx_desc cd;
-        m40_ctx_desc_init(&cd);
-        cd.device = M40_DEVICE_CPU;
-        if ((st = m40_ctx_create(&cd, &g->cpu)) != M40_OK) {
-            m40__mb_fail(&g->b, st, "a CPU context for quantizing: %s", m40_errmsg(g->cpu));
+        qsrc = m40_st_get_data(xq.f, q);
+        ssrc = m40_st_get_data(xs.f, scale);
+        if (!p) {
+            if ((st = m40_graph_set_data(g->b.g, wid, qsrc, (size_t)(N * kq))) ||
+                (st = m40_graph_set_data(g->b.g, sid, ssrc, (size_t)(N * ng) * 2)))
+                m40__mb_fail(&g->b, st, "%s", m40_errmsg(g->b.ctx));
             return;
         }
+    } else {
+        const int64_t shape[2] = {R, RK};
+        wt x = file_tensor(g, wn, 2, shape);
+        if (!x.t) return;
+        if (!g->cpu) {
+            m40_ctx_desc cd;
+            m40_ctx_desc_init(&cd);
+            cd.device = M40_DEVICE_CPU;
+            if ((st = m40_ctx_create(&cd, &g->cpu)) != M40_OK) {
+                m40__mb_fail(&g->b, st, "a CPU context for quantizing: %s", m40_errmsg(g->cpu));
+                return;
+            }
+        }
+        /* this rank's rows, whole: the quantizer reads aligned F32 host tensors */
+        qrows = N;
+        void *wf = keep(g, (size_t)(N * RK) * 4);
+        void *qd = keep(g, (size_t)(N * kq)), *sd = keep(g, (size_t)(N * ng) * 2);
+        if (!wf || !qd || !sd) return;
+        const unsigned char *src = m40_st_get_data(x.f, x.t);
+        for (int64_t i = 0; i < N; i++) {
+            int64_t row = p ? part_row(p, i) : i;
+            for (int64_t j = 0; j < RK; j++)
+                ((float *)wf)[i * RK + j] = load_f32(x.t, src, (size_t)(row * RK + j));
+        }
+        m40_tensor_desc dw, dq, ds;
+        const int64_t ws[2] = {N, RK}, qs[2] = {N, kq}, ss[2] = {N, ng};
+        m40_tensor_desc_make(&dw, M40_DTYPE_F32, 2, ws);
+        m40_tensor_desc_make(&dq, M40_DTYPE_I8, 2, qs);
+        m40_tensor_desc_make(&ds, M40_DTYPE_F16, group ? 2 : 1, ss);
+        m40_tensor *tw = NULL, *tq = NULL, *ts = NULL;
+        m40_quant_format f = {.wtype = bits == 8 ? M40_DTYPE_Q8 : M40_DTYPE_Q4, .group = group,
+                              .scale_dtype = M40_DTYPE_F16};
+        if ((st = m40_tensor_wrap(g->cpu, &dw, M40_LOC_HOST, wf, &tw)) ||
+            (st = m40_tensor_wrap(g->cpu, &dq, M40_LOC_HOST, qd, &tq)) ||
+            (st = m40_tensor_wrap(g->cpu, &ds, M40_LOC_HOST, sd, &ts)) ||
+            (st = m40_quantize(g->cpu, &f, tw, tq, ts)))
+            m40__mb_fail(&g->b, st, "quantizing '%s': %s", wn, m40_errmsg(g->cpu));
+        m40_tensor_destroy(tw);
+        m40_tensor_destroy(tq);
+        m40_tensor_destroy(ts);
+        if (g->b.st != M40_OK) return;
+        qsrc = qd;
+        ssrc = sd;
     }
-    /* the quantizer reads aligned F32 host tensors: a converted copy */
-    void *wf = keep(g, (size_t)(N * K) * 4);
-    void *qd = keep(g, (size_t)(N * kq)), *sd = keep(g, (size_t)(N * ng) * 2);
-    if (!wf || !qd || !sd) return;
-    const unsigned char *src = m40_st_get_data(x.f, x.t);
-    for (int64_t i = 0; i < N * K; i++) ((float *)wf)[i] = load_f32(x.t, src, (size_t)i);
-    m40_tensor_desc dw, dq, ds;
-    const int64_t qs[2] = {N, kq}, ss[2] = {N, ng};
-    m40_tensor_desc_make(&dw, M40_DTYPE_F32, 2, shape);
-    m40_tensor_desc_make(&dq, M40_DTYPE_I8, 2, qs);
-    m40_tensor_desc_make(&ds, M40_DTYPE_F16, group ? 2 : 1, ss);
-    m40_tensor *tw = NULL, *tq = NULL, *ts = NULL;
-    m40_quant_format f = {.wtype = bits == 8 ? M40_DTYPE_Q8 : M40_DTYPE_Q4, .group = group,
-                          .scale_dtype = M40_DTYPE_F16};
-    if ((st = m40_tensor_wrap(g->cpu, &dw, M40_LOC_HOST, wf, &tw)) ||
-        (st = m40_tensor_wrap(g->cpu, &dq, M40_LOC_HOST, qd, &tq)) ||
-        (st = m40_tensor_wrap(g->cpu, &ds, M40_LOC_HOST, sd, &ts)) ||
-        (st = m40_quantize(g->cpu, &f, tw, tq, ts)))
-        m40__mb_fail(&g->b, st, "quantizing '%s': %s", wn, m40_errmsg(g->cpu));
-    m40_tensor_destroy(tw);
-    m40_tensor_destroy(tq);
-    m40_tensor_destroy(ts);
-    if (g->b.st == M40_OK &&
-        ((st = m40_graph_set_data(g->b.g, wid, qd, (size_t)(N * kq))) ||
-         (st = m40_graph_set_data(g->b.g, sid, sd, (size_t)(N * ng) * 2))))
+    /* the local [N, K] codes and scales: rows (when qsrc holds every row),
+    ** then the column range (whole bytes of int4 pairs, whole 128-groups:
+    ** checked by the caller) */
+    const int64_t c0 = p && p->cn ? p->c0 : 0;
+    const int64_t lq = bits == 8 ? K : (K + 1) / 2, lg = group ? (K + group - 1) / group : 1;
+    const int64_t q0 = bits == 8 ? c0 : c0 / 2, g0 = group ? c0 / group : 0;
+    unsigned char *qo = keep(g, (size_t)(N * lq));
+    uint16_t *so = keep(g, (size_t)(N * lg) * 2);
+    if (!qo || !so) return;
+    for (int64_t i = 0; i < N; i++) {
+        int64_t row = qrows == N ? i : part_row(p, i);
+        memcpy(qo + i * lq, qsrc + row * kq + q0, (size_t)lq);
+        memcpy(so + i * lg, ssrc + 2 * (row * ng + g0), (size_t)lg * 2);
+    }
+    if ((st = m40_graph_set_data(g->b.g, wid, qo, (size_t)(N * lq))) ||
+        (st = m40_graph_set_data(g->b.g, sid, so, (size_t)(N * lg) * 2)))
         m40__mb_fail(&g->b, st, "%s", m40_errmsg(g->b.ctx));
 }
 
@@ -283,7 +352,7 @@ static void quantized(gb *g, const char *wn, const char *sn, int bits, int group
 ** f16 as LINEAR_Q bits 16 (store f16, compute f32), int8/int4 as LINEAR_Q
 ** with per-row f16 scales. The bias is f32. */
 static int linear(gb *g, const char *prefix, int x, int64_t N, int64_t K, m40_wformat f,
-                  int has_bias) {
+                  int has_bias, const tp_part *part) {
     char wn[160], sn[160], bn[160];
     snprintf(wn, sizeof wn, "%s.weight", prefix);
     snprintf(sn, sizeof sn, "%s.weight_scale", prefix);
@@ -291,6 +360,11 @@ static int linear(gb *g, const char *prefix, int x, int64_t N, int64_t K, m40_wf
     m40__mb *b = &g->b;
     m40_node_desc nd;
     int n = 0;
+    if (has_bias && part && part->cn) { /* a bias must be added once, not once per rank */
+        m40__mb_fail(b, M40_ERR_UNSUPPORTED, "%s: a column-split layer with a bias", prefix);
+        return -1;
+    }
+    g->part = part;
     if (f == M40_WFMT_INT8 || f == M40_WFMT_INT4 || f == M40_WFMT_INT4G128) {
         m40_node_desc_init(&nd, M40_OP_LINEAR_Q);
         nd.bits = f == M40_WFMT_INT8 ? 8 : 4;
@@ -316,9 +390,26 @@ static int linear(gb *g, const char *prefix, int x, int64_t N, int64_t K, m40_wf
         nd.inputs[n++] = weight(g, wn, M40_DTYPE_F32, 2, N, K);
     }
     if (has_bias) nd.inputs[n++] = weight(g, bn, M40_DTYPE_F32, 1, N, 0);
+    g->part = NULL;
     nd.ninputs = n;
     nd.name = prefix;
     return m40__mb_node(b, &nd);
+}
+
+/* x summed over the tensor-parallel ranks, in place (no node when there is
+** no communicator: a graph declared for planning, where it costs nothing). */
+static int allreduce(gb *g, const char *prefix, int x, const m40_chatglm2_desc *d) {
+    if (d->tp_size <= 1 || !d->comm) return x;
+    char n[160];
+    snprintf(n, sizeof n, "%s.allreduce", prefix);
+    m40_node_desc nd;
+    m40_node_desc_init(&nd, M40_OP_ALLREDUCE);
+    nd.name = n;
+    nd.ninputs = 1;
+    nd.inputs[0] = x;
+    nd.comm = d->comm;
+    nd.rank = d->tp_rank;
+    return m40__mb_node(&g->b, &nd);
 }
 
 /* y = rmsnorm(h) · w after the residual step on the stream h (a STATE
@@ -341,8 +432,20 @@ static int rmsnorm(gb *g, const char *name, const char *wname, int h, int r, int
 static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) {
     m40__mb *b = &g->b;
     const m40_chatglm2_config *c = &g->c;
-    const int64_t B = d->batch, L = d->ctx, C = c->hidden, H = c->heads, G = c->kv_heads,
-                  D = c->head_dim;
+    const int64_t B = d->batch, L = d->ctx, C = c->hidden, D = c->head_dim;
+    /* tensor parallelism: this rank's query heads [h0, h0 + H), KV groups
+    ** [g0, g0 + G) and FFN features [f0, f0 + F) (checked to divide) */
+    const int64_t N = d->tp_size > 1 ? d->tp_size : 1, rk = d->tp_size > 1 ? d->tp_rank : 0;
+    const int64_t HF = c->heads, GF = c->kv_heads, FF = c->ffn; /* the whole model's */
+    const int64_t H = HF / N, h0 = rk * H, F = FF / N, f0 = rk * F;
+    const int64_t G = GF >= N ? GF / N : 1, g0 = GF >= N ? rk * G : h0 / (HF / GF);
+    const tp_part qkv_part = {.R = (HF + 2 * GF) * D, .K = C, .nr = 3,
+                              .r0 = {h0 * D, (HF + g0) * D, (HF + GF + g0) * D},
+                              .rn = {H * D, G * D, G * D}};
+    const tp_part dense_part = {.R = C, .K = HF * D, .c0 = h0 * D, .cn = H * D};
+    const tp_part up_part = {.R = 2 * FF, .K = C, .nr = 2, .r0 = {f0, FF + f0}, .rn = {F, F}};
+    const tp_part down_part = {.R = C, .K = FF, .c0 = f0, .cn = F};
+    const int tp = N > 1;
     const int64_t T = d->phase == M40_PHASE_DECODE ? 1 : (d->chunk < L ? d->chunk : L);
     const m40_wformat f = d->weights;
     /* fp16 checkpoint tensors (norms, embedding, output layer) stay fp16
@@ -364,7 +467,7 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
         snprintf(w, sizeof w, "%s.input_layernorm.weight", p);
         int a = rmsnorm(g, n, w, h, r, l == 0, small);
         snprintf(n, sizeof n, "%s.self_attention.query_key_value", p);
-        int qkv = linear(g, n, a, (H + 2 * G) * D, C, f, 1);
+        int qkv = linear(g, n, a, (H + 2 * G) * D, C, f, 1, tp ? &qkv_part : NULL);
         m40_node_desc nd;
         /* RoPE on the query and key heads of each qkv row (the first half
         ** of each head's dims, adjacent pairs); the value heads pass */
@@ -410,16 +513,16 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
         }
         int o = m40__mb_node(b, &nd);
         snprintf(n, sizeof n, "%s.self_attention.dense", p);
-        int dense = linear(g, n, o, C, H * D, f, 0);
+        int dense = allreduce(g, n, linear(g, n, o, C, H * D, f, 0, tp ? &dense_part : NULL), d);
         snprintf(n, sizeof n, "%s.post_attention_layernorm", p);
         snprintf(w, sizeof w, "%s.post_attention_layernorm.weight", p);
         int m = rmsnorm(g, n, w, h, dense, 0, small);
         snprintf(n, sizeof n, "%s.mlp.dense_h_to_4h", p);
-        int u = linear(g, n, m, 2 * (int64_t)c->ffn, C, f, 0);
+        int u = linear(g, n, m, 2 * F, C, f, 0, tp ? &up_part : NULL);
         snprintf(n, sizeof n, "%s.mlp.swiglu", p);
         int sw = m40__mb_op(b, M40_OP_SWIGLU, n, u, -1);
         snprintf(n, sizeof n, "%s.mlp.dense_4h_to_h", p);
-        r = linear(g, n, sw, C, c->ffn, f, 0);
+        r = allreduce(g, n, linear(g, n, sw, C, F, f, 0, tp ? &down_part : NULL), d);
     }
     int x = rmsnorm(g, "transformer.encoder.final_layernorm",
                     "transformer.encoder.final_layernorm.weight", h, r, 0, small);
@@ -427,7 +530,7 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
         x = m40__mb_op(b, M40_OP_TAKE_LAST, "last_position", x, -1);
     /* the output layer stays fp16 in the quantized models */
     info->logits = linear(g, "transformer.output_layer", x, c->vocab, C,
-                          f == M40_WFMT_FP32 ? M40_WFMT_FP32 : M40_WFMT_FP16, 0);
+                          f == M40_WFMT_FP32 ? M40_WFMT_FP32 : M40_WFMT_FP16, 0, NULL);
     m40__mb_output(b, info->logits);
 }
 
@@ -589,6 +692,32 @@ m40_status m40_chatglm2_config_of(m40_ctx *ctx, m40_st_file *const *files, int n
     return g.b.st;
 }
 
+/* The split of d's tensor parallelism over config c: every part whole (see
+** declare), and a communicator of tp_size ranks for a graph that runs. */
+static m40_status tp_check(m40_ctx *ctx, const m40_chatglm2_desc *d, const m40_chatglm2_config *c,
+                           int runs) {
+    const int N = d->tp_size;
+    if (N <= 1) return M40_OK;
+    if (c->heads % N || (c->kv_heads % N && N % c->kv_heads) || c->ffn % N)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: %d tensor-parallel ranks: the %d heads, "
+                        "the %d KV groups (or ranks per group) and the %d FFN features must "
+                        "divide by it", FN, N, c->heads, c->kv_heads, c->ffn);
+    const int64_t hd = (int64_t)c->heads / N * c->head_dim, f = c->ffn / N;
+    if ((d->weights == M40_WFMT_INT4 || d->weights == M40_WFMT_INT4G128) && (hd % 2 || f % 2))
+        return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: int4 over %d ranks: a rank's %lld attention "
+                        "and %lld FFN columns must be even (two codes per byte)", FN, N,
+                        (long long)hd, (long long)f);
+    if (d->weights == M40_WFMT_INT4G128 && (hd % 128 || f % 128))
+        return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: int4g128 over %d ranks: a rank's %lld "
+                        "attention and %lld FFN columns must be whole groups of 128 (int4 or "
+                        "int8 split anywhere)", FN, N, (long long)hd, (long long)f);
+    if (runs && (!d->comm || m40_comm_size(d->comm) != N))
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: %d tensor-parallel ranks need a comm of "
+                        "%d ranks (m40_comm_create) for a graph that runs; it has %d", FN, N, N,
+                        d->comm ? m40_comm_size(d->comm) : 0);
+    return M40_OK;
+}
+
 m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_file *weights,
                               m40_graph **out, m40_chatglm2_info *info) {
     if (out) *out = NULL;
@@ -602,6 +731,10 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
     if (d->batch < 1 || d->batch > MAX_BATCH)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: batch %d is not in 1..%d", FN, d->batch,
                         MAX_BATCH);
+    if (d->tp_size < 0 || d->tp_size > 64 ||
+        (d->tp_size > 1 ? d->tp_rank < 0 || d->tp_rank >= d->tp_size : d->tp_rank != 0))
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: tensor-parallel rank %d of %d (size 0..64, "
+                        "rank 0..size-1)", FN, d->tp_rank, d->tp_size);
     if (d->slots < 0 || d->slots > MAX_BATCH)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: slots %d is not in 0..%d", FN, d->slots,
                         MAX_BATCH);
@@ -651,7 +784,8 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
                 return m40__err(ctx, M40_ERR_OOM_HOST, "%s: out of host memory", FN);
             }
     }
-    if ((st = m40_graph_create(ctx, &g.b.g)) != M40_OK) {
+    if ((st = tp_check(ctx, d, &g.c, g.w || d->weights_from || d->random_weights)) != M40_OK ||
+        (st = m40_graph_create(ctx, &g.b.g)) != M40_OK) {
         for (int i = 0; g.used && i < g.nfiles; i++) free(g.used[i]);
         free(g.used);
         return st;

@@ -88,3 +88,11 @@ if(TARGET m40_chatglm2_example)
     set_tests_properties(test_gpu_glm_parallel PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
   endif()
 endif()
+# Tensor parallelism (issue 20): 2 and 4 ranks on CPU contexts in threads,
+# all-reduced on the host, equal to the whole model; --gpu: contexts on one GPU.
+m40_add_test(NAME test_chatglm2_tp SOURCES tests/chatglm2/test_chatglm2_tp.c LABELS cpu)
+target_link_libraries(test_chatglm2_tp PRIVATE Threads::Threads)
+if(M40_HAVE_CUDA)
+  add_test(NAME test_gpu_chatglm2_tp COMMAND test_chatglm2_tp --gpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(test_gpu_chatglm2_tp PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
+endif()

@@ -8,13 +8,24 @@
 **      order, into the shared result (every rank gets the same bits);
 **   3. each rank copies the result into its tensor; after the third
 **      meeting no part or result is read any more, so the next call may
-**      reuse them. */
+**      reuse them.
+** The NCCL backend (CUDA builds): libnccl.so.2 loaded at run time (dlopen:
+** no build or link dependency; M40_NCCL_LIB names another file), one
+** communicator per rank from ncclCommInitAll over the contexts' devices,
+** ncclAllReduce in place on each rank's stream (asynchronous like a kernel,
+** and capturable into a CUDA graph). The few NCCL types used are declared
+** here, as lib/measure/nvml.c does for NVML (NCCL's ABI: ncclFloat32 = 7,
+** ncclSum = 0, ncclSuccess = 0). */
 #define _POSIX_C_SOURCE 200809L
 #include "../internal.h"
 #include "m40/comm.h"
 
 #include <errno.h>
 #include <pthread.h>
+#ifdef M40_HAVE_CUDA
+#include <dlfcn.h>
+#include <stdio.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,7 +48,61 @@ struct m40_comm {
     int64_t sum_cap;
     float *stage[MAX_RANKS];   /* GPU ranks: the host copy of the part */
     int64_t stage_cap[MAX_RANKS];
+    void *nccl_comm[MAX_RANKS]; /* M40_COMM_NCCL: ncclComm_t per rank */
 };
+
+#ifdef M40_HAVE_CUDA
+/* ---- NCCL, loaded at run time -------------------------------------------- */
+typedef int (*nccl_init_all_fn)(void **comms, int ndev, const int *devlist);
+typedef int (*nccl_all_reduce_fn)(const void *send, void *recv, size_t count, int dtype, int op,
+                                  void *comm, void *stream);
+typedef int (*nccl_destroy_fn)(void *comm);
+typedef const char *(*nccl_error_fn)(int result);
+typedef int (*nccl_version_fn)(int *version);
+
+static struct {
+    pthread_once_t once;
+    void *dl;
+    nccl_init_all_fn init_all;
+    nccl_all_reduce_fn all_reduce;
+    nccl_destroy_fn destroy;
+    nccl_error_fn error;
+    int version;
+    char why[200];
+} nccl = {.once = PTHREAD_ONCE_INIT};
+
+static void nccl_load(void) {
+    const char *env = getenv("M40_NCCL_LIB");
+    const char *names[3] = {env && *env ? env : "libnccl.so.2", "libnccl.so", NULL};
+    for (int i = 0; names[i] && !nccl.dl; i++) nccl.dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!nccl.dl) {
+        snprintf(nccl.why, sizeof nccl.why, "%s could not be loaded (pip install "
+                 "\"nvidia-nccl-cu11==2.21.5\" or \"nvidia-nccl-cu12<2.28\", which still carry "
+                 "Maxwell code; M40_NCCL_LIB=.../libnccl.so.2)", names[0]);
+        return;
+    }
+    *(void **)(&nccl.init_all) = dlsym(nccl.dl, "ncclCommInitAll");
+    *(void **)(&nccl.all_reduce) = dlsym(nccl.dl, "ncclAllReduce");
+    *(void **)(&nccl.destroy) = dlsym(nccl.dl, "ncclCommDestroy");
+    *(void **)(&nccl.error) = dlsym(nccl.dl, "ncclGetErrorString");
+    nccl_version_fn ver;
+    *(void **)(&ver) = dlsym(nccl.dl, "ncclGetVersion");
+    if (!nccl.init_all || !nccl.all_reduce || !nccl.destroy || !nccl.error || !ver) {
+        snprintf(nccl.why, sizeof nccl.why, "the NCCL library lacks ncclCommInitAll / "
+                 "ncclAllReduce / ncclCommDestroy");
+        dlclose(nccl.dl);
+        nccl.dl = NULL;
+        return;
+    }
+    ver(&nccl.version);
+}
+
+/* NULL when NCCL is there, else why not. */
+static const char *nccl_missing(void) {
+    pthread_once(&nccl.once, nccl_load);
+    return nccl.dl ? NULL : nccl.why;
+}
+#endif
 
 static void mark_broken(m40_comm *c) {
     pthread_mutex_lock(&c->mu);
@@ -108,13 +173,37 @@ m40_status m40_comm_create(m40_ctx *const *ctxs, int n, m40_comm_kind kind, m40_
     }
     if ((int)kind < 0 || kind > M40_COMM_NCCL)
         return m40__err(c0, M40_ERR_INVALID_ARG, "%s: unknown kind %d", fn, (int)kind);
-    if (kind == M40_COMM_NCCL)
-        return m40__err(c0, M40_ERR_UNSUPPORTED, "%s: this build has no NCCL (docs/multi-gpu.md); "
-                        "M40_COMM_HOST sums on the host", fn);
+    /* NCCL: GPU contexts on distinct devices, the library loadable */
+    const char *no_nccl = NULL;
+#ifdef M40_HAVE_CUDA
+    if (!c0->is_gpu) no_nccl = "the contexts are CPU contexts";
+    for (int i = 0; !no_nccl && i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (ctxs[i]->desc.device == ctxs[j]->desc.device)
+                no_nccl = "two ranks on one device (NCCL needs a device per rank; the host "
+                          "backend does not)";
+    if (!no_nccl) no_nccl = nccl_missing();
+#else
+    no_nccl = "this libm40 was built without CUDA";
+#endif
+    if (kind == M40_COMM_NCCL && no_nccl)
+        return m40__err(c0, M40_ERR_UNSUPPORTED, "%s: no NCCL: %s", fn, no_nccl);
     m40_comm *c = calloc(1, sizeof *c);
     if (!c) return m40__err(c0, M40_ERR_OOM_HOST, "%s: out of host memory", fn);
     c->n = n;
-    c->kind = M40_COMM_HOST;
+    c->kind = no_nccl || kind == M40_COMM_HOST ? M40_COMM_HOST : M40_COMM_NCCL;
+#ifdef M40_HAVE_CUDA
+    if (c->kind == M40_COMM_NCCL) {
+        int devs[MAX_RANKS];
+        for (int i = 0; i < n; i++) devs[i] = ctxs[i]->desc.device;
+        int r = nccl.init_all(c->nccl_comm, n, devs);
+        if (r != 0) {
+            free(c);
+            return m40__err(c0, M40_ERR_CUDA, "%s: ncclCommInitAll: %s (NCCL %d)", fn, nccl.error(r),
+                            nccl.version);
+        }
+    }
+#endif
     c->timeout_s = 60.0;
     for (int i = 0; i < n; i++) c->ctx[i] = ctxs[i];
     pthread_mutex_init(&c->mu, NULL);
@@ -125,6 +214,10 @@ m40_status m40_comm_create(m40_ctx *const *ctxs, int n, m40_comm_kind kind, m40_
 
 void m40_comm_destroy(m40_comm *c) {
     if (!c) return;
+#ifdef M40_HAVE_CUDA
+    for (int i = 0; c->kind == M40_COMM_NCCL && i < c->n; i++)
+        if (c->nccl_comm[i]) nccl.destroy(c->nccl_comm[i]);
+#endif
     for (int i = 0; i < c->n; i++) free(c->stage[i]);
     free(c->sum);
     pthread_mutex_destroy(&c->mu);
@@ -168,7 +261,19 @@ m40_status m40_allreduce(m40_comm *c, int rank, m40_tensor *x) {
         st = m40__err(ctx, M40_ERR_SHAPE, "%s: rank %d: the tensor must be contiguous", fn, rank);
     else if ((n = m40_tensor_desc_numel(&x->desc)) < 0 || n > ((int64_t)1 << 40))
         st = m40__err(ctx, M40_ERR_SHAPE, "%s: rank %d: %lld elements", fn, rank, (long long)n);
-    if (st == M40_OK && c->n == 1) return M40_OK;
+    if (st == M40_OK && c->n == 1 && c->kind == M40_COMM_HOST) return M40_OK;
+#ifdef M40_HAVE_CUDA
+    if (c->kind == M40_COMM_NCCL) { /* in place on the rank's stream */
+        if (st == M40_OK && (st = m40__ctx_check(ctx)) == M40_OK) {
+            int r = nccl.all_reduce(x->data, x->data, (size_t)n, 7 /* ncclFloat32 */,
+                                    0 /* ncclSum */, c->nccl_comm[rank], ctx->stream);
+            if (r != 0)
+                st = m40__err(ctx, M40_ERR_CUDA, "%s: rank %d: ncclAllReduce: %s", fn, rank,
+                              nccl.error(r));
+        }
+        return st;
+    }
+#endif
     const float *mine = NULL;
     if (st == M40_OK && ctx->is_gpu) { /* through the host */
         if (grow(&c->stage[rank], &c->stage_cap[rank], n))

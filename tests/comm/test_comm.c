@@ -280,6 +280,39 @@ static void graphs(int R) {
     m40_comm_destroy(c);
 }
 
+/* NCCL on one GPU: ranks on one device are refused; one rank runs (where
+** libnccl.so.2 loads: M40_NCCL_LIB), in place, also captured in a CUDA graph. */
+static void nccl_one(void) {
+    m40_comm *c = NULL;
+    CHECK_ST(m40_comm_create(ctxs, 2, M40_COMM_NCCL, &c), M40_ERR_UNSUPPORTED);
+    CHECK(strstr(m40_errmsg(ctxs[0]), "one device") != NULL);
+    m40_status st = m40_comm_create(ctxs, 1, M40_COMM_NCCL, &c);
+    if (st == M40_ERR_UNSUPPORTED) {
+        printf("note: NCCL not loaded, its one-rank check skipped: %s\n", m40_errmsg(ctxs[0]));
+        return;
+    }
+    CHECK_ST(st, M40_OK);
+    if (!c) return;
+    CHECK(m40_comm_get_kind(c) == M40_COMM_NCCL);
+    int in, out;
+    m40_graph *g = node_graph(c, 0, 64, &in, &out);
+    float v[64], w[64];
+    for (int i = 0; i < 64; i++) v[i] = val(0, i);
+    m40_tensor *t;
+    if (g && m40_graph_get_tensor(g, in, &t) == M40_OK) {
+        m40_tensor_upload(ctxs[0], t, v, sizeof v);
+        CHECK_ST(m40_graph_run(g), M40_OK);
+        CHECK_ST(m40_graph_capture(g, 1), M40_OK); /* NCCL lives in a CUDA graph */
+        CHECK_ST(m40_graph_run(g), M40_OK);
+        m40_graph_get_tensor(g, out, &t);
+        CHECK_ST(m40_tensor_download(ctxs[0], t, w, sizeof w), M40_OK);
+        CHECK(!memcmp(v, w, sizeof v));
+        printf("NCCL, one rank: run and captured: %s\n", !memcmp(v, w, sizeof v) ? "ok" : "FAIL");
+    }
+    m40_graph_destroy(g);
+    m40_comm_destroy(c);
+}
+
 int main(int argc, char **argv) {
     gpu = argc > 1 && !strcmp(argv[1], "--gpu");
     if (gpu) {
@@ -293,6 +326,7 @@ int main(int argc, char **argv) {
             return 1;
         }
     refusals();
+    if (gpu) nccl_one();
     for (int R = 2; R <= 3; R++) {
         static const int64_t sizes[4] = {1, 2, 7, 40961};
         for (int k = 0; k < 4; k++) sums(R, sizes[k]);

@@ -2,10 +2,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include "chatglm2.h"
 
+#include <m40/comm.h>
 #include <m40/transformer.h>
 
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,20 @@ typedef struct glm_seq {
 } glm_seq;
 
 #define MAX_DG 10 /* decode graphs: batch 1, 2, 4, ..., parallel */
+
+/* A tensor-parallel rank other than 0 (rank 0 is the model's own ctx and
+** graphs): its context, its share of the graphs, and its thread, which runs
+** `job` each time the model's `gen` moves. */
+typedef struct glm_rank {
+    m40_ctx *ctx;
+    m40_graph *pg, *dg[MAX_DG];
+    m40_chatglm2_info pi, di[MAX_DG];
+    pthread_t th;
+    int started;
+    m40_graph *job;
+    m40_status st;
+    char err[256];
+} glm_rank;
 
 struct glm_model {
     m40_ctx *ctx;
@@ -53,6 +69,16 @@ struct glm_model {
     m40_tensor *pview;         /* [1,V] view of the prefill graph's last logits row */
     m40_tensor **drow[MAX_DG]; /* [dbatch[k]] views of decode graph k's logits rows */
     int32_t *slot_buf;         /* [P] */
+    int capture_failed[MAX_DG];
+    /* tensor parallelism: R ranks on one communicator; rk[1..R) */
+    int R;
+    m40_comm *comm;
+    glm_rank rk[GLM_MAX_RANKS];
+    pthread_mutex_t pmu;
+    pthread_cond_t pcv, dcv;
+    unsigned gen;
+    int done, quit, pool;      /* pool: the lock and conditions exist */
+    int broken;                /* a rank failed: the communicator is gone */
     m40_tensor *t_hist, *t_pos, *t_out; /* sampler inputs [1,HISTORY], [1], output [1,2] */
     int32_t *ids_buf, *pos_buf;        /* [max(T, P)] */
     float *rows;               /* [T·V] when all_logits */
@@ -70,6 +96,99 @@ static int fail(glm_model *m, const char *fmt, ...) {
 /* A library call failed: its message is on the context. */
 static int lib_fail(glm_model *m, const char *what) {
     return fail(m, "%s: %s", what, m40_errmsg(m->ctx));
+}
+
+/* ---- tensor-parallel ranks ------------------------------------------------ */
+
+typedef struct rank_arg {
+    glm_model *m;
+    int r;
+} rank_arg;
+
+static void *rank_main(void *arg) {
+    glm_model *m = ((rank_arg *)arg)->m;
+    glm_rank *k = &m->rk[((rank_arg *)arg)->r];
+    free(arg);
+    pthread_mutex_lock(&m->pmu);
+    unsigned seen = m->gen;
+    for (;;) {
+        while (m->gen == seen && !m->quit) pthread_cond_wait(&m->pcv, &m->pmu);
+        if (m->quit) break;
+        seen = m->gen;
+        m40_graph *g = k->job;
+        pthread_mutex_unlock(&m->pmu);
+        m40_status st = m40_graph_run(g);
+        if (st != M40_OK) {
+            snprintf(k->err, sizeof k->err, "%s", m40_errmsg(k->ctx));
+            m40_comm_abort(m->comm); /* the others must not wait for this rank */
+        }
+        pthread_mutex_lock(&m->pmu);
+        k->st = st;
+        m->done++;
+        pthread_cond_broadcast(&m->dcv);
+    }
+    pthread_mutex_unlock(&m->pmu);
+    return NULL;
+}
+
+/* Graph src (0: the prefill graph, 1 + k: decode graph k) of rank r. */
+static m40_graph *rank_graph(glm_model *m, int r, int src, const m40_chatglm2_info **info) {
+    if (r == 0) {
+        *info = src ? &m->di[src - 1] : &m->pi;
+        return src ? m->dg[src - 1] : m->pg;
+    }
+    *info = src ? &m->rk[r].di[src - 1] : &m->rk[r].pi;
+    return src ? m->rk[r].dg[src - 1] : m->rk[r].pg;
+}
+
+/* Uploads n ids and positions (and n slots, when the graph has a slot
+** input) to graph src of every rank, then runs them all at once: rank 0
+** here, the others on their threads. */
+static int feed(glm_model *m, int src, int n, const int32_t *slots) {
+    if (m->broken) return fail(m, "a tensor-parallel rank failed earlier; open the model again");
+    for (int r = 0; r < m->R; r++) {
+        const m40_chatglm2_info *in;
+        m40_graph *g = rank_graph(m, r, src, &in);
+        m40_ctx *ctx = r ? m->rk[r].ctx : m->ctx;
+        m40_tensor *ti, *tp, *ts = NULL;
+        if (m40_graph_get_tensor(g, in->input_ids, &ti) != M40_OK ||
+            m40_graph_get_tensor(g, in->position, &tp) != M40_OK ||
+            (in->slot >= 0 && m40_graph_get_tensor(g, in->slot, &ts) != M40_OK) ||
+            m40_tensor_upload(ctx, ti, m->ids_buf, (size_t)n * 4) != M40_OK ||
+            m40_tensor_upload(ctx, tp, m->pos_buf, (size_t)n * 4) != M40_OK ||
+            (ts && m40_tensor_upload(ctx, ts, slots, (size_t)(src ? n : 1) * 4) != M40_OK))
+            return fail(m, "%s inputs: %s", src ? "decode" : "prefill", m40_errmsg(ctx));
+    }
+    const m40_chatglm2_info *in0;
+    if (m->R == 1)
+        return m40_graph_run(rank_graph(m, 0, src, &in0)) != M40_OK
+                   ? lib_fail(m, src ? "decode" : "prefill") : 0;
+    pthread_mutex_lock(&m->pmu);
+    for (int r = 1; r < m->R; r++) {
+        const m40_chatglm2_info *in;
+        m->rk[r].job = rank_graph(m, r, src, &in);
+        m->rk[r].st = M40_OK;
+    }
+    m->done = 0;
+    m->gen++;
+    pthread_cond_broadcast(&m->pcv);
+    pthread_mutex_unlock(&m->pmu);
+    m40_status st0 = m40_graph_run(rank_graph(m, 0, src, &in0));
+    if (st0 != M40_OK) {
+        fail(m, "%s, rank 0: %s", src ? "decode" : "prefill", m40_errmsg(m->ctx));
+        m40_comm_abort(m->comm);
+    }
+    pthread_mutex_lock(&m->pmu);
+    while (m->done < m->R - 1) pthread_cond_wait(&m->dcv, &m->pmu);
+    pthread_mutex_unlock(&m->pmu);
+    int bad = st0 != M40_OK;
+    for (int r = 1; r < m->R && !bad; r++)
+        if (m->rk[r].st != M40_OK) {
+            bad = 1;
+            fail(m, "%s, rank %d: %s", src ? "decode" : "prefill", r, m->rk[r].err);
+        }
+    if (bad) m->broken = 1;
+    return bad ? -1 : 0;
 }
 
 void glm_open_opts_init(glm_open_opts *o) {
@@ -260,7 +379,7 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     int have_cfg = 0, seq_len = 8192;
     m40_ctx_desc cd;
     m40_ctx_desc_init(&cd);
-    cd.device = o->cpu ? M40_DEVICE_CPU : o->device;
+    cd.device = o->cpu ? M40_DEVICE_CPU : o->tp > 1 && o->devices ? o->devices[0] : o->device;
     if (m40_ctx_create(&cd, &m->ctx) != M40_OK) {
         fail(m, "%s context: %s", o->cpu ? "CPU" : "GPU", m40_errmsg(m->ctx));
         goto bad;
@@ -293,6 +412,42 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         fail(m, "parallel %d: at most %d conversations", o->parallel, GLM_MAX_PARALLEL);
         goto bad;
     }
+    m->R = o->tp > 1 ? o->tp : 1;
+    if (m->R > GLM_MAX_RANKS) {
+        fail(m, "tensor parallelism over %d devices: at most %d", o->tp, GLM_MAX_RANKS);
+        goto bad;
+    }
+    if (m->R > 1) { /* the other ranks' contexts, the communicator, the threads */
+        m40_ctx *all[GLM_MAX_RANKS] = {m->ctx};
+        for (int r = 1; r < m->R; r++) {
+            m40_ctx_desc rd;
+            m40_ctx_desc_init(&rd);
+            rd.device = o->cpu ? M40_DEVICE_CPU : o->devices ? o->devices[r] : r;
+            if (m40_ctx_create(&rd, &m->rk[r].ctx) != M40_OK) {
+                fail(m, "rank %d's context: %s", r, m40_errmsg(m->rk[r].ctx));
+                goto bad;
+            }
+            all[r] = m->rk[r].ctx;
+        }
+        if (m40_comm_create(all, m->R, M40_COMM_AUTO, &m->comm) != M40_OK) {
+            lib_fail(m, "the ranks' communicator");
+            goto bad;
+        }
+        pthread_mutex_init(&m->pmu, NULL);
+        pthread_cond_init(&m->pcv, NULL);
+        pthread_cond_init(&m->dcv, NULL);
+        m->pool = 1;
+        for (int r = 1; r < m->R; r++) {
+            rank_arg *a = malloc(sizeof *a);
+            if (a) *a = (rank_arg){m, r};
+            if (!a || pthread_create(&m->rk[r].th, NULL, rank_main, a)) {
+                free(a);
+                fail(m, "cannot start rank %d's thread", r);
+                goto bad;
+            }
+            m->rk[r].started = 1;
+        }
+    }
     m40_budget budget, *bp = NULL;
     if (o->budget) {
         if (m40_budget_preset(o->budget, &budget) != M40_OK) {
@@ -316,6 +471,10 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     d.progress = o->progress;
     d.progress_user = o->progress_user;
     d.slots = m->P > 1 ? m->P : 0; /* the prefill fills one conversation's row */
+    if (m->R > 1) {
+        d.tp_size = m->R;
+        d.comm = m->comm;
+    }
     if (have_cfg) {
         d.config = m->cfg;
         d.check_config = 1;
@@ -355,6 +514,33 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         }
         m->dbatch[m->ndg++] = b;
         if (b == m->P) break;
+    }
+    /* the other ranks: the same graphs, each with its share of the weights */
+    for (int r = 1; r < m->R; r++) {
+        glm_rank *k = &m->rk[r];
+        m40_chatglm2_desc rd = d;
+        m40_budget rb;
+        rd.tp_rank = r;
+        rd.check_config = 0;
+        rd.config = *c;
+        if (!o->budget && !o->cpu) rd.budget = m40_budget_device(k->ctx, &rb) == M40_OK ? &rb : NULL;
+        if (m40_chatglm2_graph(k->ctx, &rd, NULL, &k->pg, &k->pi) != M40_OK) {
+            fail(m, "loading rank %d: %s", r, m40_errmsg(k->ctx));
+            goto bad;
+        }
+        rd.phase = M40_PHASE_DECODE;
+        rd.all_logits = 0;
+        rd.shards = NULL;
+        rd.nshards = 0;
+        rd.weights_from = k->pg;
+        rd.random_weights = 0;
+        for (int j = 0; j < m->ndg; j++) {
+            rd.batch = m->dbatch[j];
+            if (m40_chatglm2_graph(k->ctx, &rd, NULL, &k->dg[j], &k->di[j]) != M40_OK) {
+                fail(m, "rank %d's decode graph: %s", r, m40_errmsg(k->ctx));
+                goto bad;
+            }
+        }
     }
     /* the checkpoint's bytes are in the graphs now */
     for (int i = 0; i < m->nfiles; i++) m40_st_destroy(m->files[i]);
@@ -400,6 +586,25 @@ bad:
 
 void glm_model_close(glm_model *m) {
     if (!m) return;
+    if (m->pool) {
+        pthread_mutex_lock(&m->pmu);
+        m->quit = 1;
+        pthread_cond_broadcast(&m->pcv);
+        pthread_mutex_unlock(&m->pmu);
+    }
+    for (int r = 1; r < m->R; r++) {
+        glm_rank *k = &m->rk[r];
+        if (k->started) pthread_join(k->th, NULL);
+        for (int j = MAX_DG - 1; j >= 0; j--) m40_graph_destroy(k->dg[j]);
+        m40_graph_destroy(k->pg);
+    }
+    if (m->pool) {
+        pthread_mutex_destroy(&m->pmu);
+        pthread_cond_destroy(&m->pcv);
+        pthread_cond_destroy(&m->dcv);
+    }
+    m40_comm_destroy(m->comm);
+    for (int r = 1; r < m->R; r++) m40_ctx_destroy(m->rk[r].ctx);
     m40_tensor_destroy(m->pview);
     for (int k = 0; k < m->ndg; k++) {
         for (int i = 0; m->drow[k] && i < m->dbatch[k]; i++) m40_tensor_destroy(m->drow[k][i]);
@@ -488,14 +693,10 @@ int glm_seq_prefill(glm_model *m, int seq, const int32_t *ids, int n, float *las
     if (check_ids(m, q, ids, n)) return -1;
     if (all && !m->all_logits) return fail(m, "every position's logits need all_logits at open");
     const int V = m->cfg.vocab, T = m->T;
-    m40_tensor *ti, *tp, *tl, *ts = NULL;
-    if (m40_graph_get_tensor(m->pg, m->pi.input_ids, &ti) != M40_OK ||
-        m40_graph_get_tensor(m->pg, m->pi.position, &tp) != M40_OK ||
-        m40_graph_get_tensor(m->pg, m->pi.logits, &tl) != M40_OK ||
-        (m->pi.slot >= 0 && m40_graph_get_tensor(m->pg, m->pi.slot, &ts) != M40_OK))
+    m40_tensor *tl;
+    if (m40_graph_get_tensor(m->pg, m->pi.logits, &tl) != M40_OK)
         return lib_fail(m, "prefill tensors");
-    int32_t slot = seq;
-    if (ts && m40_tensor_upload(m->ctx, ts, &slot, 4) != M40_OK) return lib_fail(m, "prefill slot");
+    const int32_t slot = seq;
     forget_last(m, 0);
     for (int done = 0; done < n;) {
         /* a short chunk is padded at the front (position -1: no token), so
@@ -505,10 +706,7 @@ int glm_seq_prefill(glm_model *m, int seq, const int32_t *ids, int n, float *las
             m->ids_buf[i] = i < pad ? 0 : ids[done + i - pad];
             m->pos_buf[i] = i < pad ? -1 : q->pos + i - pad;
         }
-        if (m40_tensor_upload(m->ctx, ti, m->ids_buf, (size_t)T * 4) != M40_OK ||
-            m40_tensor_upload(m->ctx, tp, m->pos_buf, (size_t)T * 4) != M40_OK ||
-            m40_graph_run(m->pg) != M40_OK)
-            return lib_fail(m, "prefill");
+        if (feed(m, 0, T, &slot)) return -1;
         if (all) {
             if (m40_tensor_download(m->ctx, tl, m->rows, (size_t)T * (size_t)V * 4) != M40_OK)
                 return lib_fail(m, "prefill logits");
@@ -548,18 +746,22 @@ int glm_step_batch(glm_model *m, int n, const int *seqs, const int32_t *ids) {
         m->pos_buf[i] = i < n ? m->seq[seqs[i]].pos : -1;
         m->slot_buf[i] = i < n ? seqs[i] : 0;
     }
-    m40_tensor *ti, *tp, *ts = NULL;
-    m40_graph *g = m->dg[k];
-    if (m40_graph_get_tensor(g, m->di[k].input_ids, &ti) != M40_OK ||
-        m40_graph_get_tensor(g, m->di[k].position, &tp) != M40_OK ||
-        (m->di[k].slot >= 0 && m40_graph_get_tensor(g, m->di[k].slot, &ts) != M40_OK) ||
-        m40_tensor_upload(m->ctx, ti, m->ids_buf, (size_t)B * 4) != M40_OK ||
-        m40_tensor_upload(m->ctx, tp, m->pos_buf, (size_t)B * 4) != M40_OK ||
-        (ts && m40_tensor_upload(m->ctx, ts, m->slot_buf, (size_t)B * 4) != M40_OK) ||
-        m40_graph_run(g) != M40_OK)
-        return lib_fail(m, "decode");
-    /* on a GPU each step graph becomes one captured CUDA graph after its first run */
-    if (!m->captured[k] && m40_graph_capture(g, 1) == M40_OK) m->captured[k] = 1;
+    if (feed(m, 1 + k, B, m->slot_buf)) return -1;
+    /* on a GPU each step graph becomes one captured CUDA graph after its
+    ** first run, on every rank or on none (a host all-reduce cannot be) */
+    if (!m->captured[k] && !m->capture_failed[k]) {
+        int ok = 1;
+        for (int r = 0; r < m->R && ok; r++) {
+            const m40_chatglm2_info *in;
+            ok = m40_graph_capture(rank_graph(m, r, 1 + k, &in), 1) == M40_OK;
+        }
+        for (int r = 0; r < m->R && !ok; r++) {
+            const m40_chatglm2_info *in;
+            m40_graph_capture(rank_graph(m, r, 1 + k, &in), 0);
+        }
+        m->captured[k] = ok;
+        m->capture_failed[k] = !ok;
+    }
     forget_last(m, 1 + k);
     for (int i = 0; i < n; i++) {
         glm_seq *q = &m->seq[seqs[i]];
@@ -631,6 +833,7 @@ int glm_model_save(glm_model *m, const char *path, const void *extra, size_t ext
 
 int glm_model_save_as(glm_model *m, const char *path, const void *extra, size_t extra_len,
                       const char *chat_format) {
+    if (m->R > 1) return fail(m, "save: the model is split over %d devices; save it from one", m->R);
     int n = m40_graph_get_tensor_count(m->pg), rc = -1;
     json_t *head = json_object(), *meta = json_object();
     FILE *f = NULL;

@@ -34,6 +34,7 @@
 typedef struct glm_model glm_model;
 
 #define GLM_MAX_PARALLEL 256
+#define GLM_MAX_RANKS 8
 
 typedef struct glm_open_opts {
     const char *path;        /* file or directory */
@@ -48,6 +49,12 @@ typedef struct glm_open_opts {
     ** (ChatGLM2-6B) or "tiny" (2 layers, 65024 ids), for load tests
     ** without a 12.5 GB file; path is then unused */
     const char *random_shape;
+    /* tensor parallelism over tp devices (0, 1: none; at most
+    ** GLM_MAX_RANKS): devices[0..tp) (NULL: 0..tp-1; with cpu, tp CPU
+    ** contexts), each holding its share of every block (m40/comm.h, the
+    ** builder's tp_size), run at once, one thread per extra rank */
+    int tp;
+    const int *devices;
     int parallel;            /* conversations held at once, each its own ctx-token
                              ** cache row (0, 1: one; at most GLM_MAX_PARALLEL) */
     /* loading progress (m40_chatglm2_desc.progress), or NULL */

@@ -96,6 +96,54 @@ int glm_is_chatglm3(const char *model) {
     return glm3;
 }
 
+int glm_parse_devices(const char *list, const char *split, int *devs, glm_open_opts *o,
+                      const char **why) {
+    int n = 0;
+    for (const char *p = list; p && *p;) {
+        char *end;
+        errno = 0;
+        long d = strtol(p, &end, 10);
+        if (end == p || errno || d < 0 || d > 1023 || (*end && *end != ',')) {
+            *why = "--devices: comma-separated device ordinals, e.g. 0,1";
+            return -1;
+        }
+        if (n == GLM_MAX_RANKS) {
+            *why = "--devices: at most 8";
+            return -1;
+        }
+        for (int i = 0; i < n; i++)
+            if (devs[i] == d) {
+                *why = "--devices: a device twice";
+                return -1;
+            }
+        devs[n++] = (int)d;
+        p = *end ? end + 1 : end;
+    }
+    if (list && !n) {
+        *why = "--devices: comma-separated device ordinals, e.g. 0,1";
+        return -1;
+    }
+    if (split && strcmp(split, "tensor") && strcmp(split, "layer")) {
+        *why = "--split: tensor or layer";
+        return -1;
+    }
+    if (n > 1 && !split) {
+        *why = "--devices with several devices needs --split tensor";
+        return -1;
+    }
+    if (n > 1 && !strcmp(split, "layer")) {
+        *why = "--split layer: the library has it (m40_chatglm2_desc.layer_begin/end, "
+               "docs/multi-gpu.md), these programs not yet; use --split tensor";
+        return -1;
+    }
+    if (n == 1) o->device = devs[0];
+    if (n > 1) {
+        o->tp = n;
+        o->devices = devs;
+    }
+    return 0;
+}
+
 int glm_parse_long(const char *s, long lo, long hi, long *v) {
     char *end;
     errno = 0;

@@ -4,6 +4,8 @@
 #ifndef M40_EXAMPLES_CHATGLM2_FILES_H
 #define M40_EXAMPLES_CHATGLM2_FILES_H
 
+#include "chatglm2.h"
+
 #include <stddef.h>
 
 /* 1 if p names a directory. */
@@ -27,5 +29,12 @@ int glm_is_chatglm3(const char *model);
 
 /* s as a whole decimal number in [lo, hi]: 0 and *v set, else -1. */
 int glm_parse_long(const char *s, long lo, long hi, long *v);
+
+/* --devices LIST --split MODE of m40-chat and m40-server into o (tp,
+** devices): "0,1" (distinct ordinals 0..1023, at most GLM_MAX_RANKS) and
+** "tensor" (one device: any split; "layer": not in the examples yet).
+** devs: the caller's array of GLM_MAX_RANKS. 0, or -1 with *why. */
+int glm_parse_devices(const char *list, const char *split, int *devs, glm_open_opts *o,
+                      const char **why);
 
 #endif

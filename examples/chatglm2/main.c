@@ -19,6 +19,9 @@
 ** --all-logits FILE: raw little-endian float32 rows of vocab size, one per
 ** prompt position, then one per generated token (the logits at its
 ** position, from which the next one is drawn): n + max-new-tokens rows.
+** --devices 0,1 --split tensor: the model split over those GPUs by tensor
+** parallelism (each holds its share of every block; with --cpu, that many
+** CPU contexts).
 ** --random-weights 6b|tiny: seeded random weights of ChatGLM2-6B's shape (or
 ** a 2-layer one) instead of the checkpoint's (a GPU test of the chat at
 ** full size without a 12.5 GB file); --model then only says where the
@@ -59,7 +62,8 @@ static int usage(const char *why) {
           "       [--tokenizer FILE] [--format auto|chatglm2|chatglm3] [--system TEXT]\n"
           "       [--prompt TEXT] [--json] [--json-log FILE] [--quiet] [--max-new-tokens N] [--greedy]\n"
           "       [--temperature T] [--top-p P] [--top-k K] [--repeat-penalty R] [--seed S]\n"
-          "       [--cpu] [--device N] [--save FILE] [--random-weights 6b|tiny]\n"
+          "       [--cpu] [--device N] [--devices 0,1 --split tensor] [--save FILE]\n"
+          "       [--random-weights 6b|tiny]\n"
           "       m40-chat --model PATH --ids a,b,c [--print-ids] [--all-logits FILE] ...\n"
           "chat commands: /reset, /stats, /exit; Ctrl-C stops an answer, twice exits\n",
           stderr);
@@ -134,7 +138,8 @@ int main(int argc, char **argv) {
     a.sampler.temperature = 0.8f; /* the official chat's */
     a.sampler.top_p = 0.8f;
     const char *ids_arg = NULL, *logits_path = NULL, *save_path = NULL, *tok_path = NULL;
-    const char *format = "auto";
+    const char *format = "auto", *devices = NULL, *split = NULL;
+    int devs[GLM_MAX_RANKS];
     long v;
     int print_ids = 0;
     for (int i = 1; i < argc; i++) {
@@ -148,6 +153,8 @@ int main(int argc, char **argv) {
         else if (!val) return usage("an option is missing its value");
         else if (!strcmp(o, "--model")) a.open.path = argv[++i];
         else if (!strcmp(o, "--random-weights")) a.open.random_shape = argv[++i];
+        else if (!strcmp(o, "--devices")) devices = argv[++i];
+        else if (!strcmp(o, "--split")) split = argv[++i];
         else if (!strcmp(o, "--ids")) ids_arg = argv[++i];
         else if (!strcmp(o, "--all-logits")) logits_path = argv[++i];
         else if (!strcmp(o, "--save")) save_path = argv[++i];
@@ -198,6 +205,9 @@ int main(int argc, char **argv) {
         }
     }
     if (!a.open.path) return usage("--model is required");
+    const char *why = NULL;
+    if ((devices || split) && glm_parse_devices(devices, split, devs, &a.open, &why))
+        return usage(why);
     if (a.open.random_shape && strcmp(a.open.random_shape, "6b") && strcmp(a.open.random_shape, "tiny"))
         return usage("--random-weights: 6b or tiny");
     if (strcmp(format, "auto") && strcmp(format, "chatglm2") && strcmp(format, "chatglm3"))

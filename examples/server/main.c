@@ -5,6 +5,7 @@
 **              [--timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]
 **              [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]
 **              [--format auto|chatglm2|chatglm3] [--cpu] [--device N]
+**              [--devices 0,1 --split tensor]   (the model over several GPUs)
 **   m40-server --random-weights 6b|tiny --tokenizer FILE [options]   (load tests: seeded
 **              random weights of ChatGLM2-6B's shape, no 12.5 GB checkpoint to write or read)
 **
@@ -32,6 +33,7 @@ static int usage(const char *why) {
           "       [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]\n"
           "       [--format auto|chatglm2|chatglm3]"
           " [--temperature T] [--top-p P] [--cpu] [--device N]\n"
+          "       [--devices 0,1 --split tensor]\n"
           "       m40-server --random-weights 6b|tiny --tokenizer FILE [options]"
           "   (load tests: random weights)\n", stderr);
     return 2;
@@ -81,6 +83,8 @@ int main(int argc, char **argv) {
     s.max_body = 1 << 20;
     s.shutdown_s = 10;
     const char *host = "127.0.0.1", *tok_path = NULL, *format = "auto", *name = NULL;
+    const char *devices = NULL, *split = NULL;
+    int devs[GLM_MAX_RANKS];
     long port = 8080, timeout = 30, max_conn = 256, v;
     s.api_key = getenv("M40_SERVER_API_KEY");
     for (int i = 1; i < argc; i++) {
@@ -90,6 +94,8 @@ int main(int argc, char **argv) {
         else if (!val) return usage("an option is missing its value");
         else if (!strcmp(o, "--model")) open.path = argv[++i];
         else if (!strcmp(o, "--random-weights")) open.random_shape = argv[++i];
+        else if (!strcmp(o, "--devices")) devices = argv[++i];
+        else if (!strcmp(o, "--split")) split = argv[++i];
         else if (!strcmp(o, "--host")) host = argv[++i];
         else if (!strcmp(o, "--api-key")) s.api_key = argv[++i];
         else if (!strcmp(o, "--tokenizer")) tok_path = argv[++i];
@@ -153,6 +159,8 @@ int main(int argc, char **argv) {
         open.path = !strcmp(open.random_shape, "6b") ? "chatglm2-6b-random" : "chatglm2-tiny-random";
     }
     if (!open.path) return usage("--model is required");
+    const char *why = NULL;
+    if ((devices || split) && glm_parse_devices(devices, split, devs, &open, &why)) return usage(why);
     if (strcmp(format, "auto") && strcmp(format, "chatglm2") && strcmp(format, "chatglm3"))
         return usage("--format: auto, chatglm2 or chatglm3");
     if (s.api_key && !*s.api_key) s.api_key = NULL;

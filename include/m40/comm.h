@@ -56,6 +56,10 @@ M40_API void m40_comm_destroy(m40_comm *c);
 M40_API int m40_comm_size(const m40_comm *c);
 /* The backend in use: M40_COMM_HOST or M40_COMM_NCCL. */
 M40_API m40_comm_kind m40_comm_get_kind(const m40_comm *c);
+/* Breaks it: every rank inside or entering m40_allreduce returns
+** M40_ERR_STATE at once. For a rank whose graph failed before its
+** all-reduce, so that the others do not wait for it. */
+M40_API void m40_comm_abort(m40_comm *c);
 /* How long a rank waits for the others, in seconds (> 0; default 60). */
 M40_API m40_status m40_comm_set_timeout(m40_comm *c, double seconds);
 

@@ -65,7 +65,7 @@ static struct {
     void *dl;
     nccl_init_all_fn init_all;
     nccl_all_reduce_fn all_reduce;
-    nccl_destroy_fn destroy;
+    nccl_destroy_fn destroy, abort; /* abort may be NULL (old NCCL) */
     nccl_error_fn error;
     int version;
     char why[200];
@@ -84,6 +84,7 @@ static void nccl_load(void) {
     *(void **)(&nccl.init_all) = dlsym(nccl.dl, "ncclCommInitAll");
     *(void **)(&nccl.all_reduce) = dlsym(nccl.dl, "ncclAllReduce");
     *(void **)(&nccl.destroy) = dlsym(nccl.dl, "ncclCommDestroy");
+    *(void **)(&nccl.abort) = dlsym(nccl.dl, "ncclCommAbort");
     *(void **)(&nccl.error) = dlsym(nccl.dl, "ncclGetErrorString");
     nccl_version_fn ver;
     *(void **)(&ver) = dlsym(nccl.dl, "ncclGetVersion");
@@ -226,6 +227,18 @@ void m40_comm_destroy(m40_comm *c) {
 }
 
 int m40_comm_size(const m40_comm *c) { return c ? c->n : 0; }
+
+void m40_comm_abort(m40_comm *c) {
+    if (!c) return;
+    mark_broken(c);
+#ifdef M40_HAVE_CUDA
+    for (int i = 0; c->kind == M40_COMM_NCCL && nccl.abort && i < c->n; i++)
+        if (c->nccl_comm[i]) {
+            nccl.abort(c->nccl_comm[i]); /* frees it: nothing left to destroy */
+            c->nccl_comm[i] = NULL;
+        }
+#endif
+}
 m40_comm_kind m40_comm_get_kind(const m40_comm *c) { return c ? c->kind : M40_COMM_AUTO; }
 
 m40_status m40_comm_set_timeout(m40_comm *c, double seconds) {
@@ -264,6 +277,8 @@ m40_status m40_allreduce(m40_comm *c, int rank, m40_tensor *x) {
     if (st == M40_OK && c->n == 1 && c->kind == M40_COMM_HOST) return M40_OK;
 #ifdef M40_HAVE_CUDA
     if (c->kind == M40_COMM_NCCL) { /* in place on the rank's stream */
+        if (st == M40_OK && (c->broken || !c->nccl_comm[rank]))
+            st = m40__err(ctx, M40_ERR_STATE, "%s: the communicator was aborted", fn);
         if (st == M40_OK && (st = m40__ctx_check(ctx)) == M40_OK) {
             int r = nccl.all_reduce(x->data, x->data, (size_t)n, 7 /* ncclFloat32 */,
                                     0 /* ncclSum */, c->nccl_comm[rank], ctx->stream);

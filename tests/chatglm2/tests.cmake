@@ -18,6 +18,30 @@ if(TARGET m40-chat)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(m40_chat_cli_greedy PROPERTIES LABELS cpu
                        PASS_REGULAR_EXPRESSION "^55,243,243,243,243,243,50,60,53,5,243,287\n")
+  # the same ids with the model split over 2 and 4 CPU contexts (tensor
+  # parallelism, issue 20), and the refused device lists
+  foreach(devs 0,1 0,1,2,3)
+    string(REPLACE "," "" _n ${devs})
+    add_test(NAME m40_chat_cli_greedy_tp${_n}
+             COMMAND m40-chat --cpu --devices ${devs} --split tensor
+                     --model tests/fixtures/chatglm2/tiny.safetensors --dtype fp16
+                     --ids 64,17,250,3,99,42,7,128,5,211,33 --max-new-tokens 12 --greedy --print-ids
+                     --chunk 4 --ctx 128
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(m40_chat_cli_greedy_tp${_n} PROPERTIES LABELS cpu
+                         PASS_REGULAR_EXPRESSION "^55,243,243,243,243,243,50,60,53,5,243,287\n")
+  endforeach()
+  foreach(bad "0,1" "0,0" "0,x" "0,1,2")  # no --split; twice; not a number; 3 ranks of 4 heads
+    string(MAKE_C_IDENTIFIER "${bad}" _b)
+    set(_split --split tensor)
+    if(bad STREQUAL "0,1")
+      set(_split)
+    endif()
+    add_test(NAME m40_chat_cli_bad_devices_${_b}
+             COMMAND m40-chat --cpu --devices ${bad} ${_split}
+                     --model tests/fixtures/chatglm2/tiny.safetensors --ids 1,2)
+    set_tests_properties(m40_chat_cli_bad_devices_${_b} PROPERTIES LABELS cpu WILL_FAIL TRUE)
+  endforeach()
   add_test(NAME m40_chat_cli_missing
            COMMAND m40-chat --cpu --model tests/fixtures/chatglm2/nope.safetensors --ids 1,2)
   set_tests_properties(m40_chat_cli_missing PROPERTIES LABELS cpu WILL_FAIL TRUE)

@@ -27,7 +27,7 @@ if(TARGET m40-server AND Python3_FOUND)
   add_test(NAME m40_server_random
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_test.sh ${_venv}
                    ${CMAKE_CURRENT_LIST_DIR}/test_server.py --server $<TARGET_FILE:m40-server>
-                   --work ${PROJECT_BINARY_DIR}/server_test --random-weights)
+                   --work ${PROJECT_BINARY_DIR}/server_test --random-weights --tp)
   # timing checks (the 2 s connection timeout): not beside each other
   set_tests_properties(m40_server m40_server_chatglm3 m40_server_random PROPERTIES LABELS cpu TIMEOUT 400
                        FIXTURES_REQUIRED m40_server_venv RESOURCE_LOCK m40_server)

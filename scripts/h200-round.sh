@@ -31,8 +31,8 @@ pack() { tar czf "$OUTDIR/round.tgz" -C "$W" . 2>/dev/null; }
 trap pack EXIT
 
 # 1-3: build, tests, m40-chat, benches, versions
-OUT=$W/t STEPS="test chat bench versions" EXTRA_TESTS="${EXTRA_TESTS-test_fault --gpu;test_glm_parallel --gpu}" BENCHES="${BENCHES:-copy attention norm sample}" \
-    EXTRA_TARGETS="test_gpu_conv_engine test_fault test_glm_parallel m40-soak ${EXTRA_TARGETS:-}" \
+OUT=$W/t STEPS="test chat bench versions" EXTRA_TESTS="${EXTRA_TESTS-test_fault --gpu;test_glm_parallel --gpu;test_comm --gpu;test_chatglm2_tp --gpu}" BENCHES="${BENCHES:-copy attention norm sample}" \
+    EXTRA_TARGETS="test_gpu_conv_engine test_fault test_glm_parallel test_comm test_chatglm2_tp m40-soak ${EXTRA_TARGETS:-}" \
     timeout $(($(left) - 60)) scripts/h200-transformer.sh "$B"
 pack
 

@@ -6,6 +6,9 @@
 **             requests and responses, SSE streaming
 **   worker.c  the bounded queue and the one model thread that owns the
 **             glm_model (GPU or CPU context) and answers one job at a time
+**   request.c a chat request's body → a job: JSON, field checks, the
+**             prompt ids (no libmicrohttpd, no model: fuzzed by
+**             tests/fuzz/fuzz_server_request.c)
 **   prompt.c  OpenAI messages → ChatGLM2 / ChatGLM3 prompt ids
 **
 ** Threads: libmicrohttpd runs one thread per connection; a connection
@@ -146,6 +149,22 @@ typedef struct srv_msg {
 } srv_msg;
 int srv_prompt_ids(srv *s, const srv_msg *msgs, int n, int32_t **ids, int *n_ids, char *err,
                    size_t errlen);
+
+/* request.c: a refusal in OpenAI's error shape. */
+typedef struct srv_error {
+    char msg[600];                 /* may quote the client's bytes */
+    const char *param;             /* the field at fault, or NULL (null) */
+    const char *code;              /* "invalid_json", "invalid_value", "model_not_found",
+                                   ** "context_length_exceeded", or NULL (null) */
+} srv_error;
+/* A POST /v1/chat/completions body (len bytes, no NUL needed) → a new job
+** (*job, one reference: job_unref) with the request's fields, prompt ids,
+** id, model and creation time set, ready for srv_submit. Uses of s only
+** model_name, ctx, defaults, tok, glm3 and tok_mu (srv_prepare): no
+** connection and no model. Returns the HTTP status: 200, or 400 (bad JSON or
+** a bad field), 404 (another model) or 500 (out of memory) with *e filled
+** in and *job NULL. */
+unsigned srv_parse_chat(srv *s, const char *body, size_t len, srv_job **job, srv_error *e);
 
 /* http.c */
 struct MHD_Daemon;

@@ -85,6 +85,46 @@ static int msg_content(json_t *m, int role, sbuf *tmp, const char **t, size_t *n
     return 0;
 }
 
+/* The length of the UTF-8 sequence at p (at most n bytes), or 0 if it is
+** not one that jansson accepts (overlong, surrogate, past U+10FFFF, cut). */
+static size_t utf8_len(const unsigned char *p, size_t n) {
+    const unsigned c = p[0];
+    size_t k = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+             : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (k == 0 || k > n) return 0;
+    for (size_t i = 1; i < k; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F) || (c == 0xF0 && p[1] < 0x90) ||
+        (c == 0xF4 && p[1] > 0x8F))
+        return 0;
+    return k;
+}
+
+/* A refusal's message quotes the client's bytes (jansson's "near '...'"
+** shows the raw token, a cut may split a character), but the answer is JSON:
+** json_string refuses invalid UTF-8 and the client would get no message.
+** Each byte outside a valid sequence becomes '?'; a sequence cut by the
+** end is dropped. */
+static void utf8_repair(char *msg) {
+    unsigned char *p = (unsigned char *)msg;
+    size_t n = strlen(msg);
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_len(p + i, n - i);
+        if (k) {
+            i += k;
+            continue;
+        }
+        size_t rest = n - i; /* a cut sequence: a lead byte and only continuation bytes after it */
+        int cut = p[i] >= 0xC2 && p[i] <= 0xF4 && rest < 4;
+        for (size_t r = 1; cut && r < rest; r++) cut = (p[i + r] & 0xC0) == 0x80;
+        if (cut) {
+            p[i] = 0;
+            return;
+        }
+        p[i++] = '?';
+    }
+}
+
 static uint64_t next_seed(void) {
     static uint64_t counter;
     struct timespec t;
@@ -127,8 +167,11 @@ static int parse_request(srv *s, json_t *root, srv_job *j, unsigned *status, srv
         if (!json_is_object(so)) return bad(e, "stream_options", "'stream_options' must be an object");
         if (get_bool(so, "include_usage", &j->include_usage, e)) return -1;
     }
-    j->sampler.temperature = top_p == 0 ? 0.0f : (float)temp; /* top_p 0: the likeliest */
-    j->sampler.top_p = top_p == 0 ? 1.0f : (float)top_p;
+    /* top_p 0 (or so small that it is 0 as a float, 1e-50, which the sampler
+    ** would refuse): the likeliest */
+    const int greedy = (float)top_p == 0.0f;
+    j->sampler.temperature = greedy ? 0.0f : (float)temp;
+    j->sampler.top_p = greedy ? 1.0f : (float)top_p;
     j->sampler.top_k = (int)top_k;
     j->sampler.repetition_penalty = (float)rep;
     j->sampler.seed = json_object_get(root, "seed") && !json_is_null(json_object_get(root, "seed"))
@@ -211,6 +254,7 @@ unsigned srv_parse_chat(srv *s, const char *body, size_t len, srv_job **job, srv
         e->code = "invalid_json";
         snprintf(e->msg, sizeof e->msg, "the body is not valid JSON: %s (line %d, column %d)",
                  je.text, je.line, je.column);
+        utf8_repair(e->msg);
         return 400;
     }
     if (!json_is_object(root)) {
@@ -230,6 +274,7 @@ unsigned srv_parse_chat(srv *s, const char *body, size_t len, srv_job **job, srv
     json_decref(root);
     if (rc) {
         job_unref(j);
+        utf8_repair(e->msg);
         e->code = status == 404 ? "model_not_found" : e->code ? e->code : "invalid_value";
         return status;
     }

@@ -103,9 +103,9 @@ static enum MHD_Result send_err(srv *s, struct MHD_Connection *c, unsigned statu
     const char *type = status == 401 ? "authentication_error" : status == 404 ? "not_found_error"
                      : status == 429 ? "rate_limit_error" : status == 503 ? "service_unavailable"
                      : status >= 500 ? "server_error" : "invalid_request_error";
-    /* the message may quote the client's bytes: not always UTF-8 */
+    /* the message may quote the client's bytes (a URL): not always UTF-8 */
+    srv_utf8_repair(msg);
     json_t *m = json_string(msg);
-    if (!m) m = json_string("(a message with invalid UTF-8)");
     json_t *o = json_pack("{s:{s:o, s:s, s:o, s:o}}", "error", "message", m, "type", type,
                           "param", param ? json_string(param) : json_null(),
                           "code", code ? json_string(code) : json_null());

@@ -100,12 +100,7 @@ static size_t utf8_len(const unsigned char *p, size_t n) {
     return k;
 }
 
-/* A refusal's message quotes the client's bytes (jansson's "near '...'"
-** shows the raw token, a cut may split a character), but the answer is JSON:
-** json_string refuses invalid UTF-8 and the client would get no message.
-** Each byte outside a valid sequence becomes '?'; a sequence cut by the
-** end is dropped. */
-static void utf8_repair(char *msg) {
+void srv_utf8_repair(char *msg) {
     unsigned char *p = (unsigned char *)msg;
     size_t n = strlen(msg);
     for (size_t i = 0; i < n;) {
@@ -254,7 +249,7 @@ unsigned srv_parse_chat(srv *s, const char *body, size_t len, srv_job **job, srv
         e->code = "invalid_json";
         snprintf(e->msg, sizeof e->msg, "the body is not valid JSON: %s (line %d, column %d)",
                  je.text, je.line, je.column);
-        utf8_repair(e->msg);
+        srv_utf8_repair(e->msg);
         return 400;
     }
     if (!json_is_object(root)) {
@@ -274,7 +269,7 @@ unsigned srv_parse_chat(srv *s, const char *body, size_t len, srv_job **job, srv
     json_decref(root);
     if (rc) {
         job_unref(j);
-        utf8_repair(e->msg);
+        srv_utf8_repair(e->msg);
         e->code = status == 404 ? "model_not_found" : e->code ? e->code : "invalid_value";
         return status;
     }

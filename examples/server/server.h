@@ -165,6 +165,11 @@ typedef struct srv_error {
 ** a bad field), 404 (another model) or 500 (out of memory) with *e filled
 ** in and *job NULL. */
 unsigned srv_parse_chat(srv *s, const char *body, size_t len, srv_job **job, srv_error *e);
+/* A message that quotes a client's bytes (jansson's "near '...'" shows the
+** raw token, a URL, a cut inside a character) made valid UTF-8 in place, so
+** json_string takes it: each byte outside a valid sequence becomes '?', a
+** sequence cut by the end is dropped. */
+void srv_utf8_repair(char *msg);
 
 /* http.c */
 struct MHD_Daemon;

@@ -8,6 +8,8 @@
 **   bit 0     the ChatGLM3 prompt format (else ChatGLM2)
 **   bits 1-2  the server's context: 2, 64, 8192 or 4194304 tokens (--ctx's range)
 **   bit 3     the server's model name: "tiny", or a long one of CJK text
+**   0xF0..0xFF  instead: the body's bytes through srv_utf8_repair (the
+**             repair of the messages that quote a client's bytes)
 ** A refusal must be 400, 404 or 500 with a message that is valid UTF-8 (the
 ** answer quotes it in JSON), an OpenAI code (500: none) and no job; 404 only
 ** for "model". An accepted request must give a job whose every field is in
@@ -146,10 +148,31 @@ static void check_fields(const srv *s, const srv_job *j, const uint8_t *body, si
     json_decref(root);
 }
 
+/* srv_utf8_repair on raw bytes: the result is UTF-8 that jansson takes,
+** valid text is left as it is, and nothing grows. */
+static void check_repair(const uint8_t *p, size_t n) {
+    char a[640], b[640];
+    n = n < sizeof a - 1 ? n : sizeof a - 1;
+    memcpy(a, p, n);
+    a[n] = 0;
+    memcpy(b, a, n + 1);
+    srv_utf8_repair(b);
+    json_t *before = json_string(a), *after = json_string(b);
+    need(after != NULL, "srv_utf8_repair left invalid UTF-8", 0, NULL);
+    need(!before || !strcmp(a, b), "srv_utf8_repair changed valid UTF-8", 0, NULL);
+    need(strlen(b) <= strlen(a), "srv_utf8_repair grew the text", 0, NULL);
+    json_decref(before);
+    json_decref(after);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     if (!tok) setup();
     const uint8_t ctl = data[0];
+    if ((ctl & 0xF0) == 0xF0) {
+        check_repair(data + 1, size - 1);
+        return 0;
+    }
     srv *s = &servers[ctl & 1][(ctl >> 1) & 3][(ctl >> 3) & 1];
     srv_job *j = (srv_job *)&j; /* poisoned: the call must set it */
     srv_error e;

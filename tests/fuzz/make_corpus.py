@@ -286,7 +286,8 @@ put("tokenizer", "model-bpe_bf", b"\0" + open(os.path.join(fix, "bpe_bf.model"),
 put("tokenizer", "text-hello", b"\x01Hello world, \xe4\xbd\xa0\xe5\xa5\xbd!")
 put("tokenizer", "text-bytes", b"\x01\x00\x01\xff\xfe\x80 \xf0\x9f\x98\x80  tabs\tand\nnewlines")
 # ---- server_request (control byte: 1 ChatGLM3, 2/4 the context 2/64/8192/
-# 4194304 tokens, 8 a long model name; then the body) -----------------------
+# 4194304 tokens, 8 a long model name; then the body; 0xF0..0xFF: bytes for
+# srv_utf8_repair) -------------------------------------------------------------
 GLM2_8K, GLM3_8K, GLM2_64, GLM3_64 = 4, 5, 2, 3
 
 
@@ -340,4 +341,7 @@ req("bad-seed", GLM2_8K, {"messages": um("hi"), "seed": 0.5})
 req("bad-n", GLM2_8K, {"messages": um("hi"), "n": 2})
 req("bad-messages-empty", GLM2_8K, {"messages": []})
 req("bad-messages-missing", GLM2_8K, {"model": "tiny"})
+req("bad-model-cut", GLM2_8K | 8, {"model": "x" + "模型" * 100, "messages": um("hi")})
+req("bad-json-half-char", GLM3_8K, b'{"messages": [{"role": "user\\\xe9\x97\xae", "content": "x"}]}')
+put("server_request", "repair-mixed", b"\xf0" + "ok 中文 😀".encode() + b" \xff \xc0\x80 \xed\xa0\x80 \xf4\x90\x80\x80 \xe4\xb8")
 print("corpus written to", OUT)

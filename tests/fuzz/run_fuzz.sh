@@ -86,11 +86,16 @@ for t in "${TARGETS[@]}"; do
             else
                 echo "fuzz chatglm2_dir: skipped (jansson development files not found)"
             fi ;;
-        server_request) # m40-server's parser with the sources it calls (no libmicrohttpd)
+        server_request) # m40-server's sources but main.c and http.c (no libmicrohttpd):
+            # request.c, prompt.c, worker.c (jobs) and whatever else the server grows
             if [ "$HAVE_GLM" = 1 ]; then
                 S="$ROOT/examples/server"
-                link server_request -I"$S" -I"$ROOT/examples/chatglm2" "$S/request.c" "$S/prompt.c" \
-                    "$S/worker.c" "$ROOT/examples/chatglm2/stream.c" "$L/libm40_chatglm2_example.a" \
+                SRC=()
+                for f in "$S"/*.c; do
+                    case ${f##*/} in main.c | http.c) ;; *) SRC+=("$f") ;; esac
+                done
+                link server_request -I"$S" -I"$ROOT/examples/chatglm2" "${SRC[@]}" \
+                    "$ROOT/examples/chatglm2/stream.c" "$L/libm40_chatglm2_example.a" \
                     "$L/libm40.a" $(pkg-config --libs jansson) -lz -lm -ldl -lpthread
             else
                 echo "fuzz server_request: skipped (jansson development files not found)"

@@ -56,6 +56,7 @@ if(TARGET m40_chatglm2_example AND MICROHTTPD_FOUND)
   find_package(Threads REQUIRED)
   add_executable(m40-server examples/server/main.c examples/server/http.c
                             examples/server/worker.c examples/server/prompt.c
+                            examples/server/request.c
                             examples/chatglm2/stream.c)
   target_link_libraries(m40-server PRIVATE m40_chatglm2_example PkgConfig::MICROHTTPD
                                            Threads::Threads)

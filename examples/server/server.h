@@ -7,6 +7,9 @@
 **   worker.c  the bounded queue and the one model thread that owns the
 **             glm_model (GPU or CPU context) and answers up to --parallel
 **             jobs at once, their decode steps batched (continuous batching)
+**   request.c a chat request's body → a job: JSON, field checks, the
+**             prompt ids (no libmicrohttpd, no model: fuzzed by
+**             tests/fuzz/fuzz_server_request.c)
 **   prompt.c  OpenAI messages → ChatGLM2 / ChatGLM3 prompt ids
 **
 ** Threads: libmicrohttpd runs one thread per connection; a connection
@@ -151,6 +154,27 @@ typedef struct srv_msg {
 } srv_msg;
 int srv_prompt_ids(srv *s, const srv_msg *msgs, int n, int32_t **ids, int *n_ids, char *err,
                    size_t errlen);
+
+/* request.c: a refusal in OpenAI's error shape. */
+typedef struct srv_error {
+    char msg[600];                 /* may quote the client's bytes */
+    const char *param;             /* the field at fault, or NULL (null) */
+    const char *code;              /* "invalid_json", "invalid_value", "model_not_found",
+                                   ** "context_length_exceeded", or NULL (null) */
+} srv_error;
+/* A POST /v1/chat/completions body (len bytes, no NUL needed) → a new job
+** (*job, one reference: job_unref) with the request's fields, prompt ids,
+** id, model and creation time set, ready for srv_submit. Uses of s only
+** model_name, ctx, defaults, tok, glm3 and tok_mu (srv_prepare): no
+** connection and no model. Returns the HTTP status: 200, or 400 (bad JSON or
+** a bad field), 404 (another model) or 500 (out of memory) with *e filled
+** in and *job NULL. */
+unsigned srv_parse_chat(srv *s, const char *body, size_t len, srv_job **job, srv_error *e);
+/* A message that quotes a client's bytes (jansson's "near '...'" shows the
+** raw token, a URL, a cut inside a character) made valid UTF-8 in place, so
+** json_string takes it: each byte outside a valid sequence becomes '?', a
+** sequence cut by the end is dropped. */
+void srv_utf8_repair(char *msg);
 
 /* http.c */
 struct MHD_Daemon;

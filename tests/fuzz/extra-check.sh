@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # scripts/test.sh runs this: a short libFuzzer run of every fuzz target
-# (tokenizer, safetensors, image, json, graph, chatglm2, chatglm2_dir:
-# tests/fuzz/run_fuzz.sh), M40_FUZZ_SECONDS each (default 15), two at a
-# time, fixed seeds; about 1.75 minutes on 2 cores with the build (the two
-# ChatGLM2 targets add one 15 s round and the example's build). Exits 77
+# (tokenizer, safetensors, image, json, graph, chatglm2, chatglm2_dir,
+# server_request: tests/fuzz/run_fuzz.sh), M40_FUZZ_SECONDS each (default
+# 15), two at a time, fixed seeds; about 1.75 minutes on 2 cores with the
+# build (the two ChatGLM2 targets add one 15 s round and the example's
+# build; server_request takes the free place in the last round, adding its
+# build and its tokenizer, a few seconds). Exits 77
 # (skipped) when clang's libFuzzer is not installed, except under CI, where
 # it must run.
 cd "$(dirname "$0")/../.."

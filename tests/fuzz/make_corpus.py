@@ -285,4 +285,63 @@ put("tokenizer", "model-bpe_bf", b"\0" + open(os.path.join(fix, "bpe_bf.model"),
     b"\xff\x00Hello \xe4\xbd\xa0\xe5\xa5\xbd \xff!")
 put("tokenizer", "text-hello", b"\x01Hello world, \xe4\xbd\xa0\xe5\xa5\xbd!")
 put("tokenizer", "text-bytes", b"\x01\x00\x01\xff\xfe\x80 \xf0\x9f\x98\x80  tabs\tand\nnewlines")
+# ---- server_request (control byte: 1 ChatGLM3, 2/4 the context 2/64/8192/
+# 4194304 tokens, 8 a long model name; then the body; 0xF0..0xFF: bytes for
+# srv_utf8_repair) -------------------------------------------------------------
+GLM2_8K, GLM3_8K, GLM2_64, GLM3_64 = 4, 5, 2, 3
+
+
+def req(name, ctl, body):
+    put("server_request", name, bytes([ctl]) + (body if isinstance(body, bytes) else
+                                                 json.dumps(body, ensure_ascii=False).encode()))
+
+
+def um(text):
+    return [{"role": "user", "content": text}]
+
+
+chat = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Hello."}, {"role": "developer", "content": "be nice"},
+        {"role": "user", "content": [{"type": "text", "text": "中文"}, {"type": "text", "text": " ok"}]}]
+full = {"model": "tiny", "messages": chat, "stream": True, "stream_options": {"include_usage": True},
+        "max_tokens": 16, "temperature": 0.7, "top_p": 0.9, "top_k": 40, "repetition_penalty": 1.1,
+        "stop": ["\n\n", "END"], "seed": -42, "n": 1, "presence_penalty": 0.5,
+        "frequency_penalty": -0.5, "max_completion_tokens": None, "user": "ignored"}
+req("ok-glm2-full", GLM2_8K, full)
+req("ok-glm3-full", GLM3_8K, full)
+req("ok-glm2-min", GLM2_8K, {"messages": um("hi")})
+req("ok-glm3-min-4m", 7, {"messages": um("hi"), "max_completion_tokens": 4194303, "stop": "x"})
+req("ok-glm3-longname", GLM3_8K | 8, {"model": None, "messages": um("😀 \u00e9 \t")})
+req("ok-glm2-assistant-first", GLM2_64, {"messages": [{"role": "assistant"}, {"role": "user", "content": ""},
+                                                      {"role": "user", "content": "again"}]})
+req("ok-top_p-0", GLM2_8K, {"messages": um("x"), "top_p": 0, "temperature": 2, "top_k": 16777216})
+req("bad-context-64", GLM3_64, {"messages": um("中文" * 40)})
+req("bad-context-2", 1, {"messages": um("a")})
+req("bad-json", GLM2_8K, b'{"messages": [')
+req("bad-not-object", GLM2_8K, b"[1, 2]")
+req("bad-empty", GLM2_8K, b"")
+req("bad-duplicate", GLM2_8K, b'{"messages":[{"role":"user","content":"hi"}],"max_tokens":1,"max_tokens":2}')
+req("bad-utf8", GLM2_8K, b'{"messages":[{"role":"user","content":"\xff\xfe\xc3("}]}')
+req("bad-nul", GLM3_8K, b'{"messages":[{"role":"user","content":"a\\u0000b"}]}')
+req("bad-surrogate", GLM2_8K, b'{"messages":[{"role":"user","content":"\\ud800"}]}')
+req("bad-big-int", GLM2_8K, b'{"messages":[{"role":"user","content":"hi"}],"max_tokens":1180591620717411303424}')
+req("bad-model", GLM2_8K, {"model": "gpt-4", "messages": um("hi")})
+req("bad-model-type", GLM2_8K, {"model": 3, "messages": um("hi")})
+req("bad-last-assistant", GLM3_8K, {"messages": [{"role": "user", "content": "a"},
+                                                 {"role": "assistant", "content": "b"}]})
+req("bad-role", GLM2_8K, {"messages": [{"role": "tool", "content": "hi"}]})
+req("bad-content", GLM2_8K, {"messages": [{"role": "user", "content": 5}]})
+req("bad-part", GLM2_8K, {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})
+req("bad-stop-5", GLM2_8K, {"messages": um("hi"), "stop": ["a", "b", "c", "d", "e"]})
+req("bad-stop-empty", GLM2_8K, {"messages": um("hi"), "stop": [""]})
+req("bad-stop-long", GLM2_8K, {"messages": um("hi"), "stop": "s" * 257})
+req("bad-stream-options", GLM2_8K, {"messages": um("hi"), "stream_options": {"include_usage": 1}})
+req("bad-temperature", GLM2_8K, {"messages": um("hi"), "temperature": 1e9})
+req("bad-seed", GLM2_8K, {"messages": um("hi"), "seed": 0.5})
+req("bad-n", GLM2_8K, {"messages": um("hi"), "n": 2})
+req("bad-messages-empty", GLM2_8K, {"messages": []})
+req("bad-messages-missing", GLM2_8K, {"model": "tiny"})
+req("bad-model-cut", GLM2_8K | 8, {"model": "x" + "模型" * 100, "messages": um("hi")})
+req("bad-json-half-char", GLM3_8K, b'{"messages": [{"role": "user\\\xe9\x97\xae", "content": "x"}]}')
+put("server_request", "repair-mixed", b"\xf0" + "ok 中文 😀".encode() + b" \xff \xc0\x80 \xed\xa0\x80 \xf4\x90\x80\x80 \xe4\xb8")
 print("corpus written to", OUT)

@@ -10,6 +10,7 @@
 #   graph        a program of tensors, nodes, budget   lib/graph/ (planner)
 #   chatglm2     control bytes + .safetensors shards   lib/models/chatglm2.c (+ one prefill)
 #   chatglm2_dir config.json + index + shards          examples/chatglm2/chatglm2.c (jansson)
+#   server_request  a chat request's body              examples/server/request.c, prompt.c (jansson)
 # Targets run M40_FUZZ_JOBS at a time (default: the core count, at most 2),
 # with fixed seeds (-seed=1). Prints "fuzz TARGET: N executions ..." per
 # target; exits 1 if any target finds a crash, leak, UB or timeout (the input
@@ -22,7 +23,7 @@ set -euo pipefail
 SECONDS_TO_RUN="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(tokenizer safetensors image json graph chatglm2 chatglm2_dir)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(tokenizer safetensors image json graph chatglm2 chatglm2_dir server_request)
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 OUT="${M40_FUZZ_DIR:-$ROOT/build-fuzz}"
 mkdir -p "$OUT"
@@ -85,6 +86,20 @@ for t in "${TARGETS[@]}"; do
             else
                 echo "fuzz chatglm2_dir: skipped (jansson development files not found)"
             fi ;;
+        server_request) # m40-server's sources but main.c and http.c (no libmicrohttpd):
+            # request.c, prompt.c, worker.c (jobs) and whatever else the server grows
+            if [ "$HAVE_GLM" = 1 ]; then
+                S="$ROOT/examples/server"
+                SRC=()
+                for f in "$S"/*.c; do
+                    case ${f##*/} in main.c | http.c) ;; *) SRC+=("$f") ;; esac
+                done
+                link server_request -I"$S" -I"$ROOT/examples/chatglm2" "${SRC[@]}" \
+                    "$ROOT/examples/chatglm2/stream.c" "$L/libm40_chatglm2_example.a" \
+                    "$L/libm40.a" $(pkg-config --libs jansson) -lz -lm -ldl -lpthread
+            else
+                echo "fuzz server_request: skipped (jansson development files not found)"
+            fi ;;
         image)
             if [ "$HAVE_IMAGE" = 1 ]; then
                 link image -I"$ROOT/examples/resnet50" "$L/libm40_resnet_example.a" "$L/libm40.a" \
@@ -114,6 +129,17 @@ for line in open(os.path.join(fix, "bpe_bf.golden")):
         n += 1
 PY
 export M40_FUZZ_MODEL="$FIX/bpe_bf.model"
+# server_request: a tokenizer with ChatGLM2's layout (64,789 pieces, ~0.9 MB)
+if [ -x "$OUT/fuzz_server_request" ]; then
+    python3 - "$ROOT/tests/chatglm2" "$OUT/glm-tokenizer.model" <<'PY'
+import sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+import make_chat_model
+open(sys.argv[2], "wb").write(make_chat_model.tokenizer_bytes())
+PY
+fi
+export M40_FUZZ_GLM_TOKENIZER="$OUT/glm-tokenizer.model"
 
 run_one() { # target
     local t=$1 maxlen=4096 extra=() flags=()
@@ -122,6 +148,7 @@ run_one() { # target
         image) maxlen=16384 ;;
         graph) maxlen=512 ;;
         chatglm2 | chatglm2_dir) maxlen=32768; flags=(-dict="$ROOT/tests/fuzz/chatglm2.dict") ;;
+        server_request) maxlen=16384; flags=(-dict="$ROOT/tests/fuzz/server_request.dict") ;;
     esac
     # the findings fixed so far are replayed first on every run
     [ -d "$ROOT/tests/fuzz/findings/$t" ] && extra+=("$ROOT/tests/fuzz/findings/$t")

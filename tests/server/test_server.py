@@ -370,6 +370,16 @@ def t_bad(srv, a):
         check("%s -> %d" % (name, want), st == want and err_shape(obj), (st, data[:300]))
     st, ct, data = raw_post(srv, {"messages": msgs("中文" * 300)})
     check("context_length_exceeded code", json.loads(data)["error"]["code"] == "context_length_exceeded", data)
+    # tests/fuzz/findings/server_request/, end to end: jansson's message quotes
+    # half a character (it kept no message), top_p 0 as a float (was a 500)
+    st, ct, data = raw_post(srv, b'{"messages": [{"role": "user\\\xe9\x97\xae", "content": "x"}]}')
+    check("a message quoting half a character is kept", st == 400 and
+          json.loads(data)["error"]["message"].startswith("the body is not valid JSON"), data[:300])
+    tiny = raw_post(srv, {"messages": msgs("hi"), "top_p": 1e-50, "max_tokens": 3})
+    greedy = raw_post(srv, {"messages": msgs("hi"), "temperature": 0, "max_tokens": 3})
+    check("top_p 1e-50 is greedy", tiny[0] == 200 and greedy[0] == 200 and
+          json.loads(tiny[2])["choices"][0]["message"] == json.loads(greedy[2])["choices"][0]["message"],
+          (tiny[0], tiny[2][:300]))
     # 10 MB sent chunked (no Content-Length)
     c = srv.conn()
     c.putrequest("POST", "/v1/chat/completions")

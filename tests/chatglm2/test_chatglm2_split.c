@@ -331,8 +331,8 @@ int main(int argc, char **argv) {
     size_t nrows = NPROMPT + NDECODE;
     float *ref = malloc(nrows * VOCAB * 4), *got = malloc(nrows * VOCAB * 4);
     CHECK(ref && got);
-    static const m40_wformat fmts[2] = {M40_WFMT_FP32, M40_WFMT_INT8};
-    for (int fi = 0; ref && got && fi < 2; fi++) {
+    static const m40_wformat fmts[3] = {M40_WFMT_FP32, M40_WFMT_FP16, M40_WFMT_INT8};
+    for (int fi = 0; ref && got && fi < 3; fi++) {
         m40_wformat fmt = fmts[fi];
         stage whole[1];
         int ref_ids[NDECODE];

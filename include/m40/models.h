@@ -279,8 +279,8 @@ M40_API m40_status m40_chatglm2_config_of(m40_ctx *ctx, m40_st_file *const *file
 ** allocates: the graph is ready for m40_graph_run (upload input_ids and
 ** position, run, read logits).
 ** Returns M40_OK, M40_ERR_INVALID_ARG (NULL, struct_size, batch, ctx,
-** chunk, format, phase or config out of range; both a file and
-** weights_from), M40_ERR_FORMAT (a missing, extra or malformed tensor, a
+** chunk, format, phase, config or layer range out of range; both a file
+** and weights_from), M40_ERR_FORMAT (a missing, extra or malformed tensor, a
 ** metadata value that does not parse, heads that do not match the
 ** shapes), M40_ERR_SHAPE, M40_ERR_DTYPE (a tensor of another shape or
 ** dtype: named), M40_ERR_OOM_DEVICE (over the budget), M40_ERR_OOM_HOST,

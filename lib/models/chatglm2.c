@@ -628,7 +628,7 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
         return m40__err(ctx, M40_ERR_INVALID_ARG,
                         "%s: desc->struct_size is %zu, expected %zu (call "
                         "m40_chatglm2_desc_init first)", FN, d->struct_size, sizeof *d);
-    const int has_range = d->struct_size >= sizeof *d;
+    const int has_range = d->struct_size >= offsetof(m40_chatglm2_desc, layer_end) + sizeof(int);
     const int lb = has_range ? d->layer_begin : 0, le = has_range ? d->layer_end : 0;
     if (d->batch < 1 || d->batch > MAX_BATCH)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: batch %d is not in 1..%d", FN, d->batch,

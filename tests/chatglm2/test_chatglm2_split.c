@@ -10,8 +10,9 @@
 ** (max |Δ| / max |ref| <= 1e-5 per position) and the same greedy ids; a
 ** wrong boundary (a block skipped, a block run twice) must not.
 ** Also: the stage's tensor ids, the refusals of bad ranges, the old
-** struct_size, and that the stages' weights and KV caches add up to the
-** whole model's. `--gpu`: every context on GPU 0 (exit 77 without one). */
+** struct_size, that the stages' weights and KV caches add up to the
+** whole model's, and that a stage reads and checks only its own tensors
+** (a stray tensor of block 2 is refused by the stage holding block 2). `--gpu`: every context on GPU 0 (exit 77 without one). */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include "check.h"
 #include "m40/models.h"
@@ -76,10 +77,15 @@ static int specs(wspec *w) {
     return n;
 }
 
-/* Writes the random checkpoint (F32, the heads in the metadata) to path. */
-static int write_checkpoint(const char *path) {
-    wspec w[2 + 7 * LAYERS + 2];
+/* Writes the random checkpoint (F32, the heads in the metadata) to path;
+** with `extra`, one more tensor [4] of that name. */
+static int write_checkpoint(const char *path, const char *extra) {
+    wspec w[2 + 7 * LAYERS + 3];
     int n = specs(w);
+    if (extra) {
+        w[n] = (wspec){"", 4, 0, 2};
+        snprintf(w[n++].name, sizeof w[0].name, "%s", extra);
+    }
     char head[16384];
     size_t hl = (size_t)snprintf(head, sizeof head, "{\"__metadata__\":{\"num_attention_heads\":"
                                  "\"%d\",\"multi_query_group_num\":\"%d\",\"kv_channels\":\"%d\"}",
@@ -255,6 +261,50 @@ static int compare(stage *s, int n, const float *ref, const int *ref_ids, float 
     return 1;
 }
 
+/* A stage checks its own tensors only: a stray tensor named as block 2's
+** is refused by the stage holding block 2 and by the whole model, not by
+** the stage of blocks 0-1; that stage reads exactly its own bytes. */
+static uint64_t read_done, read_total;
+static void on_progress(void *user, const char *stage, uint64_t done, uint64_t total) {
+    (void)user;
+    if (!strcmp(stage, "read")) read_done = done, read_total = total;
+}
+
+static void test_stray(m40_ctx *c, const char *path) {
+    m40_st_file *w = NULL;
+    if (!write_checkpoint(path, "transformer.encoder.layers.2.mlp.stray") ||
+        m40_st_open(path, &w) != M40_OK) {
+        CHECK(0);
+        return;
+    }
+    static const int r[3][2] = {{0, 2}, {2, 4}, {0, 0}};
+    for (int i = 0; i < 3; i++) {
+        m40_chatglm2_desc d;
+        m40_chatglm2_desc_init(&d);
+        d.weights = M40_WFMT_FP32;
+        d.ctx = CTX;
+        d.layer_begin = r[i][0];
+        d.layer_end = r[i][1];
+        d.progress = on_progress;
+        read_done = read_total = 0;
+        m40_graph *g = NULL;
+        m40_status st = m40_chatglm2_graph(c, &d, w, &g, NULL);
+        if (i == 0) {
+            /* the embedding and blocks 0-1: (V + 2·(C + Q·C + Q + C·H·D + C + 2F·C + C·F))·4 bytes */
+            const uint64_t Q = (HEADS + 2 * GROUPS) * HDIM;
+            const uint64_t blk = HID + Q * HID + Q + (uint64_t)HID * HEADS * HDIM + HID +
+                                 2 * FFN * HID + (uint64_t)HID * FFN;
+            CHECK_ST(st, M40_OK);
+            CHECK(read_done == read_total && read_total == ((uint64_t)VOCAB * HID + 2 * blk) * 4);
+        } else {
+            CHECK_ST(st, M40_ERR_FORMAT);
+            CHECK(strstr(m40_errmsg(c), "unknown tensor 'transformer.encoder.layers.2.mlp.stray'"));
+        }
+        m40_graph_destroy(g);
+    }
+    m40_st_destroy(w);
+}
+
 /* The stage ids, the weights and KV cache adding up, the refusals. */
 static void test_api(m40_ctx *c, m40_st_file *w, const m40_chatglm2_info *whole) {
     stage s[2];
@@ -324,7 +374,7 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/m40_split_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     int fd = mkstemp(path);
     m40_st_file *w = NULL;
-    if (fd < 0 || close(fd) != 0 || !write_checkpoint(path) || m40_st_open(path, &w) != M40_OK) {
+    if (fd < 0 || close(fd) != 0 || !write_checkpoint(path, NULL) || m40_st_open(path, &w) != M40_OK) {
         fprintf(stderr, "test_chatglm2_split: cannot write and open the checkpoint %s\n", path);
         return 1;
     }
@@ -371,6 +421,7 @@ int main(int argc, char **argv) {
     free(ref);
     free(got);
     m40_st_destroy(w);
+    test_stray(ctxs[0], path);
     remove(path);
     for (int i = 0; i < 4; i++) m40_ctx_destroy(ctxs[i]);
     return m40t_finish("test_chatglm2_split");

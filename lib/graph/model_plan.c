@@ -295,6 +295,10 @@ static m40_status split_max_ctx(m40_ctx *ctx, const m40_model_desc *base, const 
     int f = 0;
     m40_status st;
     int64_t lo = 0, hi = GLM_MAX_CTX + 1; /* lo fits (0: vacuously), hi does not */
+    d.ctx = GLM_MAX_CTX; /* the usual answer first: one probe instead of 15 */
+    if ((st = split_fits(ctx, &d, cards, n, layers, &f)) != M40_OK) return st;
+    if (f) lo = GLM_MAX_CTX;
+    else hi = GLM_MAX_CTX;
     while (hi - lo > 1) {
         d.ctx = lo + (hi - lo) / 2;
         if ((st = split_fits(ctx, &d, cards, n, layers, &f)) != M40_OK) return st;

@@ -2,7 +2,7 @@
 ** fp16 fits two 12 GB cards but not one; the stages cover the blocks once,
 ** in order, the first with the embedding, the last with the output layer;
 ** their bytes are the builder's (a stage planned here directly gives the
-** same); one card gives m40_model_plan_build's total; a larger card takes
+** same); one card gives m40_model_plan_build's total and longest contexts; a larger card takes
 ** more blocks; a card too small for a block is left out; the refusal names
 ** the shortfall and what would fit; bad arguments are refused. */
 #include "check.h"
@@ -83,6 +83,18 @@ int main(void) {
     CHECK_ST(m40_model_plan_build(c, &d, &two12[0], &mp), M40_ERR_OOM_DEVICE);
     CHECK(mp.plan.total_bytes == sp.total_bytes && mp.params == sp.params);
     CHECK((uint64_t)(-sp.stage[0].plan.headroom_bytes) == sp.shortfall_bytes);
+
+    /* batch 16 int8: the longest contexts (7144 and the like) as one card's plan */
+    m40_model_desc d16 = d;
+    d16.batch = 16;
+    d16.weights = M40_WFMT_INT8;
+    m40_model_plan mq;
+    m40_model_plan_build(c, &d16, &two12[0], &mq);
+    m40_model_plan_split(c, &d16, two12, 1, &sp);
+    CHECK(mq.plan.total_bytes == sp.total_bytes && mq.max_ctx == sp.max_ctx &&
+          sp.max_ctx > 0 && sp.max_ctx < 32768);
+    for (int f = 0; f < M40_WFMT_COUNT; f++)
+        CHECK(mq.max_ctx_format[f] == sp.max_ctx_format[f] && mq.fits_format[f] == sp.fits_format[f]);
 
     CHECK_ST(m40_model_plan_split(c, &d, two12, 2, &sp), M40_OK);
     check_shape(&sp);

@@ -4,6 +4,8 @@
 **
 **   m40-plan --model chatglm2-6b --dtype int4 --card m40-12g --ctx 8192 --json
 **   m40-plan --model resnet50 --batch 64 --card m40-24g --json
+**   m40-plan --model chatglm2-6b --dtype fp16 --cards 2xm40-12g
+**   m40-plan --model chatglm2-6b --cards m40-24g,m40-12g --json
 **
 ** Exit status: 0 when a plan was printed (fitting or not: see "fits"),
 ** 1 on an internal error, 2 on bad options. */
@@ -27,6 +29,9 @@ static void usage(FILE *f) {
           "  --card NAME                  m40-12g (default), m40-24g, m40-12g-noecc,\n"
           "                               m40-24g-noecc, all, or device (free memory of\n"
           "                               GPU --device, needs a CUDA build and a GPU)\n"
+          "  --cards LIST                 several cards, a layer split (chatglm2-6b): names as\n"
+          "                               for --card (presets) or NxNAME, comma-separated,\n"
+          "                               e.g. 2xm40-12g or m40-24g,m40-12g (at most 16)\n"
           "  --device N                   GPU ordinal for --card device (default 0)\n"
           "  --budget BYTES               explicit usable bytes (suffixes K M G, KiB MiB GiB);\n"
           "                               overrides --card\n"
@@ -115,7 +120,7 @@ static void json_str(const char *s) {
 typedef struct opts {
     m40_model_desc d;
     int ctx_max, json, tensors, device, have_dtype, have_ctx, have_chunk;
-    const char *card;
+    const char *card, *cards;
     uint64_t budget;
 } opts;
 
@@ -287,6 +292,160 @@ static int plan_card(m40_ctx *ctx, opts *o, const char *card, int first) {
     return 0;
 }
 
+/* "2xm40-12g", "m40-24g,m40-12g", "m40-24g,3xm40-12g": presets, each
+** with an optional count. Returns 1, or 0 with why. */
+static int parse_cards(const char *s, m40_budget *out, int *n, char *why, size_t nwhy) {
+    *n = 0;
+    const char *p = s;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char item[64];
+        if (len == 0 || len >= sizeof item) {
+            snprintf(why, nwhy, "%s card name (use e.g. 2xm40-12g or m40-24g,m40-12g)",
+                     len ? "an overlong" : "an empty");
+            return 0;
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        long count = 1;
+        const char *name = item;
+        size_t digits = strspn(item, "0123456789");
+        if (digits > 0 && item[digits] == 'x') {
+            if (digits > 2 || (count = strtol(item, NULL, 10)) < 1) {
+                snprintf(why, nwhy, "'%s': the count must be 1..%d", item, M40_PLAN_MAX_CARDS);
+                return 0;
+            }
+            name = item + digits + 1;
+        }
+        m40_budget b;
+        if (m40_budget_preset(name, &b) != M40_OK) {
+            snprintf(why, nwhy, "unknown card '%s' (m40-12g, m40-24g, m40-12g-noecc, "
+                     "m40-24g-noecc)", name);
+            return 0;
+        }
+        if (*n + count > M40_PLAN_MAX_CARDS) {
+            snprintf(why, nwhy, "more than %d cards", M40_PLAN_MAX_CARDS);
+            return 0;
+        }
+        for (long i = 0; i < count; i++) out[(*n)++] = b;
+        if (!end) return 1;
+        p = end + 1;
+    }
+}
+
+static void print_split_json(const opts *o, const m40_model_desc *d, const m40_split_plan *sp,
+                             const char *msg) {
+    printf("{\"model\": \"%s\", \"dtype\": \"%s\", \"batch\": %d, \"ctx\": %" PRId64
+           ", \"chunk\": %d, \"split\": \"layer\", \"layers\": %d, \"params\": %" PRIu64
+           ", \"cards\": [", m40_model_name(d->model), m40_wformat_name(d->weights), d->batch,
+           d->ctx, d->chunk, sp->layers, sp->params);
+    for (int i = 0; i < sp->ncards; i++) {
+        const m40_stage_plan *s = &sp->stage[i];
+        const m40_plan_info *p = &s->plan;
+        printf("%s{\"card\": ", i ? ", " : "");
+        json_str(s->card.name);
+        printf(", \"usable_bytes\": %" PRIu64 ", \"layer_begin\": %d, \"layer_end\": %d"
+               ", \"embedding\": %s, \"output\": %s, \"params\": %" PRIu64 ", \"regions\": {",
+               s->card.usable_bytes, s->layer_begin, s->layer_end,
+               s->embedding ? "true" : "false", s->output ? "true" : "false", s->params);
+        for (int r = 0; r < M40_REGION_COUNT; r++)
+            printf("%s\"%s\": %" PRIu64, r ? ", " : "", m40_region_name((m40_region)r),
+                   p->region_bytes[r]);
+        printf("}, \"prefill_arena_bytes\": %" PRIu64 ", \"decode_arena_bytes\": %" PRIu64
+               ", \"total_bytes\": %" PRIu64 ", \"headroom_bytes\": %" PRId64 ", \"fits\": %s}",
+               s->arena[0], s->arena[1], p->total_bytes, p->headroom_bytes,
+               p->fits ? "true" : "false");
+    }
+    printf("], \"total_bytes\": %" PRIu64 ", \"usable_bytes\": %" PRIu64
+           ", \"shortfall_bytes\": %" PRIu64 ", \"fullest_card_fill\": %.4f, \"fits\": %s"
+           ", \"hidden_bytes_per_token\": %" PRIu64 ", \"max_ctx\": %" PRId64
+           ", \"model_max_ctx\": %" PRId64 ", \"ctx_was_max\": %s, \"formats\": [",
+           sp->total_bytes, sp->usable_bytes, sp->shortfall_bytes, sp->fill,
+           sp->fits ? "true" : "false", sp->hidden_bytes_per_token, sp->max_ctx,
+           sp->model_max_ctx, o->ctx_max ? "true" : "false");
+    for (int f = 0; f < M40_WFMT_COUNT; f++)
+        printf("%s{\"dtype\": \"%s\", \"fits\": %s, \"max_ctx\": %" PRId64 "}", f ? ", " : "",
+               m40_wformat_name((m40_wformat)f), sp->fits_format[f] == 1 ? "true" : "false",
+               sp->max_ctx_format[f]);
+    printf("], \"message\": ");
+    json_str(msg ? msg : "");
+    printf("}\n");
+}
+
+static void print_split_text(const opts *o, const m40_model_desc *d, const m40_split_plan *sp,
+                             const char *msg) {
+    char s1[32], s2[32], s3[32], s4[32], s5[32], s6[32], s7[32], s8[48];
+    printf("%s %s, batch %d, ctx %" PRId64 "%s (prefill chunk %d), layer split over %d card%s\n",
+           m40_model_name(d->model), m40_wformat_name(d->weights), d->batch, d->ctx,
+           !o->ctx_max ? "" : sp->max_ctx > 0 ? " (longest that fits)"
+                                              : " (no context fits; planned at 1)",
+           d->chunk, sp->ncards, sp->ncards > 1 ? "s" : "");
+    printf("  %-4s %-14s %-22s %11s %11s %11s %11s %11s %11s %11s\n", "card", "budget", "layers",
+           "weights", "kv_cache", "workspace", "activations", "total", "usable", "headroom");
+    for (int i = 0; i < sp->ncards; i++) {
+        const m40_stage_plan *s = &sp->stage[i];
+        const m40_plan_info *p = &s->plan;
+        char layers[64];
+        int n = 0;
+        if (s->layer_end > s->layer_begin + 1)
+            n = snprintf(layers, sizeof layers, "%d-%d", s->layer_begin, s->layer_end - 1);
+        else if (s->layer_end > s->layer_begin)
+            n = snprintf(layers, sizeof layers, "%d", s->layer_begin);
+        if (s->layer_end > s->layer_begin)
+            snprintf(layers + n, sizeof layers - (size_t)n, "%s%s",
+                     s->embedding ? " +embedding" : "", s->output ? " +output" : "");
+        else snprintf(layers, sizeof layers, "(unused)");
+        int64_t h = p->headroom_bytes;
+        snprintf(s8, sizeof s8, "%s%s", h < 0 ? "-" : "",
+                 gib((uint64_t)(h < 0 ? -h : h), s7, sizeof s7));
+        printf("  %-4d %-14s %-22s %11s %11s %11s %11s %11s %11s %11s%s\n", i, s->card.name,
+               layers, gib(p->region_bytes[M40_REGION_WEIGHTS], s1, sizeof s1),
+               gib(p->region_bytes[M40_REGION_KV], s2, sizeof s2),
+               gib(p->region_bytes[M40_REGION_WORKSPACE], s3, sizeof s3),
+               gib(p->region_bytes[M40_REGION_ACTIVATIONS], s4, sizeof s4),
+               gib(p->total_bytes, s5, sizeof s5), gib(s->card.usable_bytes, s6, sizeof s6), s8,
+               p->fits ? "" : "  OVER");
+    }
+    printf("  %-4s %-14s %-22s %11s %11s %11s %11s %11s %11s\n", "all", "", "", "", "", "", "",
+           gib(sp->total_bytes, s1, sizeof s1), gib(sp->usable_bytes, s2, sizeof s2));
+    printf("  fits         %s (fullest card %.1f%% of its usable memory", sp->fits ? "yes" : "NO",
+           100.0 * sp->fill);
+    if (!sp->fits) printf("; short by %s over the cards", gib(sp->shortfall_bytes, s1, sizeof s1));
+    printf(")\n  between cards: the hidden state, %s per token (a prefill chunk: %s)\n",
+           gib(sp->hidden_bytes_per_token, s1, sizeof s1),
+           gib(sp->hidden_bytes_per_token * (uint64_t)d->chunk, s2, sizeof s2));
+    printf("  longest context that fits: %" PRId64 "%s\n", sp->max_ctx,
+           sp->max_ctx >= sp->model_max_ctx ? " (the model's limit)" : "");
+    printf("  formats at this batch: ");
+    for (int f = 0; f < M40_WFMT_COUNT; f++)
+        printf("%s%s %s (ctx <= %" PRId64 ")", f ? ", " : "", m40_wformat_name((m40_wformat)f),
+               sp->fits_format[f] == 1 ? "fits" : "no", sp->max_ctx_format[f]);
+    printf("\n");
+    if (msg) printf("  %s\n", msg);
+}
+
+/* The layer split over several cards; returns the exit status. */
+static int plan_cards(m40_ctx *ctx, opts *o, const m40_budget *cards, int ncards) {
+    m40_model_desc d = o->d;
+    m40_split_plan sp;
+    m40_status st = m40_model_plan_split(ctx, &d, cards, ncards, &sp);
+    if (st == M40_OK || st == M40_ERR_OOM_DEVICE) {
+        if (o->ctx_max) { /* again at the longest context that fits */
+            d.ctx = sp.max_ctx > 0 ? sp.max_ctx : 1;
+            st = m40_model_plan_split(ctx, &d, cards, ncards, &sp);
+        }
+    }
+    if (st != M40_OK && st != M40_ERR_OOM_DEVICE) {
+        fprintf(stderr, "m40-plan: %s\n", m40_errmsg(ctx));
+        return st == M40_ERR_INVALID_ARG ? 2 : 1;
+    }
+    const char *msg = st == M40_ERR_OOM_DEVICE ? m40_errmsg(ctx) : NULL;
+    if (o->json) print_split_json(o, &d, &sp, msg);
+    else print_split_text(o, &d, &sp, msg);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     opts o;
     memset(&o, 0, sizeof o);
@@ -312,7 +471,8 @@ int main(int argc, char **argv) {
             continue;
         }
         static const char *const with_value[] = {"--model", "--dtype", "--batch", "--ctx",
-                                                 "--chunk", "--card", "--budget", "--device"};
+                                                 "--chunk", "--card", "--budget", "--device",
+                                                 "--cards"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known = known || strcmp(key, with_value[k]) == 0;
@@ -324,6 +484,7 @@ int main(int argc, char **argv) {
         else if (strcmp(key, "--dtype") == 0) dtype = v;
         else if (strcmp(key, "--ctx") == 0) ctxs = v;
         else if (strcmp(key, "--card") == 0) o.card = v;
+        else if (strcmp(key, "--cards") == 0) o.cards = v;
         else if (strcmp(key, "--batch") == 0) {
             if (!parse_i64(v, 1, 1 << 20, &batch))
                 return bad("--batch '%s' is not an integer in 1..%s", v, "1048576");
@@ -366,6 +527,17 @@ int main(int argc, char **argv) {
             return bad("--ctx '%s' is not 'max' or an integer in 1..%s", ctxs, "4194304");
         else o.d.ctx = c;
     }
+    m40_budget cards[M40_PLAN_MAX_CARDS];
+    int ncards = 0;
+    if (o.cards) {
+        char why[160];
+        if (kind != M40_MODEL_CHATGLM2_6B)
+            return bad("--cards splits a transformer's layers: chatglm2-6b only%s%s", "", "");
+        if (o.budget || o.tensors)
+            return bad("--cards does not take --budget or --tensors (one card each)%s%s", "", "");
+        if (!parse_cards(o.cards, cards, &ncards, why, sizeof why))
+            return bad("--cards '%s': %s", o.cards, why);
+    }
     m40_ctx_desc cd;
     m40_ctx_desc_init(&cd);
     cd.device = M40_DEVICE_CPU;
@@ -376,7 +548,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     int rc = 0;
-    if (strcmp(o.card, "all") == 0 && !o.budget) {
+    if (o.cards) {
+        rc = plan_cards(ctx, &o, cards, ncards);
+    } else if (strcmp(o.card, "all") == 0 && !o.budget) {
         static const char *const cards[] = {"m40-12g", "m40-24g"};
         if (o.json) printf("[");
         for (int k = 0; k < 2 && rc == 0; k++) rc = plan_card(ctx, &o, cards[k], k == 0);

@@ -254,6 +254,19 @@ typedef struct m40_chatglm2_desc {
     ** for a graph that is only planned (no weights). */
     int tp_size, tp_rank;
     struct m40_comm *comm;
+    /* A pipeline stage (several cards: docs/multi-gpu.md): the blocks
+    ** layer_begin .. layer_end-1 only; 0/0 (the default) = the whole model.
+    ** A stage with layer_begin > 0 takes the residual stream of the stage
+    ** before as the INPUT "hidden_in" [B,T,C] f32 instead of input_ids and
+    ** the embedding; a stage with layer_end < layers hands its residual
+    ** stream on as the output "hidden_out" [B,T,C] f32 (every position, the
+    ** residual of its last block added) instead of the final norm and the
+    ** logits. With a checkpoint only the stage's tensors are read and
+    ** checked (other layers', the embedding's, the output layer's are
+    ** skipped, not "unknown"); kv_cache then holds the stage's 2·(end-begin)
+    ** tensors (k of layer_begin, v of layer_begin, ...). Callers built with
+    ** a struct_size that ends before these fields get the whole model. */
+    int layer_begin, layer_end;
 } m40_chatglm2_desc;
 
 M40_API void m40_chatglm2_desc_init(m40_chatglm2_desc *d);
@@ -268,6 +281,13 @@ typedef struct m40_chatglm2_info {
     uint64_t params;     /* parameters (a quantized weight counts once) */
     int allocated;       /* 1: weights given (file or weights_from), graph allocated */
     m40_plan_info plan;  /* when allocated */
+    /* A pipeline stage (m40_chatglm2_desc.layer_begin/end): the blocks
+    ** [layer_begin, layer_end) it runs (0, layers for the whole model);
+    ** hidden_in [B,T,C] f32 INPUT when it does not start at block 0 (then
+    ** input_ids is -1), hidden_out [B,T,C] f32 output when it does not end
+    ** at the last block (then logits is -1); -1 where absent. */
+    int layer_begin, layer_end;
+    int hidden_in, hidden_out;
 } m40_chatglm2_info;
 
 /* The config of a checkpoint (one file or its shards), as
@@ -285,8 +305,8 @@ M40_API m40_status m40_chatglm2_config_of(m40_ctx *ctx, m40_st_file *const *file
 ** allocates: the graph is ready for m40_graph_run (upload input_ids and
 ** position, run, read logits).
 ** Returns M40_OK, M40_ERR_INVALID_ARG (NULL, struct_size, batch, ctx,
-** chunk, format, phase or config out of range; both a file and
-** weights_from), M40_ERR_FORMAT (a missing, extra or malformed tensor, a
+** chunk, format, phase, config or layer range out of range; both a file
+** and weights_from), M40_ERR_FORMAT (a missing, extra or malformed tensor, a
 ** metadata value that does not parse, heads that do not match the
 ** shapes), M40_ERR_SHAPE, M40_ERR_DTYPE (a tensor of another shape or
 ** dtype: named), M40_ERR_OOM_DEVICE (over the budget), M40_ERR_OOM_HOST,

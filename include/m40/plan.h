@@ -86,6 +86,77 @@ M40_API m40_status m40_model_max_ctx(m40_ctx *ctx, const m40_model_desc *d,
                                      const m40_budget *budget, int64_t limit,
                                      int64_t *max_ctx);
 
+/* ------------------------------------------------------------------ */
+/* Several cards: a layer split (pipeline; docs/multi-gpu.md)           */
+/*
+** The model's blocks are cut into contiguous ranges, one per card in the
+** order given; each card holds its blocks' weights, their slice of the KV
+** cache, its own residual stream and its activations and workspace (the
+** larger of prefill and decode, as on one card); the first card also
+** holds the embedding, the last the final norm, the output layer and the
+** logits. Between cards only the hidden state moves ([B,T,C] f32: 16 KiB
+** a token for ChatGLM2-6B). Each stage is planned with the model's builder
+** (m40_chatglm2_desc.layer_begin / layer_end), so its bytes are exact.
+** The ranges make the fullest card as little full as possible (total /
+** usable, the same share on every card where the blocks allow): with
+** cards of one size the blocks split about evenly, a larger card takes
+** more.
+*/
+
+#define M40_PLAN_MAX_CARDS 16
+
+typedef struct m40_stage_plan {
+    m40_budget card;          /* the card's budget, as given */
+    int layer_begin, layer_end; /* its blocks [begin, end); begin == end: the
+                              ** card holds nothing (the split is better off
+                              ** without it) */
+    int embedding, output;    /* 1: holds the embedding (the first stage) / the
+                              ** final norm, output layer and logits (the last) */
+    m40_plan_info plan;       /* regions (kv: its blocks' KV cache and its own
+                              ** residual stream; activations and workspace:
+                              ** the larger phase), total, usable (the card's),
+                              ** headroom, fits; all zero for an unused card */
+    uint64_t arena[2], workspace[2]; /* per phase: prefill chunk, decode */
+    uint64_t params;          /* parameters it holds */
+} m40_stage_plan;
+
+typedef struct m40_split_plan {
+    int ncards;
+    int layers;               /* the model's blocks */
+    m40_stage_plan stage[M40_PLAN_MAX_CARDS];
+    uint64_t params;          /* the whole model's */
+    uint64_t total_bytes;     /* sum of the stages' totals */
+    uint64_t usable_bytes;    /* sum of the cards' usable bytes */
+    uint64_t shortfall_bytes; /* sum over the cards of what each lacks (0: fits) */
+    int fits;                 /* every stage fits its card */
+    double fill;              /* the fullest card's total / usable */
+    uint64_t hidden_bytes_per_token; /* what one token moves between two cards */
+    int64_t model_max_ctx;    /* 32768 */
+    int64_t max_ctx;          /* longest context (capped) at which some split
+                              ** of this format fits these cards; 0: none */
+    int fits_format[M40_WFMT_COUNT]; /* same batch/ctx at each format: 1/0 */
+    int64_t max_ctx_format[M40_WFMT_COUNT]; /* longest context (capped) per format */
+} m40_split_plan;
+
+/* Splits the ChatGLM2 model of `d` over the ncards budgets of `cards`
+** (cards[0] gets the first blocks) and answers what would fit: the
+** formats at this batch and ctx, the longest context per format. *out is
+** filled whether or not it fits (when it does not, the split that lacks
+** least: each stage's headroom says by how much). ncards = 1 plans one
+** card as m40_model_plan_build does.
+** Returns
+**   M40_OK
+**   M40_ERR_OOM_DEVICE  does not fit: m40_errmsg(ctx) names the fullest
+**                       card, the shortfall (per card and in all) and what
+**                       would fit (formats, context)
+**   M40_ERR_INVALID_ARG NULL, struct_size, a bad desc, ncards outside
+**                       1..M40_PLAN_MAX_CARDS, a card with no usable bytes
+**   M40_ERR_UNSUPPORTED a model without blocks to split (ResNet-50)
+**   M40_ERR_OOM_HOST */
+M40_API m40_status m40_model_plan_split(m40_ctx *ctx, const m40_model_desc *d,
+                                        const m40_budget *cards, int ncards,
+                                        m40_split_plan *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@
 #include "../checked.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define GLM_MAX_CTX 32768
@@ -20,13 +21,15 @@ typedef struct evald {
     int phases;
 } evald;
 
-static m40_status eval(m40_ctx *ctx, const m40_model_desc *d, evald *e) {
+/* The model's plan, or (l0 < l1) that of the pipeline stage of blocks
+** [l0, l1). */
+static m40_status eval_layers(m40_ctx *ctx, const m40_model_desc *d, int l0, int l1, evald *e) {
     memset(e, 0, sizeof *e);
     e->phases = d->model == M40_MODEL_CHATGLM2_6B ? 2 : 1;
     for (int ph = 0; ph < e->phases; ph++) {
         m40_graph *g = NULL;
         uint64_t params = 0;
-        m40_status st = m40__model_graph(ctx, d, ph, &g, &params);
+        m40_status st = m40__model_graph(ctx, d, ph, l0, l1, &g, &params);
         if (st != M40_OK) return st;
         m40_plan_info pi;
         st = m40_graph_plan(g, NULL, &pi);
@@ -53,6 +56,10 @@ static m40_status eval(m40_ctx *ctx, const m40_model_desc *d, evald *e) {
     for (int r = 0; r < M40_REGION_COUNT; r++) /* each <= 2^62, four may pass 2^64 */
         e->plan.total_bytes = m40__sat_add_u64(e->plan.total_bytes, e->plan.region_bytes[r]);
     return M40_OK;
+}
+
+static m40_status eval(m40_ctx *ctx, const m40_model_desc *d, evald *e) {
+    return eval_layers(ctx, d, 0, 0, e);
 }
 
 static m40_status fits_at(m40_ctx *ctx, const m40_model_desc *d, const m40_budget *b, int *fits) {
@@ -198,4 +205,254 @@ m40_status m40_model_plan_build(m40_ctx *ctx, const m40_model_desc *d, const m40
         out->fits_format[M40_WFMT_FP32] = p->fits;
     }
     return p->fits ? M40_OK : oom_message(ctx, d, b, out);
+}
+
+/* ------------------------------------------------------------------ */
+/* Several cards: a layer split                                        */
+
+/* Blocks are alike, so a stage's plan depends only on its block count and
+** on whether it is the first (embedding) and the last (output layer):
+** memo[first][last][n]. The search probes from the memo; the stages it
+** settles on are planned again with their own ranges. */
+typedef struct split_memo {
+    const m40_model_desc *d;
+    int layers;
+    evald *e;    /* [2][2][layers + 1] */
+    char *done;
+} split_memo;
+
+static m40_status stage_cost(m40_ctx *ctx, split_memo *m, int b, int e, const evald **out) {
+    int first = b == 0, last = e == m->layers, n = e - b;
+    size_t k = ((size_t)first * 2 + (size_t)last) * (size_t)(m->layers + 1) + (size_t)n;
+    if (!m->done[k]) {
+        m40_status st = eval_layers(ctx, m->d, b, e, &m->e[k]);
+        if (st != M40_OK) return st;
+        m->done[k] = 1;
+    }
+    *out = &m->e[k];
+    return M40_OK;
+}
+
+/* Fills the cards in order, each with the most blocks whose stage takes at
+** most r x its usable bytes (a stage's bytes grow with its blocks, and
+** shrink as it starts later, so this reaches furthest of all splits at r).
+** ends[i]: card i's blocks end there. *ok: every block found a card. */
+static m40_status greedy(m40_ctx *ctx, split_memo *m, const m40_budget *cards, int n, double r,
+                         int *ends, int *ok) {
+    int b = 0;
+    for (int i = 0; i < n; i++) {
+        double cap = r * (double)cards[i].usable_bytes;
+        int lo = b, hi = m->layers; /* [b, lo) fits; the answer is in lo..hi */
+        while (lo < hi) {
+            int mid = lo + (hi - lo + 1) / 2;
+            const evald *e;
+            m40_status st = stage_cost(ctx, m, b, mid, &e);
+            if (st != M40_OK) return st;
+            if ((double)e->plan.total_bytes <= cap) lo = mid;
+            else hi = mid - 1;
+        }
+        ends[i] = b = lo;
+    }
+    *ok = b == m->layers;
+    return M40_OK;
+}
+
+static void memo_free(split_memo *m) {
+    free(m->e);
+    free(m->done);
+    m->e = NULL;
+    m->done = NULL;
+}
+
+static m40_status memo_init(m40_ctx *ctx, split_memo *m, const m40_model_desc *d, int layers) {
+    size_t n = 4 * ((size_t)layers + 1);
+    m->d = d;
+    m->layers = layers;
+    m->e = calloc(n, sizeof *m->e);
+    m->done = calloc(n, 1);
+    if (m->e && m->done) return M40_OK;
+    memo_free(m);
+    return m40__err(ctx, M40_ERR_OOM_HOST, "m40_model_plan_split: out of host memory");
+}
+
+
+/* Whether some split of d fits the cards. */
+static m40_status split_fits(m40_ctx *ctx, const m40_model_desc *d, const m40_budget *cards,
+                             int n, int layers, int *fits) {
+    split_memo m;
+    int ends[M40_PLAN_MAX_CARDS];
+    m40_status st = memo_init(ctx, &m, d, layers);
+    if (st == M40_OK) st = greedy(ctx, &m, cards, n, 1.0, ends, fits);
+    memo_free(&m);
+    return st;
+}
+
+/* The longest context in 1..GLM_MAX_CTX at which d splits onto the cards
+** (0: none); memory grows with the context, so bisection is exact. */
+static m40_status split_max_ctx(m40_ctx *ctx, const m40_model_desc *base, const m40_budget *cards,
+                                int n, int layers, int64_t *best) {
+    m40_model_desc d = *base;
+    int f = 0;
+    m40_status st;
+    int64_t lo = 0, hi = GLM_MAX_CTX + 1; /* lo fits (0: vacuously), hi does not */
+    d.ctx = GLM_MAX_CTX; /* the usual answer first: one probe instead of 15 */
+    if ((st = split_fits(ctx, &d, cards, n, layers, &f)) != M40_OK) return st;
+    if (f) lo = GLM_MAX_CTX;
+    else hi = GLM_MAX_CTX;
+    while (hi - lo > 1) {
+        d.ctx = lo + (hi - lo) / 2;
+        if ((st = split_fits(ctx, &d, cards, n, layers, &f)) != M40_OK) return st;
+        if (f) lo = d.ctx;
+        else hi = d.ctx;
+    }
+    *best = lo;
+    return M40_OK;
+}
+
+/* The split that makes the fullest card least full: the smallest r at
+** which greedy places every block, by bisection. */
+static m40_status balance(m40_ctx *ctx, split_memo *m, const m40_budget *cards, int n,
+                          int *ends) {
+    int ok = 0;
+    double lo = 0, hi = 1;
+    m40_status st;
+    while ((st = greedy(ctx, m, cards, n, hi, ends, &ok)) == M40_OK && !ok && hi < 1e15)
+        lo = hi, hi *= 2;
+    if (st != M40_OK) return st;
+    for (int it = 0; it < 48 && hi - lo > 1e-9 * hi; it++) {
+        double mid = lo + (hi - lo) / 2;
+        if ((st = greedy(ctx, m, cards, n, mid, ends, &ok)) != M40_OK) return st;
+        if (ok) hi = mid;
+        else lo = mid;
+    }
+    return greedy(ctx, m, cards, n, hi, ends, &ok);
+}
+
+static m40_status split_message(m40_ctx *ctx, const m40_model_desc *d, const m40_split_plan *sp) {
+    char need[32], have[32], sh[32], all[32], tot[32], alt[320] = "", names[160] = "";
+    size_t n = 0, nn = 0;
+    int worst = 0;
+    double wf = -1;
+    for (int i = 0; i < sp->ncards; i++) {
+        const m40_stage_plan *s = &sp->stage[i];
+        double f = s->card.usable_bytes ? (double)s->plan.total_bytes / (double)s->card.usable_bytes : 0;
+        if (f > wf) wf = f, worst = i;
+        if (nn < sizeof names - 40)
+            nn += (size_t)snprintf(names + nn, sizeof names - nn, "%s%s", i ? ", " : "",
+                                   s->card.name);
+    }
+    if (sp->max_ctx > 0)
+        n += (size_t)snprintf(alt + n, sizeof alt - n, "%s with ctx <= %lld; ",
+                              m40_wformat_name(d->weights), (long long)sp->max_ctx);
+    for (int f = 0; f < M40_WFMT_COUNT; f++)
+        if (f != (int)d->weights && sp->max_ctx_format[f] > 0 && n < sizeof alt - 64)
+            n += (size_t)snprintf(alt + n, sizeof alt - n, "%s with ctx <= %lld%s; ",
+                                  m40_wformat_name((m40_wformat)f),
+                                  (long long)sp->max_ctx_format[f],
+                                  sp->fits_format[f] == 1 ? " (fits as asked)" : "");
+    if (n >= 2) alt[n - 2] = '\0';
+    const m40_stage_plan *w = &sp->stage[worst];
+    return m40__err(ctx, M40_ERR_OOM_DEVICE,
+                    "%s %s (batch %d, ctx %lld) split over %d card%s (%s) needs %s in all, "
+                    "with %s usable: at the most even split card %d (%s, layers %d-%d) needs "
+                    "%s, short by %s; short by %s over all cards. Would fit: %s",
+                    m40_model_name(d->model), m40_wformat_name(d->weights), d->batch,
+                    (long long)d->ctx, sp->ncards, sp->ncards > 1 ? "s" : "", names,
+                    m40__fmt_bytes(sp->total_bytes, need, sizeof need),
+                    m40__fmt_bytes(sp->usable_bytes, have, sizeof have), worst, w->card.name,
+                    w->layer_begin, w->layer_end - 1,
+                    m40__fmt_bytes(w->plan.total_bytes, all, sizeof all),
+                    m40__fmt_bytes((uint64_t)(w->plan.headroom_bytes < 0 ? -w->plan.headroom_bytes : 0),
+                                   sh, sizeof sh),
+                    m40__fmt_bytes(sp->shortfall_bytes, tot, sizeof tot),
+                    alt[0] ? alt : "nothing on these cards at batch 1");
+}
+
+m40_status m40_model_plan_split(m40_ctx *ctx, const m40_model_desc *d, const m40_budget *cards,
+                                int ncards, m40_split_plan *out) {
+    static const char fn[] = "m40_model_plan_split";
+    m40_status st = m40__ctx_check(ctx);
+    if (st != M40_OK) return st;
+    if (!d || !cards || !out)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: NULL argument", fn);
+    if (d->struct_size < sizeof *d)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: desc->struct_size is %zu, expected %zu "
+                        "(fill it with m40_model_desc_init)", fn, d->struct_size, sizeof *d);
+    if (ncards < 1 || ncards > M40_PLAN_MAX_CARDS)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: %d cards (1..%d)", fn, ncards,
+                        M40_PLAN_MAX_CARDS);
+    if (d->model != M40_MODEL_CHATGLM2_6B)
+        return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: %s has no transformer blocks to split "
+                        "(a layer split is for ChatGLM2)", fn, m40_model_name(d->model));
+    for (int i = 0; i < ncards; i++)
+        if (cards[i].usable_bytes == 0)
+            return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: card %d (%.32s) has no usable bytes",
+                            fn, i, cards[i].name);
+    memset(out, 0, sizeof *out);
+    m40_chatglm2_config c;
+    m40_chatglm2_config_6b(&c);
+    out->ncards = ncards;
+    out->layers = c.layers;
+    out->model_max_ctx = GLM_MAX_CTX;
+    out->hidden_bytes_per_token = (uint64_t)d->batch * (uint64_t)c.hidden * 4;
+    /* the whole model once: checks the desc, gives the parameters */
+    evald whole;
+    if ((st = eval(ctx, d, &whole)) != M40_OK) return st;
+    out->params = whole.params;
+    split_memo m;
+    int ends[M40_PLAN_MAX_CARDS];
+    if ((st = memo_init(ctx, &m, d, c.layers)) != M40_OK) return st;
+    st = balance(ctx, &m, cards, ncards, ends);
+    memo_free(&m);
+    if (st != M40_OK) return st;
+    /* the stages it settled on, each planned with its own range */
+    int b = 0, first = -1, last = -1;
+    for (int i = 0; i < ncards; i++) {
+        if (ends[i] > b && first < 0) first = i;
+        if (ends[i] > b) last = i;
+        b = ends[i];
+    }
+    out->fits = 1;
+    b = 0;
+    for (int i = 0; i < ncards; i++) {
+        m40_stage_plan *s = &out->stage[i];
+        s->card = cards[i];
+        s->layer_begin = b;
+        s->layer_end = ends[i];
+        s->plan.usable_bytes = cards[i].usable_bytes;
+        if (ends[i] > b) {
+            evald e;
+            if ((st = eval_layers(ctx, d, b, ends[i], &e)) != M40_OK) return st;
+            s->plan = e.plan;
+            s->params = e.params;
+            for (int ph = 0; ph < 2; ph++) {
+                s->arena[ph] = e.arena[ph];
+                s->workspace[ph] = e.ws[ph];
+            }
+            s->embedding = i == first;
+            s->output = i == last;
+        }
+        m40_plan_info *p = &s->plan;
+        p->usable_bytes = cards[i].usable_bytes;
+        p->fits = p->total_bytes <= p->usable_bytes;
+        p->headroom_bytes = m40__headroom(p->usable_bytes, p->total_bytes);
+        out->fits = out->fits && p->fits;
+        out->total_bytes = m40__sat_add_u64(out->total_bytes, p->total_bytes);
+        out->usable_bytes = m40__sat_add_u64(out->usable_bytes, p->usable_bytes);
+        if (!p->fits)
+            out->shortfall_bytes = m40__sat_add_u64(out->shortfall_bytes,
+                                                    p->total_bytes - p->usable_bytes);
+        double f = (double)p->total_bytes / (double)p->usable_bytes;
+        if (f > out->fill) out->fill = f;
+        b = ends[i];
+    }
+    for (int f = 0; f < M40_WFMT_COUNT; f++) {
+        m40_model_desc df = *d;
+        df.weights = (m40_wformat)f;
+        if ((st = split_fits(ctx, &df, cards, ncards, c.layers, &out->fits_format[f])) != M40_OK ||
+            (st = split_max_ctx(ctx, &df, cards, ncards, c.layers, &out->max_ctx_format[f])) != M40_OK)
+            return st;
+    }
+    out->max_ctx = out->max_ctx_format[d->weights];
+    return out->fits ? M40_OK : split_message(ctx, d, out);
 }

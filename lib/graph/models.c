@@ -25,8 +25,8 @@ void m40_model_desc_init(m40_model_desc *d, m40_model_kind model) {
     d->chunk = 512;
 }
 
-m40_status m40__model_graph(m40_ctx *ctx, const m40_model_desc *d, int phase,
-                            m40_graph **out, uint64_t *params) {
+m40_status m40__model_graph(m40_ctx *ctx, const m40_model_desc *d, int phase, int l0,
+                            int l1, m40_graph **out, uint64_t *params) {
     if (out) *out = NULL;
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
@@ -58,6 +58,8 @@ m40_status m40__model_graph(m40_ctx *ctx, const m40_model_desc *d, int phase,
         cd.ctx = d->ctx;
         cd.chunk = d->chunk;
         cd.phase = (m40_model_phase)phase;
+        cd.layer_begin = l0;
+        cd.layer_end = l1;
         m40_chatglm2_info info;
         if ((st = m40_chatglm2_graph(ctx, &cd, NULL, out, &info)) == M40_OK && params)
             *params = info.params;
@@ -68,5 +70,5 @@ m40_status m40__model_graph(m40_ctx *ctx, const m40_model_desc *d, int phase,
 
 m40_status m40_model_graph(m40_ctx *ctx, const m40_model_desc *d, m40_model_phase phase,
                            m40_graph **out) {
-    return m40__model_graph(ctx, d, (int)phase, out, NULL);
+    return m40__model_graph(ctx, d, (int)phase, 0, 0, out, NULL);
 }

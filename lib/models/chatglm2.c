@@ -10,6 +10,7 @@
 #include "m40/quant.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,7 @@ typedef struct gb {
     m40_st_file *const *files; /* the checkpoint: one file or its shards; NULL: none */
     int nfiles;
     m40_st_file *w;          /* files[0], or NULL (what "with a file" tests) */
+    int l0, l1;              /* the blocks declared: [l0, l1) (a pipeline stage) */
     m40_graph *from;         /* weights_from: bind its weights, NULL: none */
     m40_ctx *cpu;            /* for m40_quantize (host tensors), made on need */
     char **used;             /* [file][tensor]: taken by the model */
@@ -451,21 +453,28 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
     /* fp16 checkpoint tensors (norms, embedding, output layer) stay fp16
     ** unless the whole model is fp32 */
     const m40_dtype small = f == M40_WFMT_FP32 ? M40_DTYPE_F32 : M40_DTYPE_F16;
-    info->input_ids = tensor(b, M40_ROLE_INPUT, "input_ids", M40_DTYPE_I32, 2, B, T, 0, 0);
+    info->input_ids = info->hidden_in = info->hidden_out = info->logits = -1;
+    if (g->l0 == 0)
+        info->input_ids = tensor(b, M40_ROLE_INPUT, "input_ids", M40_DTYPE_I32, 2, B, T, 0, 0);
     info->position = tensor(b, M40_ROLE_INPUT, "position", M40_DTYPE_I32, 2, B, T, 0, 0);
     /* the caches' sequences: the graph's own rows, or `slots` chosen per run */
     const int64_t S = d->slots > 0 ? d->slots : B;
     info->slot = d->slots > 0 ? tensor(b, M40_ROLE_INPUT, "slot", M40_DTYPE_I32, 1, B, 0, 0, 0) : -1;
     /* the residual stream: updated in place by each RMSNORM's residual step */
     int h = tensor(b, M40_ROLE_STATE, "hidden", M40_DTYPE_F32, 3, B, T, C, 0);
-    int emb = weight(g, "transformer.embedding.word_embeddings.weight", small, 2, c->vocab, C);
-    int r = m40__mb_op(b, M40_OP_EMBEDDING, "embedding", info->input_ids, emb);
-    for (int l = 0; l < c->layers; l++) {
+    int r; /* what the next RMSNORM adds into h (alpha 0 at the stage's first block) */
+    if (g->l0 == 0) {
+        int emb = weight(g, "transformer.embedding.word_embeddings.weight", small, 2, c->vocab, C);
+        r = m40__mb_op(b, M40_OP_EMBEDDING, "embedding", info->input_ids, emb);
+    } else { /* a later pipeline stage: the stream handed over from the one before */
+        r = info->hidden_in = tensor(b, M40_ROLE_INPUT, "hidden_in", M40_DTYPE_F32, 3, B, T, C, 0);
+    }
+    for (int l = g->l0; l < g->l1; l++) {
         char p[64], n[128], w[128];
         snprintf(p, sizeof p, "transformer.encoder.layers.%d", l);
         snprintf(n, sizeof n, "%s.input_layernorm", p);
         snprintf(w, sizeof w, "%s.input_layernorm.weight", p);
-        int a = rmsnorm(g, n, w, h, r, l == 0, small);
+        int a = rmsnorm(g, n, w, h, r, l == g->l0, small);
         snprintf(n, sizeof n, "%s.self_attention.query_key_value", p);
         int qkv = linear(g, n, a, (H + 2 * G) * D, C, f, 1, tp ? &qkv_part : NULL);
         m40_node_desc nd;
@@ -489,8 +498,8 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
         int vc = tensor(b, M40_ROLE_STATE, w, M40_DTYPE_F16, 4, S, L, G, D);
         if (d->kv_cache && kc >= 0 && vc >= 0 && b->st == M40_OK) {
             m40_status st;
-            if ((st = m40_graph_bind(b->g, kc, d->kv_cache[2 * l])) != M40_OK ||
-                (st = m40_graph_bind(b->g, vc, d->kv_cache[2 * l + 1])) != M40_OK)
+            if ((st = m40_graph_bind(b->g, kc, d->kv_cache[2 * (l - g->l0)])) != M40_OK ||
+                (st = m40_graph_bind(b->g, vc, d->kv_cache[2 * (l - g->l0) + 1])) != M40_OK)
                 m40__mb_fail(b, st, "kv_cache of layer %d: %s", l, m40_errmsg(b->ctx));
         } else if (g->from) { /* the cache of the graph whose weights this one uses */
             bind_shared(g, kc, n);
@@ -523,6 +532,13 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
         int sw = m40__mb_op(b, M40_OP_SWIGLU, n, u, -1);
         snprintf(n, sizeof n, "%s.mlp.dense_4h_to_h", p);
         r = allreduce(g, n, linear(g, n, sw, C, F, f, 0, tp ? &down_part : NULL), d);
+    }
+    if (g->l1 < c->layers) {
+        /* h lacks the last block's MLP output until the next RMSNORM adds
+        ** it: hand on the complete stream, h + r (in place of r) */
+        info->hidden_out = m40__mb_op(b, M40_OP_ADD, "hidden_out", r, h);
+        m40__mb_output(b, info->hidden_out);
+        return;
     }
     int x = rmsnorm(g, "transformer.encoder.final_layernorm",
                     "transformer.encoder.final_layernorm.weight", h, r, 0, small);
@@ -639,6 +655,24 @@ static void config_from_file(gb *g, const m40_chatglm2_config *want) {
     g->c = c;
 }
 
+/* 1 if checkpoint tensor `name` is the model's but another pipeline
+** stage's: a block outside [l0, l1), the embedding (l0 > 0), the final norm
+** or the output layer (l1 < layers). That stage checks it. */
+static int other_stage(const gb *g, const char *name) {
+    static const char blk[] = "transformer.encoder.layers.";
+    if (g->l0 == 0 && g->l1 == g->c.layers) return 0;
+    if (strncmp(name, blk, sizeof blk - 1) == 0) {
+        char *end;
+        errno = 0;
+        long l = strtol(name + sizeof blk - 1, &end, 10);
+        return end != name + sizeof blk - 1 && *end == '.' && !errno && l >= 0 &&
+               l < g->c.layers && (l < g->l0 || l >= g->l1);
+    }
+    if (g->l0 > 0 && strncmp(name, "transformer.embedding.", 22) == 0) return 1;
+    return g->l1 < g->c.layers && (strncmp(name, "transformer.encoder.final_layernorm.", 36) == 0 ||
+                                   strncmp(name, "transformer.output_layer.", 25) == 0);
+}
+
 /* random_weights: every WEIGHT of the allocated graph filled by seed. */
 static m40_status fill_random(m40_graph *gr, m40_ctx *ctx, uint64_t seed) {
     m40_status st = M40_OK;
@@ -724,10 +758,14 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
     if (!d || !out) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: NULL argument", FN);
-    if (d->struct_size < sizeof *d)
+    /* callers built before the layer range pass a shorter struct: the whole model */
+    const size_t old_size = offsetof(m40_chatglm2_desc, layer_begin);
+    if (d->struct_size < old_size)
         return m40__err(ctx, M40_ERR_INVALID_ARG,
                         "%s: desc->struct_size is %zu, expected %zu (call "
                         "m40_chatglm2_desc_init first)", FN, d->struct_size, sizeof *d);
+    const int has_range = d->struct_size >= offsetof(m40_chatglm2_desc, layer_end) + sizeof(int);
+    const int lb = has_range ? d->layer_begin : 0, le = has_range ? d->layer_end : 0;
     if (d->batch < 1 || d->batch > MAX_BATCH)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: batch %d is not in 1..%d", FN, d->batch,
                         MAX_BATCH);
@@ -772,11 +810,20 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
     if (g.w) {
         config_from_file(&g, d->check_config ? &d->config : NULL);
         if (g.b.st != M40_OK) return g.b.st;
+    }
+    g.l0 = lb;
+    g.l1 = lb == 0 && le == 0 ? g.c.layers : le;
+    if (g.l0 < 0 || g.l0 >= g.l1 || g.l1 > g.c.layers)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: layer range %d..%d is not a stage of "
+                        "a model of %d layers (need 0 <= layer_begin < layer_end <= %d, or 0/0 "
+                        "for all)", FN, lb, le, g.c.layers, g.c.layers);
+    if (g.w) {
         if (!(g.used = calloc((size_t)g.nfiles, sizeof *g.used)))
             return m40__err(ctx, M40_ERR_OOM_HOST, "%s: out of host memory", FN);
         for (int i = 0; i < g.nfiles; i++)
             for (size_t j = 0; j < m40_st_get_count(g.files[i]); j++)
-                g.total_bytes += m40_st_get(g.files[i], j)->nbytes;
+                if (!other_stage(&g, m40_st_get(g.files[i], j)->name))
+                    g.total_bytes += m40_st_get(g.files[i], j)->nbytes;
         for (int i = 0; i < g.nfiles; i++)
             if (!(g.used[i] = calloc(m40_st_get_count(g.files[i]) + 1, 1))) {
                 for (int j = 0; j < i; j++) free(g.used[j]);
@@ -793,12 +840,14 @@ m40_status m40_chatglm2_graph(m40_ctx *ctx, const m40_chatglm2_desc *d, m40_st_f
     m40_chatglm2_info inf;
     memset(&inf, 0, sizeof inf);
     inf.config = g.c;
+    inf.layer_begin = g.l0;
+    inf.layer_end = g.l1;
     declare(&g, d, &inf);
     /* every tensor in the checkpoint must belong to the model (but the
     ** official rotary cache and a saved model's "extra." data) */
     for (int f = 0; g.b.st == M40_OK && f < g.nfiles; f++)
         for (size_t i = 0; g.b.st == M40_OK && i < m40_st_get_count(g.files[f]); i++)
-            if (!g.used[f][i] &&
+            if (!g.used[f][i] && !other_stage(&g, m40_st_get(g.files[f], i)->name) &&
                 strcmp(m40_st_get(g.files[f], i)->name, "transformer.rotary_pos_emb.inv_freq") != 0 &&
                 strncmp(m40_st_get(g.files[f], i)->name, "extra.", 6) != 0)
                 m40__mb_fail(&g.b, M40_ERR_FORMAT, "weights: unknown tensor '%s'%s (not part of "

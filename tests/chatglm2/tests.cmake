@@ -8,6 +8,16 @@ if(M40_HAVE_CUDA)
   add_test(NAME test_gpu_chatglm2 COMMAND test_chatglm2 --gpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(test_gpu_chatglm2 PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
 endif()
+# The layer split (issue 20): a random 4-block checkpoint whole on one
+# context against 2 and 3 pipeline stages on separate contexts (the CPU
+# reference here; `--gpu`: every context on GPU 0, "two contexts on one
+# device emulate two cards"), logits within 1e-5 and the same greedy ids.
+m40_add_test(NAME test_chatglm2_split SOURCES tests/chatglm2/test_chatglm2_split.c LABELS cpu)
+if(M40_HAVE_CUDA)
+  add_test(NAME test_gpu_chatglm2_split COMMAND test_chatglm2_split --gpu
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(test_gpu_chatglm2_split PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
+endif()
 # m40-chat's test-friendly flags on the CPU reference: the fixture's greedy
 # continuation (the first 12 of transformers' ids), and a refusal.
 if(TARGET m40-chat)

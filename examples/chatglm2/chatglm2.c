@@ -79,6 +79,10 @@ struct glm_model {
     unsigned gen;
     int done, quit, pool;      /* pool: the lock and conditions exist */
     int broken;                /* a rank failed: the communicator is gone */
+    int layer;                 /* 1: the ranks are pipeline stages (consecutive blocks) */
+    m40_ctx *octx;             /* the logits' context: rank 0, or the last stage */
+    int og;                    /* its rank */
+    float *hbuf;               /* layer split: the hidden state on its way [max(T,P)·C] */
     m40_tensor *t_hist, *t_pos, *t_out; /* sampler inputs [1,HISTORY], [1], output [1,2] */
     int32_t *ids_buf, *pos_buf;        /* [max(T, P)] */
     float *rows;               /* [T·V] when all_logits */
@@ -95,7 +99,9 @@ static int fail(glm_model *m, const char *fmt, ...) {
 
 /* A library call failed: its message is on the context. */
 static int lib_fail(glm_model *m, const char *what) {
-    return fail(m, "%s: %s", what, m40_errmsg(m->ctx));
+    const char *e = m40_errmsg(m->ctx);
+    if ((!e || !*e) && m->octx) e = m40_errmsg(m->octx);
+    return fail(m, "%s: %s", what, e);
 }
 
 /* ---- tensor-parallel ranks ------------------------------------------------ */
@@ -144,7 +150,33 @@ static m40_graph *rank_graph(glm_model *m, int r, int src, const m40_chatglm2_in
 /* Uploads n ids and positions (and n slots, when the graph has a slot
 ** input) to graph src of every rank, then runs them all at once: rank 0
 ** here, the others on their threads. */
+/* Layer split: the stages one after the other, each stage's residual
+** stream (hidden_out [n, C]) into the next one's hidden_in, through the host. */
+static int feed_layers(glm_model *m, int src, int n, const int32_t *slots) {
+    const size_t hb = (size_t)n * (size_t)m->cfg.hidden * 4;
+    for (int r = 0; r < m->R; r++) {
+        const m40_chatglm2_info *in;
+        m40_graph *g = rank_graph(m, r, src, &in);
+        m40_ctx *ctx = r ? m->rk[r].ctx : m->ctx;
+        m40_tensor *ti = NULL, *tp, *ts = NULL, *th;
+        if ((in->input_ids >= 0 && (m40_graph_get_tensor(g, in->input_ids, &ti) != M40_OK ||
+                                    m40_tensor_upload(ctx, ti, m->ids_buf, (size_t)n * 4) != M40_OK)) ||
+            m40_graph_get_tensor(g, in->position, &tp) != M40_OK ||
+            m40_tensor_upload(ctx, tp, m->pos_buf, (size_t)n * 4) != M40_OK ||
+            (in->slot >= 0 && (m40_graph_get_tensor(g, in->slot, &ts) != M40_OK ||
+                               m40_tensor_upload(ctx, ts, slots, (size_t)(src ? n : 1) * 4) != M40_OK)) ||
+            (in->hidden_in >= 0 && (m40_graph_get_tensor(g, in->hidden_in, &th) != M40_OK ||
+                                    m40_tensor_upload(ctx, th, m->hbuf, hb) != M40_OK)) ||
+            m40_graph_run(g) != M40_OK ||
+            (in->hidden_out >= 0 && (m40_graph_get_tensor(g, in->hidden_out, &th) != M40_OK ||
+                                     m40_tensor_download(ctx, th, m->hbuf, hb) != M40_OK)))
+            return fail(m, "%s, stage %d: %s", src ? "decode" : "prefill", r, m40_errmsg(ctx));
+    }
+    return 0;
+}
+
 static int feed(glm_model *m, int src, int n, const int32_t *slots) {
+    if (m->layer) return feed_layers(m, src, n, slots);
     if (m->broken) return fail(m, "a tensor-parallel rank failed earlier; open the model again");
     for (int r = 0; r < m->R; r++) {
         const m40_chatglm2_info *in;
@@ -354,7 +386,7 @@ static int open_checkpoint(glm_model *m, const char *path, int *have_cfg, int *s
 static m40_status new_tensor(glm_model *m, m40_dtype dt, int nd, int64_t a, int64_t b, int64_t c,
                              int64_t d, m40_tensor **t) {
     const int64_t s[4] = {a, b, c, d};
-    return m40_tensor_new(m->ctx, dt, nd, s, t);
+    return m40_tensor_new(m->octx, dt, nd, s, t);
 }
 
 /* [1,V] view of row `row` of a graph's logits tensor. */
@@ -364,7 +396,7 @@ static int logits_view(glm_model *m, m40_graph *g, int id, int64_t row, m40_tens
     const int64_t s[2] = {1, m->cfg.vocab};
     m40_tensor_desc_make(&d, M40_DTYPE_F32, 2, s);
     if (m40_graph_get_tensor(g, id, &t) != M40_OK ||
-        m40_tensor_view(m->ctx, t, &d, row * m->cfg.vocab, view) != M40_OK)
+        m40_tensor_view(m->octx, t, &d, row * m->cfg.vocab, view) != M40_OK)
         return lib_fail(m, "logits view");
     return 0;
 }
@@ -379,7 +411,7 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     int have_cfg = 0, seq_len = 8192;
     m40_ctx_desc cd;
     m40_ctx_desc_init(&cd);
-    cd.device = o->cpu ? M40_DEVICE_CPU : o->tp > 1 && o->devices ? o->devices[0] : o->device;
+    cd.device = o->cpu ? M40_DEVICE_CPU : o->ndevices > 1 && o->devices ? o->devices[0] : o->device;
     if (m40_ctx_create(&cd, &m->ctx) != M40_OK) {
         fail(m, "%s context: %s", o->cpu ? "CPU" : "GPU", m40_errmsg(m->ctx));
         goto bad;
@@ -412,13 +444,14 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         fail(m, "parallel %d: at most %d conversations", o->parallel, GLM_MAX_PARALLEL);
         goto bad;
     }
-    m->R = o->tp > 1 ? o->tp : 1;
+    m->R = o->ndevices > 1 ? o->ndevices : 1;
     if (m->R > GLM_MAX_RANKS) {
-        fail(m, "tensor parallelism over %d devices: at most %d", o->tp, GLM_MAX_RANKS);
+        fail(m, "%d devices: at most %d", o->ndevices, GLM_MAX_RANKS);
         goto bad;
     }
-    if (m->R > 1) { /* the other ranks' contexts, the communicator, the threads */
-        m40_ctx *all[GLM_MAX_RANKS] = {m->ctx};
+    m->layer = m->R > 1 && o->layer_split;
+    m->octx = m->ctx;
+    if (m->R > 1) { /* the other ranks' contexts (and, tensor-parallel, the communicator and threads) */
         for (int r = 1; r < m->R; r++) {
             m40_ctx_desc rd;
             m40_ctx_desc_init(&rd);
@@ -427,8 +460,11 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
                 fail(m, "rank %d's context: %s", r, m40_errmsg(m->rk[r].ctx));
                 goto bad;
             }
-            all[r] = m->rk[r].ctx;
         }
+    }
+    if (m->R > 1 && !m->layer) {
+        m40_ctx *all[GLM_MAX_RANKS] = {m->ctx};
+        for (int r = 1; r < m->R; r++) all[r] = m->rk[r].ctx;
         if (m40_comm_create(all, m->R, M40_COMM_AUTO, &m->comm) != M40_OK) {
             lib_fail(m, "the ranks' communicator");
             goto bad;
@@ -471,7 +507,7 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     d.progress = o->progress;
     d.progress_user = o->progress_user;
     d.slots = m->P > 1 ? m->P : 0; /* the prefill fills one conversation's row */
-    if (m->R > 1) {
+    if (m->R > 1 && !m->layer) {
         d.tp_size = m->R;
         d.comm = m->comm;
     }
@@ -491,6 +527,24 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         goto bad;
     }
     const m40_chatglm2_config *c = &m->cfg;
+    /* layer split: stage r holds blocks [lb[r], lb[r + 1]), as even as the
+    ** layer count allows (the first stages take the remainder) */
+    int lb[GLM_MAX_RANKS + 1] = {0};
+    if (m->layer) {
+        if (c->layers < m->R) {
+            fail(m, "%d devices for %d layers: at most one device per layer", m->R, c->layers);
+            goto bad;
+        }
+        for (int r = 0; r < m->R; r++) lb[r + 1] = lb[r] + c->layers / m->R + (r < c->layers % m->R);
+        d.layer_begin = 0;
+        d.layer_end = lb[1];
+        m->og = m->R - 1;
+        m->octx = m->rk[m->og].ctx;
+        if (!(m->hbuf = malloc((size_t)(m->T > m->P ? m->T : m->P) * (size_t)c->hidden * 4))) {
+            fail(m, "out of host memory");
+            goto bad;
+        }
+    }
     /* the prefill graph holds the weights and the KV cache (its plan counts
     ** both against the budget); the decode graph binds them */
     if (m40_chatglm2_graph(m->ctx, &d, NULL, &m->pg, &m->pi) != M40_OK) {
@@ -520,7 +574,12 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         glm_rank *k = &m->rk[r];
         m40_chatglm2_desc rd = d;
         m40_budget rb;
-        rd.tp_rank = r;
+        if (m->layer) {
+            rd.layer_begin = lb[r];
+            rd.layer_end = lb[r + 1];
+        } else {
+            rd.tp_rank = r;
+        }
         rd.check_config = 0;
         rd.config = *c;
         if (!o->budget && !o->cpu) rd.budget = m40_budget_device(k->ctx, &rb) == M40_OK ? &rb : NULL;
@@ -552,14 +611,17 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         fail(m, "out of host memory");
         goto bad;
     }
-    if (logits_view(m, m->pg, m->pi.logits, last_row, &m->pview)) goto bad;
+    const m40_chatglm2_info *oin;
+    m40_graph *og = rank_graph(m, m->og, 0, &oin);
+    if (logits_view(m, og, oin->logits, last_row, &m->pview)) goto bad;
     for (int k = 0; k < m->ndg; k++) {
         if (!(m->drow[k] = calloc((size_t)m->dbatch[k], sizeof *m->drow[k]))) {
             fail(m, "out of host memory");
             goto bad;
         }
+        og = rank_graph(m, m->og, 1 + k, &oin);
         for (int i = 0; i < m->dbatch[k]; i++)
-            if (logits_view(m, m->dg[k], m->di[k].logits, i, &m->drow[k][i])) goto bad;
+            if (logits_view(m, og, oin->logits, i, &m->drow[k][i])) goto bad;
     }
     if (new_tensor(m, M40_DTYPE_I32, 2, 1, HISTORY, 0, 0, &m->t_hist) != M40_OK ||
         new_tensor(m, M40_DTYPE_I32, 1, 1, 0, 0, 0, &m->t_pos) != M40_OK ||
@@ -604,7 +666,6 @@ void glm_model_close(glm_model *m) {
         pthread_cond_destroy(&m->dcv);
     }
     m40_comm_destroy(m->comm);
-    for (int r = 1; r < m->R; r++) m40_ctx_destroy(m->rk[r].ctx);
     m40_tensor_destroy(m->pview);
     for (int k = 0; k < m->ndg; k++) {
         for (int i = 0; m->drow[k] && i < m->dbatch[k]; i++) m40_tensor_destroy(m->drow[k][i]);
@@ -621,6 +682,8 @@ void glm_model_close(glm_model *m) {
     free(m->ids_buf);
     free(m->pos_buf);
     free(m->rows);
+    free(m->hbuf);
+    for (int r = 1; r < m->R; r++) m40_ctx_destroy(m->rk[r].ctx);
     m40_ctx_destroy(m->ctx);
     free(m);
 }
@@ -694,8 +757,9 @@ int glm_seq_prefill(glm_model *m, int seq, const int32_t *ids, int n, float *las
     if (all && !m->all_logits) return fail(m, "every position's logits need all_logits at open");
     const int V = m->cfg.vocab, T = m->T;
     m40_tensor *tl;
-    if (m40_graph_get_tensor(m->pg, m->pi.logits, &tl) != M40_OK)
-        return lib_fail(m, "prefill tensors");
+    const m40_chatglm2_info *oin;
+    m40_graph *og = rank_graph(m, m->og, 0, &oin);
+    if (m40_graph_get_tensor(og, oin->logits, &tl) != M40_OK) return lib_fail(m, "prefill tensors");
     const int32_t slot = seq;
     forget_last(m, 0);
     for (int done = 0; done < n;) {
@@ -708,7 +772,7 @@ int glm_seq_prefill(glm_model *m, int seq, const int32_t *ids, int n, float *las
         }
         if (feed(m, 0, T, &slot)) return -1;
         if (all) {
-            if (m40_tensor_download(m->ctx, tl, m->rows, (size_t)T * (size_t)V * 4) != M40_OK)
+            if (m40_tensor_download(m->octx, tl, m->rows, (size_t)T * (size_t)V * 4) != M40_OK)
                 return lib_fail(m, "prefill logits");
             memcpy(all + (size_t)done * V, m->rows + (size_t)pad * V, (size_t)k * V * sizeof(float));
         }
@@ -718,7 +782,7 @@ int glm_seq_prefill(glm_model *m, int seq, const int32_t *ids, int n, float *las
     }
     q->src = 0;
     q->row = 0;
-    if (last && m40_tensor_download(m->ctx, m->pview, last, (size_t)V * 4) != M40_OK)
+    if (last && m40_tensor_download(m->octx, m->pview, last, (size_t)V * 4) != M40_OK)
         return lib_fail(m, "prefill logits");
     return 0;
 }
@@ -776,7 +840,7 @@ int glm_step_batch(glm_model *m, int n, const int *seqs, const int32_t *ids) {
 int glm_step(glm_model *m, int32_t id, float *logits) {
     const int seq = 0;
     if (glm_step_batch(m, 1, &seq, &id)) return -1;
-    if (logits && m40_tensor_download(m->ctx, m->drow[0][0], logits, (size_t)m->cfg.vocab * 4) != M40_OK)
+    if (logits && m40_tensor_download(m->octx, m->drow[0][0], logits, (size_t)m->cfg.vocab * 4) != M40_OK)
         return lib_fail(m, "decode logits");
     return 0;
 }
@@ -788,10 +852,10 @@ int glm_seq_sample(glm_model *m, int seq, const m40_sampler_desc *s, int32_t *id
     if (!last) return fail(m, "nothing to sample from: prefill or step first");
     int32_t pos = q->pos;
     float out[2];
-    if (m40_tensor_upload(m->ctx, m->t_hist, q->hist, sizeof q->hist) != M40_OK ||
-        m40_tensor_upload(m->ctx, m->t_pos, &pos, 4) != M40_OK ||
-        m40_sample(m->ctx, s, last, m->t_hist, m->t_pos, m->t_out) != M40_OK ||
-        m40_tensor_download(m->ctx, m->t_out, out, sizeof out) != M40_OK)
+    if (m40_tensor_upload(m->octx, m->t_hist, q->hist, sizeof q->hist) != M40_OK ||
+        m40_tensor_upload(m->octx, m->t_pos, &pos, 4) != M40_OK ||
+        m40_sample(m->octx, s, last, m->t_hist, m->t_pos, m->t_out) != M40_OK ||
+        m40_tensor_download(m->octx, m->t_out, out, sizeof out) != M40_OK)
         return lib_fail(m, "sample");
     *id = (int32_t)out[0];
     if (p) *p = out[1];
@@ -802,7 +866,7 @@ int glm_seq_logits(glm_model *m, int seq, float *logits) {
     if (check_seq(m, seq)) return -1;
     m40_tensor *v = last_view(m, &m->seq[seq]);
     if (!v) return fail(m, "conversation %d has no logits: prefill or step it", seq);
-    if (m40_tensor_download(m->ctx, v, logits, (size_t)m->cfg.vocab * 4) != M40_OK)
+    if (m40_tensor_download(m->octx, v, logits, (size_t)m->cfg.vocab * 4) != M40_OK)
         return lib_fail(m, "logits");
     return 0;
 }

@@ -49,12 +49,17 @@ typedef struct glm_open_opts {
     ** (ChatGLM2-6B) or "tiny" (2 layers, 65024 ids), for load tests
     ** without a 12.5 GB file; path is then unused */
     const char *random_shape;
-    /* tensor parallelism over tp devices (0, 1: none; at most
-    ** GLM_MAX_RANKS): devices[0..tp) (NULL: 0..tp-1; with cpu, tp CPU
-    ** contexts), each holding its share of every block (m40/comm.h, the
-    ** builder's tp_size), run at once, one thread per extra rank */
-    int tp;
+    /* the model over ndevices devices (0, 1: one; at most GLM_MAX_RANKS):
+    ** devices[0..ndevices) (NULL: 0..ndevices-1; with cpu, that many CPU
+    ** contexts). Tensor parallelism (layer_split 0): each holds its share
+    ** of every block (m40/comm.h, the builder's tp_size), all run at once,
+    ** one thread per extra rank. Layer split (1): each holds consecutive
+    ** blocks (the builder's layer_begin/end; as even as the layer count
+    ** allows), run one after the other, the hidden state handed on through
+    ** the host. */
+    int ndevices;
     const int *devices;
+    int layer_split;
     int parallel;            /* conversations held at once, each its own ctx-token
                              ** cache row (0, 1: one; at most GLM_MAX_PARALLEL) */
     /* loading progress (m40_chatglm2_desc.progress), or NULL */

@@ -131,14 +131,10 @@ int glm_parse_devices(const char *list, const char *split, int *devs, glm_open_o
         *why = "--devices with several devices needs --split tensor";
         return -1;
     }
-    if (n > 1 && !strcmp(split, "layer")) {
-        *why = "--split layer: the library has it (m40_chatglm2_desc.layer_begin/end, "
-               "docs/multi-gpu.md), these programs not yet; use --split tensor";
-        return -1;
-    }
     if (n == 1) o->device = devs[0];
     if (n > 1) {
-        o->tp = n;
+        o->ndevices = n;
+        o->layer_split = !strcmp(split, "layer");
         o->devices = devs;
     }
     return 0;

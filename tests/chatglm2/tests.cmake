@@ -28,8 +28,16 @@ if(TARGET m40-chat)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(m40_chat_cli_greedy PROPERTIES LABELS cpu
                        PASS_REGULAR_EXPRESSION "^55,243,243,243,243,243,50,60,53,5,243,287\n")
-  # the same ids with the model split over 2 and 4 CPU contexts (tensor
-  # parallelism, issue 20), and the refused device lists
+  # the same ids with the model split over 2 CPU contexts by layers, and over
+  # 2 and 4 by tensor parallelism (issue 20), and the refused device lists
+  add_test(NAME m40_chat_cli_greedy_layer01
+           COMMAND m40-chat --cpu --devices 0,1 --split layer
+                   --model tests/fixtures/chatglm2/tiny.safetensors --dtype fp16
+                   --ids 64,17,250,3,99,42,7,128,5,211,33 --max-new-tokens 12 --greedy --print-ids
+                   --chunk 4 --ctx 128
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(m40_chat_cli_greedy_layer01 PROPERTIES LABELS cpu
+                       PASS_REGULAR_EXPRESSION "^55,243,243,243,243,243,50,60,53,5,243,287\n")
   foreach(devs 0,1 0,1,2,3)
     string(REPLACE "," "" _n ${devs})
     add_test(NAME m40_chat_cli_greedy_tp${_n}

@@ -648,8 +648,8 @@ def main():
     ap.add_argument("--curl", default=None)
     ap.add_argument("--quick", action="store_true", help="endpoints and equality only")
     ap.add_argument("--parallel", default=None, help="m40-server --parallel (default: its own)")
-    ap.add_argument("--tp", action="store_true",
-                    help="the model over two CPU contexts (--devices 0,1 --split tensor)")
+    ap.add_argument("--split", choices=("tensor", "layer"),
+                    help="the model over two CPU contexts (--devices 0,1 --split ...)")
     ap.add_argument("--random-weights", action="store_true",
                     help="--random-weights tiny with the chat model's tokenizer (load-test mode)")
     a = ap.parse_args()
@@ -662,7 +662,7 @@ def main():
         model = ("--random-weights", "tiny", "--tokenizer", os.path.join(model, "tokenizer.model"))
         a.name = "chatglm2-tiny-random"
     extra = ["--parallel", a.parallel] if a.parallel else []
-    extra += ["--devices", "0,1", "--split", "tensor"] if a.tp else []
+    extra += ["--devices", "0,1", "--split", a.split] if a.split else []
     srv = Server(a.server, model, extra)
     try:
         tests = [t_endpoints, t_equal, t_stop, t_concurrent, t_prefix, t_wait_past_timeout]

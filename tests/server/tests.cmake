@@ -22,12 +22,12 @@ if(TARGET m40-server AND Python3_FOUND)
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_test.sh ${_venv}
                    ${CMAKE_CURRENT_LIST_DIR}/test_server.py --server $<TARGET_FILE:m40-server>
                    --work ${PROJECT_BINARY_DIR}/server_test --chatglm3 --quick
-                   --parallel 1)
+                   --parallel 1 --split layer)
   # the load tests' model: seeded random weights (--random-weights tiny)
   add_test(NAME m40_server_random
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/run_test.sh ${_venv}
                    ${CMAKE_CURRENT_LIST_DIR}/test_server.py --server $<TARGET_FILE:m40-server>
-                   --work ${PROJECT_BINARY_DIR}/server_test --random-weights --tp)
+                   --work ${PROJECT_BINARY_DIR}/server_test --random-weights --split tensor)
   # timing checks (the 2 s connection timeout): not beside each other
   set_tests_properties(m40_server m40_server_chatglm3 m40_server_random PROPERTIES LABELS cpu TIMEOUT 400
                        FIXTURES_REQUIRED m40_server_venv RESOURCE_LOCK m40_server)

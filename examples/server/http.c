@@ -151,6 +151,10 @@ static void sse_free(void *cls) {
     sse_ctx *x = cls;
     job_cancel(x->j, 1); /* a no-op when it is done */
     job_unref(x->j);
+    pthread_mutex_lock(&x->s->mu);
+    x->s->streams--;
+    pthread_cond_broadcast(&x->s->cv);
+    pthread_mutex_unlock(&x->s->mu);
     free(x);
 }
 
@@ -184,6 +188,9 @@ static enum MHD_Result chat(srv *s, struct MHD_Connection *c, conn *k) {
             return MHD_NO;
         }
         *x = (sse_ctx){s, j, c, fd};
+        pthread_mutex_lock(&s->mu);
+        s->streams++; /* until sse_free */
+        pthread_mutex_unlock(&s->mu);
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
         MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
         enum MHD_Result q = MHD_queue_response(c, 200, r);

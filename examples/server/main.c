@@ -211,6 +211,7 @@ int main(int argc, char **argv) {
     rc = 0;
 out:
     srv_shutdown(&s);
+    if (rc == 0) srv_drain(&s, 3.0); /* the cut streams' last events, before the connections close */
     if (d) {
         MHD_stop_daemon(d);
         if (ls != MHD_INVALID_SOCKET) close(ls);

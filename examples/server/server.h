@@ -116,6 +116,7 @@ typedef struct srv {
     srv_job *head, *tail;
     int queued;
     int nrunning;                  /* jobs in slots (being answered) */
+    int streams;                   /* SSE responses not yet freed (sent to the end or dropped) */
     int stopping;                  /* shutdown began: no new jobs */
     int worker_exit;               /* the worker ends when no job is left */
     int cancel_all;                /* shutdown's bound passed: cut the running jobs */
@@ -140,6 +141,9 @@ int srv_submit(srv *s, srv_job *j);
 ** on for shutdown_s seconds, then cancels them; joins the worker. */
 void srv_shutdown(srv *s);
 void srv_destroy(srv *s);
+/* After srv_shutdown: waits up to `seconds` for the streams' last bytes
+** (the error event and [DONE] of a cut answer) to reach their clients. */
+void srv_drain(srv *s, double seconds);
 
 /* Responses by HTTP status, for /metrics. */
 void srv_count_status(srv *s, unsigned status);

@@ -589,6 +589,19 @@ void srv_shutdown(srv *s) {
     s->worker_started = 0;
 }
 
+void srv_drain(srv *s, double seconds) {
+    if (!s->inited) return;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    double end = (double)dl.tv_sec + 1e-9 * (double)dl.tv_nsec + seconds;
+    dl.tv_sec = (time_t)end;
+    dl.tv_nsec = (long)((end - (double)dl.tv_sec) * 1e9);
+    pthread_mutex_lock(&s->mu);
+    while (s->streams > 0 && pthread_cond_timedwait(&s->cv, &s->mu, &dl) != ETIMEDOUT) {
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
 void srv_destroy(srv *s) {
     if (!s->inited) return;
     pthread_mutex_destroy(&s->tok_mu);

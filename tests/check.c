@@ -67,6 +67,28 @@ m40_ctx *m40t_gpu_ctx_or_skip(const char *prog) {
     return ctx;
 }
 
+m40_ctx *m40t_ctx(int gpu) {
+    m40_ctx_desc d;
+    m40_ctx_desc_init(&d);
+    d.device = gpu ? 0 : M40_DEVICE_CPU;
+    m40_ctx *c = NULL;
+    if (m40_ctx_create(&d, &c) != M40_OK) {
+        m40_ctx_destroy(c);
+        return NULL;
+    }
+    return c;
+}
+
+double m40t_rel_err(const float *got, const float *ref, int64_t n) {
+    double d = 0, r = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(got[i])) return INFINITY;
+        d = fmax(d, fabs((double)got[i] - ref[i]));
+        r = fmax(r, fabs((double)ref[i]));
+    }
+    return r > 0 ? d / r : d;
+}
+
 m40_tensor *m40t_f32(m40_ctx *ctx, int nd, int64_t a, int64_t b, int64_t c, int64_t d) {
     int64_t s[4] = {a, b, c, d};
     m40_tensor *t = NULL;

@@ -53,6 +53,14 @@ int m40t_finish(const char *prog);
 /* A GPU context on device 0, or NULL after printing why (then exit 77). */
 m40_ctx *m40t_gpu_ctx_or_skip(const char *prog);
 
+/* Another context on the side a test runs on: GPU 0 (gpu) or the CPU; NULL
+** when it cannot be made. For tests that need several (ranks, stages). */
+m40_ctx *m40t_ctx(int gpu);
+
+/* max |got - ref| / max |ref| over n floats (max |got - ref| when ref is all
+** zeros); INFINITY when got holds a NaN or Inf. */
+double m40t_rel_err(const float *got, const float *ref, int64_t n);
+
 /* Fills with a NaN bit pattern so unwritten outputs are caught. */
 void m40t_poison(float *p, int64_t n);
 

@@ -32,18 +32,6 @@
 static int gpu, V;
 static const int prompt[NPROMPT] = {64, 17, 250, 3, 99, 42, 7, 128, 5};
 
-static m40_ctx *new_ctx(void) {
-    m40_ctx_desc d;
-    m40_ctx_desc_init(&d);
-    d.device = gpu ? 0 : M40_DEVICE_CPU;
-    m40_ctx *c = NULL;
-    if (m40_ctx_create(&d, &c) != M40_OK) {
-        m40_ctx_destroy(c);
-        return NULL;
-    }
-    return c;
-}
-
 static int argmax(const float *x, int n) {
     int b = 0;
     for (int i = 1; i < n; i++)
@@ -108,16 +96,6 @@ static void *rank_main(void *arg) {
     return NULL;
 }
 
-static double rel_err(const float *got, const float *ref, int n) {
-    double d = 0, r = 0;
-    for (int i = 0; i < n; i++) {
-        if (!isfinite(got[i])) return INFINITY;
-        d = fmax(d, fabs((double)got[i] - ref[i]));
-        r = fmax(r, fabs((double)ref[i]));
-    }
-    return r > 0 ? d / r : d;
-}
-
 static void split(m40_st_file *w, m40_ctx **ctxs, m40_wformat fmt, int size, const rank *whole) {
     m40_comm *comm = NULL;
     CHECK_ST(m40_comm_create(ctxs, size, M40_COMM_HOST, &comm), M40_OK);
@@ -137,7 +115,7 @@ static void split(m40_st_file *w, m40_ctx **ctxs, m40_wformat fmt, int size, con
         CHECK_ST(ks[r].st, M40_OK);
         ok &= ks[r].st == M40_OK;
         for (int s = 0; ok && s <= STEPS; s++) {
-            worst = fmax(worst, rel_err(ks[r].logits + (size_t)s * V, whole->logits + (size_t)s * V, V));
+            worst = fmax(worst, m40t_rel_err(ks[r].logits + (size_t)s * V, whole->logits + (size_t)s * V, V));
             same &= ks[r].ids[s] == whole->ids[s];
         }
     }
@@ -216,7 +194,7 @@ int main(int argc, char **argv) {
     }
     m40_ctx *ctxs[MAXR + 1];
     for (int i = 0; i <= MAXR; i++)
-        if (!(ctxs[i] = new_ctx())) return 1;
+        if (!(ctxs[i] = m40t_ctx(gpu))) return 1;
     m40_st_file *w = NULL;
     if (m40_st_open(FIXTURE, &w) != M40_OK) {
         fprintf(stderr, "%s: %s\n", FIXTURE, w ? m40_st_errmsg(w) : "cannot open");

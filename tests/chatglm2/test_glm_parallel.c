@@ -58,16 +58,6 @@ static int greedy(glm_model *m, int seq, int32_t *id) {
     return glm_seq_sample(m, seq, &s, id, NULL);
 }
 
-static double rel_err(const float *got, const float *ref) {
-    double d = 0, r = 0;
-    for (int i = 0; i < V; i++) {
-        if (!isfinite(got[i])) return INFINITY;
-        d = fmax(d, fabs((double)got[i] - ref[i]));
-        r = fmax(r, fabs((double)ref[i]));
-    }
-    return r > 0 ? d / r : d;
-}
-
 /* Each conversation alone: prompt, then STEPS greedy steps. */
 static int alone(glm_model *m, conv *c) {
     glm_reset(m);
@@ -94,7 +84,7 @@ static void batched(glm_model *m, conv *cv, double tol, const char *tag) {
                 ok = glm_seq_rewind(m, c, 0) == 0 && glm_seq_prefill(m, c, cv[c].prompt, cv[c].n, NULL, NULL) == 0 &&
                      glm_seq_logits(m, c, row) == 0 && greedy(m, c, &id) == 0;
                 if (ok) {
-                    worst = fmax(worst, rel_err(row, cv[c].logits));
+                    worst = fmax(worst, m40t_rel_err(row, cv[c].logits, V));
                     same &= id == cv[c].ids[0];
                 }
             }
@@ -118,7 +108,7 @@ static void batched(glm_model *m, conv *cv, double tol, const char *tag) {
             done[c]++;
             ok = glm_seq_logits(m, c, row) == 0 && greedy(m, c, &id) == 0;
             if (ok) {
-                worst = fmax(worst, rel_err(row, cv[c].logits + (size_t)done[c] * V));
+                worst = fmax(worst, m40t_rel_err(row, cv[c].logits + (size_t)done[c] * V, V));
                 same &= id == cv[c].ids[done[c]];
             }
         }
@@ -202,7 +192,7 @@ int main(int argc, char **argv) {
         }
         /* the three must differ, or mixing up rows would go unseen */
         CHECK(cv[0].ids[0] != cv[1].ids[0] || cv[0].ids[1] != cv[1].ids[1] ||
-              rel_err(cv[0].logits, cv[1].logits) > 1e-3);
+              m40t_rel_err(cv[0].logits, cv[1].logits, V) > 1e-3);
         char tag[64];
         snprintf(tag, sizeof tag, "%s %s, 3 conversations", gpu ? "gpu" : "cpu", m40_wformat_name(fmts[f]));
         batched(many, cv, gpu ? 1e-4 : 1e-5, tag);

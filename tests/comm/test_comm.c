@@ -20,18 +20,6 @@
 static int gpu;
 static m40_ctx *ctxs[MAXR];
 
-static m40_ctx *new_ctx(void) {
-    m40_ctx_desc d;
-    m40_ctx_desc_init(&d);
-    d.device = gpu ? 0 : M40_DEVICE_CPU;
-    m40_ctx *c = NULL;
-    if (m40_ctx_create(&d, &c) != M40_OK) {
-        m40_ctx_destroy(c);
-        return NULL;
-    }
-    return c;
-}
-
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -321,7 +309,7 @@ int main(int argc, char **argv) {
         m40_ctx_destroy(probe);
     }
     for (int r = 0; r < MAXR; r++)
-        if (!(ctxs[r] = new_ctx())) {
+        if (!(ctxs[r] = m40t_ctx(gpu))) {
             fprintf(stderr, "no context %d\n", r);
             return 1;
         }

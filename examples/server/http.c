@@ -57,6 +57,98 @@ static int conn_fd(struct MHD_Connection *c) {
     return ci ? ci->connect_fd : -1;
 }
 
+/* ---- the request timeout ------------------------------------------------------
+** libmicrohttpd's timeout is an idle timeout: a client that sends a byte
+** every few seconds keeps a connection (and its thread) for as long as the
+** header and body limits allow (slowloris). So every connection is watched
+** from its start, and again from the end of each answer (keep-alive), until
+** its request has fully arrived: the watchdog shuts the socket of one that
+** takes longer than --request-timeout (libmicrohttpd then sees the end of
+** the stream and closes the connection). Waiting for the model and sending
+** the answer are not bounded here. */
+typedef struct http_watch {
+    int fd;
+    double since;              /* when the request began to arrive */
+    int receiving;             /* 1: headers or body still arriving */
+    int cut;
+    struct http_watch *prev, *next;
+} http_watch;
+
+static double mono_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static http_watch *watch_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void watch_set(srv *s, struct MHD_Connection *c, int receiving) {
+    http_watch *w = watch_of(c);
+    if (!w) return;
+    pthread_mutex_lock(&s->mu);
+    w->receiving = receiving;
+    w->since = mono_s();
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                   enum MHD_ConnectionNotificationCode code) {
+    srv *s = cls;
+    http_watch *w = *socket_context;
+    pthread_mutex_lock(&s->mu);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED && (w = calloc(1, sizeof *w))) {
+        w->fd = conn_fd(c);
+        w->since = mono_s();
+        w->receiving = 1;
+        w->next = s->watch;
+        if (s->watch) s->watch->prev = w;
+        s->watch = w;
+        *socket_context = w;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && w) {
+        if (w->prev) w->prev->next = w->next;
+        else s->watch = w->next;
+        if (w->next) w->next->prev = w->prev;
+        free(w);
+        *socket_context = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *watchdog(void *arg) {
+    srv *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->watchdog_quit) {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_nsec += 250 * 1000 * 1000;
+        if (dl.tv_nsec >= 1000000000) dl.tv_sec++, dl.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&s->cv, &s->mu, &dl);
+        double now = mono_s();
+        for (http_watch *w = s->watch; w; w = w->next)
+            if (w->receiving && !w->cut && w->fd >= 0 && now - w->since > s->request_timeout_s) {
+                shutdown(w->fd, SHUT_RDWR); /* the connection's thread sees the end */
+                w->cut = 1;
+            }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+void http_stop(srv *s, struct MHD_Daemon *d) {
+    if (s->watchdog_started) {
+        pthread_mutex_lock(&s->mu);
+        s->watchdog_quit = 1;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->watchdog, NULL);
+        s->watchdog_started = 0;
+    }
+    if (d) MHD_stop_daemon(d);
+}
+
 static enum MHD_Result send_buf(srv *s, struct MHD_Connection *c, unsigned status, char *text,
                                 size_t len, const char *type) {
     /* text is malloc'ed and passes to the response */
@@ -284,6 +376,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         *size = 0;
         return MHD_YES;
     }
+    watch_set(s, c, 0); /* the request is in: no longer the client's to take its time */
     const int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
     if (!strcmp(url, "/health")) {
         if (!get) return send_err(s, c, 405, NULL, NULL, "use GET");
@@ -327,7 +420,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode why) {
-    (void)cls, (void)c, (void)why;
+    (void)why;
+    watch_set(cls, c, 1); /* keep-alive: the next request's clock starts */
     conn *k = *con_cls;
     if (!k) return;
     sbuf_free(&k->body);
@@ -357,11 +451,19 @@ struct MHD_Daemon *http_start(srv *s, const char *host, int port, unsigned timeo
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_CONNECTION_LIMIT, max_conn,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->max_per_ip,
         MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, notify, s,
         MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!d) {
         snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port,
                  errno ? strerror(errno) : "libmicrohttpd refused the options");
+        return NULL;
+    }
+    if (s->request_timeout_s <= 0) s->request_timeout_s = 60;
+    if (pthread_create(&s->watchdog, NULL, watchdog, s) == 0) s->watchdog_started = 1;
+    else {
+        MHD_stop_daemon(d);
+        snprintf(err, errlen, "cannot start the request-timeout thread");
         return NULL;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);

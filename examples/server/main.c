@@ -29,7 +29,7 @@ static int usage(const char *why) {
     if (why) fprintf(stderr, "m40-server: %s\n", why);
     fputs("usage: m40-server --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N]\n"
           "       [--chunk N] [--parallel N] [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
-          "       [--queue N] [--timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]\n"
+          "       [--queue N] [--timeout S] [--request-timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]\n"
           "       [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]\n"
           "       [--format auto|chatglm2|chatglm3]"
           " [--temperature T] [--top-p P] [--cpu] [--device N]\n"
@@ -126,6 +126,9 @@ int main(int argc, char **argv) {
             s.queue_cap = (int)v;
         } else if (!strcmp(o, "--timeout")) {
             if (glm_parse_long(argv[++i], 1, 3600, &timeout)) return usage("--timeout: 1..3600 s");
+        } else if (!strcmp(o, "--request-timeout")) {
+            if (glm_parse_long(argv[++i], 1, 3600, &v)) return usage("--request-timeout: 1..3600 s");
+            s.request_timeout_s = (double)v;
         } else if (!strcmp(o, "--shutdown-timeout")) {
             if (glm_parse_long(argv[++i], 0, 3600, &v)) return usage("--shutdown-timeout: 0..3600 s");
             s.shutdown_s = (double)v;
@@ -212,10 +215,8 @@ int main(int argc, char **argv) {
 out:
     srv_shutdown(&s);
     if (rc == 0) srv_drain(&s, 3.0); /* the cut streams' last events, before the connections close */
-    if (d) {
-        MHD_stop_daemon(d);
-        if (ls != MHD_INVALID_SOCKET) close(ls);
-    }
+    http_stop(&s, d);
+    if (d && ls != MHD_INVALID_SOCKET) close(ls);
     srv_destroy(&s);
     m40_tokenizer_destroy(s.tok);
     if (rc == 0) fprintf(stderr, "m40-server: stopped\n");

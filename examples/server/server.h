@@ -105,6 +105,7 @@ typedef struct srv {
     size_t max_body;               /* bytes; larger bodies get 413 */
     unsigned timeout_s;            /* connection inactivity timeout */
     unsigned max_per_ip;           /* open connections per client address (0: no limit) */
+    double request_timeout_s;      /* a request's headers and body must all arrive in this */
     double shutdown_s;             /* the bound for in-flight jobs at shutdown */
     int parallel;                  /* jobs answered at once (conversation slots) */
     m40_sampler_desc defaults;
@@ -117,6 +118,9 @@ typedef struct srv {
     int queued;
     int nrunning;                  /* jobs in slots (being answered) */
     int streams;                   /* SSE responses not yet freed (sent to the end or dropped) */
+    struct http_watch *watch;      /* http.c: connections receiving a request (under mu) */
+    pthread_t watchdog;
+    int watchdog_started, watchdog_quit;
     int stopping;                  /* shutdown began: no new jobs */
     int worker_exit;               /* the worker ends when no job is left */
     int cancel_all;                /* shutdown's bound passed: cut the running jobs */
@@ -182,8 +186,11 @@ void srv_utf8_repair(char *msg);
 
 /* http.c */
 struct MHD_Daemon;
+struct http_watch;
 /* Starts listening; *port gets the bound port (useful with port 0). */
 struct MHD_Daemon *http_start(srv *s, const char *host, int port, unsigned timeout_s,
                               unsigned max_conn, int *bound_port, char *err, size_t errlen);
+/* Stops the request-timeout watchdog, then the daemon (NULL: the watchdog). */
+void http_stop(srv *s, struct MHD_Daemon *d);
 
 #endif

@@ -57,7 +57,8 @@ class Server:
         # model: a path, or ("--random-weights", shape, "--tokenizer", file)
         src = ["--model", model] if isinstance(model, str) else list(model)
         self.p = subprocess.Popen([binary, *src, "--cpu", "--port", "0", "--ctx", "256",
-                                   "--api-key", KEY, "--timeout", "2", "--queue", "3", "--chunk", "16",
+                                   "--api-key", KEY, "--timeout", "2", "--request-timeout", "4",
+                                   "--queue", "3", "--chunk", "16",
                                    "--shutdown-timeout", "1", *extra],
                                   stderr=subprocess.PIPE, text=True)
         self.port = None
@@ -443,6 +444,29 @@ def t_slow_and_dropped(srv, a):
     held = time.time() - t0
     s.close()
     check("stalled body: closed after the timeout (%.1f s)" % held, data == b"" and held <= 20, (data, held))
+    # slowloris proper: a header byte every second, never idle for the 2 s timeout;
+    # --request-timeout 4 bounds the whole request
+    s = socket.create_connection(("127.0.0.1", srv.port))
+    s.settimeout(1.0)
+    t0, closed = time.time(), False
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200
+    for i in range(len(head)):
+        try:
+            s.sendall(head[i:i + 1])
+            if s.recv(1024) == b"":
+                closed = True
+                break
+        except socket.timeout:
+            pass
+        except (ConnectionResetError, BrokenPipeError):
+            closed = True
+            break
+        if time.time() - t0 > 30:
+            break
+    held = time.time() - t0
+    s.close()
+    check("a header byte a second: closed by --request-timeout 4 (%.1f s)" % held,
+          closed and 3.5 <= held <= 20, held)
     # 100 connections opened and dropped: nothing, half a header, a whole request
     socks = []
     for i in range(100):

@@ -252,11 +252,8 @@ int soak_glm_open(m40_ctx *ctx, const soak_glm_opts *o, soak_glm **out) {
     m40_st_destroy(w); /* the weights are in the graph now */
     w = NULL;
     s->cfg = s->pi.config;
-    m40_chatglm2_desc dd = d;
-    dd.phase = M40_PHASE_DECODE;
-    dd.config = s->pi.config;
-    dd.weights_from = s->pg;
-    dd.random_weights = 0;
+    m40_chatglm2_desc dd;
+    m40_chatglm2_desc_decode(&dd, &d, s->pg, &s->pi);
     if (m40_chatglm2_graph(ctx, &dd, NULL, &s->dg, &s->di) != M40_OK) {
         lib_fail(s, "the decode graph");
         goto bad;

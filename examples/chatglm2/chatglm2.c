@@ -551,15 +551,8 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         lib_fail(m, "loading");
         goto bad;
     }
-    m40_chatglm2_desc dd = d;
-    dd.phase = M40_PHASE_DECODE;
-    dd.all_logits = 0;
-    dd.shards = NULL;
-    dd.nshards = 0;
-    dd.check_config = 0;
-    dd.config = *c;
-    dd.weights_from = m->pg;
-    dd.random_weights = 0;
+    m40_chatglm2_desc dd;
+    m40_chatglm2_desc_decode(&dd, &d, m->pg, &m->pi);
     for (int b = 1;; b = b * 2 < m->P ? b * 2 : m->P) {
         dd.batch = b;
         if (m40_chatglm2_graph(m->ctx, &dd, NULL, &m->dg[m->ndg], &m->di[m->ndg]) != M40_OK) {
@@ -587,12 +580,7 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
             fail(m, "loading rank %d: %s", r, m40_errmsg(k->ctx));
             goto bad;
         }
-        rd.phase = M40_PHASE_DECODE;
-        rd.all_logits = 0;
-        rd.shards = NULL;
-        rd.nshards = 0;
-        rd.weights_from = k->pg;
-        rd.random_weights = 0;
+        m40_chatglm2_desc_decode(&rd, &rd, k->pg, &k->pi);
         for (int j = 0; j < m->ndg; j++) {
             rd.batch = m->dbatch[j];
             if (m40_chatglm2_graph(k->ctx, &rd, NULL, &k->dg[j], &k->di[j]) != M40_OK) {

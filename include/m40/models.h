@@ -290,6 +290,14 @@ typedef struct m40_chatglm2_info {
     int hidden_in, hidden_out;
 } m40_chatglm2_info;
 
+/* The desc of the decode graph twin of an allocated prefill graph g
+** (built from `prefill` with the info it returned): the same desc, phase
+** DECODE, its weights and KV cache bound from g (weights_from), the config
+** as g declared it, no checkpoint (shards, check_config, random_weights
+** off), last-position logits. Change batch or slots after, as needed. */
+M40_API void m40_chatglm2_desc_decode(m40_chatglm2_desc *out, const m40_chatglm2_desc *prefill,
+                                      m40_graph *g, const m40_chatglm2_info *info);
+
 /* The config of a checkpoint (one file or its shards), as
 ** m40_chatglm2_graph reads it: shapes, then `want` (config.json's values,
 ** checked against the tensors) or the metadata. Returns M40_OK,

@@ -710,6 +710,20 @@ static m40_status fill_random(m40_graph *gr, m40_ctx *ctx, uint64_t seed) {
     return st;
 }
 
+void m40_chatglm2_desc_decode(m40_chatglm2_desc *out, const m40_chatglm2_desc *prefill,
+                              m40_graph *g, const m40_chatglm2_info *info) {
+    if (!out || !prefill) return;
+    *out = *prefill;
+    out->phase = M40_PHASE_DECODE;
+    out->all_logits = 0;
+    out->shards = NULL;
+    out->nshards = 0;
+    out->check_config = 0;
+    out->random_weights = 0;
+    out->weights_from = g;
+    if (info) out->config = info->config;
+}
+
 m40_status m40_chatglm2_config_of(m40_ctx *ctx, m40_st_file *const *files, int nfiles,
                                   const m40_chatglm2_config *want, m40_chatglm2_config *out) {
     m40_status st = m40__ctx_check(ctx);

@@ -79,9 +79,7 @@ static void *rank_main(void *arg) {
     m40_chatglm2_info pi, di;
     k->st = m40_chatglm2_graph(k->ctx, &d, k->w, &pg, &pi);
     if (k->st == M40_OK) {
-        d.phase = M40_PHASE_DECODE;
-        d.weights_from = pg;
-        d.config = pi.config;
+        m40_chatglm2_desc_decode(&d, &d, pg, &pi);
         k->st = m40_chatglm2_graph(k->ctx, &d, NULL, &dg, &di);
     }
     if (k->st == M40_OK) k->st = run(k->ctx, pg, &pi, prompt, NPROMPT, 0, k->logits);

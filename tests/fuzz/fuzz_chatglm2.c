@@ -203,14 +203,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         need(m40_errmsg(ctx)[0] != 0, "a run failure without a message");
     }
     if (fl & 4) { /* a decode graph on the same weights and cache: one step */
-        m40_chatglm2_desc dd = d;
-        dd.phase = M40_PHASE_DECODE;
-        dd.all_logits = 0;
-        dd.shards = NULL;
-        dd.nshards = 0;
-        dd.check_config = 0;
-        dd.config = inf.config;
-        dd.weights_from = g;
+        m40_chatglm2_desc dd;
+        m40_chatglm2_desc_decode(&dd, &d, g, &inf);
         dd.budget = NULL;
         m40_graph *dg = NULL;
         m40_chatglm2_info di;

@@ -32,6 +32,8 @@ static void usage(FILE *f) {
           "  --cards LIST                 several cards, a layer split (chatglm2-6b): names as\n"
           "                               for --card (presets) or NxNAME, comma-separated,\n"
           "                               e.g. 2xm40-12g or m40-24g,m40-12g (at most 16)\n"
+          "  --split layer|tensor         with --cards: consecutive layers per card (default),\n"
+          "                               or each card a share of every layer (tensor parallel)\n"
           "  --device N                   GPU ordinal for --card device (default 0)\n"
           "  --budget BYTES               explicit usable bytes (suffixes K M G, KiB MiB GiB);\n"
           "                               overrides --card\n"
@@ -120,7 +122,7 @@ static void json_str(const char *s) {
 typedef struct opts {
     m40_model_desc d;
     int ctx_max, json, tensors, device, have_dtype, have_ctx, have_chunk;
-    const char *card, *cards;
+    const char *card, *cards, *split;
     uint64_t budget;
 } opts;
 
@@ -337,9 +339,9 @@ static int parse_cards(const char *s, m40_budget *out, int *n, char *why, size_t
 static void print_split_json(const opts *o, const m40_model_desc *d, const m40_split_plan *sp,
                              const char *msg) {
     printf("{\"model\": \"%s\", \"dtype\": \"%s\", \"batch\": %d, \"ctx\": %" PRId64
-           ", \"chunk\": %d, \"split\": \"layer\", \"layers\": %d, \"params\": %" PRIu64
+           ", \"chunk\": %d, \"split\": \"%s\", \"layers\": %d, \"params\": %" PRIu64
            ", \"cards\": [", m40_model_name(d->model), m40_wformat_name(d->weights), d->batch,
-           d->ctx, d->chunk, sp->layers, sp->params);
+           d->ctx, d->chunk, sp->tensor ? "tensor" : "layer", sp->layers, sp->params);
     for (int i = 0; i < sp->ncards; i++) {
         const m40_stage_plan *s = &sp->stage[i];
         const m40_plan_info *p = &s->plan;
@@ -376,11 +378,12 @@ static void print_split_json(const opts *o, const m40_model_desc *d, const m40_s
 static void print_split_text(const opts *o, const m40_model_desc *d, const m40_split_plan *sp,
                              const char *msg) {
     char s1[32], s2[32], s3[32], s4[32], s5[32], s6[32], s7[32], s8[48];
-    printf("%s %s, batch %d, ctx %" PRId64 "%s (prefill chunk %d), layer split over %d card%s\n",
+    printf("%s %s, batch %d, ctx %" PRId64 "%s (prefill chunk %d), %s over %d card%s\n",
            m40_model_name(d->model), m40_wformat_name(d->weights), d->batch, d->ctx,
            !o->ctx_max ? "" : sp->max_ctx > 0 ? " (longest that fits)"
                                               : " (no context fits; planned at 1)",
-           d->chunk, sp->ncards, sp->ncards > 1 ? "s" : "");
+           d->chunk, sp->tensor ? "tensor parallelism" : "layer split", sp->ncards,
+           sp->ncards > 1 ? "s" : "");
     printf("  %-4s %-14s %-22s %11s %11s %11s %11s %11s %11s %11s\n", "card", "budget", "layers",
            "weights", "kv_cache", "workspace", "activations", "total", "usable", "headroom");
     for (int i = 0; i < sp->ncards; i++) {
@@ -388,11 +391,14 @@ static void print_split_text(const opts *o, const m40_model_desc *d, const m40_s
         const m40_plan_info *p = &s->plan;
         char layers[64];
         int n = 0;
-        if (s->layer_end > s->layer_begin + 1)
+        if (sp->tensor)
+            snprintf(layers, sizeof layers, "1/%d of all %d", sp->ncards, s->layer_end);
+        else if (s->layer_end > s->layer_begin + 1)
             n = snprintf(layers, sizeof layers, "%d-%d", s->layer_begin, s->layer_end - 1);
         else if (s->layer_end > s->layer_begin)
             n = snprintf(layers, sizeof layers, "%d", s->layer_begin);
-        if (s->layer_end > s->layer_begin)
+        if (sp->tensor) {
+        } else if (s->layer_end > s->layer_begin)
             snprintf(layers + n, sizeof layers - (size_t)n, "%s%s",
                      s->embedding ? " +embedding" : "", s->output ? " +output" : "");
         else snprintf(layers, sizeof layers, "(unused)");
@@ -412,7 +418,9 @@ static void print_split_text(const opts *o, const m40_model_desc *d, const m40_s
     printf("  fits         %s (fullest card %.1f%% of its usable memory", sp->fits ? "yes" : "NO",
            100.0 * sp->fill);
     if (!sp->fits) printf("; short by %s over the cards", gib(sp->shortfall_bytes, s1, sizeof s1));
-    printf(")\n  between cards: the hidden state, %s per token (a prefill chunk: %s)\n",
+    printf(")\n  between cards: %s, %s per token (a prefill chunk: %s)\n",
+           sp->tensor ? "two all-reduces of the hidden state per block, each card's share"
+                      : "the hidden state",
            gib(sp->hidden_bytes_per_token, s1, sizeof s1),
            gib(sp->hidden_bytes_per_token * (uint64_t)d->chunk, s2, sizeof s2));
     printf("  longest context that fits: %" PRId64 "%s\n", sp->max_ctx,
@@ -429,11 +437,14 @@ static void print_split_text(const opts *o, const m40_model_desc *d, const m40_s
 static int plan_cards(m40_ctx *ctx, opts *o, const m40_budget *cards, int ncards) {
     m40_model_desc d = o->d;
     m40_split_plan sp;
-    m40_status st = m40_model_plan_split(ctx, &d, cards, ncards, &sp);
+    const int tensor = o->split && !strcmp(o->split, "tensor");
+    m40_status (*plan)(m40_ctx *, const m40_model_desc *, const m40_budget *, int,
+                       m40_split_plan *) = tensor ? m40_model_plan_tensor : m40_model_plan_split;
+    m40_status st = plan(ctx, &d, cards, ncards, &sp);
     if (st == M40_OK || st == M40_ERR_OOM_DEVICE) {
         if (o->ctx_max) { /* again at the longest context that fits */
             d.ctx = sp.max_ctx > 0 ? sp.max_ctx : 1;
-            st = m40_model_plan_split(ctx, &d, cards, ncards, &sp);
+            st = plan(ctx, &d, cards, ncards, &sp);
         }
     }
     if (st != M40_OK && st != M40_ERR_OOM_DEVICE) {
@@ -472,7 +483,7 @@ int main(int argc, char **argv) {
         }
         static const char *const with_value[] = {"--model", "--dtype", "--batch", "--ctx",
                                                  "--chunk", "--card", "--budget", "--device",
-                                                 "--cards"};
+                                                 "--cards", "--split"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known = known || strcmp(key, with_value[k]) == 0;
@@ -485,6 +496,7 @@ int main(int argc, char **argv) {
         else if (strcmp(key, "--ctx") == 0) ctxs = v;
         else if (strcmp(key, "--card") == 0) o.card = v;
         else if (strcmp(key, "--cards") == 0) o.cards = v;
+        else if (strcmp(key, "--split") == 0) o.split = v;
         else if (strcmp(key, "--batch") == 0) {
             if (!parse_i64(v, 1, 1 << 20, &batch))
                 return bad("--batch '%s' is not an integer in 1..%s", v, "1048576");
@@ -538,6 +550,9 @@ int main(int argc, char **argv) {
         if (!parse_cards(o.cards, cards, &ncards, why, sizeof why))
             return bad("--cards '%s': %s", o.cards, why);
     }
+    if (o.split && strcmp(o.split, "layer") && strcmp(o.split, "tensor"))
+        return bad("--split '%s': layer or tensor%s", o.split, "");
+    if (o.split && !o.cards) return bad("--split goes with --cards%s%s", "", "");
     m40_ctx_desc cd;
     m40_ctx_desc_init(&cd);
     cd.device = M40_DEVICE_CPU;

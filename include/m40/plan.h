@@ -136,6 +136,9 @@ typedef struct m40_split_plan {
                               ** of this format fits these cards; 0: none */
     int fits_format[M40_WFMT_COUNT]; /* same batch/ctx at each format: 1/0 */
     int64_t max_ctx_format[M40_WFMT_COUNT]; /* longest context (capped) per format */
+    int tensor;               /* 1: m40_model_plan_tensor's (every card holds every
+                              ** block's share; hidden_bytes_per_token: what each
+                              ** card sends through the all-reduces per token) */
 } m40_split_plan;
 
 /* Splits the ChatGLM2 model of `d` over the ncards budgets of `cards`
@@ -156,6 +159,17 @@ typedef struct m40_split_plan {
 M40_API m40_status m40_model_plan_split(m40_ctx *ctx, const m40_model_desc *d,
                                         const m40_budget *cards, int ncards,
                                         m40_split_plan *out);
+
+/* The same answers for tensor parallelism over the ncards cards (the
+** builder's tp_size = ncards: each card holds 1/ncards of every block's
+** heads, KV groups and FFN, and the embedding, norms and output layer
+** whole; m40/comm.h sums the parts): every stage covers every layer and
+** has the same plan. Returns as m40_model_plan_split, and
+** M40_ERR_INVALID_ARG for a card count the model's heads, KV groups or FFN
+** do not divide by (ChatGLM2-6B: 1, 2, 4, 8, 16). */
+M40_API m40_status m40_model_plan_tensor(m40_ctx *ctx, const m40_model_desc *d,
+                                         const m40_budget *cards, int ncards,
+                                         m40_split_plan *out);
 
 #ifdef __cplusplus
 }

@@ -73,10 +73,11 @@ m40_conv2d_desc m40__graph_conv_desc(const m40_node_desc *nd);
 m40_status m40__graph_conv_settle(m40_graph *g);
 
 /* m40_model_graph that also counts parameters (models.c); a transformer's
-** blocks [l0, l1) only (a pipeline stage; 0/0: the whole model). */
+** blocks [l0, l1) only (a pipeline stage; 0/0: the whole model); tp > 1:
+** rank 0 of that many tensor-parallel ranks (every rank holds as much). */
 struct m40_model_desc;
 m40_status m40__model_graph(m40_ctx *ctx, const struct m40_model_desc *d, int phase, int l0,
-                            int l1, m40_graph **out, uint64_t *params);
+                            int l1, int tp, m40_graph **out, uint64_t *params);
 
 uint64_t m40__align_up(uint64_t x, uint64_t a);
 /* "1.23 GiB" / "512.0 MiB" / "12 KiB" / "100 B" into buf. */

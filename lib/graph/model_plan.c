@@ -23,13 +23,14 @@ typedef struct evald {
 
 /* The model's plan, or (l0 < l1) that of the pipeline stage of blocks
 ** [l0, l1). */
-static m40_status eval_layers(m40_ctx *ctx, const m40_model_desc *d, int l0, int l1, evald *e) {
+static m40_status eval_part(m40_ctx *ctx, const m40_model_desc *d, int l0, int l1, int tp,
+                            evald *e) {
     memset(e, 0, sizeof *e);
     e->phases = d->model == M40_MODEL_CHATGLM2_6B ? 2 : 1;
     for (int ph = 0; ph < e->phases; ph++) {
         m40_graph *g = NULL;
         uint64_t params = 0;
-        m40_status st = m40__model_graph(ctx, d, ph, l0, l1, &g, &params);
+        m40_status st = m40__model_graph(ctx, d, ph, l0, l1, tp, &g, &params);
         if (st != M40_OK) return st;
         m40_plan_info pi;
         st = m40_graph_plan(g, NULL, &pi);
@@ -56,6 +57,10 @@ static m40_status eval_layers(m40_ctx *ctx, const m40_model_desc *d, int l0, int
     for (int r = 0; r < M40_REGION_COUNT; r++) /* each <= 2^62, four may pass 2^64 */
         e->plan.total_bytes = m40__sat_add_u64(e->plan.total_bytes, e->plan.region_bytes[r]);
     return M40_OK;
+}
+
+static m40_status eval_layers(m40_ctx *ctx, const m40_model_desc *d, int l0, int l1, evald *e) {
+    return eval_part(ctx, d, l0, l1, 0, e);
 }
 
 static m40_status eval(m40_ctx *ctx, const m40_model_desc *d, evald *e) {
@@ -353,11 +358,12 @@ static m40_status split_message(m40_ctx *ctx, const m40_model_desc *d, const m40
     if (n >= 2) alt[n - 2] = '\0';
     const m40_stage_plan *w = &sp->stage[worst];
     return m40__err(ctx, M40_ERR_OOM_DEVICE,
-                    "%s %s (batch %d, ctx %lld) split over %d card%s (%s) needs %s in all, "
+                    "%s %s (batch %d, ctx %lld) %s over %d card%s (%s) needs %s in all, "
                     "with %s usable: at the most even split card %d (%s, layers %d-%d) needs "
                     "%s, short by %s; short by %s over all cards. Would fit: %s",
                     m40_model_name(d->model), m40_wformat_name(d->weights), d->batch,
-                    (long long)d->ctx, sp->ncards, sp->ncards > 1 ? "s" : "", names,
+                    (long long)d->ctx, sp->tensor ? "tensor-parallel" : "split", sp->ncards,
+                    sp->ncards > 1 ? "s" : "", names,
                     m40__fmt_bytes(sp->total_bytes, need, sizeof need),
                     m40__fmt_bytes(sp->usable_bytes, have, sizeof have), worst, w->card.name,
                     w->layer_begin, w->layer_end - 1,
@@ -452,6 +458,104 @@ m40_status m40_model_plan_split(m40_ctx *ctx, const m40_model_desc *d, const m40
         if ((st = split_fits(ctx, &df, cards, ncards, c.layers, &out->fits_format[f])) != M40_OK ||
             (st = split_max_ctx(ctx, &df, cards, ncards, c.layers, &out->max_ctx_format[f])) != M40_OK)
             return st;
+    }
+    out->max_ctx = out->max_ctx_format[d->weights];
+    return out->fits ? M40_OK : split_message(ctx, d, out);
+}
+
+/* ---- tensor parallelism over the cards ------------------------------------- */
+
+/* Every rank of tp holds the same bytes (its share of every block, the
+** embedding and output layer whole): rank 0's plan is each card's. fits:
+** on every card; a format the split refuses (int4g128 whose slices are not
+** whole 128-groups) does not fit. */
+static m40_status tp_fits(m40_ctx *ctx, const m40_model_desc *d, const m40_budget *cards, int n,
+                          evald *e, int *fits) {
+    m40_status st = eval_part(ctx, d, 0, 0, n, e);
+    *fits = 0;
+    if (st == M40_ERR_UNSUPPORTED) return M40_OK;
+    if (st != M40_OK) return st;
+    *fits = 1;
+    for (int i = 0; i < n; i++) *fits &= e->plan.total_bytes <= cards[i].usable_bytes;
+    return M40_OK;
+}
+
+m40_status m40_model_plan_tensor(m40_ctx *ctx, const m40_model_desc *d, const m40_budget *cards,
+                                 int ncards, m40_split_plan *out) {
+    static const char fn[] = "m40_model_plan_tensor";
+    m40_status st = m40__ctx_check(ctx);
+    if (st != M40_OK) return st;
+    if (!d || !cards || !out) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: NULL argument", fn);
+    if (d->struct_size < sizeof *d)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: desc->struct_size is %zu, expected %zu "
+                        "(fill it with m40_model_desc_init)", fn, d->struct_size, sizeof *d);
+    if (ncards < 1 || ncards > M40_PLAN_MAX_CARDS)
+        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: %d cards (1..%d)", fn, ncards,
+                        M40_PLAN_MAX_CARDS);
+    if (d->model != M40_MODEL_CHATGLM2_6B)
+        return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: %s has no attention heads to split "
+                        "(tensor parallelism is for ChatGLM2)", fn, m40_model_name(d->model));
+    for (int i = 0; i < ncards; i++)
+        if (cards[i].usable_bytes == 0)
+            return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: card %d (%.32s) has no usable bytes",
+                            fn, i, cards[i].name);
+    memset(out, 0, sizeof *out);
+    m40_chatglm2_config c;
+    m40_chatglm2_config_6b(&c);
+    out->ncards = ncards;
+    out->layers = c.layers;
+    out->tensor = 1;
+    out->model_max_ctx = GLM_MAX_CTX;
+    /* two all-reduces per block, each of the whole hidden state */
+    out->hidden_bytes_per_token = ncards > 1 ? 2 * (uint64_t)c.layers * (uint64_t)d->batch *
+                                                   (uint64_t)c.hidden * 4 : 0;
+    evald whole, e;
+    if ((st = eval(ctx, d, &whole)) != M40_OK) return st;
+    out->params = whole.params;
+    if ((st = eval_part(ctx, d, 0, 0, ncards, &e)) != M40_OK) return st; /* e.g. 3 ranks, 32 heads */
+    out->fits = 1;
+    for (int i = 0; i < ncards; i++) {
+        m40_stage_plan *s = &out->stage[i];
+        s->card = cards[i];
+        s->layer_begin = 0;
+        s->layer_end = c.layers;
+        s->embedding = s->output = 1;
+        s->plan = e.plan;
+        s->params = e.params;
+        for (int ph = 0; ph < 2; ph++) {
+            s->arena[ph] = e.arena[ph];
+            s->workspace[ph] = e.ws[ph];
+        }
+        m40_plan_info *p = &s->plan;
+        p->usable_bytes = cards[i].usable_bytes;
+        p->fits = p->total_bytes <= p->usable_bytes;
+        p->headroom_bytes = m40__headroom(p->usable_bytes, p->total_bytes);
+        out->fits = out->fits && p->fits;
+        out->total_bytes = m40__sat_add_u64(out->total_bytes, p->total_bytes);
+        out->usable_bytes = m40__sat_add_u64(out->usable_bytes, p->usable_bytes);
+        if (!p->fits)
+            out->shortfall_bytes = m40__sat_add_u64(out->shortfall_bytes,
+                                                    p->total_bytes - p->usable_bytes);
+        double f = (double)p->total_bytes / (double)p->usable_bytes;
+        if (f > out->fill) out->fill = f;
+    }
+    for (int f = 0; f < M40_WFMT_COUNT; f++) {
+        m40_model_desc df = *d;
+        df.weights = (m40_wformat)f;
+        if ((st = tp_fits(ctx, &df, cards, ncards, &e, &out->fits_format[f])) != M40_OK) return st;
+        int64_t lo = 0, hi = GLM_MAX_CTX + 1; /* lo fits (0: vacuously), hi does not */
+        int ok = 0;
+        df.ctx = GLM_MAX_CTX;
+        if ((st = tp_fits(ctx, &df, cards, ncards, &e, &ok)) != M40_OK) return st;
+        if (ok) lo = GLM_MAX_CTX;
+        else hi = GLM_MAX_CTX;
+        while (hi - lo > 1) {
+            df.ctx = lo + (hi - lo) / 2;
+            if ((st = tp_fits(ctx, &df, cards, ncards, &e, &ok)) != M40_OK) return st;
+            if (ok) lo = df.ctx;
+            else hi = df.ctx;
+        }
+        out->max_ctx_format[f] = lo;
     }
     out->max_ctx = out->max_ctx_format[d->weights];
     return out->fits ? M40_OK : split_message(ctx, d, out);

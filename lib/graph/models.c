@@ -26,7 +26,7 @@ void m40_model_desc_init(m40_model_desc *d, m40_model_kind model) {
 }
 
 m40_status m40__model_graph(m40_ctx *ctx, const m40_model_desc *d, int phase, int l0,
-                            int l1, m40_graph **out, uint64_t *params) {
+                            int l1, int tp, m40_graph **out, uint64_t *params) {
     if (out) *out = NULL;
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
@@ -60,6 +60,7 @@ m40_status m40__model_graph(m40_ctx *ctx, const m40_model_desc *d, int phase, in
         cd.phase = (m40_model_phase)phase;
         cd.layer_begin = l0;
         cd.layer_end = l1;
+        cd.tp_size = tp > 1 ? tp : 0; /* planned only: no communicator */
         m40_chatglm2_info info;
         if ((st = m40_chatglm2_graph(ctx, &cd, NULL, out, &info)) == M40_OK && params)
             *params = info.params;
@@ -70,5 +71,5 @@ m40_status m40__model_graph(m40_ctx *ctx, const m40_model_desc *d, int phase, in
 
 m40_status m40_model_graph(m40_ctx *ctx, const m40_model_desc *d, m40_model_phase phase,
                            m40_graph **out) {
-    return m40__model_graph(ctx, d, (int)phase, 0, 0, out, NULL);
+    return m40__model_graph(ctx, d, (int)phase, 0, 0, 0, out, NULL);
 }

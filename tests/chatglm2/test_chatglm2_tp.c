@@ -17,6 +17,7 @@
 #include "check.h"
 #include "m40/comm.h"
 #include "m40/models.h"
+#include "m40/plan.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -179,6 +180,22 @@ static void refusals(m40_st_file *w, m40_ctx **ctxs) {
         CHECK(wr > 0.5 && wr < 0.6);
         CHECK(kr > 0.5 && kr < 0.55);
     }
+    /* m40_model_plan_tensor: every card gets that rank's plan; 3 cards do not
+    ** divide 32 heads; fp32 does not fit two 12 GB cards, fp16 does */
+    m40_model_desc md;
+    m40_model_desc_init(&md, M40_MODEL_CHATGLM2_6B);
+    m40_budget cards[3];
+    for (int i = 0; i < 3; i++) CHECK_ST(m40_budget_preset("m40-12g", &cards[i]), M40_OK);
+    m40_split_plan sp;
+    CHECK_ST(m40_model_plan_tensor(ctxs[0], &md, cards, 2, &sp), M40_OK);
+    CHECK(sp.tensor == 1 && sp.fits && sp.ncards == 2);
+    CHECK(sp.stage[0].plan.total_bytes == sp.stage[1].plan.total_bytes);
+    if (ph && m40_graph_plan(ph, NULL, &half) == M40_OK)
+        CHECK(sp.stage[1].plan.region_bytes[M40_REGION_WEIGHTS] == half.region_bytes[M40_REGION_WEIGHTS]);
+    CHECK_ST(m40_model_plan_tensor(ctxs[0], &md, cards, 3, &sp), M40_ERR_INVALID_ARG);
+    md.weights = M40_WFMT_FP32;
+    CHECK_ST(m40_model_plan_tensor(ctxs[0], &md, cards, 2, &sp), M40_ERR_OOM_DEVICE);
+    CHECK(strstr(m40_errmsg(ctxs[0]), "tensor-parallel") != NULL && sp.fits_format[M40_WFMT_FP16] == 1);
     m40_graph_destroy(pw);
     m40_graph_destroy(ph);
 }

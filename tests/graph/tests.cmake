@@ -52,4 +52,16 @@ if(M40_BUILD_EXAMPLES)
            "for c in '' 3xfoo 0xm40-12g 100xm40-12g 17xm40-12g m40-12g,,m40-12g m40-12g, 9xm40-12g,8xm40-12g x2; do \"$0\" --model chatglm2-6b --cards \"$c\" 2>/dev/null; test $? -eq 2 || exit 1; done; \"$0\" --model resnet50 --cards 2xm40-12g; test $? -eq 2 || exit 1; \"$0\" --model chatglm2-6b --cards 2xm40-12g --budget 11GiB; test $? -eq 2"
            $<TARGET_FILE:m40-plan>)
   set_tests_properties(m40_plan_cli_cards_bad PROPERTIES LABELS cpu)
+  # --split tensor: each card holds 1/N of every block (0.54 of the weights at
+  # N = 2: the embedding and output layer on both), so fp16 fits 2x m40-12g;
+  # 3 cards do not divide 32 heads (exit 2); fp32 on 2x 12 GB does not fit;
+  # --split without --cards or with another word exits 2.
+  add_test(NAME m40_plan_cli_cards_tensor COMMAND m40-plan --model chatglm2-6b --dtype fp16
+           --cards 2xm40-12g --split tensor --json)
+  set_tests_properties(m40_plan_cli_cards_tensor PROPERTIES LABELS cpu PASS_REGULAR_EXPRESSION
+      "\"split\": \"tensor\".*\"layer_begin\": 0, \"layer_end\": 28, \"embedding\": true, \"output\": true.*\"layer_begin\": 0, \"layer_end\": 28,.*\"shortfall_bytes\": 0, \"fullest_card_fill\": 0[.][0-9]+, \"fits\": true")
+  add_test(NAME m40_plan_cli_cards_tensor_refused COMMAND sh -c
+           "\"$0\" --model chatglm2-6b --cards 3xm40-12g --split tensor 2>/dev/null; test $? -eq 2 || exit 1; \"$0\" --model chatglm2-6b --split tensor 2>/dev/null; test $? -eq 2 || exit 1; \"$0\" --model chatglm2-6b --cards 2xm40-12g --split diagonal 2>/dev/null; test $? -eq 2 || exit 1; \"$0\" --model chatglm2-6b --dtype fp32 --cards 2xm40-12g --split tensor | grep -q 'fits *NO'"
+           $<TARGET_FILE:m40-plan>)
+  set_tests_properties(m40_plan_cli_cards_tensor_refused PROPERTIES LABELS cpu)
 endif()

@@ -374,13 +374,15 @@ static m40_status split_message(m40_ctx *ctx, const m40_model_desc *d, const m40
                     alt[0] ? alt : "nothing on these cards at batch 1");
 }
 
-m40_status m40_model_plan_split(m40_ctx *ctx, const m40_model_desc *d, const m40_budget *cards,
-                                int ncards, m40_split_plan *out) {
-    static const char fn[] = "m40_model_plan_split";
+/* The arguments of m40_model_plan_split / _tensor; then *out starts empty
+** with the model's shape. what: "transformer blocks to split (a layer
+** split" or "attention heads to split (tensor parallelism". */
+static m40_status cards_check(m40_ctx *ctx, const char *fn, const char *what,
+                              const m40_model_desc *d, const m40_budget *cards, int ncards,
+                              m40_split_plan *out) {
     m40_status st = m40__ctx_check(ctx);
     if (st != M40_OK) return st;
-    if (!d || !cards || !out)
-        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: NULL argument", fn);
+    if (!d || !cards || !out) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: NULL argument", fn);
     if (d->struct_size < sizeof *d)
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: desc->struct_size is %zu, expected %zu "
                         "(fill it with m40_model_desc_init)", fn, d->struct_size, sizeof *d);
@@ -388,8 +390,8 @@ m40_status m40_model_plan_split(m40_ctx *ctx, const m40_model_desc *d, const m40
         return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: %d cards (1..%d)", fn, ncards,
                         M40_PLAN_MAX_CARDS);
     if (d->model != M40_MODEL_CHATGLM2_6B)
-        return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: %s has no transformer blocks to split "
-                        "(a layer split is for ChatGLM2)", fn, m40_model_name(d->model));
+        return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: %s has no %s is for ChatGLM2)", fn,
+                        m40_model_name(d->model), what);
     for (int i = 0; i < ncards; i++)
         if (cards[i].usable_bytes == 0)
             return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: card %d (%.32s) has no usable bytes",
@@ -400,6 +402,44 @@ m40_status m40_model_plan_split(m40_ctx *ctx, const m40_model_desc *d, const m40
     out->ncards = ncards;
     out->layers = c.layers;
     out->model_max_ctx = GLM_MAX_CTX;
+    out->fits = 1;
+    return M40_OK;
+}
+
+/* Card i's stage (its plan e, when it holds anything) against its budget,
+** and the totals. */
+static void stage_fill(m40_split_plan *out, int i, const m40_budget *card, const evald *e) {
+    m40_stage_plan *s = &out->stage[i];
+    s->card = *card;
+    if (e) {
+        s->plan = e->plan;
+        s->params = e->params;
+        for (int ph = 0; ph < 2; ph++) {
+            s->arena[ph] = e->arena[ph];
+            s->workspace[ph] = e->ws[ph];
+        }
+    }
+    m40_plan_info *p = &s->plan;
+    p->usable_bytes = card->usable_bytes;
+    p->fits = p->total_bytes <= p->usable_bytes;
+    p->headroom_bytes = m40__headroom(p->usable_bytes, p->total_bytes);
+    out->fits = out->fits && p->fits;
+    out->total_bytes = m40__sat_add_u64(out->total_bytes, p->total_bytes);
+    out->usable_bytes = m40__sat_add_u64(out->usable_bytes, p->usable_bytes);
+    if (!p->fits)
+        out->shortfall_bytes = m40__sat_add_u64(out->shortfall_bytes,
+                                                p->total_bytes - p->usable_bytes);
+    double f = (double)p->total_bytes / (double)p->usable_bytes;
+    if (f > out->fill) out->fill = f;
+}
+
+m40_status m40_model_plan_split(m40_ctx *ctx, const m40_model_desc *d, const m40_budget *cards,
+                                int ncards, m40_split_plan *out) {
+    m40_status st = cards_check(ctx, "m40_model_plan_split", "transformer blocks to split (a "
+                                "layer split", d, cards, ncards, out);
+    if (st != M40_OK) return st;
+    m40_chatglm2_config c;
+    m40_chatglm2_config_6b(&c);
     out->hidden_bytes_per_token = (uint64_t)d->batch * (uint64_t)c.hidden * 4;
     /* the whole model once: checks the desc, gives the parameters */
     evald whole;
@@ -418,38 +458,18 @@ m40_status m40_model_plan_split(m40_ctx *ctx, const m40_model_desc *d, const m40
         if (ends[i] > b) last = i;
         b = ends[i];
     }
-    out->fits = 1;
     b = 0;
     for (int i = 0; i < ncards; i++) {
         m40_stage_plan *s = &out->stage[i];
-        s->card = cards[i];
         s->layer_begin = b;
         s->layer_end = ends[i];
-        s->plan.usable_bytes = cards[i].usable_bytes;
+        evald e;
         if (ends[i] > b) {
-            evald e;
             if ((st = eval_layers(ctx, d, b, ends[i], &e)) != M40_OK) return st;
-            s->plan = e.plan;
-            s->params = e.params;
-            for (int ph = 0; ph < 2; ph++) {
-                s->arena[ph] = e.arena[ph];
-                s->workspace[ph] = e.ws[ph];
-            }
             s->embedding = i == first;
             s->output = i == last;
         }
-        m40_plan_info *p = &s->plan;
-        p->usable_bytes = cards[i].usable_bytes;
-        p->fits = p->total_bytes <= p->usable_bytes;
-        p->headroom_bytes = m40__headroom(p->usable_bytes, p->total_bytes);
-        out->fits = out->fits && p->fits;
-        out->total_bytes = m40__sat_add_u64(out->total_bytes, p->total_bytes);
-        out->usable_bytes = m40__sat_add_u64(out->usable_bytes, p->usable_bytes);
-        if (!p->fits)
-            out->shortfall_bytes = m40__sat_add_u64(out->shortfall_bytes,
-                                                    p->total_bytes - p->usable_bytes);
-        double f = (double)p->total_bytes / (double)p->usable_bytes;
-        if (f > out->fill) out->fill = f;
+        stage_fill(out, i, &cards[i], ends[i] > b ? &e : NULL);
         b = ends[i];
     }
     for (int f = 0; f < M40_WFMT_COUNT; f++) {
@@ -482,30 +502,12 @@ static m40_status tp_fits(m40_ctx *ctx, const m40_model_desc *d, const m40_budge
 
 m40_status m40_model_plan_tensor(m40_ctx *ctx, const m40_model_desc *d, const m40_budget *cards,
                                  int ncards, m40_split_plan *out) {
-    static const char fn[] = "m40_model_plan_tensor";
-    m40_status st = m40__ctx_check(ctx);
+    m40_status st = cards_check(ctx, "m40_model_plan_tensor", "attention heads to split (tensor "
+                                "parallelism", d, cards, ncards, out);
     if (st != M40_OK) return st;
-    if (!d || !cards || !out) return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: NULL argument", fn);
-    if (d->struct_size < sizeof *d)
-        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: desc->struct_size is %zu, expected %zu "
-                        "(fill it with m40_model_desc_init)", fn, d->struct_size, sizeof *d);
-    if (ncards < 1 || ncards > M40_PLAN_MAX_CARDS)
-        return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: %d cards (1..%d)", fn, ncards,
-                        M40_PLAN_MAX_CARDS);
-    if (d->model != M40_MODEL_CHATGLM2_6B)
-        return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: %s has no attention heads to split "
-                        "(tensor parallelism is for ChatGLM2)", fn, m40_model_name(d->model));
-    for (int i = 0; i < ncards; i++)
-        if (cards[i].usable_bytes == 0)
-            return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: card %d (%.32s) has no usable bytes",
-                            fn, i, cards[i].name);
-    memset(out, 0, sizeof *out);
     m40_chatglm2_config c;
     m40_chatglm2_config_6b(&c);
-    out->ncards = ncards;
-    out->layers = c.layers;
     out->tensor = 1;
-    out->model_max_ctx = GLM_MAX_CTX;
     /* two all-reduces per block, each of the whole hidden state */
     out->hidden_bytes_per_token = ncards > 1 ? 2 * (uint64_t)c.layers * (uint64_t)d->batch *
                                                    (uint64_t)c.hidden * 4 : 0;
@@ -513,31 +515,10 @@ m40_status m40_model_plan_tensor(m40_ctx *ctx, const m40_model_desc *d, const m4
     if ((st = eval(ctx, d, &whole)) != M40_OK) return st;
     out->params = whole.params;
     if ((st = eval_part(ctx, d, 0, 0, ncards, &e)) != M40_OK) return st; /* e.g. 3 ranks, 32 heads */
-    out->fits = 1;
     for (int i = 0; i < ncards; i++) {
-        m40_stage_plan *s = &out->stage[i];
-        s->card = cards[i];
-        s->layer_begin = 0;
-        s->layer_end = c.layers;
-        s->embedding = s->output = 1;
-        s->plan = e.plan;
-        s->params = e.params;
-        for (int ph = 0; ph < 2; ph++) {
-            s->arena[ph] = e.arena[ph];
-            s->workspace[ph] = e.ws[ph];
-        }
-        m40_plan_info *p = &s->plan;
-        p->usable_bytes = cards[i].usable_bytes;
-        p->fits = p->total_bytes <= p->usable_bytes;
-        p->headroom_bytes = m40__headroom(p->usable_bytes, p->total_bytes);
-        out->fits = out->fits && p->fits;
-        out->total_bytes = m40__sat_add_u64(out->total_bytes, p->total_bytes);
-        out->usable_bytes = m40__sat_add_u64(out->usable_bytes, p->usable_bytes);
-        if (!p->fits)
-            out->shortfall_bytes = m40__sat_add_u64(out->shortfall_bytes,
-                                                    p->total_bytes - p->usable_bytes);
-        double f = (double)p->total_bytes / (double)p->usable_bytes;
-        if (f > out->fill) out->fill = f;
+        out->stage[i].layer_end = c.layers;
+        out->stage[i].embedding = out->stage[i].output = 1;
+        stage_fill(out, i, &cards[i], &e);
     }
     for (int f = 0; f < M40_WFMT_COUNT; f++) {
         m40_model_desc df = *d;

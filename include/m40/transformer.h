@@ -149,10 +149,15 @@ M40_API m40_status m40_embedding(m40_ctx *ctx, const m40_tensor *ids, const m40_
 
 /* ---- Sampling ------------------------------------------------------------ */
 
+/* A temperature below this samples greedily: logits / 1e-38 would overflow
+** a float, and a distribution that cold is the argmax already. */
+#define M40_SAMPLER_GREEDY_BELOW 1e-6f
+
 typedef struct m40_sampler_desc {
     size_t struct_size;       /* sizeof(m40_sampler_desc): m40_sampler_desc_init sets it */
-    float temperature;        /* <= 0: greedy (argmax, lowest id on ties);
-                              ** else logits / temperature (finite) */
+    float temperature;        /* below M40_SAMPLER_GREEDY_BELOW (1e-6; <= 0 too):
+                              ** greedy (argmax, lowest id on ties); else
+                              ** logits / temperature (finite) */
     int top_k;                /* keep the k most likely (0: off) */
     float top_p;              /* keep the smallest most-likely set whose
                               ** probability reaches top_p (1: off), in (0, 1] */

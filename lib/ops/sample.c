@@ -40,6 +40,14 @@ static m40_status sampler_check(const m40__op_call *c, const m40_sampler_desc *s
     return M40_OK;
 }
 
+/* The temperature the runs use: below M40_SAMPLER_GREEDY_BELOW, greedy (0).
+** Logits / 1e-38 overflow a float, ties at FLT_MAX and sample among them:
+** a request asking for "almost greedy" got almost uniform. That cold is
+** greedy already. */
+static float run_temperature(const m40_sampler_desc *s) {
+    return s->temperature < M40_SAMPLER_GREEDY_BELOW ? 0.0f : s->temperature;
+}
+
 /* logits f32 [B,V], history i32 [B,W]?, pos i32 [B]? -> f32 [B,2] */
 static m40_status sample_rule(const m40__op_call *c, m40_tensor_desc *out) {
     m40_status st;
@@ -79,7 +87,9 @@ static m40_status sample_cpu(m40_ctx *ctx, const m40__op_run *r) {
             return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: history id %d at [%lld, %lld] out of "
                             "range [-1, %lld)", r->fn, (int)hist[i], (long long)(i / W),
                             (long long)(i % W), (long long)V);
-    if (m40__ref_sample(&r->nd->sampler, B, V, l->data, hist, W,
+    m40_sampler_desc sd = r->nd->sampler;
+    sd.temperature = run_temperature(&sd);
+    if (m40__ref_sample(&sd, B, V, l->data, hist, W,
                         p ? (const int32_t *)p->data : NULL, r->out->data) != 0)
         return m40__err(ctx, M40_ERR_OOM_HOST, "%s: no memory for the sampler's row buffers "
                         "(%lld logits)", r->fn, (long long)V);
@@ -92,7 +102,7 @@ static m40_status sample_workspace(const m40__op_call *c, const m40_tensor_desc 
     (void)out, (void)sm_count;
     /* B·V < 2^62 / 4: the logits tensor exists */
     const m40_sampler_desc *s = &c->nd->sampler;
-    *bytes = m40k_sample_scratch(c->in[0]->shape[0], c->in[0]->shape[1], s->temperature,
+    *bytes = m40k_sample_scratch(c->in[0]->shape[0], c->in[0]->shape[1], run_temperature(s),
                                  c->in[1] != NULL, s->repetition_penalty);
     return M40_OK;
 }
@@ -104,9 +114,9 @@ static m40_status sample_gpu(m40_ctx *ctx, const m40__op_run *r) {
         .logits = l->data, .history = h ? h->data : NULL, .pos = p ? p->data : NULL,
         .out = r->out->data, .guard = ctx->guard, .B = l->desc.shape[0],
         .W = h ? h->desc.shape[1] : 0, .V = (int)l->desc.shape[1], .top_k = s->top_k,
-        .temperature = s->temperature, .top_p = s->top_p, .min_p = s->min_p,
+        .temperature = run_temperature(s), .top_p = s->top_p, .min_p = s->min_p,
         .penalty = s->repetition_penalty, .seed = s->seed};
-    uint64_t ws = m40k_sample_scratch(a.B, a.V, s->temperature, h != NULL, s->repetition_penalty);
+    uint64_t ws = m40k_sample_scratch(a.B, a.V, a.temperature, h != NULL, s->repetition_penalty);
     if (ws) {
         void *wsp = NULL;
         m40_status st = m40__cuda_workspace(ctx, (size_t)ws, &wsp);

@@ -81,6 +81,16 @@ static void test_greedy(void) {
     d.temperature = -1; /* negative: greedy too */
     CHECK_ST(draw(&d, 1, V, row, NULL, 0, -1, id, p), M40_OK);
     CHECK(id[0] == 123);
+    /* so cold that logits / T overflow (5 / 1e-38): greedy, not a draw among
+    ** the ids tied at FLT_MAX (123 and 700 both, and every row above 3.4) */
+    d.temperature = 1e-38f;
+    for (int seed = 0; seed < 8; seed++) {
+        d.seed = (uint64_t)seed;
+        CHECK_ST(draw(&d, 4, V, row, NULL, 0, 5, id, p), M40_OK);
+        for (int b = 0; b < 4; b++) CHECK(id[b] == 123);
+    }
+    d.seed = 0;
+    d.temperature = -1;
     /* NaN is never the argmax; +inf is (as FLT_MAX) */
     row[0] = NAN;
     CHECK_ST(draw(&d, 1, V, row, NULL, 0, -1, id, p), M40_OK);

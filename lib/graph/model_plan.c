@@ -281,36 +281,57 @@ static m40_status memo_init(m40_ctx *ctx, split_memo *m, const m40_model_desc *d
 }
 
 
-/* Whether some split of d fits the cards. */
+/* Whether d fits the n cards one way (a layer split, tensor parallelism). */
+typedef m40_status (*cards_fit_fn)(m40_ctx *ctx, const m40_model_desc *d,
+                                   const m40_budget *cards, int n, int *fits);
+
+/* Whether some layer split of d fits the cards. */
 static m40_status split_fits(m40_ctx *ctx, const m40_model_desc *d, const m40_budget *cards,
-                             int n, int layers, int *fits) {
+                             int n, int *fits) {
+    m40_chatglm2_config c;
+    m40_chatglm2_config_6b(&c);
     split_memo m;
     int ends[M40_PLAN_MAX_CARDS];
-    m40_status st = memo_init(ctx, &m, d, layers);
+    m40_status st = memo_init(ctx, &m, d, c.layers);
     if (st == M40_OK) st = greedy(ctx, &m, cards, n, 1.0, ends, fits);
     memo_free(&m);
     return st;
 }
 
-/* The longest context in 1..GLM_MAX_CTX at which d splits onto the cards
+/* The longest context in 1..GLM_MAX_CTX at which d fits the cards by `fit`
 ** (0: none); memory grows with the context, so bisection is exact. */
-static m40_status split_max_ctx(m40_ctx *ctx, const m40_model_desc *base, const m40_budget *cards,
-                                int n, int layers, int64_t *best) {
+static m40_status longest_ctx(m40_ctx *ctx, const m40_model_desc *base, const m40_budget *cards,
+                              int n, cards_fit_fn fit, int64_t *best) {
     m40_model_desc d = *base;
     int f = 0;
     m40_status st;
     int64_t lo = 0, hi = GLM_MAX_CTX + 1; /* lo fits (0: vacuously), hi does not */
     d.ctx = GLM_MAX_CTX; /* the usual answer first: one probe instead of 15 */
-    if ((st = split_fits(ctx, &d, cards, n, layers, &f)) != M40_OK) return st;
+    if ((st = fit(ctx, &d, cards, n, &f)) != M40_OK) return st;
     if (f) lo = GLM_MAX_CTX;
     else hi = GLM_MAX_CTX;
     while (hi - lo > 1) {
         d.ctx = lo + (hi - lo) / 2;
-        if ((st = split_fits(ctx, &d, cards, n, layers, &f)) != M40_OK) return st;
+        if ((st = fit(ctx, &d, cards, n, &f)) != M40_OK) return st;
         if (f) lo = d.ctx;
         else hi = d.ctx;
     }
     *best = lo;
+    return M40_OK;
+}
+
+/* Every format at d's batch and context, and its longest context, by `fit`. */
+static m40_status formats_fit(m40_ctx *ctx, const m40_model_desc *d, const m40_budget *cards,
+                              int n, cards_fit_fn fit, m40_split_plan *out) {
+    m40_status st;
+    for (int f = 0; f < M40_WFMT_COUNT; f++) {
+        m40_model_desc df = *d;
+        df.weights = (m40_wformat)f;
+        if ((st = fit(ctx, &df, cards, n, &out->fits_format[f])) != M40_OK ||
+            (st = longest_ctx(ctx, &df, cards, n, fit, &out->max_ctx_format[f])) != M40_OK)
+            return st;
+    }
+    out->max_ctx = out->max_ctx_format[d->weights];
     return M40_OK;
 }
 
@@ -472,14 +493,7 @@ m40_status m40_model_plan_split(m40_ctx *ctx, const m40_model_desc *d, const m40
         stage_fill(out, i, &cards[i], ends[i] > b ? &e : NULL);
         b = ends[i];
     }
-    for (int f = 0; f < M40_WFMT_COUNT; f++) {
-        m40_model_desc df = *d;
-        df.weights = (m40_wformat)f;
-        if ((st = split_fits(ctx, &df, cards, ncards, c.layers, &out->fits_format[f])) != M40_OK ||
-            (st = split_max_ctx(ctx, &df, cards, ncards, c.layers, &out->max_ctx_format[f])) != M40_OK)
-            return st;
-    }
-    out->max_ctx = out->max_ctx_format[d->weights];
+    if ((st = formats_fit(ctx, d, cards, ncards, split_fits, out)) != M40_OK) return st;
     return out->fits ? M40_OK : split_message(ctx, d, out);
 }
 
@@ -490,13 +504,14 @@ m40_status m40_model_plan_split(m40_ctx *ctx, const m40_model_desc *d, const m40
 ** on every card; a format the split refuses (int4g128 whose slices are not
 ** whole 128-groups) does not fit. */
 static m40_status tp_fits(m40_ctx *ctx, const m40_model_desc *d, const m40_budget *cards, int n,
-                          evald *e, int *fits) {
-    m40_status st = eval_part(ctx, d, 0, 0, n, e);
+                          int *fits) {
+    evald e;
+    m40_status st = eval_part(ctx, d, 0, 0, n, &e);
     *fits = 0;
     if (st == M40_ERR_UNSUPPORTED) return M40_OK;
     if (st != M40_OK) return st;
     *fits = 1;
-    for (int i = 0; i < n; i++) *fits &= e->plan.total_bytes <= cards[i].usable_bytes;
+    for (int i = 0; i < n; i++) *fits &= e.plan.total_bytes <= cards[i].usable_bytes;
     return M40_OK;
 }
 
@@ -520,24 +535,6 @@ m40_status m40_model_plan_tensor(m40_ctx *ctx, const m40_model_desc *d, const m4
         out->stage[i].embedding = out->stage[i].output = 1;
         stage_fill(out, i, &cards[i], &e);
     }
-    for (int f = 0; f < M40_WFMT_COUNT; f++) {
-        m40_model_desc df = *d;
-        df.weights = (m40_wformat)f;
-        if ((st = tp_fits(ctx, &df, cards, ncards, &e, &out->fits_format[f])) != M40_OK) return st;
-        int64_t lo = 0, hi = GLM_MAX_CTX + 1; /* lo fits (0: vacuously), hi does not */
-        int ok = 0;
-        df.ctx = GLM_MAX_CTX;
-        if ((st = tp_fits(ctx, &df, cards, ncards, &e, &ok)) != M40_OK) return st;
-        if (ok) lo = GLM_MAX_CTX;
-        else hi = GLM_MAX_CTX;
-        while (hi - lo > 1) {
-            df.ctx = lo + (hi - lo) / 2;
-            if ((st = tp_fits(ctx, &df, cards, ncards, &e, &ok)) != M40_OK) return st;
-            if (ok) lo = df.ctx;
-            else hi = df.ctx;
-        }
-        out->max_ctx_format[f] = lo;
-    }
-    out->max_ctx = out->max_ctx_format[d->weights];
+    if ((st = formats_fit(ctx, d, cards, ncards, tp_fits, out)) != M40_OK) return st;
     return out->fits ? M40_OK : split_message(ctx, d, out);
 }

@@ -147,9 +147,24 @@ static m40_graph *rank_graph(glm_model *m, int r, int src, const m40_chatglm2_in
     return src ? m->rk[r].dg[src - 1] : m->rk[r].pg;
 }
 
-/* Uploads n ids and positions (and n slots, when the graph has a slot
-** input) to graph src of every rank, then runs them all at once: rank 0
-** here, the others on their threads. */
+/* Uploads n ids (when the graph takes them: a layer split's first stage
+** only) and positions, and the slots (n for a decode step, 1 for a prefill
+** chunk) when the graph has a slot input, to graph src of rank r. */
+static int upload_inputs(glm_model *m, int r, int src, int n, const int32_t *slots) {
+    const m40_chatglm2_info *in;
+    m40_graph *g = rank_graph(m, r, src, &in);
+    m40_ctx *ctx = r ? m->rk[r].ctx : m->ctx;
+    m40_tensor *ti, *tp, *ts;
+    if ((in->input_ids >= 0 && (m40_graph_get_tensor(g, in->input_ids, &ti) != M40_OK ||
+                                m40_tensor_upload(ctx, ti, m->ids_buf, (size_t)n * 4) != M40_OK)) ||
+        m40_graph_get_tensor(g, in->position, &tp) != M40_OK ||
+        m40_tensor_upload(ctx, tp, m->pos_buf, (size_t)n * 4) != M40_OK ||
+        (in->slot >= 0 && (m40_graph_get_tensor(g, in->slot, &ts) != M40_OK ||
+                           m40_tensor_upload(ctx, ts, slots, (size_t)(src ? n : 1) * 4) != M40_OK)))
+        return fail(m, "%s inputs, rank %d: %s", src ? "decode" : "prefill", r, m40_errmsg(ctx));
+    return 0;
+}
+
 /* Layer split: the stages one after the other, each stage's residual
 ** stream (hidden_out [n, C]) into the next one's hidden_in, through the host. */
 static int feed_layers(glm_model *m, int src, int n, const int32_t *slots) {
@@ -158,14 +173,9 @@ static int feed_layers(glm_model *m, int src, int n, const int32_t *slots) {
         const m40_chatglm2_info *in;
         m40_graph *g = rank_graph(m, r, src, &in);
         m40_ctx *ctx = r ? m->rk[r].ctx : m->ctx;
-        m40_tensor *ti = NULL, *tp, *ts = NULL, *th;
-        if ((in->input_ids >= 0 && (m40_graph_get_tensor(g, in->input_ids, &ti) != M40_OK ||
-                                    m40_tensor_upload(ctx, ti, m->ids_buf, (size_t)n * 4) != M40_OK)) ||
-            m40_graph_get_tensor(g, in->position, &tp) != M40_OK ||
-            m40_tensor_upload(ctx, tp, m->pos_buf, (size_t)n * 4) != M40_OK ||
-            (in->slot >= 0 && (m40_graph_get_tensor(g, in->slot, &ts) != M40_OK ||
-                               m40_tensor_upload(ctx, ts, slots, (size_t)(src ? n : 1) * 4) != M40_OK)) ||
-            (in->hidden_in >= 0 && (m40_graph_get_tensor(g, in->hidden_in, &th) != M40_OK ||
+        m40_tensor *th;
+        if (upload_inputs(m, r, src, n, slots)) return -1;
+        if ((in->hidden_in >= 0 && (m40_graph_get_tensor(g, in->hidden_in, &th) != M40_OK ||
                                     m40_tensor_upload(ctx, th, m->hbuf, hb) != M40_OK)) ||
             m40_graph_run(g) != M40_OK ||
             (in->hidden_out >= 0 && (m40_graph_get_tensor(g, in->hidden_out, &th) != M40_OK ||
@@ -175,22 +185,14 @@ static int feed_layers(glm_model *m, int src, int n, const int32_t *slots) {
     return 0;
 }
 
+/* The inputs to graph src of every rank, then the run: the stages in turn
+** (layer split), or every rank at once (rank 0 here, the others on their
+** threads; tensor parallelism). */
 static int feed(glm_model *m, int src, int n, const int32_t *slots) {
     if (m->layer) return feed_layers(m, src, n, slots);
     if (m->broken) return fail(m, "a tensor-parallel rank failed earlier; open the model again");
-    for (int r = 0; r < m->R; r++) {
-        const m40_chatglm2_info *in;
-        m40_graph *g = rank_graph(m, r, src, &in);
-        m40_ctx *ctx = r ? m->rk[r].ctx : m->ctx;
-        m40_tensor *ti, *tp, *ts = NULL;
-        if (m40_graph_get_tensor(g, in->input_ids, &ti) != M40_OK ||
-            m40_graph_get_tensor(g, in->position, &tp) != M40_OK ||
-            (in->slot >= 0 && m40_graph_get_tensor(g, in->slot, &ts) != M40_OK) ||
-            m40_tensor_upload(ctx, ti, m->ids_buf, (size_t)n * 4) != M40_OK ||
-            m40_tensor_upload(ctx, tp, m->pos_buf, (size_t)n * 4) != M40_OK ||
-            (ts && m40_tensor_upload(ctx, ts, slots, (size_t)(src ? n : 1) * 4) != M40_OK))
-            return fail(m, "%s inputs: %s", src ? "decode" : "prefill", m40_errmsg(ctx));
-    }
+    for (int r = 0; r < m->R; r++)
+        if (upload_inputs(m, r, src, n, slots)) return -1;
     const m40_chatglm2_info *in0;
     if (m->R == 1)
         return m40_graph_run(rank_graph(m, 0, src, &in0)) != M40_OK

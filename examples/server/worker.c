@@ -240,12 +240,11 @@ typedef struct slot {
     srv_job *j;                /* NULL: free */
     chat_stream *st;           /* the job's text stream */
     size_t sent;               /* text bytes delivered */
-    int fed;                   /* prompt ids prefilled so far */
     int decoding;              /* 1: the prompt is in, it joins the steps */
     int32_t next;              /* the id the next step appends */
     int32_t *row;              /* [ctx]: the ids in its cache row (row[0..glm_seq_pos)), kept
                                ** after the job for the next one's common prefix */
-    int nrow;
+    int nrow;                  /* while the prompt goes in: its ids prefilled so far */
     double t_decode;           /* when its decode began (after the prefill) */
 } slot;
 
@@ -341,7 +340,6 @@ static int common_prefix(const slot *sl, const srv_job *j) {
 static void slot_start(srv *s, slot *sl, int seq, srv_job *j) {
     sl->j = j;
     sl->sent = 0;
-    sl->fed = 0;
     sl->decoding = 0;
     if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) { /* left while it waited */
         slot_end(s, sl, NULL, 0, 0, 499, "cancelled");
@@ -360,7 +358,6 @@ static void slot_start(srv *s, slot *sl, int seq, srv_job *j) {
         return;
     }
     sl->nrow = keep;
-    sl->fed = keep;
     pthread_mutex_lock(&s->mu);
     s->met.prompt_tokens += (uint64_t)keep;
     s->met.cached_tokens += (uint64_t)keep;
@@ -377,22 +374,21 @@ static void slot_feed(srv *s, slot *sl, int seq) {
         slot_end(s, sl, NULL, 0, 0, 0, NULL);
         return;
     }
-    int k = j->n_ids - sl->fed < glm_chunk(m) ? j->n_ids - sl->fed : glm_chunk(m);
+    int k = j->n_ids - sl->nrow < glm_chunk(m) ? j->n_ids - sl->nrow : glm_chunk(m);
     double t0 = now_s();
-    if (glm_seq_prefill(m, seq, j->ids + sl->fed, k, NULL, NULL)) {
+    if (glm_seq_prefill(m, seq, j->ids + sl->nrow, k, NULL, NULL)) {
         sl->nrow = 0; /* what the row holds is not known now */
         slot_end(s, sl, NULL, 0, 0, 500, glm_errmsg(m));
         return;
     }
-    memcpy(sl->row + sl->fed, j->ids + sl->fed, (size_t)k * sizeof *sl->row);
-    sl->fed += k;
-    sl->nrow = sl->fed;
+    memcpy(sl->row + sl->nrow, j->ids + sl->nrow, (size_t)k * sizeof *sl->row);
+    sl->nrow += k;
     double t1 = now_s();
     pthread_mutex_lock(&s->mu);
     s->met.prefill_s += t1 - t0;
     s->met.prompt_tokens += (uint64_t)k;
     pthread_mutex_unlock(&s->mu);
-    if (sl->fed < j->n_ids) return;
+    if (sl->nrow < j->n_ids) return;
     sl->decoding = 1;
     sl->t_decode = t1;
     chat_stream_begin(sl->st);

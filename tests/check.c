@@ -67,6 +67,15 @@ m40_ctx *m40t_gpu_ctx_or_skip(const char *prog) {
     return ctx;
 }
 
+int m40t_side(int argc, char **argv, int *gpu) {
+    *gpu = argc > 1 && !strcmp(argv[1], "--gpu");
+    if (!*gpu) return 0;
+    m40_ctx *probe = m40t_gpu_ctx_or_skip(argv[0]);
+    if (!probe) return M40T_SKIP;
+    m40_ctx_destroy(probe);
+    return 0;
+}
+
 m40_ctx *m40t_ctx(int gpu) {
     m40_ctx_desc d;
     m40_ctx_desc_init(&d);

@@ -53,6 +53,11 @@ int m40t_finish(const char *prog);
 /* A GPU context on device 0, or NULL after printing why (then exit 77). */
 m40_ctx *m40t_gpu_ctx_or_skip(const char *prog);
 
+/* The side a test runs on: "--gpu" as argv[1] asks for GPU 0 (*gpu = 1).
+** Returns 0 to go on, or M40T_SKIP (after saying why) when a GPU was asked
+** for and there is none. */
+int m40t_side(int argc, char **argv, int *gpu);
+
 /* Another context on the side a test runs on: GPU 0 (gpu) or the CPU; NULL
 ** when it cannot be made. For tests that need several (ranks, stages). */
 m40_ctx *m40t_ctx(int gpu);

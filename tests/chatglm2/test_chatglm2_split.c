@@ -211,16 +211,7 @@ static int conversation(stage *s, int n, float *out, int *ids) {
 }
 
 static m40_ctx *new_ctx(int gpu) {
-    if (gpu) return m40t_gpu_ctx_or_skip("test_chatglm2_split");
-    m40_ctx_desc cd;
-    m40_ctx_desc_init(&cd);
-    cd.device = M40_DEVICE_CPU;
-    m40_ctx *c = NULL;
-    if (m40_ctx_create(&cd, &c) != M40_OK) {
-        m40_ctx_destroy(c);
-        return NULL;
-    }
-    return c;
+    return gpu ? m40t_gpu_ctx_or_skip("test_chatglm2_split") : m40t_ctx(0);
 }
 
 /* The stages given by bounds[0..n] (bounds[0] = 0 unless testing a wrong

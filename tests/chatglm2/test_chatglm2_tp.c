@@ -201,12 +201,7 @@ static void refusals(m40_st_file *w, m40_ctx **ctxs) {
 }
 
 int main(int argc, char **argv) {
-    gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    if (gpu) {
-        m40_ctx *probe = m40t_gpu_ctx_or_skip(argv[0]);
-        if (!probe) return M40T_SKIP;
-        m40_ctx_destroy(probe);
-    }
+    if (m40t_side(argc, argv, &gpu)) return M40T_SKIP;
     m40_ctx *ctxs[MAXR + 1];
     for (int i = 0; i <= MAXR; i++)
         if (!(ctxs[i] = m40t_ctx(gpu))) return 1;

@@ -163,12 +163,7 @@ static void refusals(glm_model *m) {
 }
 
 int main(int argc, char **argv) {
-    gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    if (gpu) {
-        m40_ctx *probe = m40t_gpu_ctx_or_skip(argv[0]);
-        if (!probe) return M40T_SKIP;
-        m40_ctx_destroy(probe);
-    }
+    if (m40t_side(argc, argv, &gpu)) return M40T_SKIP;
     const m40_wformat fmts[2] = {M40_WFMT_FP32, M40_WFMT_INT8};
     for (int f = 0; f < 2; f++) {
         glm_model *one = open_model(fmts[f], 1), *many = open_model(fmts[f], NSEQ);

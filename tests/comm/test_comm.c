@@ -302,12 +302,7 @@ static void nccl_one(void) {
 }
 
 int main(int argc, char **argv) {
-    gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    if (gpu) {
-        m40_ctx *probe = m40t_gpu_ctx_or_skip(argv[0]);
-        if (!probe) return M40T_SKIP;
-        m40_ctx_destroy(probe);
-    }
+    if (m40t_side(argc, argv, &gpu)) return M40T_SKIP;
     for (int r = 0; r < MAXR; r++)
         if (!(ctxs[r] = m40t_ctx(gpu))) {
             fprintf(stderr, "no context %d\n", r);

@@ -79,6 +79,20 @@ static void together(job *js, int R) {
     for (int r = 0; r < R; r++) pthread_join(th[r], NULL);
 }
 
+/* Every rank ran, and holds the rank-order sum of the parts, bit for bit. */
+static int rank_sums(const job *js, int R, int64_t n) {
+    int ok = 1;
+    for (int r = 0; r < R; r++) {
+        CHECK_ST(js[r].st, M40_OK);
+        for (int64_t i = 0; i < n && ok; i++) {
+            float s = val(0, i);
+            for (int k = 1; k < R; k++) s += val(k, i);
+            ok = js[r].out[i] == s;
+        }
+    }
+    return ok;
+}
+
 static m40_comm *make(int R) {
     m40_comm *c = NULL;
     CHECK_ST(m40_comm_create(ctxs, R, M40_COMM_AUTO, &c), M40_OK);
@@ -97,15 +111,7 @@ static void sums(int R, int64_t n) {
     }
     for (int round = 0; round < 3; round++) { /* the same communicator again */
         together(js, R);
-        int ok = 1;
-        for (int r = 0; r < R; r++) {
-            CHECK_ST(js[r].st, M40_OK);
-            for (int64_t i = 0; i < n && ok; i++) {
-                float s = val(0, i);
-                for (int k = 1; k < R; k++) s += val(k, i);
-                ok = js[r].out[i] == s; /* the rank-order sum, bit for bit */
-            }
-        }
+        int ok = rank_sums(js, R, n);
         CHECK(ok);
         if (round == 0) printf("%s %d ranks, %lld floats: %s\n", gpu ? "gpu" : "cpu", R,
                                (long long)n, ok ? "ok" : "FAIL");
@@ -226,15 +232,7 @@ static void graphs(int R) {
     CHECK(built);
     if (built) {
         together(js, R);
-        int ok = 1;
-        for (int r = 0; r < R; r++) {
-            CHECK_ST(js[r].st, M40_OK);
-            for (int64_t i = 0; i < n && ok; i++) {
-                float s = val(0, i);
-                for (int k = 1; k < R; k++) s += val(k, i);
-                ok = js[r].out[i] == s;
-            }
-        }
+        int ok = rank_sums(js, R, n);
         CHECK(ok);
         printf("%d graphs with an ALLREDUCE node: %s\n", R, ok ? "ok" : "FAIL");
         if (gpu) { /* the host backend cannot live in a CUDA graph */

@@ -518,22 +518,27 @@ static void glm_sweep(int kind, int device, m40_wformat fmt) {
     sweep(kind, what, glm_pass, &a);
 }
 
-/* The cache of several conversations (m40-server's slots): the prefill and
-** decode graphs with a slot input, the pass in row 1 of 3. The same logits
-** and id as the one-conversation pass, then the sweep. */
-static void glm_slots_sweep(int kind, int device) {
-    glm_arg one = {device, M40_WFMT_FP16, NULL, 0, 0}, three = {device, M40_WFMT_FP16, NULL, 0, 3};
+/* Fault-free passes of a and b give the same logits and id. */
+static void same_pass(const glm_arg *a, const glm_arg *b) {
     float *x = malloc(NLOGITS_MAX * 4), *y = malloc(NLOGITS_MAX * 4);
     size_t nx = 0, ny = 0;
     CHECK(x && y);
     if (x && y) {
-        pass_result rx = glm_pass(&one, x, &nx, NULL), ry = glm_pass(&three, y, &ny, NULL);
+        pass_result rx = glm_pass(a, x, &nx, NULL), ry = glm_pass(b, y, &ny, NULL);
         CHECK_ST(rx.st, M40_OK);
         CHECK_ST(ry.st, M40_OK);
         CHECK(nx == ny && nx > 1 && same_logits(y, x, nx - 1) && x[nx - 1] == y[ny - 1]);
     }
     free(x);
     free(y);
+}
+
+/* The cache of several conversations (m40-server's slots): the prefill and
+** decode graphs with a slot input, the pass in row 1 of 3. The same logits
+** and id as the one-conversation pass, then the sweep. */
+static void glm_slots_sweep(int kind, int device) {
+    glm_arg one = {device, M40_WFMT_FP16, NULL, 0, 0}, three = {device, M40_WFMT_FP16, NULL, 0, 3};
+    same_pass(&one, &three);
     sweep(kind, kind == M40F_HOST ? "chatglm2 fp16, 3 cache slots (host allocations)"
                                   : "chatglm2 fp16, 3 cache slots (device calls)", glm_pass, &three);
 }
@@ -623,17 +628,7 @@ static void glm_shards_sweep(void) {
         const char *const files[2] = {paths[0], paths[1]};
         glm_arg q = {M40_DEVICE_CPU, M40_WFMT_INT4, NULL, 0, 0},
                 sa = {M40_DEVICE_CPU, M40_WFMT_INT4, files, 2, 0};
-        float *x = malloc(NLOGITS_MAX * 4), *y = malloc(NLOGITS_MAX * 4);
-        size_t nx = 0, ny = 0;
-        CHECK(x && y);
-        if (x && y) {
-            pass_result rx = glm_pass(&q, x, &nx, NULL), ry = glm_pass(&sa, y, &ny, NULL);
-            CHECK_ST(rx.st, M40_OK);
-            CHECK_ST(ry.st, M40_OK);
-            CHECK(nx == ny && nx > 1 && same_logits(y, x, nx - 1) && x[nx - 1] == y[ny - 1]);
-        }
-        free(x);
-        free(y);
+        same_pass(&q, &sa);
         sweep(M40F_HOST, "chatglm2 int4 pre-quantized, 2 shards (host allocations)", glm_pass, &sa);
     }
     remove(paths[0]);

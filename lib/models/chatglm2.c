@@ -281,12 +281,6 @@ static void quantized(gb *g, const char *wn, const char *sn, int bits, int group
         mark_used(g, xs);
         qsrc = m40_st_get_data(xq.f, q);
         ssrc = m40_st_get_data(xs.f, scale);
-        if (!p) {
-            if ((st = m40_graph_set_data(g->b.g, wid, qsrc, (size_t)(N * kq))) ||
-                (st = m40_graph_set_data(g->b.g, sid, ssrc, (size_t)(N * ng) * 2)))
-                m40__mb_fail(&g->b, st, "%s", m40_errmsg(g->b.ctx));
-            return;
-        }
     } else {
         const int64_t shape[2] = {R, RK};
         wt x = file_tensor(g, wn, 2, shape);
@@ -333,17 +327,22 @@ static void quantized(gb *g, const char *wn, const char *sn, int bits, int group
     }
     /* the local [N, K] codes and scales: rows (when qsrc holds every row),
     ** then the column range (whole bytes of int4 pairs, whole 128-groups:
-    ** checked by the caller) */
+    ** checked by the caller). Without a part qsrc/ssrc are already that. */
     const int64_t c0 = p && p->cn ? p->c0 : 0;
     const int64_t lq = bits == 8 ? K : (K + 1) / 2, lg = group ? (K + group - 1) / group : 1;
     const int64_t q0 = bits == 8 ? c0 : c0 / 2, g0 = group ? c0 / group : 0;
-    unsigned char *qo = keep(g, (size_t)(N * lq));
-    uint16_t *so = keep(g, (size_t)(N * lg) * 2);
-    if (!qo || !so) return;
-    for (int64_t i = 0; i < N; i++) {
-        int64_t row = qrows == N ? i : part_row(p, i);
-        memcpy(qo + i * lq, qsrc + row * kq + q0, (size_t)lq);
-        memcpy(so + i * lg, ssrc + 2 * (row * ng + g0), (size_t)lg * 2);
+    const void *qo = qsrc, *so = ssrc;
+    if (qrows != N || lq != kq || lg != ng) {
+        unsigned char *qc = keep(g, (size_t)(N * lq));
+        uint16_t *sc = keep(g, (size_t)(N * lg) * 2);
+        if (!qc || !sc) return;
+        for (int64_t i = 0; i < N; i++) {
+            int64_t row = qrows == N ? i : part_row(p, i);
+            memcpy(qc + i * lq, qsrc + row * kq + q0, (size_t)lq);
+            memcpy(sc + i * lg, ssrc + 2 * (row * ng + g0), (size_t)lg * 2);
+        }
+        qo = qc;
+        so = sc;
     }
     if ((st = m40_graph_set_data(g->b.g, wid, qo, (size_t)(N * lq))) ||
         (st = m40_graph_set_data(g->b.g, sid, so, (size_t)(N * lg) * 2)))

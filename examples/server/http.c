@@ -121,10 +121,7 @@ static void *watchdog(void *arg) {
     srv *s = arg;
     pthread_mutex_lock(&s->mu);
     while (!s->watchdog_quit) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += 250 * 1000 * 1000;
-        if (dl.tv_nsec >= 1000000000) dl.tv_sec++, dl.tv_nsec -= 1000000000;
+        struct timespec dl = srv_deadline(0.25);
         pthread_cond_timedwait(&s->cv, &s->mu, &dl);
         double now = mono_s();
         for (http_watch *w = s->watch; w; w = w->next)
@@ -214,10 +211,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
     const int waits = j->sse.n == j->sse_read && j->state != JOB_DONE;
     if (waits) wait_begin(x->c);
     while (j->sse.n == j->sse_read && j->state != JOB_DONE) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += 200 * 1000 * 1000;
-        if (dl.tv_nsec >= 1000000000) dl.tv_sec++, dl.tv_nsec -= 1000000000;
+        struct timespec dl = srv_deadline(0.2);
         pthread_cond_timedwait(&j->cv, &j->mu, &dl);
         if (j->sse.n == j->sse_read && j->state != JOB_DONE && peer_gone(x->fd)) {
             pthread_mutex_unlock(&j->mu);
@@ -294,10 +288,7 @@ static enum MHD_Result chat(srv *s, struct MHD_Connection *c, conn *k) {
     wait_begin(c);
     pthread_mutex_lock(&j->mu);
     while (j->state != JOB_DONE) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += 200 * 1000 * 1000;
-        if (dl.tv_nsec >= 1000000000) dl.tv_sec++, dl.tv_nsec -= 1000000000;
+        struct timespec dl = srv_deadline(0.2);
         pthread_cond_timedwait(&j->cv, &j->mu, &dl);
         if (j->state != JOB_DONE && !j->cancel && fd >= 0 && peer_gone(fd)) {
             __atomic_store_n(&j->cancel, 1, __ATOMIC_RELAXED);

@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define SRV_MAX_STOP 4      /* stop strings per request (OpenAI's limit) */
 #define SRV_MAX_STOP_LEN 256
@@ -148,6 +149,9 @@ void srv_destroy(srv *s);
 /* After srv_shutdown: waits up to `seconds` for the streams' last bytes
 ** (the error event and [DONE] of a cut answer) to reach their clients. */
 void srv_drain(srv *s, double seconds);
+
+/* The CLOCK_REALTIME time `seconds` from now, for pthread_cond_timedwait. */
+struct timespec srv_deadline(double seconds);
 
 /* Responses by HTTP status, for /metrics. */
 void srv_count_status(srv *s, unsigned status);

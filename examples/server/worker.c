@@ -567,11 +567,7 @@ void srv_shutdown(srv *s) {
         job_unref(q);
         q = next;
     }
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    double end = (double)dl.tv_sec + 1e-9 * (double)dl.tv_nsec + s->shutdown_s;
-    dl.tv_sec = (time_t)end;
-    dl.tv_nsec = (long)((end - (double)dl.tv_sec) * 1e9);
+    struct timespec dl = srv_deadline(s->shutdown_s);
     pthread_mutex_lock(&s->mu);
     s->worker_exit = 1; /* the worker ends once the running jobs do */
     pthread_cond_broadcast(&s->cv);
@@ -585,13 +581,18 @@ void srv_shutdown(srv *s) {
     s->worker_started = 0;
 }
 
-void srv_drain(srv *s, double seconds) {
-    if (!s->inited) return;
+struct timespec srv_deadline(double seconds) {
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
     double end = (double)dl.tv_sec + 1e-9 * (double)dl.tv_nsec + seconds;
     dl.tv_sec = (time_t)end;
     dl.tv_nsec = (long)((end - (double)dl.tv_sec) * 1e9);
+    return dl;
+}
+
+void srv_drain(srv *s, double seconds) {
+    if (!s->inited) return;
+    struct timespec dl = srv_deadline(seconds);
     pthread_mutex_lock(&s->mu);
     while (s->streams > 0 && pthread_cond_timedwait(&s->cv, &s->mu, &dl) != ETIMEDOUT) {
     }

@@ -74,12 +74,6 @@ typedef struct http_watch {
     struct http_watch *prev, *next;
 } http_watch;
 
-static double mono_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static http_watch *watch_of(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return ci ? ci->socket_context : NULL;
@@ -90,7 +84,7 @@ static void watch_set(srv *s, struct MHD_Connection *c, int receiving) {
     if (!w) return;
     pthread_mutex_lock(&s->mu);
     w->receiving = receiving;
-    w->since = mono_s();
+    w->since = srv_now();
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -101,7 +95,7 @@ static void notify(void *cls, struct MHD_Connection *c, void **socket_context,
     pthread_mutex_lock(&s->mu);
     if (code == MHD_CONNECTION_NOTIFY_STARTED && (w = calloc(1, sizeof *w))) {
         w->fd = conn_fd(c);
-        w->since = mono_s();
+        w->since = srv_now();
         w->receiving = 1;
         w->next = s->watch;
         if (s->watch) s->watch->prev = w;
@@ -123,7 +117,7 @@ static void *watchdog(void *arg) {
     while (!s->watchdog_quit) {
         struct timespec dl = srv_deadline(0.25);
         pthread_cond_timedwait(&s->cv, &s->mu, &dl);
-        double now = mono_s();
+        double now = srv_now();
         for (http_watch *w = s->watch; w; w = w->next)
             if (w->receiving && !w->cut && w->fd >= 0 && now - w->since > s->request_timeout_s) {
                 shutdown(w->fd, SHUT_RDWR); /* the connection's thread sees the end */

@@ -150,6 +150,8 @@ void srv_destroy(srv *s);
 ** (the error event and [DONE] of a cut answer) to reach their clients. */
 void srv_drain(srv *s, double seconds);
 
+/* Seconds on the monotonic clock. */
+double srv_now(void);
 /* The CLOCK_REALTIME time `seconds` from now, for pthread_cond_timedwait. */
 struct timespec srv_deadline(double seconds);
 

@@ -37,7 +37,7 @@ void sbuf_free(sbuf *b) {
     b->n = b->cap = 0;
 }
 
-static double now_s(void) {
+double srv_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
@@ -270,7 +270,7 @@ static void slot_end(srv *s, slot *sl, const char *finish, int stopped, int oom,
         if (rc) oom = 1;
         else if (add_text(j, t, tn, &sl->sent, 1, &oom)) finish = "stop";
     }
-    double t = now_s();
+    double t = srv_now();
     pthread_mutex_lock(&s->mu);
     s->met.generated_tokens += (uint64_t)j->completion_tokens;
     if (t > sl->t_decode && j->completion_tokens > 1)
@@ -375,7 +375,7 @@ static void slot_feed(srv *s, slot *sl, int seq) {
         return;
     }
     int k = j->n_ids - sl->nrow < glm_chunk(m) ? j->n_ids - sl->nrow : glm_chunk(m);
-    double t0 = now_s();
+    double t0 = srv_now();
     if (glm_seq_prefill(m, seq, j->ids + sl->nrow, k, NULL, NULL)) {
         sl->nrow = 0; /* what the row holds is not known now */
         slot_end(s, sl, NULL, 0, 0, 500, glm_errmsg(m));
@@ -383,7 +383,7 @@ static void slot_feed(srv *s, slot *sl, int seq) {
     }
     memcpy(sl->row + sl->nrow, j->ids + sl->nrow, (size_t)k * sizeof *sl->row);
     sl->nrow += k;
-    double t1 = now_s();
+    double t1 = srv_now();
     pthread_mutex_lock(&s->mu);
     s->met.prefill_s += t1 - t0;
     s->met.prompt_tokens += (uint64_t)k;
@@ -459,7 +459,7 @@ static void serve(srv *s, slot *sl) {
             note_kv(s, sl);
             continue;
         }
-        double t0 = now_s();
+        double t0 = srv_now();
         if (glm_step_batch(s->m, n, seqs, ids)) {
             char err[512];
             snprintf(err, sizeof err, "%s", glm_errmsg(s->m));
@@ -474,7 +474,7 @@ static void serve(srv *s, slot *sl) {
                 slot_advance(s, q, seqs[i]);
             }
         }
-        double t1 = now_s();
+        double t1 = srv_now();
         pthread_mutex_lock(&s->mu);
         s->met.decode_s += t1 - t0;
         s->met.steps++;

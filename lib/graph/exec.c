@@ -3,7 +3,6 @@
 ** tensor views, so a run allocates nothing and, on a GPU, only queues work
 ** on the context's stream. */
 #include "graph_internal.h"
-#include "m40/comm.h"
 #include "../ops/op.h"
 
 #include <stdio.h>
@@ -183,14 +182,14 @@ m40_status m40_graph_capture(m40_graph *g, int enable) {
         m40__graph_cuda_drop(g);
         return M40_OK;
     }
-    /* a host all-reduce waits on the other ranks' threads: not a stream op */
-    for (int i = 0; g->ctx->is_gpu && i < g->nnodes; i++)
-        if (g->nodes[i].d.op == M40_OP_ALLREDUCE && g->nodes[i].d.comm &&
-            m40_comm_get_kind(g->nodes[i].d.comm) == M40_COMM_HOST)
-            return m40__err(g->ctx, M40_ERR_UNSUPPORTED, "m40_graph_capture: node '%s' is an "
-                            "all-reduce on the host communicator, which a CUDA graph cannot hold "
-                            "(run the graph uncaptured, or use NCCL)", g->nodes[i].name ?
-                            g->nodes[i].name : "?");
+    for (int i = 0; g->ctx->is_gpu && i < g->nnodes; i++) {
+        const m40__op_def *od = m40__op_get(g->nodes[i].d.op);
+        const char *why = od && od->uncapturable ? od->uncapturable(&g->nodes[i].d) : NULL;
+        if (why)
+            return m40__err(g->ctx, M40_ERR_UNSUPPORTED, "m40_graph_capture: node '%s' is %s, "
+                            "which a CUDA graph cannot hold", g->nodes[i].name ?
+                            g->nodes[i].name : "?", why);
+    }
     if (g->ctx->is_gpu) return m40__graph_cuda_capture(g);
 #else
     if (!enable) return M40_OK;

@@ -31,7 +31,20 @@ static m40_status allreduce_run(m40_ctx *ctx, const m40__op_run *r) {
     return m40_allreduce(r->nd->comm, r->nd->rank, r->out);
 }
 
+#ifdef M40_HAVE_CUDA
+/* The host backend waits on the other ranks' threads: not a stream op. */
+static const char *allreduce_uncapturable(const m40_node_desc *nd) {
+    return nd->comm && m40_comm_get_kind(nd->comm) == M40_COMM_HOST
+               ? "an all-reduce on the host communicator (run the graph uncaptured, or use NCCL)"
+               : NULL;
+}
+#endif
+
 const m40__op_def m40__op_allreduce = {
     .op = M40_OP_ALLREDUCE, .name = "allreduce", .inplace = 1, .min_in = 1, .max_in = 1,
     .in_names = {"x"}, .out_name = "x", .rule = allreduce_rule,
-    .run_check = allreduce_run_check, .run_cpu = allreduce_run, M40__GPU(allreduce_run)};
+    .run_check = allreduce_run_check, .run_cpu = allreduce_run, M40__GPU(allreduce_run)
+#ifdef M40_HAVE_CUDA
+    .uncapturable = allreduce_uncapturable,
+#endif
+};

@@ -62,6 +62,10 @@ typedef struct m40__op_def {
     m40_status (*run_cpu)(m40_ctx *ctx, const m40__op_run *r); /* NULL: plan only */
 #ifdef M40_HAVE_CUDA
     m40_status (*run_gpu)(m40_ctx *ctx, const m40__op_run *r);
+    /* Why this node cannot be recorded into a CUDA graph (it waits on the
+    ** host, say), or NULL when it can; m40_graph_capture refuses with it.
+    ** NULL function: every node of the op can. */
+    const char *(*uncapturable)(const m40_node_desc *nd);
     /* At m40_graph_alloc on a GPU: handles the runs will need (cuBLAS), so
     ** that no run allocates. NULL: none. */
     m40_status (*prepare)(m40_ctx *ctx, const m40__op_call *c);

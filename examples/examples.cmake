@@ -52,6 +52,21 @@ endif()
 if(PkgConfig_FOUND)
   pkg_check_modules(MICROHTTPD IMPORTED_TARGET libmicrohttpd)
 endif()
+if(NOT MICROHTTPD_FOUND)
+  # libmicrohttpd.pc names gnutls under Requires.private, so pkg-config
+  # refuses it where gnutls' .pc is absent (a dynamic link never needs it):
+  # look for the header and the shared library themselves
+  find_path(M40_MHD_INCLUDE microhttpd.h)
+  find_library(M40_MHD_LIB microhttpd)
+  if(M40_MHD_INCLUDE AND M40_MHD_LIB)
+    add_library(m40_mhd INTERFACE)
+    target_include_directories(m40_mhd INTERFACE ${M40_MHD_INCLUDE})
+    target_link_libraries(m40_mhd INTERFACE ${M40_MHD_LIB})
+    add_library(PkgConfig::MICROHTTPD ALIAS m40_mhd)
+    set(MICROHTTPD_FOUND TRUE)
+    message(STATUS "libm40: libmicrohttpd found without pkg-config: ${M40_MHD_LIB}")
+  endif()
+endif()
 if(TARGET m40_chatglm2_example AND MICROHTTPD_FOUND)
   find_package(Threads REQUIRED)
   add_executable(m40-server examples/server/main.c examples/server/http.c

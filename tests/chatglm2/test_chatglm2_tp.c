@@ -118,10 +118,14 @@ static void split(m40_st_file *w, m40_ctx **ctxs, m40_wformat fmt, int size, con
             same &= ks[r].ids[s] == whole->ids[s];
         }
     }
-    printf("%s %-5s %d ranks: worst logits %.2e over prefill + %d steps (tol 1e-5), greedy ids %s: %s\n",
-           gpu ? "gpu" : "cpu", m40_wformat_name(fmt), size, worst, STEPS, same ? "the same" : "DIFFER",
-           ok && same && worst <= 1e-5 ? "ok" : "FAIL");
-    CHECK(worst <= 1e-5);
+    /* the CPU reference sums a split row-parallel linear in the same order
+    ** as the whole one (2.2e-6); the GPU's GEMM picks its tiles and split-K
+    ** from K, which a rank's share changes (1.2-1.3e-5 on the H200, 2026-12-02) */
+    const double tol = gpu ? 5e-5 : 1e-5;
+    printf("%s %-5s %d ranks: worst logits %.2e over prefill + %d steps (tol %.0e), greedy ids %s: %s\n",
+           gpu ? "gpu" : "cpu", m40_wformat_name(fmt), size, worst, STEPS, tol,
+           same ? "the same" : "DIFFER", ok && same && worst <= tol ? "ok" : "FAIL");
+    CHECK(worst <= tol);
     CHECK(same);
     for (int r = 0; r < size; r++) free(ks[r].logits);
     m40_comm_destroy(comm);

@@ -32,6 +32,8 @@ typedef struct m40k_attn_shape {
     int64_t qs0, qs1;      /* q's strides of b and t, in floats (last dim contiguous) */
     float scale;           /* resolved: q·k·scale */
     int cache_f16;         /* caches F16 (else F32) */
+    int decode_variant;    /* 0: the best (decode v2 where it applies), 1: the tile kernel
+                           ** (m40-bench attention's A/B, test_attention_gpu runs both) */
 } m40k_attn_shape;
 
 /* The number of KV splits of a decode call (1: no partials, no workspace):

@@ -153,12 +153,17 @@ static m40_status append_run(m40_ctx *ctx, const char *fn, const m40_tensor *kv,
     return M40_OK;
 }
 
+/* Which decode kernel runs (kernels/attention.h's decode_variant): 0 the
+** best, 1 the tile kernel. Internal: set by tests and m40-bench only. */
+int m40__attn_decode_variant = 0;
+
 static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_tensor_desc *kc,
                                   float scale) {
     m40k_attn_shape s = {.B = q->shape[0], .T = q->shape[1], .H = H, .G = kc->shape[2],
                          .D = kc->shape[3], .S = kc->shape[0], .L = kc->shape[1],
                          .qs0 = q->stride[0], .qs1 = q->stride[1],
-                         .cache_f16 = kc->dtype == M40_DTYPE_F16};
+                         .cache_f16 = kc->dtype == M40_DTYPE_F16,
+                         .decode_variant = m40__attn_decode_variant};
     s.scale = scale != 0.0f ? scale : (float)(1.0 / sqrt((double)s.D));
     return s;
 }

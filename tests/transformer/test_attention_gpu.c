@@ -10,6 +10,7 @@
 ** reported at m40_ctx_sync, and a graph with an ATTENTION node. Exits 77
 ** without a GPU. */
 #include "check.h"
+#include "internal.h" /* m40__attn_decode_variant */
 #include "m40/transformer.h"
 
 #include <math.h>
@@ -196,6 +197,15 @@ static void kernels_vs_reference(void) {
         int32_t *p = positions(4, 1, n, st, sp), slot[4] = {5, 0, 3, 2};
         run_case((acase){"decode mixed", 4, 1, 8, 2, 128, 6, 8192, F16, 0.0f, 0}, p, slot);
         run_case((acase){"decode mixed", 4, 1, 8, 2, 64, 6, 8192, F32, 1.0f, 0}, p, slot);
+        free(p);
+    }
+    /* T = 3, 4 heads a group: 12 rows of three positions in one decode
+    ** block (decode v2's per-row masks), the second sequence padded */
+    {
+        int n[2] = {3, 2}, st[2] = {70, 4}, sp[2] = {2, 1};
+        int32_t *p = positions(2, 3, n, st, sp);
+        run_case((acase){"T3 12 rows", 2, 3, 8, 2, 128, 2, 256, F16, 0.0f, 0}, p, NULL);
+        run_case((acase){"T3 12 rows", 2, 3, 8, 2, 64, 2, 256, F32, 0.0f, 0}, p, NULL);
         free(p);
     }
     /* T = 7 (decode kernel, rows > 16: the prefill tiles split), non-contiguous */
@@ -428,11 +438,20 @@ int main(void) {
         fprintf(stderr, "CPU context: %s\n", m40_errmsg(C));
         return 1;
     }
-    kernels_vs_reference();
-    decode_equals_prefill(300, 8, 2, 128, M40_DTYPE_F16);
-    decode_equals_prefill(70, 4, 4, 64, M40_DTYPE_F32);
+    /* both decode kernels (lib/ops/attention.c's knob): 0 the warp-per-key
+    ** kernel where it applies (16-byte aligned rows, T·HPG <= 16, D <= 128),
+    ** 1 the tile kernel everywhere */
+    for (int variant = 0; variant < 2; variant++) {
+        m40__attn_decode_variant = variant;
+        printf("decode kernel variant %d\n", variant);
+        kernels_vs_reference();
+        decode_equals_prefill(300, 8, 2, 128, M40_DTYPE_F16);
+        decode_equals_prefill(70, 4, 4, 64, M40_DTYPE_F32);
+        decode_equals_prefill(90, 16, 1, 64, M40_DTYPE_F16); /* 16 rows a group */
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16); /* decode: split KV + combine */
+    }
+    m40__attn_decode_variant = 0;
     guard();
-    graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16); /* decode: split KV + combine */
     graph_node(2, 20, 8, 2, 64, 256, M40_DTYPE_F32);   /* prefill */
     m40_ctx_destroy(C);
     m40_ctx_destroy(X);

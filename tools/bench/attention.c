@@ -15,6 +15,7 @@
 ** attention. The versions that led here: m40-attn-versions. */
 #include "bench/harness.h"
 #include "half.h"
+#include "internal.h" /* m40__attn_decode_variant: M40_ATTN_AB=1 */
 
 #include <m40/transformer.h>
 
@@ -192,6 +193,17 @@ static void decode_one(bench_env *e, int L) {
     const int row0 = 0;
     att_measure(e, &a, r, base, base_value, 1, L, &row0, 1);
     target_line(e, r, 0.70, L >= 8192);
+    if (getenv("M40_ATTN_AB") && e->info.is_gpu) {
+        /* the tile kernel (decode variant 1), same inputs, for the A/B */
+        m40__bench_result *r1 = new_result(e, "attention", "m40_attention tile kernel", label, "GB/s");
+        if (r1) {
+            r1->batch = L;
+            r1->work = kv;
+            m40__attn_decode_variant = 1;
+            att_measure(e, &a, r1, base, base_value, 1, L, &row0, 1);
+            m40__attn_decode_variant = 0;
+        }
+    }
     if (e->text) {
         double ms = kv / (M40__M40_GBS * 1e9) * 1e3;
         printf("      M40 projection (not a measurement): %.2f MB K+V / %.1f GB/s = %.4f ms a "

@@ -414,66 +414,78 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     }
 }
 
-/* ---- decode v2: a warp per 32 keys, no block barrier in the key loop -------------
+/* ---- decode v3: 4 rows a warp, 32 keys a step, no block barrier in the key loop ----
 **
-** The tile kernel above keeps a whole block in lockstep over 64-key tiles
-** (four __syncthreads a tile, K and V staged through shared memory as
-** floats); at decode, where a block's split is one or two tiles, ncu on the
-** H200 measured it latency-bound: 21 us at 8K for 8.4 MB (2 warps per
-** scheduler issuing once per 8 cycles). Here every warp walks its own
-** 32-key steps of the block's split with its own online softmax:
-**   QK  lane j owns key k0 + j: it reads its K row straight from global
-**       memory (16-byte loads, 8 dims a load) and forms the R = 16 scores
-**       of the block's query rows, Q transposed in shared memory [DP][16]
-**       so that one broadcast LDS.128 gives 4 rows of one dim (4 FMA a LDS)
-**   softmax  per row, warp max by shuffles; p = 2^(s - m) to shared memory
-**       [32 keys][16 rows]; l by a warp sum
-**   PV  lane owns DP/32 dims of O[16 rows]: per key one coalesced load of
-**       V's row (DP/32 values a lane) and 4 broadcast LDS.128 of p
-** Then the NW warps' (m, l, O) merge in shared memory (NW barriers, once a
-** block) and the block writes y (one split) or its partial (kernels/
-** attention.h's split rule, attn_combine merges the splits).
-** Per key and KV group (16 rows, D 128): 4096 FMA in 128 warp-FMAs, plus
-** ~16 LDS, 4 conversions, 1.5 loads per lane: ~160 warp instructions
-** (the tile kernel: ~250 by its SASS). M40 projection at 32K: 65536 keys ·
-** 2 groups... see bench/NOTES.md. Needs 16-byte aligned rows (p.vec), rows
-** <= 16 (T·HPG) and DP 64 or 128; else the tile kernel runs. */
-constexpr int DR = 16; /* query rows a decode block holds */
+** Measured first (ncu, H200, 2026-12-02): at decode the tile kernel above
+** is latency-bound. A block's split is one or two 64-key tiles, four
+** __syncthreads a tile, K and V staged through shared memory: 21 us at 8K
+** for 8.4 MB, warps issuing once per 8 cycles at 2 warps a scheduler. A
+** "v2" with a warp per 32 keys and all 16 rows a lane (each lane 2048 FMA
+** a key, serially) was slower still, 34 us: the per-warp chain grew.
+** Here the block's 4 warps walk the same 32-key steps of the split, each
+** for its own 4 query rows (16 = T·HPG rows a block, Q transposed in
+** shared memory [DP][16]):
+**   QK  lane j owns key k0 + j, reads its K row with 16-byte read-only
+**       loads (__ldg: the 4 warps' reads of a row after the first hit the
+**       L1/texture cache), 4 FMA per broadcast LDS.128 of Q and F2F
+**   softmax  per row, a warp max by shuffles; p to shared memory [32][4]
+**       (the warp's own); m and l of row r in lane r
+**   PV  lane owns DP/32 dims of its 4 rows: per key one coalesced load of
+**       V's row slice, one broadcast LDS.128 of p, 4·DP/32 FMA
+** No merge between warps (their rows differ); the only barrier is after Q.
+** Per key and KV group (16 rows, D 128): 4096 FMA in 128 warp FMAs; the
+** sm_52 SASS: see bench/NOTES.md (scripts/sass_ops_ipe.py). Needs
+** 16-byte aligned rows (p.vec), T·HPG <= 16 and DP 64 or 128; else the
+** tile kernel runs. */
+constexpr int DR = 16; /* query rows a block */
 
 template <typename TC> struct VLoad;
 template <> struct VLoad<__half> {
-    /* N (2 or 4) consecutive values of a row at element i, as floats */
-    template <int N> static __device__ __forceinline__ void get(const __half *c, int i, float *f) {
+    /* N (2 or 4) consecutive values of a row, read-only path, as floats */
+    template <int N> static __device__ __forceinline__ void get(const __half *c, float *f) {
         if (N == 4) {
-            uint2 u = *reinterpret_cast<const uint2 *>(c + i);
+            uint2 u = __ldg(reinterpret_cast<const uint2 *>(c));
             float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&u.x));
             float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&u.y));
             f[0] = a.x, f[1] = a.y, f[2 % N] = b.x, f[3 % N] = b.y;
         } else {
-            float2 a = __half22float2(*reinterpret_cast<const __half2 *>(c + i));
+            unsigned u = __ldg(reinterpret_cast<const unsigned *>(c));
+            float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&u));
             f[0] = a.x, f[1 % N] = a.y;
+        }
+    }
+    static __device__ __forceinline__ void get8(const __half *c, float *f) {
+        uint4 u = __ldg(reinterpret_cast<const uint4 *>(c));
+        const __half2 *h = reinterpret_cast<const __half2 *>(&u);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float2 v = __half22float2(h[k]);
+            f[2 * k] = v.x, f[2 * k + 1] = v.y;
         }
     }
 };
 template <> struct VLoad<float> {
-    template <int N> static __device__ __forceinline__ void get(const float *c, int i, float *f) {
+    template <int N> static __device__ __forceinline__ void get(const float *c, float *f) {
         if (N == 4) {
-            float4 a = *reinterpret_cast<const float4 *>(c + i);
+            float4 a = __ldg(reinterpret_cast<const float4 *>(c));
             f[0] = a.x, f[1] = a.y, f[2 % N] = a.z, f[3 % N] = a.w;
         } else {
-            float2 a = *reinterpret_cast<const float2 *>(c + i);
+            float2 a = __ldg(reinterpret_cast<const float2 *>(c));
             f[0] = a.x, f[1 % N] = a.y;
         }
     }
+    static __device__ __forceinline__ void get8(const float *c, float *f) {
+        float4 a = __ldg(reinterpret_cast<const float4 *>(c)), b = __ldg(reinterpret_cast<const float4 *>(c) + 1);
+        f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
+    }
 };
 
-template <int DP, int NW, typename TC>
-__global__ void __launch_bounds__(NW * 32, 4) attn_decode_kernel(Params p) {
-    constexpr int NTD = NW * 32, EPL = DP / 32; /* threads; O dims a lane */
-    constexpr int PS = DR + 4;                  /* p's row stride (16-byte aligned) */
-    __shared__ __align__(16) float qs[DP * DR]; /* Q [DP][16]; after the loop O [16][DP] */
-    __shared__ __align__(16) float pw[NW][32 * PS];
-    __shared__ float wm[NW][DR], wl[NW][DR];
+template <int DP, int RW, typename TC>
+__global__ void __launch_bounds__(DR / RW * 32, RW == 4 ? 6 : 8) attn_decode_kernel(Params p) {
+    constexpr int NW = DR / RW, EPL = DP / 32; /* warps; O dims a lane */
+    static_assert(RW == 4 || RW == 8, "rows a warp");
+    __shared__ __align__(16) float qs[DP * DR]; /* Q [DP][16], pre-scaled */
+    __shared__ __align__(16) float pw[NW][32 * RW];
     __shared__ int row_pos[DR];
 
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
@@ -500,8 +512,7 @@ __global__ void __launch_bounds__(NW * 32, 4) attn_decode_kernel(Params p) {
         }
         row_pos[tid] = pp;
     }
-    /* Q, pre-scaled, transposed: qs[d·16 + r] (zeros past D and nrows) */
-    for (int it = tid; it < DR * DP; it += NTD) {
+    for (int it = tid; it < DR * DP; it += NW * 32) {
         const int r = it / DP, d = it % DP;
         float v = 0.0f;
         if (r < nrows && d < p.D) {
@@ -521,55 +532,56 @@ __global__ void __launch_bounds__(NW * 32, 4) attn_decode_kernel(Params p) {
         k_lo = (int)min((int64_t)kend, split * per);
         k_hi = min(kend, k_lo + per);
     }
-    const TC *kc = reinterpret_cast<const TC *>(p.kc), *vc = reinterpret_cast<const TC *>(p.vc);
-    /* (slot s, key 0, group g): key k's row is k·G·D elements further */
-    const int64_t base = (s * p.L * p.G + g) * p.D;
-    float o[DR][EPL];
+    const int r0 = RW * w; /* this warp's rows r0 .. r0 + 3 */
+    int rp[RW];
 #pragma unroll
-    for (int r = 0; r < DR; r++)
-#pragma unroll
-        for (int e = 0; e < EPL; e++) o[r][e] = 0.0f;
-    /* this warp's running max and sum of row r live in lane r (registers
-    ** for 16 rows in every lane spilled at DP 128 on sm_52) */
-    float m_mine = -INFINITY, l_mine = 0.0f;
-    float *pr = pw[w];
+    for (int i = 0; i < RW; i++) rp[i] = row_pos[r0 + i];
 
-    for (int k0 = k_lo + 32 * w; k0 < k_hi; k0 += 32 * NW) {
+    const TC *kc = reinterpret_cast<const TC *>(p.kc), *vc = reinterpret_cast<const TC *>(p.vc);
+    const int64_t base = (s * p.L * p.G + g) * p.D; /* (slot s, key 0, group g) */
+    float o[RW][EPL];
+#pragma unroll
+    for (int i = 0; i < RW; i++)
+#pragma unroll
+        for (int e = 0; e < EPL; e++) o[i][e] = 0.0f;
+    float m_mine = -INFINITY, l_mine = 0.0f; /* row r0 + lane's, lanes 0..RW-1 */
+    float *pr = pw[w];
+    const int d0 = lane * EPL;
+
+    for (int k0 = k_lo; k0 < k_hi; k0 += 32) {
         const int key = k0 + lane;
         const bool kin = key < k_hi;
-        /* QK: lane = key */
-        float sc[DR];
+        float sc[RW];
 #pragma unroll
-        for (int r = 0; r < DR; r++) sc[r] = 0.0f;
+        for (int i = 0; i < RW; i++) sc[i] = 0.0f;
         if (kin) {
             const TC *krow = kc + base + (int64_t)key * p.gd;
-#pragma unroll 2
+#pragma unroll 4
             for (int c = 0; c < DP / 8; c++) {
                 if (c * 8 >= p.D) break;
                 float kv[8];
-                Load8<TC>::vec(krow, c * 8, kv);
+                VLoad<TC>::get8(krow + c * 8, kv);
 #pragma unroll
                 for (int dd = 0; dd < 8; dd++) {
-                    const float4 *q4 = reinterpret_cast<const float4 *>(qs + (c * 8 + dd) * DR);
 #pragma unroll
-                    for (int i = 0; i < DR / 4; i++) {
-                        float4 a = q4[i];
-                        sc[4 * i] = fmaf(a.x, kv[dd], sc[4 * i]);
-                        sc[4 * i + 1] = fmaf(a.y, kv[dd], sc[4 * i + 1]);
-                        sc[4 * i + 2] = fmaf(a.z, kv[dd], sc[4 * i + 2]);
-                        sc[4 * i + 3] = fmaf(a.w, kv[dd], sc[4 * i + 3]);
+                    for (int i = 0; i < RW; i += 4) {
+                        const float4 a =
+                            *reinterpret_cast<const float4 *>(qs + (c * 8 + dd) * DR + r0 + i);
+                        sc[i] = fmaf(a.x, kv[dd], sc[i]);
+                        sc[i + 1] = fmaf(a.y, kv[dd], sc[i + 1]);
+                        sc[i + 2] = fmaf(a.z, kv[dd], sc[i + 2]);
+                        sc[i + 3] = fmaf(a.w, kv[dd], sc[i + 3]);
                     }
                 }
             }
         }
-        /* online softmax per row; p -> pr[key][row] */
 #pragma unroll
-        for (int r = 0; r < DR; r++) {
-            float v = kin && key <= row_pos[r] ? sc[r] : -INFINITY;
+        for (int i = 0; i < RW; i++) {
+            const float v = kin && key <= rp[i] ? sc[i] : -INFINITY;
             float mx = v;
 #pragma unroll
             for (int o2 = 16; o2 > 0; o2 >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o2));
-            const float m_old = __shfl_sync(0xffffffffu, m_mine, r);
+            const float m_old = __shfl_sync(0xffffffffu, m_mine, i);
             const float m_new = fmaxf(m_old, mx);
             const float m_safe = m_new == -INFINITY ? 0.0f : m_new;
             const float e = exp2f(v - m_safe);
@@ -577,36 +589,32 @@ __global__ void __launch_bounds__(NW * 32, 4) attn_decode_kernel(Params p) {
             float sum = e;
 #pragma unroll
             for (int o2 = 16; o2 > 0; o2 >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o2);
-            if (lane == r) l_mine = l_mine * a + sum, m_mine = m_new;
-            sc[r] = e;
+            if (lane == i) l_mine = l_mine * a + sum, m_mine = m_new;
+            sc[i] = e;
 #pragma unroll
-            for (int k = 0; k < EPL; k++) o[r][k] *= a;
+            for (int k = 0; k < EPL; k++) o[i][k] *= a;
         }
 #pragma unroll
-        for (int i = 0; i < DR / 4; i++)
-            *reinterpret_cast<float4 *>(pr + lane * PS + 4 * i) =
-                make_float4(sc[4 * i], sc[4 * i + 1], sc[4 * i + 2], sc[4 * i + 3]);
+        for (int i = 0; i < RW; i += 4)
+            *reinterpret_cast<float4 *>(pr + lane * RW + i) =
+                make_float4(sc[i], sc[i + 1], sc[i + 2], sc[i + 3]);
         __syncwarp();
-        /* PV: lane = dims [lane·EPL, +EPL) */
         const int nk = min(32, k_hi - k0);
-        const int d0 = lane * EPL;
         if (d0 < p.D) {
             const TC *vrow = vc + base + (int64_t)k0 * p.gd + d0;
-            constexpr int VU = sizeof(TC) == 2 ? 8 : 4; /* V loads in flight (f32: registers) */
-#pragma unroll VU
+#pragma unroll 8
             for (int j = 0; j < nk; j++) {
                 float v[EPL];
-                VLoad<TC>::template get<EPL>(vrow + j * p.gd, 0, v);
-                const float4 *p4 = reinterpret_cast<const float4 *>(pr + j * PS);
+                VLoad<TC>::template get<EPL>(vrow + j * p.gd, v);
 #pragma unroll
-                for (int i = 0; i < DR / 4; i++) {
-                    float4 a = p4[i];
+                for (int i = 0; i < RW; i += 4) {
+                    const float4 a = *reinterpret_cast<const float4 *>(pr + j * RW + i);
 #pragma unroll
                     for (int e = 0; e < EPL; e++) {
-                        o[4 * i][e] = fmaf(a.x, v[e], o[4 * i][e]);
-                        o[4 * i + 1][e] = fmaf(a.y, v[e], o[4 * i + 1][e]);
-                        o[4 * i + 2][e] = fmaf(a.z, v[e], o[4 * i + 2][e]);
-                        o[4 * i + 3][e] = fmaf(a.w, v[e], o[4 * i + 3][e]);
+                        o[i][e] = fmaf(a.x, v[e], o[i][e]);
+                        o[i + 1][e] = fmaf(a.y, v[e], o[i + 1][e]);
+                        o[i + 2][e] = fmaf(a.z, v[e], o[i + 2][e]);
+                        o[i + 3][e] = fmaf(a.w, v[e], o[i + 3][e]);
                     }
                 }
             }
@@ -614,112 +622,75 @@ __global__ void __launch_bounds__(NW * 32, 4) attn_decode_kernel(Params p) {
         __syncwarp(); /* pr is rewritten by the next step */
     }
 
-    /* merge the warps: M = max m_w, O = Σ 2^(m_w - M) O_w, L likewise */
-    if (lane < DR) {
-        wm[w][lane] = m_mine;
-        wl[w][lane] = l_mine;
-    }
-    __syncthreads(); /* wm, wl; every warp is done with qs (Q) */
-    float scale[DR];
+    /* write this warp's rows: y (one split) or the partial (m, l, O) */
 #pragma unroll
-    for (int r = 0; r < DR; r++) {
-        float M = -INFINITY;
-#pragma unroll
-        for (int u = 0; u < NW; u++) M = fmaxf(M, wm[u][r]);
-        const float ms = M == -INFINITY ? 0.0f : M;
-        scale[r] = exp2f(wm[w][r] - ms);
-    }
-    float *ob = qs; /* O [16][DP] */
-    for (int u = 0; u < NW; u++) {
-        if (w == u) {
-#pragma unroll
-            for (int r = 0; r < DR; r++)
-#pragma unroll
-                for (int e = 0; e < EPL; e++) {
-                    float *dst = ob + r * DP + lane * EPL + e;
-                    *dst = (u == 0 ? 0.0f : *dst) + o[r][e] * scale[r];
-                }
-        }
-        __syncthreads();
-    }
-    /* write: rows < nrows, dims < D */
-    for (int it = tid; it < DR * DP; it += NTD) {
-        const int r = it / DP, d = it % DP;
-        if (r >= nrows || d >= p.D) continue;
-        float M = -INFINITY, L = 0.0f;
-#pragma unroll
-        for (int u = 0; u < NW; u++) M = fmaxf(M, wm[u][r]);
-        const float ms = M == -INFINITY ? 0.0f : M;
-#pragma unroll
-        for (int u = 0; u < NW; u++) L += wl[u][r] * exp2f(wm[u][r] - ms);
+    for (int i = 0; i < RW; i++) {
+        const int r = r0 + i;
+        const float M = __shfl_sync(0xffffffffu, m_mine, i), L = __shfl_sync(0xffffffffu, l_mine, i);
+        if (r >= nrows) continue;
         const int64_t t = r / p.hpg, h = g * p.hpg + r % p.hpg;
         const int64_t row = (b * p.T + t) * p.H + h;
         if (p.splits > 1) {
-            p.ws_o[(row * p.splits + split) * p.D + d] = ob[r * DP + d];
-            if (d == 0) {
+            float *dst = p.ws_o + (row * p.splits + split) * p.D;
+            if (d0 < p.D)
+#pragma unroll
+                for (int e = 0; e < EPL; e++) dst[d0 + e] = o[i][e];
+            if (lane == 0) {
                 p.ws_ml[(row * p.splits + split) * 2] = M;
                 p.ws_ml[(row * p.splits + split) * 2 + 1] = L;
             }
-        } else {
-            p.y[row * p.D + d] = L > 0.0f ? ob[r * DP + d] / L : 0.0f;
+        } else if (d0 < p.D) {
+            const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+#pragma unroll
+            for (int e = 0; e < EPL; e++) p.y[row * p.D + d0 + e] = o[i][e] * inv;
         }
     }
 }
 
-/* y[row, :] = Σ_c 2^(m_c - M) out_c / Σ_c 2^(m_c - M) l_c; splits <=
-** M40K_ATTN_MAX_SPLITS. A block per (query row, 32 dims): 8 warps each sum
-** every 8th split (4 loads in flight a lane), then the 8 partial sums add
-** in shared memory. The first version (a block per row, one thread per dim
-** walking all splits) took 16.5 us at 8K and 31.6 us at 32K on the H200
-** (ncu): 32 blocks, one dependent load after another. */
-constexpr int CNT = 256, CW = CNT / 32;
+/* y[row, :] = Σ_c 2^(m_c - M) out_c / Σ_c 2^(m_c - M) l_c. A block per
+** (query row, 32 dims): 16 warps each fold every 16th split into a running
+** (max, sum, out) -- the online softmax's rescaling, so no first pass for
+** the max and every split's loads are independent (4 in flight a lane) --
+** then warp 0 folds the 16. History (ncu, H200): a block per row, one
+** thread a dim walking the splits, 16.5 / 31.6 us at 8K / 32K; 8 warps
+** after a max pass, 8.0 / 13.3 us. */
+constexpr int CNT = 512, CW = CNT / 32;
+__device__ __forceinline__ void fold(float &m, float &l, float &acc, float mc, float lc, float oc) {
+    const float m_new = fmaxf(m, mc);
+    const float ms = m_new == -INFINITY ? 0.0f : m_new;
+    const float a = exp2f(m - ms), wv = exp2f(mc - ms);
+    acc = acc * a + wv * oc;
+    l = l * a + wv * lc;
+    m = m_new;
+}
 __global__ void __launch_bounds__(CNT) attn_combine(const float *ws_ml, const float *ws_o,
                                                     int64_t splits, int64_t D, float *y) {
-    __shared__ float w[M40K_ATTN_MAX_SPLITS];
-    __shared__ float red[CW][33];
+    __shared__ float rm[CW][32], rl[CW][32], ra[CW][32];
     const int64_t row = blockIdx.x;
-    const float *ml = ws_ml + row * splits * 2;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    float mx = -INFINITY;
-    for (int64_t c = tid; c < splits; c += CNT) mx = fmaxf(mx, ml[2 * c]);
-    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    if (lane == 0) red[warp][0] = mx;
-    __syncthreads();
-    mx = red[0][0];
-    for (int k = 1; k < CW; k++) mx = fmaxf(mx, red[k][0]);
-    __syncthreads();
-    const float m_safe = mx == -INFINITY ? 0.0f : mx;
-    float l = 0.0f;
-    for (int64_t c = tid; c < splits; c += CNT) {
-        float v = exp2f(ml[2 * c] - m_safe);
-        w[c] = v;
-        l += v * ml[2 * c + 1];
-    }
-    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-    if (lane == 0) red[warp][0] = l;
-    __syncthreads();
-    l = 0.0f;
-    for (int k = 0; k < CW; k++) l += red[k][0];
-    __syncthreads(); /* red is reused below */
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
     const int64_t d = (int64_t)blockIdx.y * 32 + lane;
-    const float *src = ws_o + row * splits * D + d;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (d < D) {
-        int64_t c = warp;
-        for (; c + 3 * CW < splits; c += 4 * CW) {
+    const float *ml = ws_ml + row * splits * 2, *src = ws_o + row * splits * D + d;
+    float m = -INFINITY, l = 0.0f, acc = 0.0f;
+    for (int64_t c = warp; c < splits; c += 4 * CW) {
+        float mc[4], lc[4], oc[4];
 #pragma unroll
-            for (int u = 0; u < 4; u++) acc[u] = fmaf(w[c + u * CW], src[(c + u * CW) * D], acc[u]);
+        for (int u = 0; u < 4; u++) {
+            const int64_t k = c + u * CW;
+            const bool in = k < splits;
+            mc[u] = in ? ml[2 * k] : -INFINITY;
+            lc[u] = in ? ml[2 * k + 1] : 0.0f;
+            oc[u] = in && d < D ? src[k * D] : 0.0f;
         }
-        for (; c < splits; c += CW) acc[0] = fmaf(w[c], src[c * D], acc[0]);
-    }
-    red[warp][lane] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    __syncthreads();
-    if (warp == 0 && d < D) {
-        float sum = 0.0f;
 #pragma unroll
-        for (int k = 0; k < CW; k++) sum += red[k][lane];
-        y[row * D + d] = sum * inv;
+        for (int u = 0; u < 4; u++) fold(m, l, acc, mc[u], lc[u], oc[u]);
+    }
+    rm[warp][lane] = m, rl[warp][lane] = l, ra[warp][lane] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        float M = -INFINITY, Lt = 0.0f, A = 0.0f;
+#pragma unroll
+        for (int k = 0; k < CW; k++) fold(M, Lt, A, rm[k][lane], rl[k][lane], ra[k][lane]);
+        if (d < D) y[row * D + d] = Lt > 0.0f ? A / Lt : 0.0f;
     }
 }
 
@@ -779,12 +750,19 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     const int64_t nblocks = s->B * s->G * p.mtiles * splits;
     cudaError_t e;
     if (small && p.vec && DP <= 128 && s->decode_variant != 1) {
-        /* decode v2 (the warp-per-key kernel), one block per (b, g, split) */
+        /* decode v3 (4 rows a warp, a lane a key), one block per (b, g, split) */
         const unsigned nb = (unsigned)(s->B * s->G * splits);
-        if (DP == 128 && s->cache_f16) attn_decode_kernel<128, 4, __half><<<nb, 128, 0, st>>>(p);
-        else if (DP == 128) attn_decode_kernel<128, 4, float><<<nb, 128, 0, st>>>(p);
-        else if (s->cache_f16) attn_decode_kernel<64, 4, __half><<<nb, 128, 0, st>>>(p);
-        else attn_decode_kernel<64, 4, float><<<nb, 128, 0, st>>>(p);
+        if (s->decode_variant == 3) { /* 8 rows a warp: fewer conversions, half the warps */
+            if (DP == 128 && s->cache_f16) attn_decode_kernel<128, 8, __half><<<nb, 64, 0, st>>>(p);
+            else if (DP == 128) attn_decode_kernel<128, 8, float><<<nb, 64, 0, st>>>(p);
+            else if (s->cache_f16) attn_decode_kernel<64, 8, __half><<<nb, 64, 0, st>>>(p);
+            else attn_decode_kernel<64, 8, float><<<nb, 64, 0, st>>>(p);
+        } else {
+            if (DP == 128 && s->cache_f16) attn_decode_kernel<128, 4, __half><<<nb, 128, 0, st>>>(p);
+            else if (DP == 128) attn_decode_kernel<128, 4, float><<<nb, 128, 0, st>>>(p);
+            else if (s->cache_f16) attn_decode_kernel<64, 4, __half><<<nb, 128, 0, st>>>(p);
+            else attn_decode_kernel<64, 4, float><<<nb, 128, 0, st>>>(p);
+        }
         e = cudaGetLastError();
     } else if (DP == 256) e = launch<256, 16, 16, 1, 2, 4, 3>(st, p, nblocks, s->cache_f16);
     else if (small && DP == 128) e = launch<128, 16, 64, 2, 4, 2, 4>(st, p, nblocks, s->cache_f16);

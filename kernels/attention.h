@@ -24,7 +24,7 @@ extern "C" {
 #define M40K_ATTN_DECODE_BM 16    /* query rows (t, head) per decode block */
 #define M40K_ATTN_MIN_CHUNK 64    /* keys per split at least (one decode tile) */
 #define M40K_ATTN_MAX_SPLITS 1024 /* the combine kernel's bound */
-#define M40K_ATTN_PLAN_SLOTS 640  /* slots 0 (the planner): any GPU up to 160 SMs x 4 */
+#define M40K_ATTN_PLAN_SLOTS 960  /* slots 0 (the planner): any GPU up to 160 SMs x 6 */
 
 typedef struct m40k_attn_shape {
     int64_t B, T, H, G, D; /* batch, queries per sequence, heads, KV heads, head dim */
@@ -32,9 +32,29 @@ typedef struct m40k_attn_shape {
     int64_t qs0, qs1;      /* q's strides of b and t, in floats (last dim contiguous) */
     float scale;           /* resolved: q·k·scale */
     int cache_f16;         /* caches F16 (else F32) */
-    int decode_variant;    /* 0: the best (decode v2 where it applies), 1: the tile kernel
-                           ** (m40-bench attention's A/B, test_attention_gpu runs both) */
+    int decode_variant;    /* 0: the default (decode v3, 4 rows a warp, where it applies),
+                           ** 1: the tile kernel, 2: v3 with 4 rows a warp, 3: with 8
+                           ** (m40-bench attention's A/B; test_attention_gpu runs each) */
 } m40k_attn_shape;
+
+/* Decode v3 runs (kernels/attention.cu): T·HPG <= 16 query rows a KV
+** group, D <= 128, and 16-byte aligned cache rows (the launcher's check;
+** the split rule below does not need it). */
+static inline int m40k_attention_v3(const m40k_attn_shape *s) {
+    return s->decode_variant != 1 && s->T >= 1 && s->T <= M40K_ATTN_DECODE_T && s->G >= 1 &&
+           s->T * (s->H / s->G) <= M40K_ATTN_DECODE_BM && s->D <= 128;
+}
+
+/* Decode blocks the device keeps resident, the split rule's `slots`: decode
+** v3 (~80 registers, 10 KB of shared memory a block) 6 an SM on sm_52 and
+** later; the tile kernel 2..4 by its 47.6 KB of shared memory (M40 2, H200
+** 4). 0 without a device (the planner: M40K_ATTN_PLAN_SLOTS). */
+static inline int m40k_attention_slots(const m40k_attn_shape *s, int sm_count, int smem_per_sm) {
+    if (sm_count <= 0) return 0;
+    if (m40k_attention_v3(s)) return sm_count * 6;
+    int per = smem_per_sm / (48 * 1024);
+    return sm_count * (per < 2 ? 2 : per > 4 ? 4 : per);
+}
 
 /* The number of KV splits of a decode call (1: no partials, no workspace):
 ** about one block per resident-block slot of the device (`slots` = SMs x

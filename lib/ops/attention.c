@@ -168,12 +168,9 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
     return s;
 }
 
-/* Decode blocks the device keeps resident (kernels/attention.h's split
-** rule): SMs x (shared memory per SM / 48 KB, 2..4): M40 2, H200 4. */
-static int attn_slots(const m40_ctx *ctx) {
-    if (ctx->sm_count <= 0) return 0;
-    int per = ctx->smem_per_sm / (48 * 1024);
-    return ctx->sm_count * (per < 2 ? 2 : per > 4 ? 4 : per);
+/* Decode blocks the device keeps resident (kernels/attention.h's split rule) */
+static int attn_slots(const m40_ctx *ctx, const m40k_attn_shape *s) {
+    return m40k_attention_slots(s, ctx->sm_count, ctx->smem_per_sm);
 }
 
 static m40_status attend_run(m40_ctx *ctx, const char *fn, int H, float scale,
@@ -184,12 +181,12 @@ static m40_status attend_run(m40_ctx *ctx, const char *fn, int H, float scale,
     if (s.B * s.T == 0) return M40_OK; /* no queries: an empty y */
 #ifdef M40_HAVE_CUDA
     if (ctx->is_gpu) {
-        size_t want = (size_t)m40k_attention_workspace(&s, attn_slots(ctx)), got = want;
+        size_t want = (size_t)m40k_attention_workspace(&s, attn_slots(ctx, &s)), got = want;
         void *ws = NULL;
         m40_status st = want ? m40__cuda_scratch(ctx, &got, &ws) : M40_OK;
         if (st != M40_OK) return st;
         int e = m40k_attention(ctx->stream, &s, q->data, kc->data, vc->data, pos->data, sp,
-                               y->data, ws, got, attn_slots(ctx), ctx->guard);
+                               y->data, ws, got, attn_slots(ctx, &s), ctx->guard);
         ctx->guard_armed = true;
         return m40__launched(ctx, e, fn);
     }
@@ -314,7 +311,7 @@ static m40_status attention_workspace(const m40__op_call *c, const m40_tensor_de
                                       int sm_count, uint64_t *bytes) {
     *bytes = 0;
     m40k_attn_shape s = attn_shape(c->nd->heads, out, c->in[1], c->nd->attn_scale);
-    int64_t n = m40k_attention_splits(&s, sm_count ? attn_slots(c->ctx) : 0), b;
+    int64_t n = m40k_attention_splits(&s, sm_count ? attn_slots(c->ctx, &s) : 0), b;
     if (n <= 1) return M40_OK;
     if (m40__mul_ok(s.B * s.T, s.H * n, M40__OP_BYTES_MAX, &b) ||
         m40__mul_ok(b, (s.D + 2) * 4, M40__OP_BYTES_MAX, &b))

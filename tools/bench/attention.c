@@ -194,12 +194,16 @@ static void decode_one(bench_env *e, int L) {
     att_measure(e, &a, r, base, base_value, 1, L, &row0, 1);
     target_line(e, r, 0.70, L >= 8192);
     if (getenv("M40_ATTN_AB") && e->info.is_gpu) {
-        /* the tile kernel (decode variant 1), same inputs, for the A/B */
-        m40__bench_result *r1 = new_result(e, "attention", "m40_attention tile kernel", label, "GB/s");
-        if (r1) {
+        /* the other decode kernels (kernels/attention.h's decode_variant),
+        ** same inputs, for the A/B: the tile kernel, v3 with 8 rows a warp */
+        static const struct { int v; const char *impl; } alt[] = {
+            {1, "m40_attention tile kernel"}, {3, "m40_attention v3 8 rows/warp"}};
+        for (int i = 0; i < 2; i++) {
+            m40__bench_result *r1 = new_result(e, "attention", alt[i].impl, label, "GB/s");
+            if (!r1) continue;
             r1->batch = L;
             r1->work = kv;
-            m40__attn_decode_variant = 1;
+            m40__attn_decode_variant = alt[i].v;
             att_measure(e, &a, r1, base, base_value, 1, L, &row0, 1);
             m40__attn_decode_variant = 0;
         }

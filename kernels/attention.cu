@@ -415,6 +415,15 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
 }
 
 /* ---- decode v3: 4 rows a warp, 32 keys a step, no block barrier in the key loop ----
+** NOT the default (decode_variant 2 and 3 select it): measured on the H200
+** (2026-12-02, scripts/h200-attn.sh) 29.5 / 66.9 us at 8K / 32K against the
+** tile kernel's 26.7 / 49.1 (8 rows a warp: 39.1 / 68.0). Its sm_52 SASS
+** is ~248 (4 rows) and ~207 (8 rows) warp instructions a key against the
+** tile kernel's ~254, so on an M40, where issue matters more, the 8-row
+** form projects ~19% faster; but every warp waits out ~8 dependent global
+** round trips a 32-key step (K in 4 batches, V in 4), which no H200 run
+** hid. The next step, if anyone takes it: K and V of the next step in
+** flight during this one. Kept, tested, for that and for the trail.
 **
 ** Measured first (ncu, H200, 2026-12-02): at decode the tile kernel above
 ** is latency-bound. A block's split is one or two 64-key tiles, four
@@ -749,7 +758,7 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     p.mtiles = (nrows + BM - 1) / BM;
     const int64_t nblocks = s->B * s->G * p.mtiles * splits;
     cudaError_t e;
-    if (small && p.vec && DP <= 128 && s->decode_variant != 1) {
+    if (small && p.vec && DP <= 128 && s->decode_variant >= 2) {
         /* decode v3 (4 rows a warp, a lane a key), one block per (b, g, split) */
         const unsigned nb = (unsigned)(s->B * s->G * splits);
         if (s->decode_variant == 3) { /* 8 rows a warp: fewer conversions, half the warps */

@@ -32,16 +32,17 @@ typedef struct m40k_attn_shape {
     int64_t qs0, qs1;      /* q's strides of b and t, in floats (last dim contiguous) */
     float scale;           /* resolved: q·k·scale */
     int cache_f16;         /* caches F16 (else F32) */
-    int decode_variant;    /* 0: the default (decode v3, 4 rows a warp, where it applies),
-                           ** 1: the tile kernel, 2: v3 with 4 rows a warp, 3: with 8
-                           ** (m40-bench attention's A/B; test_attention_gpu runs each) */
+    int decode_variant;    /* 0 (and 1): the tile kernel, the measured best on the H200;
+                           ** 2: decode v3 with 4 rows a warp, 3: with 8 (where they
+                           ** apply; m40-bench attention's A/B, test_attention_gpu runs
+                           ** each; bench/NOTES.md) */
 } m40k_attn_shape;
 
-/* Decode v3 runs (kernels/attention.cu): T·HPG <= 16 query rows a KV
+/* Decode v3 runs (kernels/attention.cu; variants 2, 3): T·HPG <= 16 query rows a KV
 ** group, D <= 128, and 16-byte aligned cache rows (the launcher's check;
 ** the split rule below does not need it). */
 static inline int m40k_attention_v3(const m40k_attn_shape *s) {
-    return s->decode_variant != 1 && s->T >= 1 && s->T <= M40K_ATTN_DECODE_T && s->G >= 1 &&
+    return s->decode_variant >= 2 && s->T >= 1 && s->T <= M40K_ATTN_DECODE_T && s->G >= 1 &&
            s->T * (s->H / s->G) <= M40K_ATTN_DECODE_BM && s->D <= 128;
 }
 

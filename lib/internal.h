@@ -129,8 +129,8 @@ m40_status m40__cuda_guard_check(m40_ctx *ctx, const char *fn);
 m40_status m40__cuda_memset(m40_ctx *ctx, void *p, int value, size_t bytes);
 #endif
 
-/* lib/ops/attention.c: which decode attention kernel runs (0 the best, 1
-** the tile kernel); tests and m40-bench set it to compare the two */
+/* lib/ops/attention.c: which decode attention kernel runs (0 the tile
+** kernel, 2 and 3 decode v3); tests and m40-bench set it to compare them */
 extern int m40__attn_decode_variant;
 
 #endif /* M40_INTERNAL_H */

@@ -19,7 +19,8 @@
 # it when the test itself failed; "T/O" cut by the time limit; "-" not run
 # (out of budget); "skip" the test exited 77.
 # Quick modes: M40_CONV_ENGINE_QUICK=1 (2 of 7 epilogues, graphs NHWC only),
-# M40_ATTN_QUICK=1 (attention cases up to 2^22 row-key pairs),
+# M40_ATTN_QUICK=1 (attention cases up to 2^22 row-key pairs; 2 under
+# racecheck: 2^17, a shorter decode == prefill),
 # M40_SAMPLE_QUICK=1 (one call per distribution, statistics not judged),
 # M40_QUANT_QUICK=1 (odd shapes only; 2 under racecheck: the
 # four smallest), M40_SGEMM_QUICK=1 (M, N
@@ -104,7 +105,7 @@ run_one() { # name wd cmd tool
     local env=()
     # racecheck instruments every shared-memory access: the smallest cases,
     # and every 97th fault site of the fault test
-    [ "$tool" = racecheck ] && env=(M40_QUANT_QUICK=2 M40_FAULT_STRIDE=97)
+    [ "$tool" = racecheck ] && env=(M40_QUANT_QUICK=2 M40_FAULT_STRIDE=97 M40_ATTN_QUICK=2 M40_SAMPLE_QUICK=2)
     [ "$name" = test_gpu_fault ] && env+=(M40_FAULT_STRIDE=97)
     (cd "$wd" && eval "${env[*]} timeout -k 5 $left \"$SAN\" $(tool_opts "$tool" "$name") --report-api-errors no \
         --error-exitcode 99 --print-limit 50 $cmd") > "$log" 2>&1

@@ -162,5 +162,11 @@ for f in "$LOGDIR"/*.log; do
     grep -m3 -E "^========= (Invalid|Uninitialized|Race|Barrier|Error|Leaked|ERROR)" "$f" \
         | sed "s|^|$(basename "$f" .log): |"
 done | grep -v "ERROR SUMMARY: 0" | head -40
+# a cell with no count ("?", "rc=...") names no finding above: its log's tail says why
+for f in "$LOGDIR"/*.cell; do
+    grep -qE '\?|rc=' "$f" || continue
+    l=${f%.cell}.log
+    echo "--- $(basename "$l"): $(cat "$f")"; grep -vE "^\s*$" "$l" | tail -8 | cut -c1-200
+done | head -60
 stamp "done"
 [ $bad -eq 0 ]

@@ -9,7 +9,7 @@
 #      the fault sweep (scripts/gpu-sanitize.sh, quick modes), with what is
 #      left of the budget
 # Logs in $OUT; the table on stdout.
-#   OUT=DIR scripts/h200-final.sh [BUILD_DIR]
+#   OUT=DIR scripts/h200-final.sh [BUILD_DIR]       (run with carry [".debs"])
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 T0=$SECONDS
@@ -21,6 +21,11 @@ left() { echo $((T0 + BUDGET - SECONDS)); }
 stamp() { echo "==== [$((SECONDS - T0)) s] $*"; }
 export NVIDIA_TF32_OVERRIDE=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv,noheader
+# jansson (the ChatGLM2 example, test_glm_parallel) from carried .debs, as
+# scripts/h200-transformer.sh does
+if ! pkg-config --exists jansson 2>/dev/null && ls .debs/libjansson*.deb >/dev/null 2>&1; then
+    for f in .debs/libjansson*.deb; do dpkg -x "$f" /; done; ldconfig
+fi
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 cmake -S . -B "$B" "${gen[@]}" -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_CUDA_ARCHITECTURES=90 \

@@ -24,7 +24,8 @@ extern "C" {
 #define M40K_ATTN_DECODE_BM 16    /* query rows (t, head) per decode block */
 #define M40K_ATTN_MIN_CHUNK 64    /* keys per split at least (one decode tile) */
 #define M40K_ATTN_MAX_SPLITS 1024 /* the combine kernel's bound */
-#define M40K_ATTN_PLAN_SLOTS 960  /* slots 0 (the planner): any GPU up to 160 SMs x 6 */
+#define M40K_ATTN_PLAN_SLOTS 640  /* slots 0 (the planner): any GPU up to 160 SMs x 4 (the
+                                  ** default tile kernel; decode v3 plans on a device) */
 
 typedef struct m40k_attn_shape {
     int64_t B, T, H, G, D; /* batch, queries per sequence, heads, KV heads, head dim */

@@ -172,6 +172,44 @@ __device__ __forceinline__ void load_tile(const Params &p, const void *cache, in
     }
 }
 
+/* load_tile in two halves for f16 caches with 16-byte rows (p.vec): the
+** loads into registers (8 halves an item, zeros outside the tile), then the
+** conversion and the stores, so that a tile's loads are in flight while the
+** previous one is computed (decode variant 4: V during QKᵀ, the next K
+** during P·V). */
+template <int DP, int BN>
+__device__ __forceinline__ void fetch_tile(const Params &p, const void *cache, int64_t s,
+                                           int64_t g, int64_t k0, int64_t kend, uint4 *u) {
+    constexpr int CH = DP / 8, ITEMS = (BN * CH + NT - 1) / NT;
+    const __half *tile = reinterpret_cast<const __half *>(cache) + ((s * p.L + k0) * p.G + g) * p.D;
+    const int64_t left = kend - k0;
+    const int nk = left < BN ? (int)left : BN;
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+        const int it = threadIdx.x + k * NT;
+        const int c = it / CH, d = (it % CH) * 8;
+        u[k] = (BN * CH % NT == 0 || it < BN * CH) && c < nk && d < p.D
+                   ? *reinterpret_cast<const uint4 *>(tile + (c * p.gd + d))
+                   : make_uint4(0u, 0u, 0u, 0u);
+    }
+}
+template <int DP, int BN>
+__device__ __forceinline__ void store_tile(const uint4 *u, float *dst) {
+    constexpr int DS = DP + 4, CH = DP / 8, ITEMS = (BN * CH + NT - 1) / NT;
+#pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+        const int it = threadIdx.x + k * NT;
+        if (BN * CH % NT != 0 && it >= BN * CH) break;
+        const int c = it / CH, d = (it % CH) * 8;
+        const __half2 *h = reinterpret_cast<const __half2 *>(&u[k]);
+        float2 a = __half22float2(h[0]), b = __half22float2(h[1]);
+        float2 e = __half22float2(h[2]), f = __half22float2(h[3]);
+        float4 *w = reinterpret_cast<float4 *>(dst + c * DS + d);
+        w[0] = make_float4(a.x, a.y, b.x, b.y);
+        w[1] = make_float4(e.x, e.y, f.x, f.y);
+    }
+}
+
 /* N consecutive floats of shared memory, one load (16-, 8- or 4-byte aligned). */
 template <int N> __device__ __forceinline__ void lds(const float *p, float *v);
 template <> __device__ __forceinline__ void lds<4>(const float *p, float *v) {
@@ -191,8 +229,9 @@ template <int BM> constexpr int pstride(int tpr) { return BM + 32 / tpr; }
 /* MINB blocks per SM at least: <= 65536 / (MINB·128) registers a thread
 ** (4: 128, the decode tiles, memory-bound, want many loads in flight; 3:
 ** 170, the prefill tiles) */
-template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB, typename TC>
+template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB, typename TC, bool PF = false>
 __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
+    static_assert(!PF || sizeof(TC) == 2, "prefetch: f16 caches");
     constexpr int DS = DP + 4;
     constexpr int SCG = BN / SC;          /* S: column groups */
     constexpr int TPR = NT / BM;          /* softmax: threads per row */
@@ -277,9 +316,19 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
 #pragma unroll
         for (int k = 0; k < 8; k++) o[i][k] = 0.0f;
 
+    /* PF: the tile's loads in registers (V during QKᵀ, the next K during P·V) */
+    uint4 pre[PF ? (BN * (DP / 8) + NT - 1) / NT : 1];
+    bool have_k = false;
+    const bool pf = PF && p.vec;
     for (int64_t k0 = k_lo; k0 < k_hi; k0 += BN) {
         __syncthreads(); /* the previous tile's P·V is done with kvs and ps */
-        load_tile<DP, BN, TC>(p, p.kc, s, g, k0, k_hi, kvs);
+        if (pf) {
+            if (!have_k) fetch_tile<DP, BN>(p, p.kc, s, g, k0, k_hi, pre);
+            store_tile<DP, BN>(pre, kvs);
+            fetch_tile<DP, BN>(p, p.vc, s, g, k0, k_hi, pre);
+        } else {
+            load_tile<DP, BN, TC>(p, p.kc, s, g, k0, k_hi, kvs);
+        }
         __syncthreads();
 
         float acc[SR][SC];
@@ -350,7 +399,13 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
                 row_m[r] = m_new;
             }
         }
-        load_tile<DP, BN, TC>(p, p.vc, s, g, k0, k_hi, kvs);
+        if (pf) {
+            store_tile<DP, BN>(pre, kvs); /* V: every warp is past QKᵀ (the barrier above) */
+            have_k = k0 + BN < k_hi;
+            if (have_k) fetch_tile<DP, BN>(p, p.kc, s, g, k0 + BN, k_hi, pre);
+        } else {
+            load_tile<DP, BN, TC>(p, p.vc, s, g, k0, k_hi, kvs);
+        }
         __syncthreads();
 
 #pragma unroll
@@ -772,6 +827,12 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
             else if (s->cache_f16) attn_decode_kernel<64, 4, __half><<<nb, 128, 0, st>>>(p);
             else attn_decode_kernel<64, 4, float><<<nb, 128, 0, st>>>(p);
         }
+        e = cudaGetLastError();
+    } else if (small && DP == 128 && s->decode_variant == 4 && s->cache_f16) {
+        /* the tile kernel with its tiles' loads in flight a phase early
+        ** (32 more registers: 3 blocks an SM by registers, the M40's 2 by
+        ** shared memory unchanged) */
+        attn_kernel<128, 16, 64, 2, 4, 2, 3, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (DP == 256) e = launch<256, 16, 16, 1, 2, 4, 3>(st, p, nblocks, s->cache_f16);
     else if (small && DP == 128) e = launch<128, 16, 64, 2, 4, 2, 4>(st, p, nblocks, s->cache_f16);

@@ -34,9 +34,10 @@ typedef struct m40k_attn_shape {
     float scale;           /* resolved: q·k·scale */
     int cache_f16;         /* caches F16 (else F32) */
     int decode_variant;    /* 0 (and 1): the tile kernel, the measured best on the H200;
-                           ** 2: decode v3 with 4 rows a warp, 3: with 8 (where they
-                           ** apply; m40-bench attention's A/B, test_attention_gpu runs
-                           ** each; bench/NOTES.md) */
+                           ** 2: decode v3 with 4 rows a warp, 3: with 8; 4: the tile
+                           ** kernel with each tile's loads a phase early (f16, D 128)
+                           ** (where they apply; m40-bench attention's A/B,
+                           ** test_attention_gpu runs each; bench/NOTES.md) */
 } m40k_attn_shape;
 
 /* Decode v3 runs (kernels/attention.cu; variants 2, 3): T·HPG <= 16 query rows a KV

@@ -443,9 +443,10 @@ int main(void) {
     }
     /* every decode kernel (lib/ops/attention.c's knob): 0 the default, the
     ** tile kernel; decode v3 with 4 (2) and 8 (3) rows a warp where it
-    ** applies (16-byte aligned rows, T·HPG <= 16, D <= 128) */
-    static const int variants[] = {0, 2, 3};
-    for (int vi = 0; vi < 3; vi++) {
+    ** applies (16-byte aligned rows, T·HPG <= 16, D <= 128); 4 the tile
+    ** kernel with its loads a phase early (f16, D 128) */
+    static const int variants[] = {0, 2, 3, 4};
+    for (int vi = 0; vi < 4; vi++) {
         const int variant = variants[vi];
         m40__attn_decode_variant = variant;
         printf("decode kernel variant %d\n", variant);

@@ -195,10 +195,12 @@ static void decode_one(bench_env *e, int L) {
     target_line(e, r, 0.70, L >= 8192);
     if (getenv("M40_ATTN_AB") && e->info.is_gpu) {
         /* the other decode kernels (kernels/attention.h's decode_variant),
-        ** same inputs, for the A/B: decode v3 with 4 and 8 rows a warp */
+        ** same inputs, for the A/B: decode v3 with 4 and 8 rows a warp, the
+        ** tile kernel with its loads a phase early */
         static const struct { int v; const char *impl; } alt[] = {
-            {2, "m40_attention v3 4 rows/warp"}, {3, "m40_attention v3 8 rows/warp"}};
-        for (int i = 0; i < 2; i++) {
+            {2, "m40_attention v3 4 rows/warp"}, {3, "m40_attention v3 8 rows/warp"},
+            {4, "m40_attention tile, loads early"}};
+        for (int i = 0; i < 3; i++) {
             m40__bench_result *r1 = new_result(e, "attention", alt[i].impl, label, "GB/s");
             if (!r1) continue;
             r1->batch = L;

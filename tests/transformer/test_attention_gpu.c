@@ -418,8 +418,14 @@ static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt) 
     free(p);
 }
 
+/* kernels/attention.h's prefill knob; weak: absent from a CPU-only build */
+extern int m40k_attn_prefill_variant __attribute__((weak));
+
 int main(void) {
     quick = getenv("M40_ATTN_QUICK") != NULL;
+    /* M40_ATTN_PREFILL_VARIANT=0: the prefill cases on the BM-32 tile kernel */
+    const char *pv = getenv("M40_ATTN_PREFILL_VARIANT");
+    if (pv && *pv && &m40k_attn_prefill_variant) m40k_attn_prefill_variant = atoi(pv);
     if (!(X = m40t_gpu_ctx_or_skip("test_attention_gpu"))) return M40T_SKIP;
     m40_ctx_desc cd;
     m40_ctx_desc_init(&cd);

@@ -32,6 +32,9 @@
 **   DP 256:         BM 16, BN 16, S 1×2, O 4×8   ~35 KB (prefill and decode)
 **   decode DP 64:   BM 16, BN 64, S 2×4, O 1×8   ~23 KB  (T·HPG <= 16;
 **   decode DP 128:  BM 16, BN 64, S 2×4, O 2×8   ~47 KB   else prefill's)
+**   prefill DP 128, variant 1 (m40k_attn_prefill_variant, the default): its
+**   own kernel attn_prefill64, BM 64, BN 32, S 4×4, O 8×8, K and V in
+**   chunks, 47616 B (below, before attn_combine)
 ** ptxas -v (sm_52, CUDA 11.8; f16 and f32 caches alike), no spills:
 **   prefill DP 64   167 regs  37376 B smem   (launch bounds: 3 blocks/SM)
 **   prefill DP 128  168 regs  39424 B
@@ -39,6 +42,7 @@
 **   decode DP 64    123 regs  27136 B        (4 blocks/SM: <= 128 regs)
 **   decode DP 128   128 regs  47616 B
 **   combine          32 regs   4112 B;  kv_append 31 regs
+**   prefill64       168 regs  47616 B   (launch bounds 3 blocks/SM)
 **
 ** Roofline (M40: 6.84 TFLOP/s, 288 GB/s, ridge 23.7 FLOP/B). Per key and
 ** KV group: 4·D bytes of f16 K and V read, 4·T·HPG·D FLOP. Decode T = 1,

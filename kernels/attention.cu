@@ -34,7 +34,7 @@
 **   decode DP 128:  BM 16, BN 64, S 2×4, O 2×8   ~47 KB   else prefill's)
 **   prefill DP 128, variant 1 (m40k_attn_prefill_variant, the default): its
 **   own kernel attn_prefill64, BM 64, BN 32, S 4×4, O 8×8, K and V in
-**   chunks, 47616 B (below, before attn_combine)
+**   chunks, 48128 B (below, before attn_combine)
 ** ptxas -v (sm_52, CUDA 11.8; f16 and f32 caches alike), no spills:
 **   prefill DP 64   167 regs  37376 B smem   (launch bounds: 3 blocks/SM)
 **   prefill DP 128  168 regs  39424 B
@@ -42,7 +42,7 @@
 **   decode DP 64    123 regs  27136 B        (4 blocks/SM: <= 128 regs)
 **   decode DP 128   128 regs  47616 B
 **   combine          32 regs   4112 B;  kv_append 31 regs
-**   prefill64       168 regs  47616 B   (launch bounds 3 blocks/SM)
+**   prefill64       168 regs  48128 B   (launch bounds 3 blocks/SM)
 **
 ** Roofline (M40: 6.84 TFLOP/s, 288 GB/s, ridge 23.7 FLOP/B). Per key and
 ** KV group: 4·D bytes of f16 K and V read, 4·T·HPG·D FLOP. Decode T = 1,
@@ -432,7 +432,7 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
 ** its latency hides behind the current chunk's FMAs. The softmax runs on
 ** the S registers (8 adjacent lanes per row, shuffles), P [BN][BM+4] is
 ** written once with 16-byte stores. DP 128 prefill only (splits 1).
-** smem 4·(64·132 + 32·36 + 32·68 + 2·64) = 47616 B. */
+** smem 4·(64·132 + 32·36 + 32·68 + 4·64) = 48128 B. */
 template <typename TC> struct Raw8;
 template <> struct Raw8<__half> {
     uint4 u;
@@ -496,10 +496,11 @@ static_assert((BM / 4) * (BN / 4) == NT && (BM / 8) * (DP / 8) == NT, "S 4×4, O
 /* chunk c of the key tile at k0 (c < NKC: K dims [c·KC, +KC); else V keys
 ** [(c-NKC)·VC, +VC)): this thread's 8 elements -> r (zeros past kend / D) */
 template <typename TC>
-__device__ __forceinline__ void chunk_load(const Params &p, const TC *tile, int64_t left, int c,
+__device__ __forceinline__ void chunk_load(const Params &p, int64_t at, int left, int c,
                                            Raw8<TC> &r) {
     const int tid = threadIdx.x;
     const bool k = c < NKC;
+    const TC *tile = reinterpret_cast<const TC *>(k ? p.kc : p.vc) + at; /* (s, k0, g, 0) */
     const int key = k ? tid / (KC / 8) : (c - NKC) * VC + tid / (DP / 8);
     const int d = k ? c * KC + (tid % (KC / 8)) * 8 : (tid % (DP / 8)) * 8;
     const int n = key < left ? min(8, (int)p.D - d) : 0;
@@ -524,7 +525,8 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
     __shared__ __align__(16) float qs[BM * DS];
     __shared__ __align__(16) float cb[CBUF];
     __shared__ __align__(16) float ps[BN * PSTR];
-    __shared__ __align__(16) float row_a[BM]; /* α per row; at the end l */
+    __shared__ __align__(16) float row_a[BM]; /* α per row */
+    __shared__ float row_m[BM], row_l[BM];    /* running max and sum per row */
     __shared__ int row_pos[BM];
 
     const int tid = threadIdx.x;
@@ -550,6 +552,8 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
             }
         }
         row_pos[tid] = pp;
+        row_m[tid] = -INFINITY;
+        row_l[tid] = 0.0f;
     }
     for (int it = tid; it < BM * (DP / 4); it += NT) {
         int r = it / (DP / 4), d = (it % (DP / 4)) * 4;
@@ -572,9 +576,6 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
     ** org·8 + i, dims ocg·4 + (0..3) and DP/2 + ocg·4 + (0..3) */
     const int srg = tid / (BN / 4), scg = tid % (BN / 4);
     const int org = tid / (DP / 8), ocg = tid % (DP / 8);
-    float m[4], l[4];
-#pragma unroll
-    for (int i = 0; i < 4; i++) m[i] = -INFINITY, l[i] = 0.0f;
     float o[8][8];
 #pragma unroll
     for (int i = 0; i < 8; i++)
@@ -582,8 +583,7 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
         for (int k = 0; k < 8; k++) o[i][k] = 0.0f;
 
     /* the tile's first element in 64 bits, then 32-bit offsets (load_tile's reason) */
-    const TC *base = reinterpret_cast<const TC *>(p.kc) + (s * p.L * p.G + g) * p.D;
-    const TC *vbase = reinterpret_cast<const TC *>(p.vc) + (s * p.L * p.G + g) * p.D;
+    const int64_t base = (s * p.L * p.G + g) * p.D; /* element (s, 0, g, 0) of either cache */
     Raw8<TC> nxt;
     if (kend > 0) chunk_load<TC>(p, base, kend, 0, nxt);
     for (int k0 = 0; k0 < kend; k0 += BN) {
@@ -599,7 +599,7 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
             __syncthreads(); /* every thread is done with the buffer */
             chunk_store<TC>(c, nxt, cb);
             if (c + 1 < NKC) chunk_load<TC>(p, base + off, left, c + 1, nxt);
-            else chunk_load<TC>(p, vbase + off, left, NKC, nxt);
+            else chunk_load<TC>(p, base + off, left, NKC, nxt);
             __syncthreads();
             const float *qc = qs + c * KC;
 #pragma unroll
@@ -625,7 +625,8 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
         ** over the row's 8 lanes (xor shuffles: every lane gets the same) */
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const int lim = row_pos[srg * 4 + i]; /* keys <= lim count */
+            const int r = srg * 4 + i, lim = row_pos[r]; /* keys <= lim count */
+            const float m_old = row_m[r];
             float mx = -INFINITY;
 #pragma unroll
             for (int k = 0; k < 4; k++) {
@@ -634,7 +635,7 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
             }
 #pragma unroll
             for (int w = BN / 8; w > 0; w >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, w));
-            const float m_new = fmaxf(m[i], mx);
+            const float m_new = fmaxf(m_old, mx);
             const float m_safe = m_new == -INFINITY ? 0.0f : m_new; /* all masked: p = 0 */
             float sum = 0.0f;
 #pragma unroll
@@ -644,10 +645,15 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
             }
 #pragma unroll
             for (int w = BN / 8; w > 0; w >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, w);
-            const float a = exp2f(m[i] - m_safe); /* m -inf: 0 (o is 0 then) */
-            l[i] = l[i] * a + sum;
-            m[i] = m_new;
-            if (scg == 0) row_a[srg * 4 + i] = a;
+            /* the row's 8 lanes have read row_m before one writes it (as
+            ** attn_kernel: sm_70+ lanes need not run in lockstep) */
+            __syncwarp();
+            if (scg == 0) {
+                const float a = exp2f(m_old - m_safe); /* m_old -inf: 0 (o is 0 then) */
+                row_a[r] = a;
+                row_l[r] = row_l[r] * a + sum;
+                row_m[r] = m_new;
+            }
         }
 #pragma unroll
         for (int k = 0; k < 4; k++)
@@ -658,7 +664,7 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
         for (int c = 0; c < NVC; c++) {
             __syncthreads(); /* the buffer is free; P and row_a are written */
             chunk_store<TC>(NKC + c, nxt, cb);
-            if (c + 1 < NVC) chunk_load<TC>(p, vbase + off, left, NKC + c + 1, nxt);
+            if (c + 1 < NVC) chunk_load<TC>(p, base + off, left, NKC + c + 1, nxt);
             else if (k0 + BN < kend) chunk_load<TC>(p, base + off + (int64_t)BN * p.gd, left - BN, 0, nxt);
             __syncthreads();
             if (c == 0) {
@@ -692,12 +698,7 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
             }
         }
     }
-    __syncthreads(); /* row_a's last readers are done */
-    if (scg == 0) {
-#pragma unroll
-        for (int i = 0; i < 4; i++) row_a[srg * 4 + i] = l[i];
-    }
-    __syncthreads();
+    __syncthreads(); /* row_l final */
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         int r = org * 8 + i;
@@ -705,7 +706,7 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
         if (rr >= nrows) continue;
         int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
         float *dst = p.y + ((b * p.T + t) * p.H + h) * p.D;
-        const float lr = row_a[r];
+        const float lr = row_l[r];
         const float mul = lr > 0.0f ? 1.0f / lr : 0.0f; /* pos -1: a zero row */
 #pragma unroll
         for (int k = 0; k < 8; k++) {

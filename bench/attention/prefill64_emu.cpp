@@ -44,6 +44,7 @@ static float __shfl_xor_sync(unsigned, float v, int w) {
     pthread_barrier_wait(&wbar[warp]);
     return r;
 }
+static void __syncwarp() { pthread_barrier_wait(&wbar[threadIdx.x / 32]); }
 static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 struct __half { unsigned short b; };

@@ -32,7 +32,7 @@
 **   DP 256:         BM 16, BN 16, S 1×2, O 4×8   ~35 KB (prefill and decode)
 **   decode DP 64:   BM 16, BN 64, S 2×4, O 1×8   ~23 KB  (T·HPG <= 16;
 **   decode DP 128:  BM 16, BN 64, S 2×4, O 2×8   ~47 KB   else prefill's)
-**   prefill DP 128, variant 1 (m40k_attn_prefill_variant, the default): its
+**   prefill DP 128, variant 1 (m40k_attn_prefill_variant; auto: large grids): its
 **   own kernel attn_prefill64, BM 64, BN 32, S 4×4, O 8×8, K and V in
 **   chunks, 48128 B (below, before attn_combine)
 ** ptxas -v (sm_52, CUDA 11.8; f16 and f32 caches alike), no spills:
@@ -768,7 +768,7 @@ template <typename TC> cudaError_t launch_prefill64(cudaStream_t st, Params p, i
 
 } // namespace
 
-extern "C" int m40k_attn_prefill_variant = 1;
+extern "C" int m40k_attn_prefill_variant = 2;
 
 extern "C" int m40k_kv_append(void *stream, int64_t B, int64_t T, int64_t GD, const float *kv,
                               int64_t kvs0, int64_t kvs1, const int32_t *pos,
@@ -812,8 +812,13 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     /* decode with up to 16 rows per (b, g): the 16-row tile; more rows
     ** (T·HPG > 16): the prefill tiles, split over the keys all the same */
     const int small = decode && nrows <= M40K_ATTN_DECODE_BM;
-    /* prefill DP 128: variant 1 (BM 64, K/V in chunks) unless the knob says 0 */
-    const int pf64 = !decode && DP == 128 && splits == 1 && m40k_attn_prefill_variant != 0;
+    /* prefill DP 128: attn_prefill64 (variant 1) or the BM-32 tile (0); 2, auto:
+    ** 1 from 1.5 waves of BM-64 blocks (slots ~ SMs × 2..4): below, the few
+    ** 64-row blocks of the causal triangle's end set the time (docs/attention.md) */
+    const int64_t n64 = s->B * s->G * ((nrows + 63) / 64);
+    const int pv = m40k_attn_prefill_variant;
+    const int pf64 = !decode && DP == 128 && splits == 1 &&
+                     (pv == 1 || (pv == 2 && (slots <= 0 || 2 * n64 >= 3 * (int64_t)slots)));
     const int64_t BM = DP == 256 || small ? 16 : DP == 128 && !pf64 ? 32 : 64;
     p.mtiles = (nrows + BM - 1) / BM;
     const int64_t nblocks = s->B * s->G * p.mtiles * splits;

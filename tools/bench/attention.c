@@ -203,8 +203,9 @@ static void decode_one(bench_env *e, int L) {
 }
 
 /* kernels/attention.h's prefill knob (weak: absent from a CPU-only build).
-** M40_ATTN_AB=1: each prefill T also runs with the knob at 0 and at 1, one
-** line each, checked as the default line. */
+** M40_ATTN_AB=1: each prefill T also runs with the knob at 0 (BM-32 tile
+** kernel) and at 1 (BM-64 kernel), one line each, checked as the default
+** line (the default: 2, auto). */
 extern int m40k_attn_prefill_variant __attribute__((weak));
 
 static void prefill_ab(bench_env *e, att_arg *a, m40__bench_result *base, double base_value,

@@ -1,7 +1,7 @@
-/* A host emulation of kernels/attention.cu's attn_prefill64 (the BM-64
-** prefill kernel), for machines without a GPU: the kernel's source as it is
-** in the tree (bench/attention/prefill64_emu.sh extracts `struct Params` and
-** the "prefill, variant 1" section), each block run as 128 std::threads with
+/* A host emulation of attn_prefill64 (kernels/attention_prefill64.cuh, the
+** BM-64 prefill kernel), for machines without a GPU: the kernel's source as
+** it is in the tree (bench/attention/prefill64_emu.sh copies it and extracts
+** kernels/attention.cu's `struct Params`), each block run as 128 std::threads with
 ** a barrier for __syncthreads and per-warp barriers for __shfl_xor_sync,
 ** against a double reference at 1e-5 relative. It checks the index math,
 ** the chunk pipeline's synchronization points and the masking; not the
@@ -80,7 +80,7 @@ static void m40k_guard_report(unsigned *, unsigned code, long long v, long long 
 #define M40K_GUARD_ATTN_POS 2
 typedef int cudaStream_t;
 constexpr int NT = 128;
-#include "params.inc" /* extracted from kernels/attention.cu by prefill64_emu.sh */
+#include "params.inc" /* prefill64_emu.sh: from kernels/attention.cu */
 #include "kernel.inc"
 
 template <typename TC>

@@ -32,6 +32,9 @@
 **   DP 256:         BM 16, BN 16, S 1×2, O 4×8   ~35 KB (prefill and decode)
 **   decode DP 64:   BM 16, BN 64, S 2×4, O 1×8   ~23 KB  (T·HPG <= 16;
 **   decode DP 128:  BM 16, BN 64, S 2×4, O 2×8   ~47 KB   else prefill's)
+**   prefill DP 128, variant 1 (m40k_attn_prefill_variant; auto: large grids): its
+**   own kernel attn_prefill64, BM 64, BN 32, S 4×4, O 8×8, K and V in
+**   chunks, 48128 B (kernels/attention_prefill64.cuh)
 ** ptxas -v (sm_52, CUDA 11.8; f16 and f32 caches alike), no spills:
 **   prefill DP 64   167 regs  37376 B smem   (launch bounds: 3 blocks/SM)
 **   prefill DP 128  168 regs  39424 B
@@ -39,6 +42,7 @@
 **   decode DP 64    123 regs  27136 B        (4 blocks/SM: <= 128 regs)
 **   decode DP 128   128 regs  47616 B
 **   combine          32 regs   4112 B;  kv_append 31 regs
+**   prefill64       168 regs  48128 B   (launch bounds 3 blocks/SM)
 **
 ** Roofline (M40: 6.84 TFLOP/s, 288 GB/s, ridge 23.7 FLOP/B). Per key and
 ** KV group: 4·D bytes of f16 K and V read, 4·T·HPG·D FLOP. Decode T = 1,
@@ -469,6 +473,8 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     }
 }
 
+#include "attention_prefill64.cuh" /* attn_prefill64: prefill, variant 1 */
+
 /* ---- decode v3: 4 rows a warp, 32 keys a step, no block barrier in the key loop ----
 ** NOT the default (decode_variant 2 and 3 select it): measured on the H200
 ** (2026-12-02, scripts/h200-attn.sh) 29.5 / 66.9 us at 8K / 32K against the
@@ -765,7 +771,14 @@ cudaError_t launch(cudaStream_t st, Params p, int64_t nblocks, int f16) {
     return cudaGetLastError();
 }
 
+template <typename TC> cudaError_t launch_prefill64(cudaStream_t st, Params p, int64_t nblocks) {
+    attn_prefill64<TC><<<(unsigned)nblocks, NT, 0, st>>>(p);
+    return cudaGetLastError();
+}
+
 } // namespace
+
+extern "C" int m40k_attn_prefill_variant = 2;
 
 extern "C" int m40k_kv_append(void *stream, int64_t B, int64_t T, int64_t GD, const float *kv,
                               int64_t kvs0, int64_t kvs1, const int32_t *pos,
@@ -809,7 +822,14 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     /* decode with up to 16 rows per (b, g): the 16-row tile; more rows
     ** (T·HPG > 16): the prefill tiles, split over the keys all the same */
     const int small = decode && nrows <= M40K_ATTN_DECODE_BM;
-    const int64_t BM = DP == 256 || small ? 16 : DP == 128 ? 32 : 64;
+    /* prefill DP 128: attn_prefill64 (variant 1) or the BM-32 tile (0); 2, auto:
+    ** 1 from 1.5 waves of BM-64 blocks (slots ~ SMs × 2..4): below, the few
+    ** 64-row blocks of the causal triangle's end set the time (docs/attention.md) */
+    const int64_t n64 = s->B * s->G * ((nrows + 63) / 64);
+    const int pv = m40k_attn_prefill_variant;
+    const int pf64 = !decode && DP == 128 && splits == 1 &&
+                     (pv == 1 || (pv == 2 && (slots <= 0 || 2 * n64 >= 3 * (int64_t)slots)));
+    const int64_t BM = DP == 256 || small ? 16 : DP == 128 && !pf64 ? 32 : 64;
     p.mtiles = (nrows + BM - 1) / BM;
     const int64_t nblocks = s->B * s->G * p.mtiles * splits;
     cudaError_t e;
@@ -837,6 +857,8 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     } else if (DP == 256) e = launch<256, 16, 16, 1, 2, 4, 3>(st, p, nblocks, s->cache_f16);
     else if (small && DP == 128) e = launch<128, 16, 64, 2, 4, 2, 4>(st, p, nblocks, s->cache_f16);
     else if (small) e = launch<64, 16, 64, 2, 4, 1, 4>(st, p, nblocks, s->cache_f16);
+    else if (pf64 && s->cache_f16) e = launch_prefill64<__half>(st, p, nblocks);
+    else if (pf64) e = launch_prefill64<float>(st, p, nblocks);
     else if (DP == 128) e = launch<128, 32, 32, 2, 4, 4, 3>(st, p, nblocks, s->cache_f16);
     else e = launch<64, 64, 32, 4, 4, 4, 3>(st, p, nblocks, s->cache_f16);
     if (e != cudaSuccess || splits == 1) return (int)e;

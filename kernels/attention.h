@@ -88,6 +88,15 @@ static inline uint64_t m40k_attention_workspace(const m40k_attn_shape *s, int sl
            (uint64_t)(s->D + 2) * 4u;
 }
 
+/* Which kernel runs prefill (T > M40K_ATTN_DECODE_T) at head dims 65..128:
+** 1 the BM-64 kernel with K and V in chunks, 0 the tile kernel's BM-32
+** configuration, 2 (default) auto: 1 when the BM-64 grid is >= 1.5 x
+** `slots` blocks (or slots is 0), else 0. An internal knob for A/B timing
+** (m40-bench attention with M40_ATTN_AB=1) and tests
+** (M40_ATTN_PREFILL_VARIANT); set it before a launch, from one thread
+** (docs/attention.md). */
+extern int m40k_attn_prefill_variant;
+
 /* cache[slot[b], pos[b,t], :GD] = kv[b, t, :] converted to the cache dtype:
 ** kv rows at b·kvs0 + t·kvs1 floats; pos I32 [B,T] (-1 skips the row),
 ** slot I32 [B] or NULL. Guarded: KV_POS, KV_SLOT. */

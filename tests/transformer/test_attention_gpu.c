@@ -430,9 +430,18 @@ static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt) 
     free(p);
 }
 
+/* kernels/attention.h's prefill knob; weak: absent from a CPU-only build */
+extern int m40k_attn_prefill_variant __attribute__((weak));
+
 int main(void) {
     const char *qe = getenv("M40_ATTN_QUICK");
     quick = qe ? (atoi(qe) > 1 ? 2 : 1) : 0;
+    /* The prefill cases here are small grids, which the launcher's auto rule
+    ** gives the BM-32 tile kernel (decode's T 2..8 tiles are that kernel
+    ** too); so each pass of the loop below picks the prefill kernel itself:
+    ** the BM-64 kernel (1), the tile kernel (0), BM-64, auto (2), unless
+    ** M40_ATTN_PREFILL_VARIANT says which */
+    const char *pv = getenv("M40_ATTN_PREFILL_VARIANT");
     if (!(X = m40t_gpu_ctx_or_skip("test_attention_gpu"))) return M40T_SKIP;
     m40_ctx_desc cd;
     m40_ctx_desc_init(&cd);
@@ -448,8 +457,12 @@ int main(void) {
     static const int variants[] = {0, 2, 3, 4};
     for (int vi = 0; vi < 4; vi++) {
         const int variant = variants[vi];
+        static const int prefill_variant[] = {1, 0, 1, 2};
         m40__attn_decode_variant = variant;
-        printf("decode kernel variant %d\n", variant);
+        if (&m40k_attn_prefill_variant)
+            m40k_attn_prefill_variant = pv && *pv ? atoi(pv) : prefill_variant[vi];
+        printf("decode kernel variant %d, prefill variant %d\n", variant,
+               &m40k_attn_prefill_variant ? m40k_attn_prefill_variant : -1);
         kernels_vs_reference();
         decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
         decode_equals_prefill(70, 4, 4, 64, M40_DTYPE_F32);

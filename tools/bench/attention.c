@@ -12,7 +12,8 @@
 ** M40 projection, labelled as one: bytes at 288.4 GB/s, FLOPs at the sm_52
 ** FFMA issue rate with the softmax's exps on the SFUs. PyTorch's
 ** scaled_dot_product_attention at the same shapes: bench/bench_torch.py
-** attention. The versions that led here: m40-attn-versions. */
+** attention. The versions that led here: m40-attn-versions. M40_ATTN_AB=1:
+** the prefill lines of both prefill kernels too (prefill_ab). */
 #include "bench/harness.h"
 #include "half.h"
 #include "internal.h" /* m40__attn_decode_variant: M40_ATTN_AB=1 */
@@ -219,6 +220,32 @@ static void decode_one(bench_env *e, int L) {
     att_free(&a);
 }
 
+/* kernels/attention.h's prefill knob (weak: absent from a CPU-only build).
+** M40_ATTN_AB=1: each prefill T also runs with the knob at 0 (BM-32 tile
+** kernel) and at 1 (BM-64 kernel), one line each, checked as the default
+** line (the default: 2, auto). */
+extern int m40k_attn_prefill_variant __attribute__((weak));
+
+static void prefill_ab(bench_env *e, att_arg *a, m40__bench_result *base, double base_value,
+                       int T, const int *rows, int nrows) {
+    const char *ab = getenv("M40_ATTN_AB");
+    if (!ab || !*ab || strcmp(ab, "0") == 0 || !&m40k_attn_prefill_variant) return;
+    const int keep = m40k_attn_prefill_variant;
+    for (int v = 0; v <= 1; v++) {
+        char label[64];
+        snprintf(label, sizeof label, "prefill T %d variant %d", T, v);
+        m40__bench_result *r = new_result(e, "attention", "m40_attention", label, "GFLOP/s");
+        if (r) {
+            r->batch = T;
+            r->work = 2.0 * T * (double)T * ATT_D * ATT_H;
+        }
+        m40k_attn_prefill_variant = v;
+        att_measure(e, a, r, base, base_value, T, T, rows, nrows);
+        target_line(e, r, 0.50, 1);
+    }
+    m40k_attn_prefill_variant = keep;
+}
+
 static void prefill_one(bench_env *e, int T) {
     att_arg a;
     char label[48];
@@ -262,6 +289,7 @@ static void prefill_one(bench_env *e, int T) {
     const int rows[6] = {0, 1, T / 3, T / 2, T - 2, T - 1};
     att_measure(e, &a, r, base, base_value, T, T, rows, 6);
     target_line(e, r, 0.50, 1);
+    prefill_ab(e, &a, base, base_value, T, rows, 6);
     if (e->text) {
         double fma_ms = flops / (M40__M40_GFLOPS * 1e9) * 1e3;
         double exps = (double)T * (T + 1) / 2 * ATT_H, sfu_ms = exps / (M40_SFU_GOPS * 1e9) * 1e3;

@@ -59,11 +59,16 @@
 ** within 27.5 of the max (one spread bin) stay exact but serialize on one
 ** bin's atomics in the spread digit.
 **
-** Resources (sm_52, CUDA 11.8, ptxas -v): sample_kernel 64 registers (the
-** cap of __launch_bounds__(1024, 1)), 0 bytes stack, no spills, 41,648 B
-** static shared (2048 bins × (count 4 + mass 4 + 4 + max id 4), 1024
-** gathered ids × 8, the scans' per-warp words); one block of 1024 threads
-** per SM. sm_90 (CUDA 13.0): 64 registers, no spills, 41,648 B.
+** Two kernels (kernels/sample.h: m40k_sample_variant): 1 (the default)
+** runs greedy in one pass and, for sampling, sorts the few ids near the max
+** (sample_fast.cuh) with the radix selects above as its fallback; 0 runs
+** the radix selects alone (A/B runs, tests). Same ids for a seed.
+** Resources (sm_52, CUDA 11.8, ptxas -v): both 64 registers (the cap of
+** __launch_bounds__(1024, 1)), 0 bytes stack, no spills, 41,656 B static
+** shared (2048 bins × (count 4 + mass 4 + 4 + max id 4), 1024 gathered ids
+** × 8, the scans' per-warp words; variant 1 sorts its 4096 keys in the
+** bins); one block of 1024 threads per SM. sm_90 (CUDA 13.0), before the
+** variants: 64 registers, no spills, 41,648 B.
 ** Loads: each thread issues 4 independent float4 loads (16 floats) before
 ** using them when the row is 16-byte aligned (V % 4 == 0), else 8 scalar
 ** loads (for_row): a single block must keep ~64 KB in flight to hide L2
@@ -501,8 +506,7 @@ __device__ Sel select(const float *z, int V, int &cn, float M, Cut cut, float zm
 
 /* Top-k, top-p, min-p and the draw by radix selects over the z row w [V]
 ** (max M); writes out[0..1]. draw_u() gives the row's uniform (computed
-** where it is needed: fewer registers live through the selects). Inlined in the variant-0 kernel; the
-** candidate path's kernel calls it through radix_sample_call. */
+** where it is needed: fewer registers live through the selects). */
 template <class U>
 __device__ __forceinline__ void radix_sample(const float *w, int V, float M, int top_k,
                                              float top_p, float min_p, U draw_u, float *out,

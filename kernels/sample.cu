@@ -139,6 +139,7 @@ struct Smem {
     ** and the answer (id, p), written out at the end: each held in a
     ** register (or its address) through both paths spilled at 64 */
     float fu, fres[2];
+    unsigned fpmax; /* fast_penalty: the largest penalized z (ord) */
 };
 
 /* The order of the ids: the key desc, then the id asc. */
@@ -539,11 +540,14 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
     float *w = a.scratch ? a.scratch + b * V : NULL;
     const float *src = lrow;
     const bool pen = a.history && a.penalty != 1.0f;
-    if (pen) {
+    /* FAST sampling: no copy pass; pass 1 reads the logits and the history
+    ** ids are penalized in the z row after it (fast_penalty) */
+    const bool late = FAST && a.temperature > 0.0f;
+    if (pen && !late) {
         for_row(lrow, V, [&](int i, float x) { w[i] = sanitize(x); });
         __syncthreads(); /* the copy is complete before any penalty lands */
     }
-    if (a.history) {
+    if (a.history && !late) {
         const int32_t *h = a.history + b * a.W;
         for (int64_t j = tid; j < a.W; j += kThreads) {
             int id = h[j];
@@ -555,7 +559,7 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
             if (pen) w[id] = penalize(sanitize(lrow[id]), a.penalty);
         }
     }
-    if (pen) {
+    if (pen && !late) {
         __syncthreads();
         src = w;
     }
@@ -607,10 +611,11 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
     }
     __syncthreads(); /* the z row is complete */
     if (FAST) {
+        const float Mp = fast_penalty(lrow, w, V, M, T, a, b, s);
         auto draw_u = [&] { return s.fu; };
-        if (!fast_select(w, V, M, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s)) {
+        if (!fast_select(w, V, Mp, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s)) {
             __syncthreads(); /* its shared memory is the radix selects' */
-            radix_sample(w, V, M, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s);
+            radix_sample(w, V, Mp, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s);
         }
         if (tid == 0) { /* thread 0 wrote fres */
             /* the row's address from a fresh read of ctaid: b's address,

@@ -12,6 +12,7 @@
 ** in float (rescaled when m grows), merged across the block in a fixed tree
 ** (deterministic); p = 1 / Σ. Was: two passes (max, then the integer Σ).
 **
+** The repetition penalty, sampling: no copy pass (fast_penalty, below).
 ** Sampling, after pass 1 (z and the max M, as in sample.cu):
 **   2. one pass, no atomics: the exact integer mass S of the row (the same
 **      fixmass as the radix selects) and, per thread, how many ids lie in
@@ -90,6 +91,47 @@ __device__ void greedy_fast(const float *src, int V, float *out, Smem &s) {
         out[0] = (float)id;
         out[1] = (float)(sum > 0.0f ? 1.0 / (double)sum : 1.0 / (double)V);
     }
+}
+
+/* The history of row b, after pass 1 wrote the unpenalized z row w [V]
+** (max M; barrier passed): reports bad ids to the index guard and, with a
+** penalty, writes w[id] = z of the penalized logit (what the copy pass +
+** pass 1 of the radix kernel give, without the copy: one load and one store
+** pass fewer). Returns the max of the penalized row: M and the penalized
+** values, unless an id of the history held M before (then its old value
+** may have been the only M: one more pass over w finds the max). Ends
+** with a barrier. */
+__device__ float fast_penalty(const float *lrow, float *w, int V, float M, float T,
+                              const m40k_sample_args &a, int64_t b, Smem &s) {
+    if (!a.history) return M;
+    const bool pen = a.penalty != 1.0f;
+    if (threadIdx.x == 0) s.fpmax = 0u; /* below ord of every float */
+    __syncthreads();
+    const int32_t *h = a.history + b * a.W;
+    int hit = 0;
+    for (int64_t j = threadIdx.x; j < a.W; j += kThreads) {
+        const int id = h[j];
+        if (id == -1) continue;
+        if (id < -1 || id >= V) {
+            m40k_guard_report(a.guard, M40K_GUARD_SAMPLE_HISTORY, id, V);
+            continue;
+        }
+        if (!pen) continue;
+        const float x = lrow[id], zp = zval(penalize(sanitize(x), a.penalty), T);
+        w[id] = zp; /* a repeated id writes the same value */
+        hit |= zval(x, T) == M;
+        atomicMax(&s.fpmax, ord(zp));
+    }
+    if (!__syncthreads_or(hit)) return s.fpmax ? fmaxf(M, unord(s.fpmax)) : M;
+    float m = -INFINITY;
+    for_row(w, V, [&](int, float z) { m = fmaxf(m, z); });
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if ((threadIdx.x & 31) == 0) s.rv[threadIdx.x >> 5] = m;
+    __syncthreads();
+    m = s.rv[threadIdx.x & 31];
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    __syncthreads(); /* rv is read before anyone writes it again */
+    return m;
 }
 
 /* Sorts key[0, P) descending, P a power of two <= kFastCap. Pair q of a

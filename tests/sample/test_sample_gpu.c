@@ -331,9 +331,10 @@ static float gauss(float sigma) { /* Box-Muller on frand */
 ** rows where 1 takes its own path and rows where it falls back: sampling
 ** gives the same ids and probabilities bit for bit (the same integer masses
 ** and targets), greedy the same ids and p within 1e-5. V 65024 (float4
-** loads), 4099 (scalar loads), 1000 (every id in the widest window). */
+** loads), 4099 (scalar loads), 1000 (every id in the widest window); every
+** other row has its argmax in the history (variant 1's max re-scan). */
 static void test_variants(void) {
-    enum { B = 16, W = 8, NS = 9, NR = 7 };
+    enum { B = 16, W = 8, NS = 10, NR = 7 };
     static const int vs[3] = {V, 4099, 1000};
     float *l = malloc((size_t)B * V * 4), o0[2 * B], o1[2 * B];
     int h[B * W], p[B];
@@ -362,6 +363,13 @@ static void test_variants(void) {
                 p[b] = 31 * b + 7 * r + iv;
             }
             for (int i = 0; i < B * W; i++) h[i] = (int)frand(0, (float)(nv - 1));
+            for (int b = 0; b < B; b += 2) { /* the argmax penalized: variant 1 re-scans for the max */
+                const float *x = l + (size_t)b * nv;
+                int am = 0;
+                for (int i = 1; i < nv; i++)
+                    if (x[i] > x[am]) am = i;
+                h[b * W] = am;
+            }
             for (int c = 0; c < NS; c++) {
                 m40_sampler_desc d;
                 m40_sampler_desc_init(&d);
@@ -376,6 +384,7 @@ static void test_variants(void) {
                 case 5: d.temperature = 0.5f, d.top_p = 0.5f; break;
                 case 6: d.temperature = 1.5f, d.top_k = 3000; break;
                 case 7: d.temperature = 0.7f, d.top_p = 0.95f, d.repetition_penalty = 1.1f, hw = W; break;
+                case 8: d.temperature = 0.8f, d.top_p = 0.9f, d.repetition_penalty = 0.8f, hw = W; break;
                 default: d.temperature = 0, d.repetition_penalty = 0.9f, hw = W; break; /* greedy */
                 }
                 m40k_sample_variant = 0;

@@ -334,7 +334,7 @@ static float gauss(float sigma) { /* Box-Muller on frand */
 ** loads), 4099 (scalar loads), 1000 (every id in the widest window); every
 ** other row has its argmax in the history (variant 1's max re-scan). */
 static void test_variants(void) {
-    enum { B = 16, W = 8, NS = 10, NR = 7 };
+    enum { B = 16, W = 8, NS = 10, NR = 8 };
     static const int vs[3] = {V, 4099, 1000};
     float *l = malloc((size_t)B * V * 4), o0[2 * B], o1[2 * B];
     int h[B * W], p[B];
@@ -354,7 +354,8 @@ static void test_variants(void) {
                     case 3: x[i] = rintf(gauss(3.0f) * 2.0f) * 0.5f; break; /* ties */
                     case 4: x[i] = i % 1000 == 3 ? -INFINITY : i % 777 == 1 ? NAN : gauss(4.0f); break;
                     case 5: x[i] = frand(-12, -8); break;
-                    default: x[i] = i % 50 == 0 ? 2.0f : -30.0f; /* ties at the top, a zero-mass tail */
+                    case 6: x[i] = i % 50 == 0 ? 2.0f : -30.0f; break; /* ties at the top, a zero-mass tail */
+                    default: x[i] = i % 21 == 0 ? frand(0, 1) : -40.0f; /* ~3100 ids kept: a 4096-key sort */
                     }
                 }
                 if (r == 5)

@@ -64,7 +64,7 @@
 ** (sample_fast.cuh) with the radix selects above as its fallback; 0 runs
 ** the radix selects alone (A/B runs, tests). Same ids for a seed.
 ** Resources (sm_52, CUDA 11.8, ptxas -v): both 64 registers (the cap of
-** __launch_bounds__(1024, 1)), 0 bytes stack, no spills, 41,656 B static
+** __launch_bounds__(1024, 1)), 0 bytes stack, no spills, 41,664 B static
 ** shared (2048 bins × (count 4 + mass 4 + 4 + max id 4), 1024 gathered ids
 ** × 8, the scans' per-warp words; variant 1 sorts its 4096 keys in the
 ** bins); one block of 1024 threads per SM. sm_90 (CUDA 13.0), before the

@@ -59,11 +59,16 @@
 ** within 27.5 of the max (one spread bin) stay exact but serialize on one
 ** bin's atomics in the spread digit.
 **
-** Resources (sm_52, CUDA 11.8, ptxas -v): sample_kernel 64 registers (the
-** cap of __launch_bounds__(1024, 1)), 0 bytes stack, no spills, 41,648 B
-** static shared (2048 bins × (count 4 + mass 4 + 4 + max id 4), 1024
-** gathered ids × 8, the scans' per-warp words); one block of 1024 threads
-** per SM. sm_90 (CUDA 13.0): 64 registers, no spills, 41,648 B.
+** Two kernels (kernels/sample.h: m40k_sample_variant): 1 (the default)
+** runs greedy in one pass and, for sampling, sorts the few ids near the max
+** (sample_fast.cuh) with the radix selects above as its fallback; 0 runs
+** the radix selects alone (A/B runs, tests). Same ids for a seed.
+** Resources (sm_52, CUDA 11.8, ptxas -v): both 64 registers (the cap of
+** __launch_bounds__(1024, 1)), 0 bytes stack, no spills, 41,664 B static
+** shared (2048 bins × (count 4 + mass 4 + 4 + max id 4), 1024 gathered ids
+** × 8, the scans' per-warp words; variant 1 sorts its 4096 keys in the
+** bins); one block of 1024 threads per SM. sm_90 (CUDA 13.0), before the
+** variants: 64 registers, no spills, 41,648 B.
 ** Loads: each thread issues 4 independent float4 loads (16 floats) before
 ** using them when the row is 16-byte aligned (V % 4 == 0), else 8 scalar
 ** loads (for_row): a single block must keep ~64 KB in flight to hide L2
@@ -92,6 +97,7 @@
 #include <cuda_runtime.h>
 #include <float.h>
 #include <limits.h>
+#include <stddef.h>
 
 namespace {
 
@@ -129,6 +135,11 @@ struct Smem {
     float cz[kCap];
     int cid[kCap];
     int cfill;
+    /* the candidate path's kernel: the row's uniform, set before pass 1,
+    ** and the answer (id, p), written out at the end: each held in a
+    ** register (or its address) through both paths spilled at 64 */
+    float fu, fres[2];
+    unsigned fpmax; /* fast_penalty: the largest penalized z (ord) */
 };
 
 /* The order of the ids: the key desc, then the id asc. */
@@ -494,6 +505,33 @@ __device__ Sel select(const float *z, int V, int &cn, float M, Cut cut, float zm
     return res;
 }
 
+/* Top-k, top-p, min-p and the draw by radix selects over the z row w [V]
+** (max M); writes out[0..1]. draw_u() gives the row's uniform (computed
+** where it is needed: fewer registers live through the selects). */
+template <class U>
+__device__ __forceinline__ void radix_sample(const float *w, int V, float M, int top_k,
+                                             float top_p, float min_p, U draw_u, float *out,
+                                             Smem &s) {
+    Cut cut = {0u, INT_MAX}; /* everything */
+    int cn = -1; /* the row; >= 0 once the candidates are gathered (compact) */
+    if (top_k > 0 && top_k < V)
+        cut = select(w, V, cn, M, cut, -INFINITY, BY_COUNT, (u64)top_k, 0.0f, s).cut;
+    if (top_p < 1.0f)
+        cut = select(w, V, cn, M, cut, -INFINITY, BY_TOP_P, 0, top_p, s).cut;
+    float zmin = min_p > 0.0f ? M + logf(min_p) : -INFINITY;
+    Sel d = select(w, V, cn, M, cut, zmin, BY_DRAW, 0, draw_u(), s);
+    if (threadIdx.x == 0) {
+        int id = d.cut.id;
+        float e = M == -INFINITY ? 1.0f : expf(w[id] - M);
+        out[0] = (float)id;
+        out[1] = (float)((double)e * (double)kFix / (double)s.total);
+    }
+}
+
+#include "sample_fast.cuh"
+
+/* FAST: m40k_sample_variant 1 (sample_fast.cuh), else the radix selects alone. */
+template <bool FAST>
 __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a) {
     __shared__ Smem s;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, V = a.V;
@@ -502,11 +540,14 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
     float *w = a.scratch ? a.scratch + b * V : NULL;
     const float *src = lrow;
     const bool pen = a.history && a.penalty != 1.0f;
-    if (pen) {
+    /* FAST sampling: no copy pass; pass 1 reads the logits and the history
+    ** ids are penalized in the z row after it (fast_penalty) */
+    const bool late = FAST && a.temperature > 0.0f;
+    if (pen && !late) {
         for_row(lrow, V, [&](int i, float x) { w[i] = sanitize(x); });
         __syncthreads(); /* the copy is complete before any penalty lands */
     }
-    if (a.history) {
+    if (a.history && !late) {
         const int32_t *h = a.history + b * a.W;
         for (int64_t j = tid; j < a.W; j += kThreads) {
             int id = h[j];
@@ -518,12 +559,20 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
             if (pen) w[id] = penalize(sanitize(lrow[id]), a.penalty);
         }
     }
-    if (pen) {
+    if (pen && !late) {
         __syncthreads();
         src = w;
     }
     const bool greedy = !(a.temperature > 0.0f);
     const float T = greedy ? 1.0f : a.temperature;
+    if (FAST && !greedy && tid == 0) { /* read after pass 1's barriers */
+        uint64_t p = a.pos ? (uint64_t)(uint32_t)a.pos[b] : 0;
+        s.fu = m40__rand_u01(a.seed, p, (uint64_t)b); /* lib/ref/sample.c draws the same u */
+    }
+    if (FAST && greedy) {
+        greedy_fast(src, V, a.out + 2 * b, s);
+        return;
+    }
 
     /* pass 1: z, max and argmax (lowest id on ties) */
     float bv = -INFINITY;
@@ -561,29 +610,37 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
         return;
     }
     __syncthreads(); /* the z row is complete */
-
-    Cut cut = {0u, INT_MAX}; /* everything */
-    int cn = -1; /* the row; >= 0 once the candidates are gathered (compact) */
-    if (a.top_k > 0 && a.top_k < V)
-        cut = select(w, V, cn, M, cut, -INFINITY, BY_COUNT, (u64)a.top_k, 0.0f, s).cut;
-    if (a.top_p < 1.0f)
-        cut = select(w, V, cn, M, cut, -INFINITY, BY_TOP_P, 0, a.top_p, s).cut;
-    float zmin = a.min_p > 0.0f ? M + logf(a.min_p) : -INFINITY;
-    uint64_t p = a.pos ? (uint64_t)(uint32_t)a.pos[b] : 0;
-    float u = m40__rand_u01(a.seed, p, (uint64_t)b); /* lib/ref/sample.c draws the same u */
-    Sel d = select(w, V, cn, M, cut, zmin, BY_DRAW, 0, u, s);
-    if (tid == 0) {
-        int id = d.cut.id;
-        float e = M == -INFINITY ? 1.0f : expf(w[id] - M);
-        a.out[2 * b] = (float)id;
-        a.out[2 * b + 1] = (float)((double)e * (double)kFix / (double)s.total);
+    if (FAST) {
+        const float Mp = fast_penalty(lrow, w, V, M, T, a, b, s);
+        auto draw_u = [&] { return s.fu; };
+        if (!fast_select(w, V, Mp, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s)) {
+            __syncthreads(); /* its shared memory is the radix selects' */
+            radix_sample(w, V, Mp, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s);
+        }
+        if (tid == 0) { /* thread 0 wrote fres */
+            /* the row's address from a fresh read of ctaid: b's address,
+            ** shared with the greedy exit, was hoisted and spilled */
+            unsigned bx;
+            asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(bx));
+            float *o = a.out + 2 * (int64_t)bx;
+            o[0] = s.fres[0], o[1] = s.fres[1];
+        }
+        return;
     }
+
+    radix_sample(w, V, M, a.top_k, a.top_p, a.min_p, [&] {
+        uint64_t p = a.pos ? (uint64_t)(uint32_t)a.pos[b] : 0;
+        return m40__rand_u01(a.seed, p, (uint64_t)b); /* lib/ref/sample.c draws the same u */
+    }, a.out + 2 * b, s);
 }
 
 } // namespace
 
 extern "C" int m40k_sample(void *stream, const m40k_sample_args *a) {
     if (a->B <= 0) return 0;
-    sample_kernel<<<(unsigned)a->B, kThreads, 0, (cudaStream_t)stream>>>(*a);
+    if (m40k_sample_variant == 1)
+        sample_kernel<true><<<(unsigned)a->B, kThreads, 0, (cudaStream_t)stream>>>(*a);
+    else
+        sample_kernel<false><<<(unsigned)a->B, kThreads, 0, (cudaStream_t)stream>>>(*a);
     return (int)cudaGetLastError();
 }

@@ -4,14 +4,16 @@
 #include "op.h"
 #include "../ref/ref.h"
 #include "m40/transformer.h"
-#ifdef M40_HAVE_CUDA
-#include "../../kernels/sample.h"
-#endif
+#include "../../kernels/sample.h" /* plain C: the knob below is declared there */
 
 #include <math.h>
 #include <stdlib.h>
 
 #define SAMPLE_V_MAX ((int64_t)1 << 24) /* ids travel as exact floats */
+
+/* kernels/sample.h: which GPU kernel runs (1 candidate sort, 0 radix selects
+** alone). Here, not in the .cu, so that tools and tests link without CUDA. */
+int m40k_sample_variant = 1;
 
 void m40_sampler_desc_init(m40_sampler_desc *d) {
     if (!d) return;

@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include "sample_common.h"
+#include "../../kernels/sample.h" /* m40k_sample_variant */
 
 #include "m40/graph.h"
 #include "m40/transformer.h"
@@ -37,15 +38,15 @@ static float frand(float lo, float hi) { /* xorshift64 */
     return lo + (hi - lo) * (float)((rng_state >> 40) * (1.0 / 16777216.0));
 }
 
-/* m40_sample on c over host arrays: l [B,V], h [B,W] or NULL, p [B] or
+/* m40_sample on c over host arrays: l [B,nv], h [B,W] or NULL, p [B] or
 ** NULL; out [B,2] is poisoned first, and must come back without a NaN. */
-static m40_status run(m40_ctx *c, const m40_sampler_desc *d, int B, const float *l,
-                      const int *h, int W, const int *p, float *out) {
-    m40_tensor *tl = t_new(c, M40_DTYPE_F32, 2, B, V), *to = t_new(c, M40_DTYPE_F32, 2, B, 2);
+static m40_status run_v(m40_ctx *c, const m40_sampler_desc *d, int B, int nv, const float *l,
+                        const int *h, int W, const int *p, float *out) {
+    m40_tensor *tl = t_new(c, M40_DTYPE_F32, 2, B, nv), *to = t_new(c, M40_DTYPE_F32, 2, B, 2);
     m40_tensor *th = h ? t_new(c, M40_DTYPE_I32, 2, B, W) : NULL;
     m40_tensor *tp = p ? t_new(c, M40_DTYPE_I32, 1, B, 0) : NULL;
     m40t_poison(out, (int64_t)B * 2);
-    m40_status st = m40_tensor_upload(c, tl, l, (size_t)B * V * 4);
+    m40_status st = m40_tensor_upload(c, tl, l, (size_t)B * nv * 4);
     if (!st && th) st = m40_tensor_upload(c, th, h, (size_t)B * W * 4);
     if (!st && tp) st = m40_tensor_upload(c, tp, p, (size_t)B * 4);
     if (!st) st = m40_tensor_upload(c, to, out, (size_t)B * 8);
@@ -57,6 +58,11 @@ static m40_status run(m40_ctx *c, const m40_sampler_desc *d, int B, const float 
     m40_tensor_destroy(tl), m40_tensor_destroy(to), m40_tensor_destroy(th);
     m40_tensor_destroy(tp);
     return st;
+}
+
+static m40_status run(m40_ctx *c, const m40_sampler_desc *d, int B, const float *l,
+                      const int *h, int W, const int *p, float *out) {
+    return run_v(c, d, B, V, l, h, W, p, out);
 }
 
 /* GPU and CPU give the same ids; probabilities within rtol. */
@@ -316,6 +322,95 @@ static void test_graph(void) {
     free(l);
 }
 
+static float gauss(float sigma) { /* Box-Muller on frand */
+    float u1 = frand(1e-7f, 1.0f), u2 = frand(0.0f, 1.0f);
+    return sigma * sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
+}
+
+/* Kernel variant 1 (the candidate sort) against 0 (the radix selects) on
+** rows where 1 takes its own path and rows where it falls back: sampling
+** gives the same ids and probabilities bit for bit (the same integer masses
+** and targets), greedy the same ids and p within 1e-5. V 65024 (float4
+** loads), 4099 (scalar loads), 1000 (every id in the widest window); every
+** other row has its argmax in the history (variant 1's max re-scan). */
+static void test_variants(void) {
+    enum { B = 16, W = 8, NS = 10, NR = 8 };
+    static const int vs[3] = {V, 4099, 1000};
+    float *l = malloc((size_t)B * V * 4), o0[2 * B], o1[2 * B];
+    int h[B * W], p[B];
+    if (!l) abort();
+    const int v_saved = m40k_sample_variant;
+    int checked = 0, differ = 0;
+    for (int iv = 0; iv < 3; iv++)
+        for (int r = 0; r < NR; r++) {
+            const int nv = vs[iv];
+            for (int b = 0; b < B; b++) {
+                float *x = l + (size_t)b * nv;
+                for (int i = 0; i < nv; i++) {
+                    switch (r) {
+                    case 0: x[i] = gauss(3.0f); break;  /* the bench's row */
+                    case 1: x[i] = gauss(1.0f); break;  /* flat: many ids near the max */
+                    case 2: x[i] = gauss(2.0f) + (i % 97 == 5 ? 9.0f : 0.0f); break; /* peaked */
+                    case 3: x[i] = rintf(gauss(3.0f) * 2.0f) * 0.5f; break; /* ties */
+                    case 4: x[i] = i % 1000 == 3 ? -INFINITY : i % 777 == 1 ? NAN : gauss(4.0f); break;
+                    case 5: x[i] = frand(-12, -8); break;
+                    case 6: x[i] = i % 50 == 0 ? 2.0f : -30.0f; break; /* ties at the top, a zero-mass tail */
+                    default: x[i] = i % 21 == 0 ? frand(0, 1) : -40.0f; /* ~3100 ids kept: a 4096-key sort */
+                    }
+                }
+                if (r == 5)
+                    for (int n = 0; n < 50; n++)
+                        x[(n * 1297 + 11) % nv] = 3.0f - 0.15f * (float)n + 0.001f * (float)(n % 3);
+                p[b] = 31 * b + 7 * r + iv;
+            }
+            for (int i = 0; i < B * W; i++) h[i] = (int)frand(0, (float)(nv - 1));
+            for (int b = 0; b < B; b += 2) { /* the argmax penalized: variant 1 re-scans for the max */
+                const float *x = l + (size_t)b * nv;
+                int am = 0;
+                for (int i = 1; i < nv; i++)
+                    if (x[i] > x[am]) am = i;
+                h[b * W] = am;
+            }
+            for (int c = 0; c < NS; c++) {
+                m40_sampler_desc d;
+                m40_sampler_desc_init(&d);
+                d.seed = 1000u + (unsigned)c;
+                int hw = 0;
+                switch (c) {
+                case 0: d.temperature = 0.8f, d.top_p = 0.8f; break;
+                case 1: d.top_k = 40; break;
+                case 2: d.min_p = 0.05f; break;
+                case 3: break; /* plain: the draw may land outside the window */
+                case 4: d.top_k = 20, d.top_p = 0.9f, d.min_p = 0.05f, d.repetition_penalty = 1.3f, hw = W; break;
+                case 5: d.temperature = 0.5f, d.top_p = 0.5f; break;
+                case 6: d.temperature = 1.5f, d.top_k = 3000; break;
+                case 7: d.temperature = 0.7f, d.top_p = 0.95f, d.repetition_penalty = 1.1f, hw = W; break;
+                case 8: d.temperature = 0.8f, d.top_p = 0.9f, d.repetition_penalty = 0.8f, hw = W; break;
+                default: d.temperature = 0, d.repetition_penalty = 0.9f, hw = W; break; /* greedy */
+                }
+                m40k_sample_variant = 0;
+                CHECK_ST(run_v(gpu, &d, B, nv, l, hw ? h : NULL, hw, p, o0), M40_OK);
+                m40k_sample_variant = 1;
+                CHECK_ST(run_v(gpu, &d, B, nv, l, hw ? h : NULL, hw, p, o1), M40_OK);
+                for (int b = 0; b < B; b++) {
+                    int bad = o0[2 * b] != o1[2 * b] ||
+                              (c == NS - 1 ? !(fabsf(o0[2 * b + 1] - o1[2 * b + 1]) <= 1e-5f * o0[2 * b + 1])
+                                           : o0[2 * b + 1] != o1[2 * b + 1]);
+                    if (bad && differ < 8)
+                        fprintf(stderr, "  variants: V %d row kind %d sampler %d row %d: v0 id %.0f p %.9g, "
+                                "v1 id %.0f p %.9g\n", nv, r, c, b, o0[2 * b], o0[2 * b + 1], o1[2 * b],
+                                o1[2 * b + 1]);
+                    differ += bad;
+                    checked++;
+                }
+            }
+        }
+    m40k_sample_variant = v_saved;
+    printf("variants 1 vs 0: %d draws, %d differ\n", checked, differ);
+    CHECK(differ == 0);
+    free(l);
+}
+
 /* Informational: µs per call at V = 65024 (m40-bench sample measures properly). */
 static void timing(void) {
     enum { B = 1 };
@@ -333,7 +428,8 @@ static void timing(void) {
     CHECK_ST(m40_ctx_sync(gpu), M40_OK);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3) / N;
-    printf("top-p 0.8 over %d logits, 1 row: %.1f us per call (launches included)\n", V, us);
+    printf("top-p 0.8 over %d logits, 1 row, kernel variant %d: %.1f us per call (launches "
+           "included)\n", V, m40k_sample_variant, us);
     m40_tensor_destroy(tl), m40_tensor_destroy(to);
 }
 
@@ -348,13 +444,20 @@ int main(void) {
         fprintf(stderr, "test_sample_gpu: no CPU context: %s\n", m40_errmsg(cpu));
         return 1;
     }
-    test_greedy();
-    test_distributions();
-    test_tied_boundary();
-    test_guard();
-    test_v1();
-    test_graph();
-    timing();
+    /* every check for both kernels (kernels/sample.h: m40k_sample_variant) */
+    for (int v = 1; v >= 0; v--) {
+        m40k_sample_variant = v;
+        printf("== kernel variant %d (%s)\n", v, v ? "candidate sort" : "radix selects");
+        test_greedy();
+        test_distributions();
+        test_tied_boundary();
+        test_guard();
+        test_v1();
+        test_graph();
+        timing();
+    }
+    m40k_sample_variant = 1;
+    test_variants();
     m40_ctx_destroy(cpu);
     m40_ctx_destroy(gpu);
     return m40t_finish("test_sample_gpu");

@@ -8,6 +8,7 @@
 #include "bench/harness.h"
 
 #include <m40/transformer.h>
+#include "../../kernels/sample.h" /* m40k_sample_variant */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,30 @@ static m40_status sample_op(bench_env *e, void *arg) {
                                      m40_tensor_get_nbytes(a->logits));
     return m40_sample(e->ctx, &a->d, a->logits, a->with_history ? a->history : NULL, a->pos,
                       a->out);
+}
+
+static void sample_case(bench_env *e, sample_arg *a, const char *name, const char *label,
+                        const m40__bench_result *base, double base_value, int64_t N) {
+    double bytes = (double)N * SAMPLE_V * 4;
+    m40__bench_result *r = new_result(e, "sample", name, label, "GB/s");
+    if (!r) return;
+    r->batch = (double)N;
+    r->work = bytes; /* the logits, read once */
+    if (base) {
+        snprintf(r->baseline, sizeof r->baseline, "%s", base->impl);
+        r->baseline_value = base_value;
+    }
+    if (measure(e, sample_op, a, r) != 0) {
+        e->failed = 1;
+        return;
+    }
+    if (e->text) {
+        print_result(r);
+        double us = r->t_ms.median * 1e3;
+        printf("      %.1f us per call, %.1f us per row; target <= %.0f us per call "
+               "(one block per row): %s\n", us, us / (double)N, SAMPLE_TARGET_US,
+               !e->info.is_gpu ? "n/a on the CPU" : us <= SAMPLE_TARGET_US ? "met" : "MISSED");
+    }
 }
 
 int run_sample(bench_env *e) {
@@ -101,25 +126,18 @@ int run_sample(bench_env *e) {
                 a.d.temperature = 0.8f, a.d.top_p = 0.8f, a.d.repetition_penalty = 1.1f;
                 a.with_history = 1;
             }
-            m40__bench_result *r = new_result(e, "sample", names[c], label, "GB/s");
-            if (!r) continue;
-            r->batch = (double)N;
-            r->work = bytes; /* the logits, read once */
-            if (base) {
-                snprintf(r->baseline, sizeof r->baseline, "%s", base->impl);
-                r->baseline_value = base_value;
+            /* M40_SAMPLE_AB=1: each case again with the other kernel
+            ** (kernels/sample.h: m40k_sample_variant), for A/B in one run */
+            const int ab = e->info.is_gpu && getenv("M40_SAMPLE_AB") ? 2 : 1;
+            const int v0 = m40k_sample_variant;
+            for (int v = 0; v < ab; v++) {
+                char name[64];
+                m40k_sample_variant = v == 0 ? v0 : !v0;
+                snprintf(name, sizeof name, "%s%s", names[c],
+                         ab == 1 ? "" : m40k_sample_variant ? " [v1 sort]" : " [v0 radix]");
+                sample_case(e, &a, name, label, base, base_value, N);
             }
-            if (measure(e, sample_op, &a, r) != 0) {
-                e->failed = 1;
-                continue;
-            }
-            if (e->text) {
-                print_result(r);
-                double us = r->t_ms.median * 1e3;
-                printf("      %.1f us per call, %.1f us per row; target <= %.0f us per call "
-                       "(one block per row): %s\n", us, us / (double)N, SAMPLE_TARGET_US,
-                       !e->info.is_gpu ? "n/a on the CPU" : us <= SAMPLE_TARGET_US ? "met" : "MISSED");
-            }
+            m40k_sample_variant = v0;
         }
     next:
         m40_tensor_destroy(a.logits);

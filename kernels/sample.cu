@@ -636,9 +636,21 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
 
 } // namespace
 
+/* Variant 2 (auto, the default): the kernel that was faster for the call's
+** kind in the H200 A/B of 2026-12-02 (`M40_SAMPLE_AB=1 m40-bench sample`,
+** bench/NOTES.md): the candidate sort for greedy (19.1 against 22.9 us) and
+** for one row with top-p (52.5 against 64.6; with a repetition penalty 53.4
+** against 83.6); the radix selects for top-k or min-p (53.3 / 48.1 against
+** 61.6 / 61.9) and for several rows (8 rows of top-p: 65.0 against 78.5). */
+static int sample_variant(const m40k_sample_args *a) {
+    if (m40k_sample_variant != 2) return m40k_sample_variant;
+    if (!(a->temperature > 0.0f)) return 1;
+    return a->B == 1 && a->top_k <= 0 && !(a->min_p > 0.0f) && a->top_p < 1.0f ? 1 : 0;
+}
+
 extern "C" int m40k_sample(void *stream, const m40k_sample_args *a) {
     if (a->B <= 0) return 0;
-    if (m40k_sample_variant == 1)
+    if (sample_variant(a) == 1)
         sample_kernel<true><<<(unsigned)a->B, kThreads, 0, (cudaStream_t)stream>>>(*a);
     else
         sample_kernel<false><<<(unsigned)a->B, kThreads, 0, (cudaStream_t)stream>>>(*a);

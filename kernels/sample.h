@@ -39,7 +39,8 @@ int m40k_sample(void *stream, const m40k_sample_args *a);
 
 /* Which kernel m40k_sample runs (an internal knob for A/B runs: tests and
 ** m40-bench set it; defined in lib/ops/sample.c so that CPU-only builds
-** link): 1 (the default), the candidate sort of kernels/sample_fast.cuh
+** link): 2 (the default), auto: per call, the faster of the two by the
+** H200 A/B (kernels/sample.cu: sample_variant); 1, the candidate sort of kernels/sample_fast.cuh
 ** (one pass fewer for greedy; top-k, top-p and min-p sort the few ids near
 ** the max instead of radix selects over the row, with the radix selects as
 ** the fallback); 0, the radix selects alone. Both give the same ids for a

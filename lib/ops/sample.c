@@ -13,7 +13,7 @@
 
 /* kernels/sample.h: which GPU kernel runs (1 candidate sort, 0 radix selects
 ** alone). Here, not in the .cu, so that tools and tests link without CUDA. */
-int m40k_sample_variant = 1;
+int m40k_sample_variant = 2;
 
 void m40_sampler_desc_init(m40_sampler_desc *d) {
     if (!d) return;

@@ -448,9 +448,10 @@ int main(void) {
         return 1;
     }
     /* every check for both kernels (kernels/sample.h: m40k_sample_variant) */
-    for (int v = 1; v >= 0; v--) {
+    for (int v = 2; v >= 0; v--) { /* 2: auto, the default's choice per call */
         m40k_sample_variant = v;
-        printf("== kernel variant %d (%s)\n", v, v ? "candidate sort" : "radix selects");
+        printf("== kernel variant %d (%s)\n", v,
+               v == 2 ? "auto" : v ? "candidate sort" : "radix selects");
         test_greedy();
         test_distributions();
         test_tied_boundary();
@@ -459,8 +460,8 @@ int main(void) {
         test_graph();
         timing();
     }
-    m40k_sample_variant = 1;
     test_variants();
+    m40k_sample_variant = 2;
     m40_ctx_destroy(cpu);
     m40_ctx_destroy(gpu);
     return m40t_finish("test_sample_gpu");

@@ -132,7 +132,7 @@ int run_sample(bench_env *e) {
             const int v0 = m40k_sample_variant;
             for (int v = 0; v < ab; v++) {
                 char name[64];
-                m40k_sample_variant = v == 0 ? v0 : !v0;
+                m40k_sample_variant = ab == 1 ? v0 : v == 0 ? 1 : 0;
                 snprintf(name, sizeof name, "%s%s", names[c],
                          ab == 1 ? "" : m40k_sample_variant ? " [v1 sort]" : " [v0 radix]");
                 sample_case(e, &a, name, label, base, base_value, N);

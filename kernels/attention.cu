@@ -226,6 +226,54 @@ template <> __device__ __forceinline__ void lds<2>(const float *p, float *v) {
 }
 template <> __device__ __forceinline__ void lds<1>(const float *p, float *v) { v[0] = *p; }
 
+/* The prologue of a tile block (the tile kernel and attn_prefill64): the
+** slot (guarded), row r's position pos[b, t] (guarded; -1 pads: no keys),
+** the running max and sum reset, and Q pre-scaled into qs [BM][DP+4]
+** (zeros past D and nrows). `report`: this block reports bad indices (one
+** block a sequence and group, so each is counted once). Returns the slot;
+** *bad_slot when it is out of range. */
+template <int DP, int BM>
+__device__ __forceinline__ int64_t tile_prologue(const Params &p, int64_t b, int64_t g, int64_t mt,
+                                                 bool report, int *row_pos, float *row_m,
+                                                 float *row_l, float *qs, bool *bad_slot) {
+    constexpr int DS = DP + 4;
+    const int tid = threadIdx.x;
+    const int64_t nrows = p.T * p.hpg;
+    const int64_t s = p.slot ? (int64_t)p.slot[b] : b;
+    *bad_slot = s < 0 || s >= p.S;
+    if (*bad_slot && tid == 0 && mt == 0 && g == 0 && report)
+        m40k_guard_report(p.guard, M40K_GUARD_ATTN_SLOT, s, p.S);
+    if (tid < BM) {
+        const int64_t r = mt * BM + tid;
+        int pp = -1;
+        if (r < nrows && !*bad_slot) {
+            const int64_t v = p.pos[b * p.T + r / p.hpg];
+            if (v < -1 || v >= p.L) {
+                if (r % p.hpg == 0 && g == 0 && report)
+                    m40k_guard_report(p.guard, M40K_GUARD_ATTN_POS, v, p.L);
+            } else {
+                pp = (int)v;
+            }
+        }
+        row_pos[tid] = pp;
+        row_m[tid] = -INFINITY;
+        row_l[tid] = 0.0f;
+    }
+    for (int it = tid; it < BM * (DP / 4); it += NT) {
+        const int r = it / (DP / 4), d = (it % (DP / 4)) * 4;
+        const int64_t rr = mt * BM + r;
+        float f[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (rr < nrows) {
+            const int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
+            const float *qr = p.q + b * p.qs0 + t * p.qs1 + h * p.D;
+#pragma unroll
+            for (int k = 0; k < 4; k++) f[k] = d + k < p.D ? qr[d + k] * p.qscale : 0.0f;
+        }
+        *reinterpret_cast<float4 *>(qs + r * DS + d) = make_float4(f[0], f[1], f[2], f[3]);
+    }
+    return s;
+}
+
 /* P's row stride: the TPR lanes of a row read columns part + k·TPR, the
 ** 32/TPR rows of a warp are adjacent; BM + 32/TPR puts them in 32 banks */
 template <int BM> constexpr int pstride(int tpr) { return BM + 32 / tpr; }
@@ -265,39 +313,9 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     const int64_t nrows = p.T * p.hpg;
 
     /* the slot, the rows' positions (guarded), Q pre-scaled */
-    int64_t s = p.slot ? (int64_t)p.slot[b] : b;
-    const bool bad_slot = s < 0 || s >= p.S;
-    if (bad_slot && tid == 0 && mt == 0 && g == 0 && split == 0)
-        m40k_guard_report(p.guard, M40K_GUARD_ATTN_SLOT, s, p.S);
-    if (tid < BM) {
-        int64_t r = mt * BM + tid;
-        int pp = -1;
-        if (r < nrows && !bad_slot) {
-            int64_t t = r / p.hpg;
-            int64_t v = p.pos[b * p.T + t];
-            if (v < -1 || v >= p.L) {
-                if (r % p.hpg == 0 && g == 0 && split == 0)
-                    m40k_guard_report(p.guard, M40K_GUARD_ATTN_POS, v, p.L);
-            } else {
-                pp = (int)v;
-            }
-        }
-        row_pos[tid] = pp;
-        row_m[tid] = -INFINITY;
-        row_l[tid] = 0.0f;
-    }
-    for (int it = tid; it < BM * (DP / 4); it += NT) {
-        int r = it / (DP / 4), d = (it % (DP / 4)) * 4;
-        int64_t rr = mt * BM + r;
-        float f[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (rr < nrows) {
-            int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
-            const float *qr = p.q + b * p.qs0 + t * p.qs1 + h * p.D;
-#pragma unroll
-            for (int k = 0; k < 4; k++) f[k] = d + k < p.D ? qr[d + k] * p.qscale : 0.0f;
-        }
-        *reinterpret_cast<float4 *>(qs + r * DS + d) = make_float4(f[0], f[1], f[2], f[3]);
-    }
+    bool bad_slot;
+    const int64_t s = tile_prologue<DP, BM>(p, b, g, mt, split == 0, row_pos, row_m, row_l, qs,
+                                            &bad_slot);
     __syncthreads();
 
     /* this block's keys: [0, kend) of its rows, then its split's share */

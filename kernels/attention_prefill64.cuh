@@ -125,38 +125,8 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
     const int64_t g = bx % p.G, b = bx / p.G;
     const int64_t nrows = p.T * p.hpg;
 
-    int64_t s = p.slot ? (int64_t)p.slot[b] : b;
-    const bool bad_slot = s < 0 || s >= p.S;
-    if (bad_slot && tid == 0 && mt == 0 && g == 0)
-        m40k_guard_report(p.guard, M40K_GUARD_ATTN_SLOT, s, p.S);
-    if (tid < BM) {
-        int64_t r = mt * BM + tid;
-        int pp = -1;
-        if (r < nrows && !bad_slot) {
-            int64_t v = p.pos[b * p.T + r / p.hpg];
-            if (v < -1 || v >= p.L) {
-                if (r % p.hpg == 0 && g == 0)
-                    m40k_guard_report(p.guard, M40K_GUARD_ATTN_POS, v, p.L);
-            } else {
-                pp = (int)v;
-            }
-        }
-        row_pos[tid] = pp;
-        row_m[tid] = -INFINITY;
-        row_l[tid] = 0.0f;
-    }
-    for (int it = tid; it < BM * (DP / 4); it += NT) {
-        int r = it / (DP / 4), d = (it % (DP / 4)) * 4;
-        int64_t rr = mt * BM + r;
-        float f[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (rr < nrows) {
-            int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
-            const float *qr = p.q + b * p.qs0 + t * p.qs1 + h * p.D;
-#pragma unroll
-            for (int k = 0; k < 4; k++) f[k] = d + k < p.D ? qr[d + k] * p.qscale : 0.0f;
-        }
-        *reinterpret_cast<float4 *>(qs + r * DS + d) = make_float4(f[0], f[1], f[2], f[3]);
-    }
+    bool bad_slot;
+    const int64_t s = tile_prologue<DP, BM>(p, b, g, mt, true, row_pos, row_m, row_l, qs, &bad_slot);
     __syncthreads();
 
     int kend = 0;

@@ -227,7 +227,9 @@ def short(name):
     return (m.group(1) + (m.group(2) or "")) if m else name[-60:]
 
 
-ATT = re.compile(r"attn_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E(6__half|f)E")
+# the tile kernel's template: DP, BM, BN, SR, SC, OR, MINB, the cache type,
+# then (since 2026-12-02) PF, its "loads a phase early" flag (Lb0E / Lb1E)
+ATT = re.compile(r"attn_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E(6__half|f)(?:Lb[01]E)?E")
 NT = 128
 
 
@@ -306,12 +308,20 @@ SPECS = [
     (r"kv_append_kernel", ("kv_append (f16 cache)", "element",
      lambda c: count(c, "F2F.F16") if has(c, "F2F.F16", "STG") else 0,
      r"LDG|STG", 6, True, False)),
+    # the online fold (2026-12-02): per split a lane loads its out[d] and the
+    # split's (m, l) (the warp's 32 lanes the same 8 bytes: one broadcast),
+    # so a unit (split x dim) is 3 loads and 4 bytes of DRAM. Reported, not
+    # checked: two exp2 a unit make it ~16 instructions a byte, but it reads
+    # the partials only (on an M40 at 32K, 24 splits: 0.4 MB a layer, 1.2%
+    # of the K/V bytes, ~1 us of issue), and what the H200 measured was its
+    # latency: 4.9 us at 8K against 16.5 for the 3-instructions-a-byte
+    # version it replaced (bench/NOTES.md)
     (r"attn_combine", ("attention combine", "split x dim",
-     lambda c: count(c, "FFMA") if has(c, "LDG", "FFMA") and not count(c, "MUFU") else 0,
-     r"LDG", 4, True, False)),
+     lambda c: count(c, "LDG") // 3 if has(c, "LDG", "FFMA", "MUFU.EX2") else 0,
+     r"LDG", 4, False, False)),
 ]
-ATT_USED = [(r"attn_kernelILi128ELi16ELi64ELi2ELi4ELi2ELi4E6__half", "attention decode (f16 cache)"),
-            (r"attn_kernelILi128ELi32ELi32ELi2ELi4ELi4ELi3E6__half", "attention prefill (f16 cache)")]
+ATT_USED = [(r"attn_kernelILi128ELi16ELi64ELi2ELi4ELi2ELi4E6__half(Lb0E)?E", "attention decode (f16 cache)"),
+            (r"attn_kernelILi128ELi32ELi32ELi2ELi4ELi4ELi3E6__half(Lb0E)?E", "attention prefill (f16 cache)")]
 
 
 def analyse(text):

@@ -23,19 +23,23 @@ typedef struct glm_seq {
     int pos;                   /* tokens in it */
     int32_t hist[HISTORY];     /* the last ids, oldest first; -1: none */
     int src, row;              /* the logits the next sample reads: row `row` of graph
-                               ** src (0 the prefill graph, 1 + k decode graph k), or
-                               ** src -1: none */
+                               ** src (0 the prefill graph, 1 + k decode graph k,
+                               ** SRC_SHORT + j short prefill graph j), or src -1: none */
 } glm_seq;
 
 #define MAX_DG 10 /* decode graphs: batch 1, 2, 4, ..., parallel */
+#define MAX_SG 12 /* short prefill graphs: chunk 16, 32, ..., < chunk */
+#define SRC_SHORT (1 + MAX_DG)
+
+static int is_decode(int src) { return src >= 1 && src <= MAX_DG; }
 
 /* A tensor-parallel rank other than 0 (rank 0 is the model's own ctx and
 ** graphs): its context, its share of the graphs, and its thread, which runs
 ** `job` each time the model's `gen` moves. */
 typedef struct glm_rank {
     m40_ctx *ctx;
-    m40_graph *pg, *dg[MAX_DG];
-    m40_chatglm2_info pi, di[MAX_DG];
+    m40_graph *pg, *dg[MAX_DG], *sg[MAX_SG];
+    m40_chatglm2_info pi, di[MAX_DG], si[MAX_SG];
     pthread_t th;
     int started;
     m40_graph *job;
@@ -70,6 +74,15 @@ struct glm_model {
     m40_tensor **drow[MAX_DG]; /* [dbatch[k]] views of decode graph k's logits rows */
     int32_t *slot_buf;         /* [P] */
     int capture_failed[MAX_DG];
+    /* Short prefill graphs: chunks sT[0] < sT[1] < ... < T (powers of two
+    ** from prefill_min), sharing the weights and cache. A prompt's last
+    ** chunk runs in the smallest that holds it: a 30-token prompt pays a
+    ** 32-row pass, not a T-row one (the rest of a chunk is padding). */
+    int nsg;
+    int sT[MAX_SG];
+    m40_graph *sg[MAX_SG];
+    m40_chatglm2_info si[MAX_SG];
+    m40_tensor *sview[MAX_SG]; /* [1,V] views of their last logits rows */
     /* tensor parallelism: R ranks on one communicator; rk[1..R) */
     int R;
     m40_comm *comm;
@@ -137,8 +150,14 @@ static void *rank_main(void *arg) {
     return NULL;
 }
 
-/* Graph src (0: the prefill graph, 1 + k: decode graph k) of rank r. */
+/* Graph src (0: the prefill graph, 1 + k: decode graph k, SRC_SHORT + j:
+** short prefill graph j) of rank r. */
 static m40_graph *rank_graph(glm_model *m, int r, int src, const m40_chatglm2_info **info) {
+    if (src >= SRC_SHORT) {
+        const int j = src - SRC_SHORT;
+        *info = r ? &m->rk[r].si[j] : &m->si[j];
+        return r ? m->rk[r].sg[j] : m->sg[j];
+    }
     if (r == 0) {
         *info = src ? &m->di[src - 1] : &m->pi;
         return src ? m->dg[src - 1] : m->pg;
@@ -160,8 +179,9 @@ static int upload_inputs(glm_model *m, int r, int src, int n, const int32_t *slo
         m40_graph_get_tensor(g, in->position, &tp) != M40_OK ||
         m40_tensor_upload(ctx, tp, m->pos_buf, (size_t)n * 4) != M40_OK ||
         (in->slot >= 0 && (m40_graph_get_tensor(g, in->slot, &ts) != M40_OK ||
-                           m40_tensor_upload(ctx, ts, slots, (size_t)(src ? n : 1) * 4) != M40_OK)))
-        return fail(m, "%s inputs, rank %d: %s", src ? "decode" : "prefill", r, m40_errmsg(ctx));
+                           m40_tensor_upload(ctx, ts, slots, (size_t)(is_decode(src) ? n : 1) * 4) != M40_OK)))
+        return fail(m, "%s inputs, rank %d: %s", is_decode(src) ? "decode" : "prefill", r,
+                    m40_errmsg(ctx));
     return 0;
 }
 
@@ -180,7 +200,7 @@ static int feed_layers(glm_model *m, int src, int n, const int32_t *slots) {
             m40_graph_run(g) != M40_OK ||
             (in->hidden_out >= 0 && (m40_graph_get_tensor(g, in->hidden_out, &th) != M40_OK ||
                                      m40_tensor_download(ctx, th, m->hbuf, hb) != M40_OK)))
-            return fail(m, "%s, stage %d: %s", src ? "decode" : "prefill", r, m40_errmsg(ctx));
+            return fail(m, "%s, stage %d: %s", is_decode(src) ? "decode" : "prefill", r, m40_errmsg(ctx));
     }
     return 0;
 }
@@ -196,7 +216,7 @@ static int feed(glm_model *m, int src, int n, const int32_t *slots) {
     const m40_chatglm2_info *in0;
     if (m->R == 1)
         return m40_graph_run(rank_graph(m, 0, src, &in0)) != M40_OK
-                   ? lib_fail(m, src ? "decode" : "prefill") : 0;
+                   ? lib_fail(m, is_decode(src) ? "decode" : "prefill") : 0;
     pthread_mutex_lock(&m->pmu);
     for (int r = 1; r < m->R; r++) {
         const m40_chatglm2_info *in;
@@ -209,7 +229,7 @@ static int feed(glm_model *m, int src, int n, const int32_t *slots) {
     pthread_mutex_unlock(&m->pmu);
     m40_status st0 = m40_graph_run(rank_graph(m, 0, src, &in0));
     if (st0 != M40_OK) {
-        fail(m, "%s, rank 0: %s", src ? "decode" : "prefill", m40_errmsg(m->ctx));
+        fail(m, "%s, rank 0: %s", is_decode(src) ? "decode" : "prefill", m40_errmsg(m->ctx));
         m40_comm_abort(m->comm);
     }
     pthread_mutex_lock(&m->pmu);
@@ -219,7 +239,7 @@ static int feed(glm_model *m, int src, int n, const int32_t *slots) {
     for (int r = 1; r < m->R && !bad; r++)
         if (m->rk[r].st != M40_OK) {
             bad = 1;
-            fail(m, "%s, rank %d: %s", src ? "decode" : "prefill", r, m->rk[r].err);
+            fail(m, "%s, rank %d: %s", is_decode(src) ? "decode" : "prefill", r, m->rk[r].err);
         }
     if (bad) m->broken = 1;
     return bad ? -1 : 0;
@@ -244,6 +264,20 @@ m40_ctx *glm_ctx(glm_model *m) { return m->ctx; }
 void glm_plans(const glm_model *m, m40_plan_info *prefill, m40_plan_info *decode) {
     if (prefill) *prefill = m->pi.plan;
     if (decode) *decode = m->di[m->ndg - 1].plan;
+}
+
+uint64_t glm_graphs_bytes(const glm_model *m) {
+    uint64_t b = 0;
+    for (int k = 0; k < m->ndg; k++) b += m->di[k].plan.total_bytes;
+    for (int j = 0; j < m->nsg; j++) b += m->si[j].plan.total_bytes;
+    return b;
+}
+
+int glm_prefill_sizes(const glm_model *m, int *sizes, int max) {
+    int n = 0;
+    for (int j = 0; j < m->nsg && n < max; j++) sizes[n++] = m->sT[j];
+    if (n < max) sizes[n++] = m->T;
+    return n;
 }
 
 /* ---- the checkpoint -------------------------------------------------------- */
@@ -401,6 +435,17 @@ static int logits_view(glm_model *m, m40_graph *g, int id, int64_t row, m40_tens
         m40_tensor_view(m->octx, t, &d, row * m->cfg.vocab, view) != M40_OK)
         return lib_fail(m, "logits view");
     return 0;
+}
+
+/* The desc of a short prefill graph of chunk t: the prefill desc p with
+** the weights and cache of g. */
+static void short_desc(m40_chatglm2_desc *out, const m40_chatglm2_desc *p, m40_graph *g,
+                       const m40_chatglm2_info *gi, int all_logits, int t) {
+    m40_chatglm2_desc_decode(out, p, g, gi);
+    out->phase = M40_PHASE_PREFILL;
+    out->all_logits = all_logits;
+    out->batch = 1;
+    out->chunk = t;
 }
 
 int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t errlen) {
@@ -564,6 +609,17 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         m->dbatch[m->ndg++] = b;
         if (b == m->P) break;
     }
+    /* the short prefill graphs: like the prefill graph, chunk t */
+    m40_chatglm2_desc sd;
+    const int smin = o->prefill_min > 0 ? o->prefill_min : 16;
+    for (int t = smin; t < m->T && m->nsg < MAX_SG; t *= 2) {
+        short_desc(&sd, &d, m->pg, &m->pi, m->all_logits, t);
+        if (m40_chatglm2_graph(m->ctx, &sd, NULL, &m->sg[m->nsg], &m->si[m->nsg]) != M40_OK) {
+            lib_fail(m, "a short prefill graph");
+            goto bad;
+        }
+        m->sT[m->nsg++] = t;
+    }
     /* the other ranks: the same graphs, each with its share of the weights */
     for (int r = 1; r < m->R; r++) {
         glm_rank *k = &m->rk[r];
@@ -581,6 +637,13 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         if (m40_chatglm2_graph(k->ctx, &rd, NULL, &k->pg, &k->pi) != M40_OK) {
             fail(m, "loading rank %d: %s", r, m40_errmsg(k->ctx));
             goto bad;
+        }
+        for (int j = 0; j < m->nsg; j++) {
+            short_desc(&sd, &rd, k->pg, &k->pi, m->all_logits, m->sT[j]);
+            if (m40_chatglm2_graph(k->ctx, &sd, NULL, &k->sg[j], &k->si[j]) != M40_OK) {
+                fail(m, "rank %d's short prefill graph: %s", r, m40_errmsg(k->ctx));
+                goto bad;
+            }
         }
         m40_chatglm2_desc_decode(&rd, &rd, k->pg, &k->pi);
         for (int j = 0; j < m->ndg; j++) {
@@ -604,6 +667,11 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     const m40_chatglm2_info *oin;
     m40_graph *og = rank_graph(m, m->og, 0, &oin);
     if (logits_view(m, og, oin->logits, last_row, &m->pview)) goto bad;
+    for (int j = 0; j < m->nsg; j++) {
+        og = rank_graph(m, m->og, SRC_SHORT + j, &oin);
+        if (logits_view(m, og, oin->logits, m->all_logits ? m->sT[j] - 1 : 0, &m->sview[j]))
+            goto bad;
+    }
     for (int k = 0; k < m->ndg; k++) {
         if (!(m->drow[k] = calloc((size_t)m->dbatch[k], sizeof *m->drow[k]))) {
             fail(m, "out of host memory");
@@ -648,6 +716,7 @@ void glm_model_close(glm_model *m) {
         glm_rank *k = &m->rk[r];
         if (k->started) pthread_join(k->th, NULL);
         for (int j = MAX_DG - 1; j >= 0; j--) m40_graph_destroy(k->dg[j]);
+        for (int j = MAX_SG - 1; j >= 0; j--) m40_graph_destroy(k->sg[j]);
         m40_graph_destroy(k->pg);
     }
     if (m->pool) {
@@ -657,6 +726,7 @@ void glm_model_close(glm_model *m) {
     }
     m40_comm_destroy(m->comm);
     m40_tensor_destroy(m->pview);
+    for (int j = 0; j < m->nsg; j++) m40_tensor_destroy(m->sview[j]);
     for (int k = 0; k < m->ndg; k++) {
         for (int i = 0; m->drow[k] && i < m->dbatch[k]; i++) m40_tensor_destroy(m->drow[k][i]);
         free(m->drow[k]);
@@ -667,6 +737,7 @@ void glm_model_close(glm_model *m) {
     m40_tensor_destroy(m->t_pos);
     m40_tensor_destroy(m->t_out);
     for (int k = m->ndg - 1; k >= 0; k--) m40_graph_destroy(m->dg[k]);
+    for (int j = MAX_SG - 1; j >= 0; j--) m40_graph_destroy(m->sg[j]);
     m40_graph_destroy(m->pg);
     for (int i = 0; i < m->nfiles; i++) m40_st_destroy(m->files[i]);
     free(m->ids_buf);
@@ -699,7 +770,10 @@ static void forget_last(glm_model *m, int src) {
 }
 
 static m40_tensor *last_view(glm_model *m, const glm_seq *q) {
-    return q->src < 0 ? NULL : q->src == 0 ? m->pview : m->drow[q->src - 1][q->row];
+    return q->src < 0            ? NULL
+           : q->src == 0         ? m->pview
+           : q->src >= SRC_SHORT ? m->sview[q->src - SRC_SHORT]
+                                 : m->drow[q->src - 1][q->row];
 }
 
 int glm_seq_rewind(glm_model *m, int seq, int pos) {
@@ -745,23 +819,32 @@ int glm_seq_prefill(glm_model *m, int seq, const int32_t *ids, int n, float *las
     glm_seq *q = &m->seq[seq];
     if (check_ids(m, q, ids, n)) return -1;
     if (all && !m->all_logits) return fail(m, "every position's logits need all_logits at open");
-    const int V = m->cfg.vocab, T = m->T;
-    m40_tensor *tl;
-    const m40_chatglm2_info *oin;
-    m40_graph *og = rank_graph(m, m->og, 0, &oin);
-    if (m40_graph_get_tensor(og, oin->logits, &tl) != M40_OK) return lib_fail(m, "prefill tensors");
+    const int V = m->cfg.vocab;
     const int32_t slot = seq;
-    forget_last(m, 0);
+    int src = 0;
     for (int done = 0; done < n;) {
-        /* a short chunk is padded at the front (position -1: no token), so
-        ** the graph's last row is the last real token */
-        int k = n - done < T ? n - done : T, pad = T - k;
+        /* a chunk runs in the smallest prefill graph that holds it, padded
+        ** at the front (position -1: no token), so the graph's last row is
+        ** the last real token */
+        int T = m->T, k = n - done < T ? n - done : T;
+        src = 0;
+        for (int j = m->nsg - 1; j >= 0 && m->sT[j] >= k; j--) {
+            src = SRC_SHORT + j;
+            T = m->sT[j];
+        }
+        const int pad = T - k;
         for (int i = 0; i < T; i++) {
             m->ids_buf[i] = i < pad ? 0 : ids[done + i - pad];
             m->pos_buf[i] = i < pad ? -1 : q->pos + i - pad;
         }
-        if (feed(m, 0, T, &slot)) return -1;
+        forget_last(m, src);
+        if (feed(m, src, T, &slot)) return -1;
         if (all) {
+            m40_tensor *tl;
+            const m40_chatglm2_info *oin;
+            m40_graph *og = rank_graph(m, m->og, src, &oin);
+            if (m40_graph_get_tensor(og, oin->logits, &tl) != M40_OK)
+                return lib_fail(m, "prefill tensors");
             if (m40_tensor_download(m->octx, tl, m->rows, (size_t)T * (size_t)V * 4) != M40_OK)
                 return lib_fail(m, "prefill logits");
             memcpy(all + (size_t)done * V, m->rows + (size_t)pad * V, (size_t)k * V * sizeof(float));
@@ -770,9 +853,9 @@ int glm_seq_prefill(glm_model *m, int seq, const int32_t *ids, int n, float *las
         q->pos += k;
         done += k;
     }
-    q->src = 0;
+    q->src = src;
     q->row = 0;
-    if (last && m40_tensor_download(m->octx, m->pview, last, (size_t)V * 4) != M40_OK)
+    if (last && m40_tensor_download(m->octx, last_view(m, q), last, (size_t)V * 4) != M40_OK)
         return lib_fail(m, "prefill logits");
     return 0;
 }

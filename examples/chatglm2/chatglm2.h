@@ -41,6 +41,10 @@ typedef struct glm_open_opts {
     m40_wformat dtype;       /* fp16 default; int8/int4 quantize at load */
     int64_t ctx;             /* tokens the cache holds (0: config's seq_length, at most 8192) */
     int chunk;               /* prefill tokens per graph run (0: 256) */
+    /* short prefill graphs of prefill_min, 2·prefill_min, ... < chunk
+    ** tokens (0: 16; ≥ chunk: none): a prompt's last (or only) chunk runs
+    ** in the smallest that holds it instead of a padded full chunk */
+    int prefill_min;
     int cpu;                 /* 1: the CPU reference instead of a GPU */
     int device;              /* CUDA ordinal */
     int all_logits;          /* 1: glm_prefill can return every position's logits */
@@ -81,6 +85,12 @@ int glm_chunk(const glm_model *m);        /* prefill tokens per graph run */
 m40_ctx *glm_ctx(glm_model *m);
 /* The plan of the prefill graph and of the decode graph. */
 void glm_plans(const glm_model *m, m40_plan_info *prefill, m40_plan_info *decode);
+/* Device bytes of the graphs that share the prefill graph's weights and
+** cache: every decode graph and short prefill graph (their activations). */
+uint64_t glm_graphs_bytes(const glm_model *m);
+/* The prefill graphs' chunk sizes, ascending (the last is glm_chunk);
+** returns how many were written (at most max). */
+int glm_prefill_sizes(const glm_model *m, int *sizes, int max);
 
 /* Appends n ids (0..V-1) at the session's positions. last: V floats, the
 ** last position's logits (may be NULL); all: n·V floats, every position's

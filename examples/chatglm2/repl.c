@@ -141,8 +141,8 @@ static void print_json(repl *r, chat *c, const char *q, size_t qn, const char *e
 
 static void print_stats(glm_model *m, chat *c) {
     const chat_stats *st = chat_last_stats(c);
-    m40_plan_info p, d;
-    glm_plans(m, &p, &d);
+    m40_plan_info p;
+    glm_plans(m, &p, NULL);
     const double MiB = 1024.0 * 1024.0;
     fprintf(stderr,
             "context: %d of %lld tokens, %d round%s\n"
@@ -151,7 +151,7 @@ static void print_stats(glm_model *m, chat *c) {
             glm_pos(m), (long long)glm_ctx_len(m), chat_rounds(c), chat_rounds(c) == 1 ? "" : "s",
             p.region_bytes[M40_REGION_WEIGHTS] / MiB, p.region_bytes[M40_REGION_KV] / MiB,
             (p.region_bytes[M40_REGION_WORKSPACE] + p.region_bytes[M40_REGION_ACTIVATIONS] +
-             d.total_bytes) / MiB,
+             glm_graphs_bytes(m)) / MiB,
             st->prompt_tokens, rate(st->prompt_tokens, st->prefill_s), st->answer_tokens,
             rate(st->answer_tokens, st->decode_s));
 }

@@ -10,7 +10,11 @@
 ** refusals: a conversation out of range or named twice in a step, stale
 ** logits, a step past the context.
 ** tests/fixtures/chatglm2/tiny.safetensors (2 layers, V = 320), fp32 and
-** int8 weights. `--gpu`: on a GPU context (exit 77 without one). */
+** int8 weights. `--gpu`: on a GPU context (exit 77 without one).
+** The batched model has short prefill graphs (prefill_min 2: chunks 2 and 4
+** beside 5), the one-conversation model none, so every comparison also
+** checks them; ladder() compares prompts of 1..70 ids through graphs of
+** 2..16 rows against full 32-row chunks, every position's logits. */
 #include "chatglm2.h"
 #include "check.h"
 
@@ -40,6 +44,7 @@ static glm_model *open_model(m40_wformat dt, int parallel) {
     o.dtype = dt;
     o.ctx = 64;
     o.chunk = 5;
+    o.prefill_min = parallel > 1 ? 2 : 5;
     o.cpu = !gpu;
     o.parallel = parallel;
     glm_model *m = NULL;
@@ -136,10 +141,11 @@ static void refusals(glm_model *m) {
     CHECK(glm_step_batch(m, 0, two, ids) == -1);
     CHECK(glm_step_batch(m, NSEQ + 1, two, ids) == -1);
     CHECK(glm_seq_prefill(m, -1, ids, 2, NULL, NULL) == -1);
-    /* a prefill of 1 makes 0's prefill logits stale; a step of 2 makes 1's */
+    /* a prefill of 1 in the same prefill graph (3 ids: the 4-row one) makes
+    ** 0's prefill logits stale; a step of 2 makes 1's */
     int32_t p[3] = {5, 6, 7};
     CHECK(glm_seq_rewind(m, 0, 0) == 0 && glm_seq_prefill(m, 0, p, 3, NULL, NULL) == 0);
-    CHECK(glm_seq_rewind(m, 1, 0) == 0 && glm_seq_prefill(m, 1, p, 2, NULL, NULL) == 0);
+    CHECK(glm_seq_rewind(m, 1, 0) == 0 && glm_seq_prefill(m, 1, p, 3, NULL, NULL) == 0);
     CHECK(greedy(m, 0, &id) == -1);
     CHECK(strstr(glm_errmsg(m), "nothing to sample") != NULL);
     CHECK(greedy(m, 1, &id) == 0);
@@ -160,6 +166,69 @@ static void refusals(glm_model *m) {
     CHECK(strstr(glm_errmsg(m), "context is full") != NULL);
     CHECK(glm_seq_pos(m, 1) == before && glm_seq_pos(m, 0) == 64);
     CHECK(glm_step_batch(m, 1, &one, ids) == 0); /* and the model still serves */
+}
+
+/* Short prefill graphs: a prompt of n ids through the ladder (chunks 2, 4,
+** 8, 16 and 32) gives every position's logits of full 32-id chunks, then
+** the same greedy step; a second round appends at a later position. */
+static void ladder(m40_wformat dt, double tol) {
+    glm_model *m[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        glm_open_opts o;
+        glm_open_opts_init(&o);
+        o.path = MODEL;
+        o.dtype = dt;
+        o.ctx = 160;
+        o.chunk = 32;
+        o.prefill_min = k ? 64 : 2;
+        o.all_logits = 1;
+        o.cpu = !gpu;
+        char err[512];
+        if (glm_model_open(&o, &m[k], err, sizeof err)) fprintf(stderr, "ladder open: %s\n", err);
+    }
+    CHECK(m[0] && m[1]);
+    if (!m[0] || !m[1]) goto out;
+    int sz[16], ns = glm_prefill_sizes(m[0], sz, 16);
+    CHECK(ns == 5 && sz[0] == 2 && sz[1] == 4 && sz[2] == 8 && sz[3] == 16 && sz[4] == 32);
+    CHECK(glm_prefill_sizes(m[1], sz, 16) == 1 && sz[0] == 32);
+    CHECK(glm_graphs_bytes(m[0]) > glm_graphs_bytes(m[1]));
+    static const int lens[] = {1, 2, 3, 5, 8, 9, 16, 17, 31, 32, 33, 47, 70};
+    const int nl = (int)(sizeof lens / sizeof lens[0]);
+    float *a = malloc((size_t)93 * V * sizeof *a), *b = malloc((size_t)93 * V * sizeof *b);
+    int32_t ids[70], id[2];
+    double worst = 0;
+    int same = 1, ok = 1;
+    uint32_t r = 777u;
+    for (int i = 0; i < 70; i++) {
+        r = r * 1664525u + 1013904223u;
+        ids[i] = (int32_t)((r >> 8) % (uint32_t)V);
+    }
+    for (int li = 0; li < nl && ok; li++) {
+        const int n = lens[li], n2 = lens[nl - 1 - li] % 23 + 1; /* then a second round */
+        for (int k = 0; k < 2 && ok; k++) {
+            float *out = k ? b : a;
+            glm_reset(m[k]);
+            ok = glm_prefill(m[k], ids, n, NULL, out) == 0 &&
+                 glm_prefill(m[k], ids + 7, n2, NULL, out + (size_t)n * V) == 0 &&
+                 greedy(m[k], 0, &id[k]) == 0 && glm_pos(m[k]) == n + n2;
+        }
+        CHECK(ok);
+        for (int i = 0; ok && i < n + n2; i++) {
+            double e = m40t_rel_err(a + (size_t)i * V, b + (size_t)i * V, V);
+            if (e > worst) worst = e;
+        }
+        if (id[0] != id[1]) same = 0;
+    }
+    printf("%s %s ladder, prompts of 1..70 and a second round: max |d|/max|ref| %.3g (tol %.0e), "
+           "greedy ids %s\n", ok && worst <= tol && same ? "ok  " : "FAIL", m40_wformat_name(dt), worst, tol,
+           same ? "the same" : "DIFFER");
+    CHECK(worst <= tol);
+    CHECK(same);
+    free(a);
+    free(b);
+out:
+    glm_model_close(m[0]);
+    glm_model_close(m[1]);
 }
 
 int main(int argc, char **argv) {
@@ -198,6 +267,7 @@ int main(int argc, char **argv) {
         for (int c = 0; c < NSEQ; c++) free(cv[c].logits);
         glm_model_close(one);
         glm_model_close(many);
+        ladder(fmts[f], gpu ? 1e-4 : 1e-5);
     }
     return m40t_finish(argv[0]);
 }

@@ -85,4 +85,8 @@ m40_status m40__bench_memcpy_d2d(m40_ctx *ctx, void *dst, const void *src,
 ** a CPU context or without CUDA. */
 m40_status m40__bench_device_uuid(m40_ctx *ctx, unsigned char uuid[16]);
 
+/* cudaProfilerStart (on 1) / Stop (0) after a sync of ctx: the range that
+** `ncu --profile-from-start off` profiles. M40_ERR_UNSUPPORTED without CUDA. */
+m40_status m40__bench_profiler(m40_ctx *ctx, int on);
+
 #endif

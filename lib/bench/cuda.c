@@ -6,6 +6,7 @@
 #ifdef M40_HAVE_CUBLAS
 #include <cublas_v2.h>
 #endif
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 m40_status m40__bench_cublas_linear(m40_ctx *ctx, const m40_tensor *x, const m40_tensor *w,
@@ -50,4 +51,11 @@ m40_status m40__bench_device_uuid(m40_ctx *ctx, unsigned char uuid[16]) {
     if (err) return m40__cuda_check(ctx, err, "cudaGetDeviceProperties");
     for (int i = 0; i < 16; i++) uuid[i] = (unsigned char)p.uuid.bytes[i];
     return M40_OK;
+}
+
+m40_status m40__bench_profiler(m40_ctx *ctx, int on) {
+    m40_status st = m40_ctx_sync(ctx);
+    if (st != M40_OK) return st;
+    int err = on ? cudaProfilerStart() : cudaProfilerStop();
+    return err ? m40__cuda_check(ctx, err, on ? "cudaProfilerStart" : "cudaProfilerStop") : M40_OK;
 }

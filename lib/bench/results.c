@@ -135,4 +135,8 @@ m40_status m40__bench_device_uuid(m40_ctx *ctx, unsigned char uuid[16]) {
     (void)uuid;
     return m40__err(ctx, M40_ERR_UNSUPPORTED, "libm40 was built without CUDA");
 }
+m40_status m40__bench_profiler(m40_ctx *ctx, int on) {
+    (void)on;
+    return m40__err(ctx, M40_ERR_UNSUPPORTED, "libm40 was built without CUDA");
+}
 #endif

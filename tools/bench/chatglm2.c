@@ -11,7 +11,11 @@
 ** plus the graph's nodes per token and its planned device memory. The M40
 ** projection is bytes at 288 GB/s (labelled). --cpu: a 2-layer model of
 ** ChatGLM2's head geometry on the CPU reference (a smoke test of the
-** harness, not a measurement). */
+** harness, not a measurement).
+** Environment: M40_BENCH_GLM_FORMATS (e.g. "int4,fp16": only those),
+** M40_BENCH_GLM_PREFILL=0 (no prefill), M40_BENCH_GLM_PROFILE=1 (one more
+** replay of each decode graph inside cudaProfilerStart/Stop, for
+** `ncu --profile-from-start off`: the step's kernels, one by one). */
 #include "bench/harness.h"
 
 #include <m40/models.h>
@@ -19,6 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static int env_on(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
 
 typedef struct glm_arg {
     m40_graph *g;
@@ -146,6 +155,10 @@ static void one_format(bench_env *e, m40_wformat f, const m40_chatglm2_config *c
             e->failed = 1;
             continue;
         }
+        if (env_on("M40_BENCH_GLM_PROFILE") && e->info.is_gpu &&
+            (m40__bench_profiler(e->ctx, 1) != M40_OK || m40_graph_run(dg) != M40_OK ||
+             m40__bench_profiler(e->ctx, 0) != M40_OK))
+            fprintf(stderr, "m40-bench chatglm2 %s: profile: %s\n", label, m40_errmsg(e->ctx));
         if (e->text && i == 0 && e->info.is_gpu)
             printf("      launches per token: %d (the captured decode step's CUDA graph nodes; "
                    "%d graph nodes, %d layers)\n", m40_graph_get_launch_count(dg),
@@ -220,7 +233,23 @@ int run_chatglm2(bench_env *e) {
         cfg.layers = 2, cfg.hidden = 128, cfg.ffn = 200, cfg.heads = 4, cfg.vocab = 300;
         nf = 1, np = 1, pre = cpu_prefill;
     }
+    const char *only = getenv("M40_BENCH_GLM_FORMATS");
+    const char *pv = getenv("M40_BENCH_GLM_PREFILL");
+    if (pv && !strcmp(pv, "0")) np = 0;
     measure_copy(e);
-    for (int i = 0; i < nf; i++) one_format(e, all[i], &cfg, (const int64_t (*)[3])ctxs, nctx, pre, np);
+    for (int i = 0; i < nf; i++) {
+        if (only && *only) { /* a comma list of format names */
+            const char *n = m40_wformat_name(all[i]), *p = only;
+            size_t len = strlen(n);
+            int hit = 0;
+            while (p && !hit) {
+                hit = !strncmp(p, n, len) && (p[len] == ',' || !p[len]);
+                p = strchr(p, ',');
+                if (p) p++;
+            }
+            if (!hit) continue;
+        }
+        one_format(e, all[i], &cfg, (const int64_t (*)[3])ctxs, nctx, pre, np);
+    }
     return 0;
 }

@@ -851,7 +851,7 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     p.mtiles = (nrows + BM - 1) / BM;
     const int64_t nblocks = s->B * s->G * p.mtiles * splits;
     cudaError_t e;
-    if (small && p.vec && DP <= 128 && s->decode_variant >= 2) {
+    if (small && p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3)) {
         /* decode v3 (4 rows a warp, a lane a key), one block per (b, g, split) */
         const unsigned nb = (unsigned)(s->B * s->G * splits);
         if (s->decode_variant == 3) { /* 8 rows a warp: fewer conversions, half the warps */
@@ -873,6 +873,10 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
         attn_kernel<128, 16, 64, 2, 4, 2, 3, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (DP == 256) e = launch<256, 16, 16, 1, 2, 4, 3>(st, p, nblocks, s->cache_f16);
+    else if (small && DP == 128 && s->decode_variant == 5) /* 32 keys a tile */
+        e = launch<128, 16, 32, 2, 2, 2, 4>(st, p, nblocks, s->cache_f16);
+    else if (small && DP == 128 && s->decode_variant == 6) /* 16 keys a tile */
+        e = launch<128, 16, 16, 2, 1, 2, 4>(st, p, nblocks, s->cache_f16);
     else if (small && DP == 128) e = launch<128, 16, 64, 2, 4, 2, 4>(st, p, nblocks, s->cache_f16);
     else if (small) e = launch<64, 16, 64, 2, 4, 1, 4>(st, p, nblocks, s->cache_f16);
     else if (pf64 && s->cache_f16) e = launch_prefill64<__half>(st, p, nblocks);

@@ -33,9 +33,13 @@ typedef struct m40k_attn_shape {
     int64_t qs0, qs1;      /* q's strides of b and t, in floats (last dim contiguous) */
     float scale;           /* resolved: q·k·scale */
     int cache_f16;         /* caches F16 (else F32) */
-    int decode_variant;    /* 0 (and 1): the tile kernel, the measured best on the H200;
+    int decode_variant;    /* 0 (and 1): the tile kernel, 64 keys a tile;
                            ** 2: decode v3 with 4 rows a warp, 3: with 8; 4: the tile
-                           ** kernel with each tile's loads a phase early (f16, D 128)
+                           ** kernel with each tile's loads a phase early (f16, D 128);
+                           ** 5 and 6: the tile kernel with 32 and 16 keys a tile and
+                           ** as many keys a split at least (D 65..128), so a short
+                           ** context still spreads over several blocks and each
+                           ** block's serial chain is shorter
                            ** (where they apply; m40-bench attention's A/B,
                            ** test_attention_gpu runs each; bench/NOTES.md) */
 } m40k_attn_shape;
@@ -44,7 +48,7 @@ typedef struct m40k_attn_shape {
 ** group, D <= 128, and 16-byte aligned cache rows (the launcher's check;
 ** the split rule below does not need it). */
 static inline int m40k_attention_v3(const m40k_attn_shape *s) {
-    return s->decode_variant >= 2 && s->T >= 1 && s->T <= M40K_ATTN_DECODE_T && s->G >= 1 &&
+    return (s->decode_variant == 2 || s->decode_variant == 3) && s->T >= 1 && s->T <= M40K_ATTN_DECODE_T && s->G >= 1 &&
            s->T * (s->H / s->G) <= M40K_ATTN_DECODE_BM && s->D <= 128;
 }
 
@@ -65,13 +69,22 @@ static inline int m40k_attention_slots(const m40k_attn_shape *s, int sm_count, i
 ** SM hold two 47.6 KB tiles; 4 on an H200; lib/ops/attention.c), each at
 ** least M40K_ATTN_MIN_CHUNK keys of L. One wave of resident blocks: more
 ** would add partials (5% of the bytes at 8K on an M40) and no bandwidth. */
+/* Keys a decode split holds at least: the decode tile's keys (variants 5,
+** 6 at D 65..128: 32, 16), else M40K_ATTN_MIN_CHUNK. */
+static inline int64_t m40k_attention_chunk(const m40k_attn_shape *s) {
+    if (s->D > 64 && s->D <= 128 && (s->decode_variant == 5 || s->decode_variant == 6))
+        return s->decode_variant == 5 ? 32 : 16;
+    return M40K_ATTN_MIN_CHUNK;
+}
+
 static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int slots) {
     if (s->T > M40K_ATTN_DECODE_T || s->B < 1 || s->T < 1 || s->G < 1) return 1;
     int64_t n_slots = slots > 0 && slots < M40K_ATTN_PLAN_SLOTS ? slots : M40K_ATTN_PLAN_SLOTS;
     int64_t rows = s->T * (s->H / s->G);
     int64_t base = s->B * s->G * ((rows + M40K_ATTN_DECODE_BM - 1) / M40K_ATTN_DECODE_BM);
     int64_t n = (n_slots + base - 1) / base;
-    int64_t cap = (s->L + M40K_ATTN_MIN_CHUNK - 1) / M40K_ATTN_MIN_CHUNK;
+    const int64_t chunk = m40k_attention_chunk(s);
+    int64_t cap = (s->L + chunk - 1) / chunk;
     if (n > cap) n = cap;
     if (n > M40K_ATTN_MAX_SPLITS) n = M40K_ATTN_MAX_SPLITS;
     return n < 1 ? 1 : n;

@@ -143,13 +143,19 @@ __global__ void __launch_bounds__(T) rms_block(int C, float eps, int mode, float
     pass2<V, WT>(C, inv, xr, w, y + row * ys, threadIdx.x, T);
 }
 
+/* Below this many rows (a decode step's 1..8) a row gets 1024 threads: a
+** 4096-wide row is then one float4 a thread per pass, two dependent
+** memory round trips instead of eight (H200, ncu: 4.8 us a 1-row call with
+** 256 threads). From it on, 256 a row (bandwidth at >= 64 rows). */
+constexpr int kFewRows = 64;
+
 template <int V, typename WT>
 int launch(cudaStream_t s, int rows, int C, float eps, int mode, float *x, int64_t xs,
            const float *r, int64_t rs, const WT *w, float *y, int64_t ys) {
     if (C <= 1024)
         rms_warp<V, WT><<<(unsigned)((rows + 7) / 8), 256, 0, s>>>(rows, C, eps, mode, x, xs, r,
                                                                     rs, w, y, ys);
-    else if (C <= 8192)
+    else if (C <= 8192 && rows >= kFewRows)
         rms_block<V, WT, 256><<<(unsigned)rows, 256, 0, s>>>(C, eps, mode, x, xs, r, rs, w, y, ys);
     else
         rms_block<V, WT, 1024><<<(unsigned)rows, 1024, 0, s>>>(C, eps, mode, x, xs, r, rs, w, y,

@@ -41,6 +41,7 @@
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kFewRows = 64;
 constexpr int kTab = 256;
 constexpr int kSmem = 1024; /* pairs whose (cos, sin) the block shares: 8 KB */
 
@@ -55,9 +56,9 @@ __device__ __forceinline__ float theta_i(const RopeArgs &a, int i) {
     return 1.0f / powf(a.theta, (float)(2 * i) / (float)(2 * a.half));
 }
 
-/* PAIRS: 0 adjacent, 1 half; V2: adjacent pairs as float2 */
-template <int PAIRS, bool V2>
-__global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a, int W, const float *x,
+/* PAIRS: 0 adjacent, 1 half; V2: adjacent pairs as float2; NT threads */
+template <int PAIRS, bool V2, int NT>
+__global__ void __launch_bounds__(NT) rope_kernel(const RopeArgs a, int W, const float *x,
                                                         int64_t xs, const int *pos, float *y,
                                                         int64_t ys, unsigned *guard) {
     const int64_t row = blockIdx.x;
@@ -68,7 +69,7 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a, int W,
     if (p < 0) { /* -1: padding, the row passes; below: a bad index */
         if (threadIdx.x == 0 && p < -1) m40k_guard_report(guard, M40K_GUARD_ROPE_POS, p, 0);
         if (copy)
-            for (int j = threadIdx.x; j < W; j += kThreads) yr[j] = xr[j];
+            for (int j = threadIdx.x; j < W; j += NT) yr[j] = xr[j];
         return;
     }
     const float fp = (float)p * a.pos_scale;
@@ -78,11 +79,11 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a, int W,
     __shared__ float sc[kSmem], ss[kSmem];
     const bool tab = a.half <= kSmem;
     if (tab) {
-        for (int i = threadIdx.x; i < a.half; i += kThreads) sincosf(fp * theta_i(a, i), &ss[i], &sc[i]);
+        for (int i = threadIdx.x; i < a.half; i += NT) sincosf(fp * theta_i(a, i), &ss[i], &sc[i]);
         __syncthreads();
     }
     const int npairs = a.heads * a.half;
-    for (int k = threadIdx.x; k < npairs; k += kThreads) {
+    for (int k = threadIdx.x; k < npairs; k += NT) {
         const int h = k / a.half, i = k - h * a.half;
         float s, c;
         if (tab) s = ss[i], c = sc[i];
@@ -107,7 +108,7 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const RopeArgs a, int W,
     }
     if (copy) {
         const int rot = a.heads * a.head_dim, rd = 2 * a.half;
-        for (int j = threadIdx.x; j < W; j += kThreads)
+        for (int j = threadIdx.x; j < W; j += NT)
             if (j >= rot || j % a.head_dim >= rd) yr[j] = xr[j];
     }
 }
@@ -133,13 +134,20 @@ extern "C" int m40k_rope(void *stream, int heads, int head_dim, int rope_dims, i
     }
     cudaStream_t s = (cudaStream_t)stream;
     const unsigned g = (unsigned)rows;
+    /* a decode step's few rows: 1024 threads a row, so a ChatGLM2 qkv row's
+    ** 1088 pairs take ~1 round trip a thread instead of ~4 (H200, ncu: 4.3
+    ** us a 1-row call with 256); many rows: 256, the blocks fill the GPU */
+    const bool few = rows < kFewRows;
     if (pairs == 1) {
-        rope_kernel<1, false><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
+        if (few) rope_kernel<1, false, 1024><<<g, 1024, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
+        else rope_kernel<1, false, kThreads><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
     } else if (head_dim % 2 == 0 && xs % 2 == 0 && ys % 2 == 0 && aligned(x, 8) &&
                aligned(y, 8)) {
-        rope_kernel<0, true><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
+        if (few) rope_kernel<0, true, 1024><<<g, 1024, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
+        else rope_kernel<0, true, kThreads><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
     } else {
-        rope_kernel<0, false><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
+        if (few) rope_kernel<0, false, 1024><<<g, 1024, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
+        else rope_kernel<0, false, kThreads><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
     }
     return (int)cudaGetLastError();
 }

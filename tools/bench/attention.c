@@ -200,8 +200,9 @@ static void decode_one(bench_env *e, int L) {
         ** tile kernel with its loads a phase early */
         static const struct { int v; const char *impl; } alt[] = {
             {2, "m40_attention v3 4 rows/warp"}, {3, "m40_attention v3 8 rows/warp"},
-            {4, "m40_attention tile, loads early"}};
-        for (int i = 0; i < 3; i++) {
+            {4, "m40_attention tile, loads early"}, {5, "m40_attention tile 32 keys"},
+            {6, "m40_attention tile 16 keys"}};
+        for (int i = 0; i < 5; i++) {
             m40__bench_result *r1 = new_result(e, "attention", alt[i].impl, label, "GB/s");
             if (!r1) continue;
             r1->batch = L;
@@ -315,7 +316,9 @@ int run_attention(bench_env *e) {
     /* --cpu tests the harness: prefill at T = 128 only (the CPU reference at
     ** 2048 would be 34 GFLOP in double, per repeat) */
     static const int pre[] = {512, 2048, 8192}, pre_cpu[] = {128};
-    const int *pt = e->info.is_gpu ? pre : pre_cpu, np = e->info.is_gpu ? 3 : 1;
+    const char *pe = getenv("M40_BENCH_ATTN_PREFILL"); /* "0": decode only */
+    const int *pt = e->info.is_gpu ? pre : pre_cpu;
+    const int np = pe && !strcmp(pe, "0") ? 0 : e->info.is_gpu ? 3 : 1;
     if (!e->info.is_gpu && e->text) printf("prefill on the CPU (--cpu): T = 128 only\n");
     for (int i = 0; i < np; i++) prefill_one(e, pt[i]);
     return 0;

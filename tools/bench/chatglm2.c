@@ -15,8 +15,11 @@
 ** Environment: M40_BENCH_GLM_FORMATS (e.g. "int4,fp16": only those),
 ** M40_BENCH_GLM_PREFILL=0 (no prefill), M40_BENCH_GLM_PROFILE=1 (one more
 ** replay of each decode graph inside cudaProfilerStart/Stop, for
-** `ncu --profile-from-start off`: the step's kernels, one by one). */
+** `ncu --profile-from-start off`: the step's kernels, one by one),
+** M40_ATTN_DECODE_VARIANT=N (the decode attention kernel, kernels/attention.h's
+** decode_variant, for an A/B of the whole step). */
 #include "bench/harness.h"
+#include "internal.h" /* m40__attn_decode_variant */
 
 #include <m40/models.h>
 
@@ -232,6 +235,11 @@ int run_chatglm2(bench_env *e) {
     if (!e->info.is_gpu) { /* the CPU reference: a tiny model, one format */
         cfg.layers = 2, cfg.hidden = 128, cfg.ffn = 200, cfg.heads = 4, cfg.vocab = 300;
         nf = 1, np = 1, pre = cpu_prefill;
+    }
+    const char *dv = getenv("M40_ATTN_DECODE_VARIANT");
+    if (dv && *dv) {
+        m40__attn_decode_variant = atoi(dv);
+        if (e->text) printf("decode attention variant %d (M40_ATTN_DECODE_VARIANT)\n", m40__attn_decode_variant);
     }
     const char *only = getenv("M40_BENCH_GLM_FORMATS");
     const char *pv = getenv("M40_BENCH_GLM_PREFILL");

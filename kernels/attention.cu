@@ -873,9 +873,10 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
         attn_kernel<128, 16, 64, 2, 4, 2, 3, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (DP == 256) e = launch<256, 16, 16, 1, 2, 4, 3>(st, p, nblocks, s->cache_f16);
-    else if (small && DP == 128 && s->decode_variant == 5) /* 32 keys a tile */
+    else if (small && DP == 128 && m40k_attention_chunk(s, slots) == 32)
+        /* the default's choice at short L or many SMs (kernels/attention.h) */
         e = launch<128, 16, 32, 2, 2, 2, 4>(st, p, nblocks, s->cache_f16);
-    else if (small && DP == 128 && s->decode_variant == 6) /* 16 keys a tile */
+    else if (small && DP == 128 && m40k_attention_chunk(s, slots) == 16)
         e = launch<128, 16, 16, 2, 1, 2, 4>(st, p, nblocks, s->cache_f16);
     else if (small && DP == 128) e = launch<128, 16, 64, 2, 4, 2, 4>(st, p, nblocks, s->cache_f16);
     else if (small) e = launch<64, 16, 64, 2, 4, 1, 4>(st, p, nblocks, s->cache_f16);

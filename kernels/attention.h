@@ -33,13 +33,14 @@ typedef struct m40k_attn_shape {
     int64_t qs0, qs1;      /* q's strides of b and t, in floats (last dim contiguous) */
     float scale;           /* resolved: q·k·scale */
     int cache_f16;         /* caches F16 (else F32) */
-    int decode_variant;    /* 0 (and 1): the tile kernel, 64 keys a tile;
-                           ** 2: decode v3 with 4 rows a warp, 3: with 8; 4: the tile
-                           ** kernel with each tile's loads a phase early (f16, D 128);
-                           ** 5 and 6: the tile kernel with 32 and 16 keys a tile and
-                           ** as many keys a split at least (D 65..128), so a short
-                           ** context still spreads over several blocks and each
-                           ** block's serial chain is shorter
+    int decode_variant;    /* 0 (default) and 5: the tile kernel, at D 65..128 with
+                           ** 32 keys a tile and a split at least (else 64), so a
+                           ** short context still spreads over several blocks and
+                           ** each block's serial chain is short; 1: the tile kernel
+                           ** with 64 keys (the default before 2026-12-02); 6: 16 keys
+                           ** (D 65..128); 2: decode v3 with 4 rows a warp, 3: with
+                           ** 8; 4: the 64-key tile kernel with each tile's loads a
+                           ** phase early (f16, D 128)
                            ** (where they apply; m40-bench attention's A/B,
                            ** test_attention_gpu runs each; bench/NOTES.md) */
 } m40k_attn_shape;
@@ -69,21 +70,33 @@ static inline int m40k_attention_slots(const m40k_attn_shape *s, int sm_count, i
 ** SM hold two 47.6 KB tiles; 4 on an H200; lib/ops/attention.c), each at
 ** least M40K_ATTN_MIN_CHUNK keys of L. One wave of resident blocks: more
 ** would add partials (5% of the bytes at 8K on an M40) and no bandwidth. */
-/* Keys a decode split holds at least: the decode tile's keys (variants 5,
-** 6 at D 65..128: 32, 16), else M40K_ATTN_MIN_CHUNK. */
-static inline int64_t m40k_attention_chunk(const m40k_attn_shape *s) {
-    if (s->D > 64 && s->D <= 128 && (s->decode_variant == 5 || s->decode_variant == 6))
-        return s->decode_variant == 5 ? 32 : 16;
+/* One wave of decode blocks: the splits `slots` allow before the key cap. */
+static inline int64_t m40k_attention_wave(const m40k_attn_shape *s, int slots) {
+    int64_t n_slots = slots > 0 && slots < M40K_ATTN_PLAN_SLOTS ? slots : M40K_ATTN_PLAN_SLOTS;
+    int64_t rows = s->T * (s->H / s->G);
+    int64_t base = s->B * s->G * ((rows + M40K_ATTN_DECODE_BM - 1) / M40K_ATTN_DECODE_BM);
+    return (n_slots + base - 1) / base;
+}
+
+/* Keys a decode tile holds, and a split at least. At D 65..128: variant 6
+** 16, 5 32, 0 (the default) 32 when one wave's splits leave a block fewer
+** than 128 keys of L (the H200: 132 SMs x 4; a block's serial chain, not
+** the bytes, sets the time), else 64 (an M40's 48 slots at L >= 3072: the
+** 64-key tile issues 12% fewer instructions a key, sm_52 SASS); else 64. */
+static inline int64_t m40k_attention_chunk(const m40k_attn_shape *s, int slots) {
+    if (s->D > 64 && s->D <= 128 && s->T <= M40K_ATTN_DECODE_T && s->B >= 1 && s->T >= 1 &&
+        s->G >= 1) {
+        if (s->decode_variant == 6) return 16;
+        if (s->decode_variant == 5) return 32;
+        if (s->decode_variant == 0) return s->L < 128 * m40k_attention_wave(s, slots) ? 32 : 64;
+    }
     return M40K_ATTN_MIN_CHUNK;
 }
 
 static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int slots) {
     if (s->T > M40K_ATTN_DECODE_T || s->B < 1 || s->T < 1 || s->G < 1) return 1;
-    int64_t n_slots = slots > 0 && slots < M40K_ATTN_PLAN_SLOTS ? slots : M40K_ATTN_PLAN_SLOTS;
-    int64_t rows = s->T * (s->H / s->G);
-    int64_t base = s->B * s->G * ((rows + M40K_ATTN_DECODE_BM - 1) / M40K_ATTN_DECODE_BM);
-    int64_t n = (n_slots + base - 1) / base;
-    const int64_t chunk = m40k_attention_chunk(s);
+    int64_t n = m40k_attention_wave(s, slots);
+    const int64_t chunk = m40k_attention_chunk(s, slots);
     int64_t cap = (s->L + chunk - 1) / chunk;
     if (n > cap) n = cap;
     if (n > M40K_ATTN_MAX_SPLITS) n = M40K_ATTN_MAX_SPLITS;

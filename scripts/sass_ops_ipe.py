@@ -320,6 +320,8 @@ SPECS = [
      lambda c: count(c, "LDG") // 3 if has(c, "LDG", "FFMA", "MUFU.EX2") else 0,
      r"LDG", 4, False, False)),
 ]
+# the decode tile an M40 runs at ChatGLM2's 8192-token cache (kernels/attention.h:
+# 64 keys from L >= 3072 on 48 slots; the 32-key tile below that and on the H200)
 ATT_USED = [(r"attn_kernelILi128ELi16ELi64ELi2ELi4ELi2ELi4E6__half(Lb0E)?E", "attention decode (f16 cache)"),
             (r"attn_kernelILi128ELi32ELi32ELi2ELi4ELi4ELi3E6__half(Lb0E)?E", "attention prefill (f16 cache)")]
 
@@ -418,7 +420,8 @@ def gemm(name, fmt, M, N, K, n):
 
 
 def attn_splits(n):
-    """kernels/attention.h's rule on an M40: 48 resident-block slots (24 SMs x 2)"""
+    """kernels/attention.h's rule on an M40: 48 resident-block slots (24 SMs x 2);
+    at a cache length L >= 128 x 24 the default decode tile holds 64 keys"""
     base = GLM["G"]
     return max(1, min(-(-2 * SMS // base), -(-n // 64), 1024))
 

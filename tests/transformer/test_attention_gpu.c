@@ -453,9 +453,10 @@ int main(void) {
     /* every decode kernel (lib/ops/attention.c's knob): 0 the default, the
     ** tile kernel; decode v3 with 4 (2) and 8 (3) rows a warp where it
     ** applies (16-byte aligned rows, T·HPG <= 16, D <= 128); 4 the tile
-    ** kernel with its loads a phase early (f16, D 128); 5 and 6 the tile
-    ** kernel with 32 and 16 keys a tile and a split (D 65..128) */
-    static const int variants[] = {0, 2, 3, 4, 5, 6};
+    ** kernel with its loads a phase early (f16, D 128); 0 is the tile kernel
+    ** with 32 keys a tile and a split at D 65..128, 1 with 64 (the old
+    ** default), 6 with 16 */
+    static const int variants[] = {0, 2, 3, 4, 1, 6};
     for (int vi = 0; vi < 6; vi++) {
         const int variant = variants[vi];
         static const int prefill_variant[] = {1, 0, 1, 2, 2, 1};

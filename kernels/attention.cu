@@ -68,12 +68,15 @@ constexpr float kLog2e = 1.4426950408889634f;
 
 /* ---- kv_append --------------------------------------------------------------- */
 
-__global__ void kv_append_kernel(int64_t T, int64_t GD, const float *kv, int64_t kvs0,
-                                 int64_t kvs1, const int32_t *pos, const int32_t *slot,
-                                 int64_t S, int64_t L, int f16, void *cache, unsigned *guard) {
+/* blockIdx.z: 0 kv into cache, 1 kv2 into cache2 (m40k_kv_append2) */
+__global__ void kv_append_kernel(int64_t T, int64_t GD, const float *kv, const float *kv2,
+                                 int64_t kvs0, int64_t kvs1, const int32_t *pos,
+                                 const int32_t *slot, int64_t S, int64_t L, int f16, void *cache,
+                                 void *cache2, unsigned *guard) {
     int64_t row = blockIdx.x, b = row / T, t = row % T;
     int64_t p = pos[row], s = slot ? (int64_t)slot[b] : b;
-    bool report = blockIdx.y == 0 && threadIdx.x == 0;
+    bool report = blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0;
+    if (blockIdx.z) kv = kv2, cache = cache2;
     if (s < 0 || s >= S) {
         if (report && t == 0) m40k_guard_report(guard, M40K_GUARD_KV_SLOT, s, S);
         return;
@@ -806,8 +809,22 @@ extern "C" int m40k_kv_append(void *stream, int64_t B, int64_t T, int64_t GD, co
     int64_t gy = (GD + 255) / 256;
     if (gy > 64) gy = 64;
     dim3 grid((unsigned)(B * T), (unsigned)gy);
-    kv_append_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(T, GD, kv, kvs0, kvs1, pos, slot, S,
-                                                              L, cache_f16, cache, guard);
+    kv_append_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(T, GD, kv, kv, kvs0, kvs1, pos, slot,
+                                                              S, L, cache_f16, cache, cache, guard);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int m40k_kv_append2(void *stream, int64_t B, int64_t T, int64_t GD, const float *k,
+                               const float *v, int64_t kvs0, int64_t kvs1, const int32_t *pos,
+                               const int32_t *slot, int64_t S, int64_t L, int cache_f16,
+                               void *k_cache, void *v_cache, unsigned *guard) {
+    if (B * T == 0 || GD == 0) return 0;
+    int64_t gy = (GD + 255) / 256;
+    if (gy > 64) gy = 64;
+    dim3 grid((unsigned)(B * T), (unsigned)gy, 2);
+    kv_append_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(T, GD, k, v, kvs0, kvs1, pos, slot,
+                                                              S, L, cache_f16, k_cache, v_cache,
+                                                              guard);
     return (int)cudaGetLastError();
 }
 

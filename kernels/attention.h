@@ -129,6 +129,13 @@ extern int m40k_attn_prefill_variant;
 int m40k_kv_append(void *stream, int64_t B, int64_t T, int64_t GD, const float *kv,
                    int64_t kvs0, int64_t kvs1, const int32_t *pos, const int32_t *slot,
                    int64_t S, int64_t L, int cache_f16, void *cache, unsigned *guard);
+/* K and V in one launch (the attention node: one kernel a layer, not two):
+** k rows into k_cache and v rows into v_cache, the same strides, positions
+** and slots as m40k_kv_append. */
+int m40k_kv_append2(void *stream, int64_t B, int64_t T, int64_t GD, const float *k,
+                    const float *v, int64_t kvs0, int64_t kvs1, const int32_t *pos,
+                    const int32_t *slot, int64_t S, int64_t L, int cache_f16, void *k_cache,
+                    void *v_cache, unsigned *guard);
 
 /* y [B, T, H·D] contiguous = causal GQA of q over the caches (see
 ** m40/transformer.h). ws: m40k_attention_workspace(s, slots) bytes, or

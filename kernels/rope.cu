@@ -41,7 +41,7 @@
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kFewRows = 64;
+constexpr int kFewRows = 128;
 constexpr int kTab = 256;
 constexpr int kSmem = 1024; /* pairs whose (cos, sin) the block shares: 8 KB */
 
@@ -134,9 +134,10 @@ extern "C" int m40k_rope(void *stream, int heads, int head_dim, int rope_dims, i
     }
     cudaStream_t s = (cudaStream_t)stream;
     const unsigned g = (unsigned)rows;
-    /* a decode step's few rows: 1024 threads a row, so a ChatGLM2 qkv row's
-    ** 1088 pairs take ~1 round trip a thread instead of ~4 (H200, ncu: 4.3
-    ** us a 1-row call with 256); many rows: 256, the blocks fill the GPU */
+    /* up to 127 rows (a decode step, a short prefill): 1024 threads a row,
+    ** so a ChatGLM2 qkv row's 1088 pairs take ~1 round trip a thread instead
+    ** of ~4 (H200, ncu: 4.3 -> 3.7 us a 1-row call; 64 rows at 256 threads
+    ** measured 0.72x copy); many rows: 256, the blocks fill the GPU */
     const bool few = rows < kFewRows;
     if (pairs == 1) {
         if (few) rope_kernel<1, false, 1024><<<g, 1024, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);

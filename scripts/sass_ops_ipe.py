@@ -446,7 +446,7 @@ def small_items(k, T, n):
     pairs = (H + G) * (D // 4)  # rope_dims = D/2: D/4 pairs per head
     return [Item("rmsnorm (+ residual)", 2 * n, T * C * 16 + 2 * C, T * C * k["rmsnorm"]),
             Item("rope", n, T * pairs * 16, T * pairs * k["rope (shared table)"]),
-            Item("kv_append (K, V)", 2 * n, T * G * D * 6, T * G * D * k["kv_append (f16 cache)"]),
+            Item("kv_append (K, V; one launch)", n, T * G * D * 6, T * G * D * k["kv_append (f16 cache)"]),
             Item("swiglu", n, T * F * 12, T * F * k["swiglu"])]
 
 

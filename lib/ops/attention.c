@@ -339,6 +339,19 @@ static m40_status attention_run(m40_ctx *ctx, const m40__op_run *r) {
     /* the caches are the node's STATE inputs: it writes them */
     m40_tensor *kc = (m40_tensor *)r->in[1], *vc = (m40_tensor *)r->in[2];
     m40_status st;
+#ifdef M40_HAVE_CUDA
+    if (ctx->is_gpu && k.desc.shape[0] * k.desc.shape[1] > 0) { /* K and V: one launch */
+        const m40_tensor_desc *c = &kc->desc;
+        int e = m40k_kv_append2(ctx->stream, k.desc.shape[0], k.desc.shape[1],
+                                c->shape[2] * c->shape[3], k.data, v.data, k.desc.stride[0],
+                                k.desc.stride[1], r->in[3]->data, slot ? slot->data : NULL,
+                                c->shape[0], c->shape[1], c->dtype == M40_DTYPE_F16, kc->data,
+                                vc->data, ctx->guard);
+        ctx->guard_armed = true;
+        if ((st = m40__launched(ctx, e, r->fn)) != M40_OK) return st;
+        return attend_run(ctx, r->fn, nd->heads, nd->attn_scale, &q, kc, vc, r->in[3], slot, r->out);
+    }
+#endif
     if ((st = append_run(ctx, r->fn, &k, r->in[3], slot, kc)) ||
         (st = append_run(ctx, r->fn, &v, r->in[3], slot, vc)))
         return st;

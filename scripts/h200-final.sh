@@ -12,13 +12,7 @@
 #   OUT=DIR scripts/h200-final.sh [BUILD_DIR]       (run with carry [".debs"])
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-T0=$SECONDS
-B=${1:-build-gpu}
-O=${OUT:-/tmp/h200-final}
-mkdir -p "$O"
-BUDGET=${BUDGET:-570}
-left() { echo $((T0 + BUDGET - SECONDS)); }
-stamp() { echo "==== [$((SECONDS - T0)) s] $*"; }
+. scripts/h200-common.sh h200-final 570 "$@"
 export NVIDIA_TF32_OVERRIDE=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv,noheader
 # jansson (the ChatGLM2 example, test_glm_parallel) from carried .debs, as

@@ -15,13 +15,7 @@
 # SKIP_CHAT=1 (no m40-chat pty test).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-T0=$SECONDS
-B=${1:-build-gpu}
-O=${OUT:-/tmp/h200-server}
-mkdir -p "$O"
-BUDGET=${BUDGET:-570}
-left() { echo $((T0 + BUDGET - SECONDS)); }
-stamp() { echo "==== [$((SECONDS - T0)) s] $*"; }
+. scripts/h200-common.sh h200-server 570 "$@"
 if [ -z "${NO_BUILD:-}" ]; then # NO_BUILD=1: built already (scripts/h200-verify.sh)
     OUT=$O/build STEPS=none EXTRA_TARGETS="m40-server test_glm_parallel" \
         timeout $(($(left) - 300)) scripts/h200-transformer.sh "$B" | grep -vE "^(name|NVIDIA)" | tail -5

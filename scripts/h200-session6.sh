@@ -15,13 +15,7 @@
 #   OUT=DIR scripts/h200-session6.sh [BUILD_DIR]     (run with carry [".debs"])
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-T0=$SECONDS
-B=${1:-build-gpu}
-O=${OUT:-/tmp/h200-session6}
-mkdir -p "$O"
-BUDGET=${BUDGET:-580}
-left() { echo $((T0 + BUDGET - SECONDS)); }
-stamp() { echo "==== [$((SECONDS - T0)) s] $*"; }
+. scripts/h200-common.sh h200-session6 580 "$@"
 OUT=$O/t STEPS="none" EXTRA_TARGETS="m40-server test_glm_parallel ${EXTRA_TARGETS:-}" \
     timeout 300 scripts/h200-transformer.sh "$B" | grep -vE "^(name|NVIDIA)" | tail -4
 for t in "test_glm_parallel --gpu" "test_chatglm2 --gpu"; do

@@ -11,23 +11,11 @@
 #   OUT=DIR scripts/h200-session6b.sh [BUILD_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-T0=$SECONDS
-B=${1:-build-gpu}
-O=${OUT:-/tmp/h200-session6b}
-mkdir -p "$O"
-BUDGET=${BUDGET:-580}
-left() { echo $((T0 + BUDGET - SECONDS)); }
-stamp() { echo "==== [$((SECONDS - T0)) s] $*"; }
+. scripts/h200-common.sh h200-session6b 580 "$@"
 OUT=$O/t STEPS="none" EXTRA_TARGETS="test_glm_parallel ${EXTRA_TARGETS:-}" \
     timeout 300 scripts/h200-transformer.sh "$B" | grep -vE "^(name|NVIDIA)" | tail -4
-for t in "test_transformer_ops_gpu" "test_attention_gpu" "test_graph_ops --gpu" "test_chatglm2 --gpu" \
-         "test_glm_parallel --gpu"; do
-    set -- $t
-    s=$SECONDS
-    timeout 150 "$B/$1" "${@:2}" > "$O/$1.log" 2>&1; rc=$?
-    echo "$t rc=$rc ($((SECONDS - s)) s): $(grep -E "checks" "$O/$1.log" | tail -1)"
-    [ $rc = 0 ] || grep -E "FAIL|CHECK failed" "$O/$1.log" | head -10
-done
+gpu_tests "test_transformer_ops_gpu" "test_attention_gpu" "test_graph_ops --gpu" "test_chatglm2 --gpu" \
+    "test_glm_parallel --gpu"
 stamp "m40-bench attention (M40_ATTN_AB=1), decode only"
 M40_BENCH_ATTN_PREFILL=0 M40_ATTN_AB=1 timeout 150 "$B/m40-bench" attention --sizes 128,1024,8192,32768 \
     --json="$O/m40-attention.json" > "$O/m40-attention.txt" 2>&1

@@ -7,12 +7,7 @@
 #   OUT=DIR scripts/h200-session6d.sh [BUILD_DIR]      (carry [".debs"])
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-T0=$SECONDS
-B=${1:-build-gpu}
-O=${OUT:-/tmp/h200-session6d}
-mkdir -p "$O"
-BUDGET=${BUDGET:-380}
-left() { echo $((T0 + BUDGET - SECONDS)); }
+. scripts/h200-common.sh h200-session6d 380 "$@"
 SUM=$O/summary.txt
 note() { echo "[$((SECONDS - T0)) s] $*" | tee -a "$SUM"; }
 OUT=$O/t STEPS="none" EXTRA_TARGETS="m40-server test_glm_parallel test_quant_gpu test_fault" \

@@ -15,13 +15,7 @@
 #   OUT=DIR scripts/h200-verify.sh [BUILD_DIR]      (run with carry [".debs"])
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-T0=$SECONDS
-B=${1:-build-gpu}
-O=${OUT:-/tmp/h200-verify}
-mkdir -p "$O"
-BUDGET=${BUDGET:-580}
-left() { echo $((T0 + BUDGET - SECONDS)); }
-stamp() { echo "==== [$((SECONDS - T0)) s] $*"; }
+. scripts/h200-common.sh h200-verify 580 "$@"
 OUT=$O/t STEPS="test chat" \
     EXTRA_TESTS="${EXTRA_TESTS-test_glm_parallel --gpu;test_comm --gpu;test_chatglm2_tp --gpu;test_fault --gpu}" \
     EXTRA_TARGETS="test_fault test_glm_parallel test_comm test_chatglm2_tp m40-server ${EXTRA_TARGETS:-}" \

@@ -13,7 +13,8 @@
 ** ChatGLM2's head geometry on the CPU reference (a smoke test of the
 ** harness, not a measurement).
 ** Environment: M40_BENCH_GLM_FORMATS (e.g. "int4,fp16": only those),
-** M40_BENCH_GLM_PREFILL=0 (no prefill), M40_BENCH_GLM_PROFILE=1 (one more
+** M40_BENCH_GLM_PREFILL=0 (no prefill) or a list of prompt lengths (e.g.
+** "512"), M40_BENCH_GLM_PROFILE=1 (one more
 ** replay of each decode graph inside cudaProfilerStart/Stop, for
 ** `ncu --profile-from-start off`: the step's kernels, one by one),
 ** M40_ATTN_DECODE_VARIANT=N (the decode attention kernel, kernels/attention.h's
@@ -243,7 +244,20 @@ int run_chatglm2(bench_env *e) {
     }
     const char *only = getenv("M40_BENCH_GLM_FORMATS");
     const char *pv = getenv("M40_BENCH_GLM_PREFILL");
+    static int pre_env[8];
     if (pv && !strcmp(pv, "0")) np = 0;
+    else if (pv && *pv && e->info.is_gpu) { /* prompt lengths, 1..8192 */
+        int n = 0;
+        for (const char *q = pv; *q && n < 8;) {
+            char *end;
+            long v = strtol(q, &end, 10);
+            if (end == q || v < 1 || v > 8192) break;
+            pre_env[n++] = (int)v;
+            q = *end == ',' ? end + 1 : end;
+            if (*end && *end != ',') break;
+        }
+        if (n > 0) pre = pre_env, np = n;
+    }
     measure_copy(e);
     for (int i = 0; i < nf; i++) {
         if (only && *only) { /* a comma list of format names */

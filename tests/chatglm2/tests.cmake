@@ -49,6 +49,22 @@ if(TARGET m40-chat)
     set_tests_properties(m40_chat_cli_greedy_tp${_n} PROPERTIES LABELS cpu
                          PASS_REGULAR_EXPRESSION "^55,243,243,243,243,243,50,60,53,5,243,287\n")
   endforeach()
+  # the same ids through a short prefill graph (chunk 64: the 11 ids run in
+  # its 16-row graph), on one context, a layer split and tensor parallelism
+  foreach(mode one layer tensor)
+    set(_dev)
+    if(NOT mode STREQUAL "one")
+      set(_dev --devices 0,1 --split ${mode})
+    endif()
+    add_test(NAME m40_chat_cli_greedy_short_${mode}
+             COMMAND m40-chat --cpu ${_dev}
+                     --model tests/fixtures/chatglm2/tiny.safetensors --dtype fp16
+                     --ids 64,17,250,3,99,42,7,128,5,211,33 --max-new-tokens 12 --greedy --print-ids
+                     --chunk 64 --ctx 128
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(m40_chat_cli_greedy_short_${mode} PROPERTIES LABELS cpu
+                         PASS_REGULAR_EXPRESSION "^55,243,243,243,243,243,50,60,53,5,243,287\n")
+  endforeach()
   foreach(bad "0,1" "0,0" "0,x" "0,1,2")  # no --split; twice; not a number; 3 ranks of 4 heads
     string(MAKE_C_IDENTIFIER "${bad}" _b)
     set(_split --split tensor)

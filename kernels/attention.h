@@ -22,7 +22,7 @@ extern "C" {
 ** query tile over the whole length. */
 #define M40K_ATTN_DECODE_T 8
 #define M40K_ATTN_DECODE_BM 16    /* query rows (t, head) per decode block */
-#define M40K_ATTN_MIN_CHUNK 64    /* keys per split at least (one decode tile) */
+#define M40K_ATTN_MIN_CHUNK 64    /* keys a split holds at least with the 64-key tile */
 #define M40K_ATTN_MAX_SPLITS 1024 /* the combine kernel's bound */
 #define M40K_ATTN_PLAN_SLOTS 640  /* slots 0 (the planner): any GPU up to 160 SMs x 4 (the
                                   ** default tile kernel; decode v3 plans on a device) */

@@ -6,7 +6,7 @@
 ** Layout: rows of C floats at row strides xs, rs, ys (elements); each row
 ** contiguous; w [C] F32 or F16 (converted with __half2float, no half math).
 ** Narrow rows (C <= 1024): one warp per row, 8 rows per 256-thread block;
-** wider rows: one block per row (256 threads, 1024 from C > 8192). Two
+** wider rows: one block per row (256 threads; 1024 from C > 8192 or below 64 rows). Two
 ** passes over the row: pass 1 reads x (and r, writing x), sums x² in FP32;
 ** pass 2 re-reads x (L2-resident: a row is at most 64 KB here, and the
 ** same thread reads back what it wrote) and writes y. float4 loads and

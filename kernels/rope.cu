@@ -9,7 +9,7 @@
 ** to the reference's, and only sincosf (full-range, ~1 ulp) differs from
 ** its double cos/sin.
 **
-** Layout: one block of 256 threads per row (rows < 2^31). The row's
+** Layout: one block per row (rows < 2^31), 1024 threads below 128 rows, else 256. The row's
 ** (cos, sin) per pair index are computed once into shared memory (every
 ** head rotates by the same angles; rope_dims/2 <= 1024, else per pair):
 ** the first version called sincosf per pair, with the θ table indexed by

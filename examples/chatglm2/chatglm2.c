@@ -610,13 +610,15 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         if (b == m->P) break;
     }
     /* the short prefill graphs: like the prefill graph, chunk t */
+    /* best effort: one that does not fit (the budget, device memory) ends
+    ** the ladder there; the full chunk serves every prompt all the same */
     m40_chatglm2_desc sd;
     const int smin = o->prefill_min > 0 ? o->prefill_min : 16;
-    for (int t = smin; t < m->T && m->nsg < MAX_SG; t *= 2) {
+    for (int t = smin; o->prefill_min >= 0 && t < m->T && m->nsg < MAX_SG; t *= 2) {
         short_desc(&sd, &d, m->pg, &m->pi, m->all_logits, t);
         if (m40_chatglm2_graph(m->ctx, &sd, NULL, &m->sg[m->nsg], &m->si[m->nsg]) != M40_OK) {
-            lib_fail(m, "a short prefill graph");
-            goto bad;
+            m->sg[m->nsg] = NULL;
+            break;
         }
         m->sT[m->nsg++] = t;
     }
@@ -641,8 +643,17 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         for (int j = 0; j < m->nsg; j++) {
             short_desc(&sd, &rd, k->pg, &k->pi, m->all_logits, m->sT[j]);
             if (m40_chatglm2_graph(k->ctx, &sd, NULL, &k->sg[j], &k->si[j]) != M40_OK) {
-                fail(m, "rank %d's short prefill graph: %s", r, m40_errmsg(k->ctx));
-                goto bad;
+                /* every rank runs the same graphs: the ladder ends at j on
+                ** all of them (the earlier ranks' graphs from j on go) */
+                k->sg[j] = NULL;
+                for (int r2 = 0; r2 < r; r2++)
+                    for (int j2 = j; j2 < m->nsg; j2++) {
+                        m40_graph **pg2 = r2 ? &m->rk[r2].sg[j2] : &m->sg[j2];
+                        m40_graph_destroy(*pg2);
+                        *pg2 = NULL;
+                    }
+                m->nsg = j;
+                break;
             }
         }
         m40_chatglm2_desc_decode(&rd, &rd, k->pg, &k->pi);
@@ -819,6 +830,7 @@ int glm_seq_prefill(glm_model *m, int seq, const int32_t *ids, int n, float *las
     glm_seq *q = &m->seq[seq];
     if (check_ids(m, q, ids, n)) return -1;
     if (all && !m->all_logits) return fail(m, "every position's logits need all_logits at open");
+    q->src = -1; /* until the last chunk is in: a failed chunk leaves nothing to sample */
     const int V = m->cfg.vocab;
     const int32_t slot = seq;
     int src = 0;

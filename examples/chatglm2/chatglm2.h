@@ -42,8 +42,9 @@ typedef struct glm_open_opts {
     int64_t ctx;             /* tokens the cache holds (0: config's seq_length, at most 8192) */
     int chunk;               /* prefill tokens per graph run (0: 256) */
     /* short prefill graphs of prefill_min, 2·prefill_min, ... < chunk
-    ** tokens (0: 16; ≥ chunk: none): a prompt's last (or only) chunk runs
-    ** in the smallest that holds it instead of a padded full chunk */
+    ** tokens (0: 16; < 0 or ≥ chunk: none): a prompt's last (or only)
+    ** chunk runs in the smallest that holds it instead of a padded full
+    ** chunk. Best effort: those that do not fit are left out. */
     int prefill_min;
     int cpu;                 /* 1: the CPU reference instead of a GPU */
     int device;              /* CUDA ordinal */

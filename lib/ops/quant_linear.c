@@ -161,7 +161,8 @@ static m40_status qlinear_gpu(m40_ctx *ctx, const m40__op_run *r) {
 }
 #endif
 
-/* The GEMV's split-K sums (M <= 8), by the launcher's rule with the real
+/* The GEMV's split-K sums (M <= 8; 9..64 rows: an 8-row slice's, reused
+** by every slice), by the launcher's rule with the real
 ** group: m40k_quant_gemv_workspace in a CUDA build; without CUDA the plan
 ** rule it returns (kernels/quant_plan.h). The same on every GPU. */
 static m40_status qlinear_workspace(const m40__op_call *c, const m40_tensor_desc *out,

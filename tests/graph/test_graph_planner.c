@@ -250,13 +250,16 @@ static void test_chatglm2_builder(void) {
 
 /* linear_q plans the GEMV's split-K scratch by the launcher's rule
 ** (kernels/quant_plan.h): none when x for all of K fits one block's shared
-** memory, nsplit·M·N floats when not, none past the GEMV (M > 8). */
+** memory, nsplit·M·N floats when not; 9..64 rows run as 8-row slices (the
+** scratch of M = 8, reused slice after slice), none past them (the GEMM). */
 static void test_linear_q_workspace(void) {
     static const struct { int64_t M, N, K; int bits; } cases[] = {
         {1, 4096, 4096, 8}, {8, 27392, 4096, 8}, {8, 27392, 4096, 4}, {1, 4096, 13696, 8},
-        {3, 1000, 4096, 4}, {9, 27392, 4096, 8}, {8, 100, 4100, 8}};
+        {3, 1000, 4096, 4}, {9, 27392, 4096, 8}, {8, 100, 4100, 8}, {64, 27392, 4096, 8},
+        {65, 27392, 4096, 8}, {17, 4096, 13696, 4}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int64_t M = cases[i].M, N = cases[i].N, K = cases[i].K;
+        const int64_t Ms = M > 8 && M <= 64 ? 8 : M; /* the rows a GEMV call sees */
         const int q4 = cases[i].bits == 4;
         m40_graph *g;
         CHECK_ST(m40_graph_create(C, &g), M40_OK);
@@ -284,11 +287,11 @@ static void test_linear_q_workspace(void) {
         /* the rule written out: chunks of 1024 (int4) / 512 (int8) columns,
         ** each 4 bytes per column + 128 per batch row of 48 KB, D = 2 */
         const int64_t kc = q4 ? 1024 : 512, cb = kc * 4 + 128, nck = (K + kc - 1) / kc;
-        int64_t maxch = 49152 / (M * cb), d = maxch >= 2 && nck >= 2 ? 2 : 1, cap = maxch / d * d;
-        int64_t nsplit = (nck + cap - 1) / cap;
+        int64_t maxch = 49152 / (Ms * cb), d = maxch >= 2 && nck >= 2 ? 2 : 1, cap = maxch / d * d;
+        int64_t nsplit = cap > 0 ? (nck + cap - 1) / cap : 0;
         /* what m40_quant_linear reserves (m40k_quant_gemv_workspace), for any K */
-        uint64_t want = M <= 8 && nsplit > 1
-                            ? (uint64_t)(nsplit * M * N * 4) : 0;
+        uint64_t want = Ms <= 8 && nsplit > 1
+                            ? (uint64_t)(nsplit * Ms * N * 4) : 0;
         if (pi.region_bytes[M40_REGION_WORKSPACE] < want ||
             pi.region_bytes[M40_REGION_WORKSPACE] > want + M40_GRAPH_ALIGN)
             fprintf(stderr, "linear_q M=%lld N=%lld K=%lld int%d: workspace %llu, want %llu\n",

@@ -239,25 +239,36 @@ int run_chatglm2(bench_env *e) {
     }
     const char *dv = getenv("M40_ATTN_DECODE_VARIANT");
     if (dv && *dv) {
-        m40__attn_decode_variant = atoi(dv);
+        if (dv[0] < '0' || dv[0] > '6' || dv[1]) {
+            fprintf(stderr, "m40-bench chatglm2: M40_ATTN_DECODE_VARIANT is 0..6 "
+                            "(kernels/attention.h's decode_variant), not '%s'\n", dv);
+            return 2;
+        }
+        m40__attn_decode_variant = dv[0] - '0';
         if (e->text) printf("decode attention variant %d (M40_ATTN_DECODE_VARIANT)\n", m40__attn_decode_variant);
     }
     const char *only = getenv("M40_BENCH_GLM_FORMATS");
     const char *pv = getenv("M40_BENCH_GLM_PREFILL");
     static int pre_env[8];
-    if (pv && !strcmp(pv, "0")) np = 0;
-    else if (pv && *pv && e->info.is_gpu) { /* prompt lengths, 1..8192 */
-        int n = 0;
-        for (const char *q = pv; *q && n < 8;) {
+    if (pv && !strcmp(pv, "0")) {
+        np = 0;
+    } else if (pv && *pv) { /* prompt lengths, 1..8192, at most 8 */
+        int n = 0, ok = 1;
+        for (const char *q = pv; ok && *q;) {
             char *end;
             long v = strtol(q, &end, 10);
-            if (end == q || v < 1 || v > 8192) break;
-            pre_env[n++] = (int)v;
+            ok = end != q && v >= 1 && v <= 8192 && n < 8 && (*end == ',' || !*end);
+            if (ok) pre_env[n++] = (int)v;
             q = *end == ',' ? end + 1 : end;
-            if (*end && *end != ',') break;
         }
-        if (n > 0) pre = pre_env, np = n;
+        if (!ok || n == 0) {
+            fprintf(stderr, "m40-bench chatglm2: M40_BENCH_GLM_PREFILL is 0 or up to 8 prompt "
+                            "lengths in 1..8192, e.g. 128,512; not '%s'\n", pv);
+            return 2;
+        }
+        if (e->info.is_gpu) pre = pre_env, np = n; /* the CPU reference keeps its 16 */
     }
+    int ran = 0;
     measure_copy(e);
     for (int i = 0; i < nf; i++) {
         if (only && *only) { /* a comma list of format names */
@@ -272,6 +283,13 @@ int run_chatglm2(bench_env *e) {
             if (!hit) continue;
         }
         one_format(e, all[i], &cfg, (const int64_t (*)[3])ctxs, nctx, pre, np);
+        ran++;
+    }
+    if (!ran) {
+        fprintf(stderr, "m40-bench chatglm2: M40_BENCH_GLM_FORMATS '%s' names none of fp16, int8, "
+                        "int4, int4g128%s\n", only ? only : "", e->info.is_gpu ? "" : " (the CPU "
+                        "reference runs fp16 only)");
+        return 2;
     }
     return 0;
 }

@@ -149,6 +149,11 @@ static void refusals(glm_model *m) {
     CHECK(greedy(m, 0, &id) == -1);
     CHECK(strstr(glm_errmsg(m), "nothing to sample") != NULL);
     CHECK(greedy(m, 1, &id) == 0);
+    /* another prefill graph (2 ids: the 2-row one) leaves 1's logits alone */
+    int32_t id1 = -1, id1b = -2;
+    CHECK(greedy(m, 1, &id1) == 0);
+    CHECK(glm_seq_rewind(m, 2, 0) == 0 && glm_seq_prefill(m, 2, p, 2, NULL, NULL) == 0);
+    CHECK(greedy(m, 1, &id1b) == 0 && id1b == id1);
     int one = 1, two_ = 2;
     CHECK(glm_step_batch(m, 1, &one, p) == 0);
     CHECK(greedy(m, 1, &id) == 0);

@@ -111,18 +111,23 @@ struct Params {
     unsigned *guard;
 };
 
+/* 8 halves (one 16-byte load) as 8 floats: every f16 cache path's conversion. */
+__device__ __forceinline__ void half8_to_float(const uint4 &u, float *f) {
+    const __half2 *h = reinterpret_cast<const __half2 *>(&u);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        float2 v = __half22float2(h[k]);
+        f[2 * k] = v.x;
+        f[2 * k + 1] = v.y;
+    }
+}
+
 /* 8 consecutive cache values from element i of a cache row, as floats. */
 template <typename TC> struct Load8;
 template <> struct Load8<__half> {
     static __device__ __forceinline__ void vec(const void *c, int64_t i, float *f) {
-        uint4 u = *reinterpret_cast<const uint4 *>(reinterpret_cast<const __half *>(c) + i);
-        const __half2 *h = reinterpret_cast<const __half2 *>(&u);
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            float2 v = __half22float2(h[k]);
-            f[2 * k] = v.x;
-            f[2 * k + 1] = v.y;
-        }
+        const uint4 u = *reinterpret_cast<const uint4 *>(reinterpret_cast<const __half *>(c) + i);
+        half8_to_float(u, f); /* u first: one 16-byte load, not four 4-byte ones */
     }
     static __device__ __forceinline__ float one(const void *c, int64_t i) {
         return __half2float(reinterpret_cast<const __half *>(c)[i]);
@@ -208,12 +213,11 @@ __device__ __forceinline__ void store_tile(const uint4 *u, float *dst) {
         const int it = threadIdx.x + k * NT;
         if (BN * CH % NT != 0 && it >= BN * CH) break;
         const int c = it / CH, d = (it % CH) * 8;
-        const __half2 *h = reinterpret_cast<const __half2 *>(&u[k]);
-        float2 a = __half22float2(h[0]), b = __half22float2(h[1]);
-        float2 e = __half22float2(h[2]), f = __half22float2(h[3]);
+        float f[8];
+        half8_to_float(u[k], f);
         float4 *w = reinterpret_cast<float4 *>(dst + c * DS + d);
-        w[0] = make_float4(a.x, a.y, b.x, b.y);
-        w[1] = make_float4(e.x, e.y, f.x, f.y);
+        w[0] = make_float4(f[0], f[1], f[2], f[3]);
+        w[1] = make_float4(f[4], f[5], f[6], f[7]);
     }
 }
 
@@ -546,13 +550,8 @@ template <> struct VLoad<__half> {
         }
     }
     static __device__ __forceinline__ void get8(const __half *c, float *f) {
-        uint4 u = __ldg(reinterpret_cast<const uint4 *>(c));
-        const __half2 *h = reinterpret_cast<const __half2 *>(&u);
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            float2 v = __half22float2(h[k]);
-            f[2 * k] = v.x, f[2 * k + 1] = v.y;
-        }
+        const uint4 u = __ldg(reinterpret_cast<const uint4 *>(c));
+        half8_to_float(u, f);
     }
 };
 template <> struct VLoad<float> {

@@ -40,15 +40,7 @@ template <> struct Raw8<__half> {
         u = make_uint4(w[0], w[1], w[2], w[3]);
     }
     __device__ __forceinline__ void zero() { u = make_uint4(0u, 0u, 0u, 0u); }
-    __device__ __forceinline__ void get(float *f) const {
-        const __half2 *h = reinterpret_cast<const __half2 *>(&u);
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            float2 v = __half22float2(h[k]);
-            f[2 * k] = v.x;
-            f[2 * k + 1] = v.y;
-        }
-    }
+    __device__ __forceinline__ void get(float *f) const { half8_to_float(u, f); }
 };
 template <> struct Raw8<float> {
     uint4 u[2];

@@ -60,6 +60,16 @@ __device__ __forceinline__ void merge_sum(float &m, float &sum, int &id, float m
     sum = x + y;
 }
 
+/* Each window count r[j] and the mass rs summed over the warp, in every
+** lane (pass 2's warp step and then its block step over the warps' sums). */
+__device__ __forceinline__ void warp_sum_windows(unsigned (&r)[kNWin], u64 &rs) {
+    for (int o = 16; o > 0; o >>= 1) {
+#pragma unroll
+        for (int j = 0; j < kNWin; j++) r[j] += __shfl_xor_sync(0xffffffffu, r[j], o);
+        rs += __shfl_xor_sync(0xffffffffu, rs, o);
+    }
+}
+
 /* Greedy in one pass: argmax (lowest id on ties) and p = 1 / Σ e^(x - max)
 ** (1 / V when every x is -inf, as the definition's e = 1). */
 __device__ void greedy_fast(const float *src, int V, float *out, Smem &s) {
@@ -181,11 +191,7 @@ __device__ __forceinline__ bool fast_select(const float *w, int V, float M, int 
         u64 rs = S;
 #pragma unroll
         for (int j = 0; j < kNWin; j++) r[j] = c[j];
-        for (int o = 16; o > 0; o >>= 1) {
-#pragma unroll
-            for (int j = 0; j < kNWin; j++) r[j] += __shfl_xor_sync(0xffffffffu, r[j], o);
-            rs += __shfl_xor_sync(0xffffffffu, rs, o);
-        }
+        warp_sum_windows(r, rs);
         if (lane == 0) {
 #pragma unroll
             for (int j = 0; j < kNWin; j++) s.cid[j * kWarps + warp] = (int)r[j];
@@ -196,11 +202,7 @@ __device__ __forceinline__ bool fast_select(const float *w, int V, float M, int 
 #pragma unroll
             for (int j = 0; j < kNWin; j++) r[j] = (unsigned)s.cid[j * kWarps + lane];
             rs = s.wm[lane];
-            for (int o = 16; o > 0; o >>= 1) {
-#pragma unroll
-                for (int j = 0; j < kNWin; j++) r[j] += __shfl_xor_sync(0xffffffffu, r[j], o);
-                rs += __shfl_xor_sync(0xffffffffu, rs, o);
-            }
+            warp_sum_windows(r, rs);
             if (lane == 0) {
 #pragma unroll
                 for (int j = 0; j < kNWin; j++) s.cid[kNWin * kWarps + j] = (int)r[j];

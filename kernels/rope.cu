@@ -115,6 +115,14 @@ __global__ void __launch_bounds__(NT) rope_kernel(const RopeArgs a, int W, const
 
 bool aligned(const void *p, unsigned n) { return ((uintptr_t)p & (n - 1)) == 0; }
 
+/* rope_kernel<PAIRS, V2> at 1024 threads a row (few rows) or kThreads */
+template <int PAIRS, bool V2>
+void launch(bool few, unsigned g, cudaStream_t s, const RopeArgs &a, int64_t W, const float *x,
+            int64_t xs, const int32_t *pos, float *y, int64_t ys, unsigned *guard) {
+    if (few) rope_kernel<PAIRS, V2, 1024><<<g, 1024, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
+    else rope_kernel<PAIRS, V2, kThreads><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
+}
+
 } // namespace
 
 extern "C" int m40k_rope(void *stream, int heads, int head_dim, int rope_dims, int pairs,
@@ -139,16 +147,11 @@ extern "C" int m40k_rope(void *stream, int heads, int head_dim, int rope_dims, i
     ** of ~4 (H200, ncu: 4.3 -> 3.7 us a 1-row call; 64 rows at 256 threads
     ** measured 0.72x copy); many rows: 256, the blocks fill the GPU */
     const bool few = rows < kFewRows;
-    if (pairs == 1) {
-        if (few) rope_kernel<1, false, 1024><<<g, 1024, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
-        else rope_kernel<1, false, kThreads><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
-    } else if (head_dim % 2 == 0 && xs % 2 == 0 && ys % 2 == 0 && aligned(x, 8) &&
-               aligned(y, 8)) {
-        if (few) rope_kernel<0, true, 1024><<<g, 1024, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
-        else rope_kernel<0, true, kThreads><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
-    } else {
-        if (few) rope_kernel<0, false, 1024><<<g, 1024, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
-        else rope_kernel<0, false, kThreads><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
-    }
+    if (pairs == 1)
+        launch<1, false>(few, g, s, a, W, x, xs, pos, y, ys, guard);
+    else if (head_dim % 2 == 0 && xs % 2 == 0 && ys % 2 == 0 && aligned(x, 8) && aligned(y, 8))
+        launch<0, true>(few, g, s, a, W, x, xs, pos, y, ys, guard);
+    else
+        launch<0, false>(few, g, s, a, W, x, xs, pos, y, ys, guard);
     return (int)cudaGetLastError();
 }

@@ -32,6 +32,7 @@ typedef struct glm_seq {
 #define SRC_SHORT (1 + MAX_DG)
 
 static int is_decode(int src) { return src >= 1 && src <= MAX_DG; }
+static const char *src_name(int src) { return is_decode(src) ? "decode" : "prefill"; }
 
 /* A tensor-parallel rank other than 0 (rank 0 is the model's own ctx and
 ** graphs): its context, its share of the graphs, and its thread, which runs
@@ -180,7 +181,7 @@ static int upload_inputs(glm_model *m, int r, int src, int n, const int32_t *slo
         m40_tensor_upload(ctx, tp, m->pos_buf, (size_t)n * 4) != M40_OK ||
         (in->slot >= 0 && (m40_graph_get_tensor(g, in->slot, &ts) != M40_OK ||
                            m40_tensor_upload(ctx, ts, slots, (size_t)(is_decode(src) ? n : 1) * 4) != M40_OK)))
-        return fail(m, "%s inputs, rank %d: %s", is_decode(src) ? "decode" : "prefill", r,
+        return fail(m, "%s inputs, rank %d: %s", src_name(src), r,
                     m40_errmsg(ctx));
     return 0;
 }
@@ -200,7 +201,7 @@ static int feed_layers(glm_model *m, int src, int n, const int32_t *slots) {
             m40_graph_run(g) != M40_OK ||
             (in->hidden_out >= 0 && (m40_graph_get_tensor(g, in->hidden_out, &th) != M40_OK ||
                                      m40_tensor_download(ctx, th, m->hbuf, hb) != M40_OK)))
-            return fail(m, "%s, stage %d: %s", is_decode(src) ? "decode" : "prefill", r, m40_errmsg(ctx));
+            return fail(m, "%s, stage %d: %s", src_name(src), r, m40_errmsg(ctx));
     }
     return 0;
 }
@@ -216,7 +217,7 @@ static int feed(glm_model *m, int src, int n, const int32_t *slots) {
     const m40_chatglm2_info *in0;
     if (m->R == 1)
         return m40_graph_run(rank_graph(m, 0, src, &in0)) != M40_OK
-                   ? lib_fail(m, is_decode(src) ? "decode" : "prefill") : 0;
+                   ? lib_fail(m, src_name(src)) : 0;
     pthread_mutex_lock(&m->pmu);
     for (int r = 1; r < m->R; r++) {
         const m40_chatglm2_info *in;
@@ -229,7 +230,7 @@ static int feed(glm_model *m, int src, int n, const int32_t *slots) {
     pthread_mutex_unlock(&m->pmu);
     m40_status st0 = m40_graph_run(rank_graph(m, 0, src, &in0));
     if (st0 != M40_OK) {
-        fail(m, "%s, rank 0: %s", is_decode(src) ? "decode" : "prefill", m40_errmsg(m->ctx));
+        fail(m, "%s, rank 0: %s", src_name(src), m40_errmsg(m->ctx));
         m40_comm_abort(m->comm);
     }
     pthread_mutex_lock(&m->pmu);
@@ -239,7 +240,7 @@ static int feed(glm_model *m, int src, int n, const int32_t *slots) {
     for (int r = 1; r < m->R && !bad; r++)
         if (m->rk[r].st != M40_OK) {
             bad = 1;
-            fail(m, "%s, rank %d: %s", is_decode(src) ? "decode" : "prefill", r, m->rk[r].err);
+            fail(m, "%s, rank %d: %s", src_name(src), r, m->rk[r].err);
         }
     if (bad) m->broken = 1;
     return bad ? -1 : 0;
@@ -609,9 +610,9 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         m->dbatch[m->ndg++] = b;
         if (b == m->P) break;
     }
-    /* the short prefill graphs: like the prefill graph, chunk t */
-    /* best effort: one that does not fit (the budget, device memory) ends
-    ** the ladder there; the full chunk serves every prompt all the same */
+    /* the short prefill graphs (the prefill graph at chunk t), best effort:
+    ** one that does not fit (the budget, device memory) ends the ladder
+    ** there; the full chunk serves every prompt all the same */
     m40_chatglm2_desc sd;
     const int smin = o->prefill_min > 0 ? o->prefill_min : 16;
     for (int t = smin; o->prefill_min >= 0 && t < m->T && m->nsg < MAX_SG; t *= 2) {

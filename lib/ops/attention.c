@@ -131,17 +131,24 @@ static m40_status cpu_indices(m40_ctx *ctx, const char *fn, const m40_tensor *po
     return M40_OK;
 }
 
+/* kv into cache, and kv2 into cache2 when given (the attention node's K and
+** V: the same shapes, strides, positions and slots; one launch on a GPU). */
 static m40_status append_run(m40_ctx *ctx, const char *fn, const m40_tensor *kv,
-                             const m40_tensor *pos, const m40_tensor *slot, m40_tensor *cache) {
+                             const m40_tensor *kv2, const m40_tensor *pos, const m40_tensor *slot,
+                             m40_tensor *cache, m40_tensor *cache2) {
     const m40_tensor_desc *k = &kv->desc, *c = &cache->desc;
     int64_t S = c->shape[0], L = c->shape[1], GD = c->shape[2] * c->shape[3];
     int f16 = c->dtype == M40_DTYPE_F16;
+    const int32_t *sp = slot ? slot->data : NULL;
     if (k->shape[0] * k->shape[1] == 0) return M40_OK; /* no rows: nothing to append */
 #ifdef M40_HAVE_CUDA
     if (ctx->is_gpu) {
-        int e = m40k_kv_append(ctx->stream, k->shape[0], k->shape[1], GD, kv->data, k->stride[0],
-                               k->stride[1], pos->data, slot ? slot->data : NULL, S, L, f16,
-                               cache->data, ctx->guard);
+        int e = kv2 ? m40k_kv_append2(ctx->stream, k->shape[0], k->shape[1], GD, kv->data,
+                                      kv2->data, k->stride[0], k->stride[1], pos->data, sp, S, L,
+                                      f16, cache->data, cache2->data, ctx->guard)
+                    : m40k_kv_append(ctx->stream, k->shape[0], k->shape[1], GD, kv->data,
+                                     k->stride[0], k->stride[1], pos->data, sp, S, L, f16,
+                                     cache->data, ctx->guard);
         ctx->guard_armed = true;
         return m40__launched(ctx, e, fn);
     }
@@ -149,7 +156,10 @@ static m40_status append_run(m40_ctx *ctx, const char *fn, const m40_tensor *kv,
     m40_status st = cpu_indices(ctx, fn, pos, slot, S, L);
     if (st != M40_OK) return st;
     m40__ref_kv_append(k->shape[0], k->shape[1], GD, kv->data, k->stride[0], k->stride[1],
-                       pos->data, slot ? slot->data : NULL, L, f16, cache->data);
+                       pos->data, sp, L, f16, cache->data);
+    if (kv2)
+        m40__ref_kv_append(k->shape[0], k->shape[1], GD, kv2->data, k->stride[0], k->stride[1],
+                           pos->data, sp, L, f16, cache2->data);
     return M40_OK;
 }
 
@@ -226,7 +236,7 @@ m40_status m40_kv_append(m40_ctx *ctx, const m40_tensor *kv, const m40_tensor *p
         (st = check_index_descs(ctx, fn, &pos->desc, sd, k->shape[0], k->shape[1], c->shape[0])) ||
         (st = check_layout(ctx, fn, k, &pos->desc, sd, c, NULL, 1)))
         return st;
-    return append_run(ctx, fn, kv, pos, slot, cache);
+    return append_run(ctx, fn, kv, NULL, pos, slot, cache, NULL);
 }
 
 void m40_attention_desc_init(m40_attention_desc *d) {
@@ -338,23 +348,8 @@ static m40_status attention_run(m40_ctx *ctx, const m40__op_run *r) {
                v = part_of(r->in[0], (H + G) * D, G * D);
     /* the caches are the node's STATE inputs: it writes them */
     m40_tensor *kc = (m40_tensor *)r->in[1], *vc = (m40_tensor *)r->in[2];
-    m40_status st;
-#ifdef M40_HAVE_CUDA
-    if (ctx->is_gpu && k.desc.shape[0] * k.desc.shape[1] > 0) { /* K and V: one launch */
-        const m40_tensor_desc *c = &kc->desc;
-        int e = m40k_kv_append2(ctx->stream, k.desc.shape[0], k.desc.shape[1],
-                                c->shape[2] * c->shape[3], k.data, v.data, k.desc.stride[0],
-                                k.desc.stride[1], r->in[3]->data, slot ? slot->data : NULL,
-                                c->shape[0], c->shape[1], c->dtype == M40_DTYPE_F16, kc->data,
-                                vc->data, ctx->guard);
-        ctx->guard_armed = true;
-        if ((st = m40__launched(ctx, e, r->fn)) != M40_OK) return st;
-        return attend_run(ctx, r->fn, nd->heads, nd->attn_scale, &q, kc, vc, r->in[3], slot, r->out);
-    }
-#endif
-    if ((st = append_run(ctx, r->fn, &k, r->in[3], slot, kc)) ||
-        (st = append_run(ctx, r->fn, &v, r->in[3], slot, vc)))
-        return st;
+    m40_status st = append_run(ctx, r->fn, &k, &v, r->in[3], slot, kc, vc);
+    if (st != M40_OK) return st;
     return attend_run(ctx, r->fn, nd->heads, nd->attn_scale, &q, kc, vc, r->in[3], slot, r->out);
 }
 

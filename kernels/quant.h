@@ -32,8 +32,19 @@ typedef struct m40k_qlinear_args {
 /* Device scratch the GEMV's split-K path needs for this call (0: none);
 ** without it the launcher takes a kernel that needs none. */
 size_t m40k_quant_gemv_workspace(const m40k_qlinear_args *a);
-/* Picks GEMV (M <= 8, the variant m40k_quant_gemv_choose names) or GEMM
-** (M > 8) and runs it. */
+/* Device scratch m40k_quant_linear asks for (0: none): the GEMV's split-K
+** sums (M <= 8, or one 8-row slice's up to M40K_QSLICE_MAX rows), or the
+** SGEMM's split-K sums for a larger M on a GPU of sm_count SMs (sm_count 0:
+** none, the planner's figure). Without it the launchers take kernels that
+** need none. */
+size_t m40k_quant_linear_workspace(const m40k_qlinear_args *a, int sm_count);
+/* Runs y = x·Wᵀ + bias:
+** - M <= 8: the GEMV (the variant m40k_quant_gemv_choose names);
+** - 9..M40K_QSLICE_MAX rows: 8-row GEMV slices, one after another (a->ws
+**   holds one slice's split-K sums and every slice reuses it);
+** - larger M: the SGEMM (kernels/sgemm.cu) with W converted as its tiles
+**   load (m40k_sgemm_quant_ok: K % 8 == 0, aligned), else the quantized
+**   GEMM (kernels/quant_gemm.cu, any K and alignment). */
 int m40k_quant_linear(void *stream, const m40k_qlinear_args *a, int sm_count);
 
 /* The GEMV kernels the library carries (kernels/quant_gemv.cu); the

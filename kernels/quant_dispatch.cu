@@ -1,12 +1,17 @@
 /* Which quantized GEMV runs for which shape (m40k_quant_gemv_choose), the
 ** split-K scratch it asks for (m40k_quant_gemv_workspace, the rule of
 ** kernels/quant_plan.h that the planner shares), and m40k_quant_linear:
-** GEMV (kernels/quant_gemv.cu) for M <= 8, GEMM (kernels/quant_gemm.cu)
-** above. Host code only: no kernels, so no ptxas resources; the roofline
+** GEMV (kernels/quant_gemv.cu) for M <= 8, 8-row GEMV slices up to 64
+** rows, the SGEMM (kernels/sgemm.cu, W converted as it loads) above, or
+** the quantized GEMM (kernels/quant_gemm.cu) where the SGEMM's loads
+** cannot take W. Host code only: no kernels, so no ptxas resources; the roofline
 ** and measurements of the kernels it picks are in kernels/quant_gemv.cu and
 ** docs/quant.md. */
 #include "quant.h"
 #include "quant_plan.h"
+#include "sgemm.h"
+
+#include <cuda_runtime.h>
 
 #include <stdint.h>
 
@@ -72,10 +77,83 @@ extern "C" size_t m40k_quant_gemv_workspace(const m40k_qlinear_args *a) {
     return m40k_qgemv_split_bytes(a->wtype == M40_DTYPE_Q4, a->M, a->N, a->K, a->group != 0);
 }
 
+/* The SGEMM call for a prefill-sized M: W [N,K] as its B, converted as
+** the tiles load (F16, or Q8/Q4 with their scales), x as A, bias fused. */
+static m40k_sgemm_args sgemm_of(const m40k_qlinear_args *a) {
+    m40k_sgemm_args g = {};
+    g.M = a->M; g.N = a->N; g.K = a->K;
+    g.a = a->x; g.lda = a->K;
+    g.b = a->w; g.b_nk = 1;
+    g.c = a->y; g.ldc = a->N;
+    g.bias = a->bias;
+    if (a->wtype == M40_DTYPE_F16) {
+        g.b_f16 = 1;
+        g.ldb = a->K;
+    } else {
+        g.b_q = a->wtype == M40_DTYPE_Q4 ? 4 : 8;
+        g.ldb = g.b_q == 4 ? (a->K + 1) / 2 : a->K; /* bytes */
+        g.b_scale = a->scale;
+        g.b_scale_f16 = a->scale_f16;
+        g.b_group = a->group;
+    }
+    return g;
+}
+
+/* Whether a larger-M call goes to the SGEMM: its tile loads take the format
+** (F16 always; Q8/Q4 when m40k_sgemm_quant_ok), and its grid the rows. The
+** SGEMM's 128x128x8 tile (maxas-style, 2 blocks an SM) is the faster
+** kernel: at M = 512 on the H200, 41-43 TFLOP/s against 37-39 for
+** quant_gemm.cu's 128x128x16 (bench/NOTES.md). */
+static bool use_sgemm(const m40k_qlinear_args *a, const m40k_sgemm_args &g) {
+    if (a->M <= M40K_QSLICE_MAX || a->M > 65535 * 64) return false;
+    return a->wtype == M40_DTYPE_F16 || m40k_sgemm_quant_ok(&g);
+}
+
+extern "C" size_t m40k_quant_linear_workspace(const m40k_qlinear_args *a, int sm_count) {
+    if (a->M <= 0) return 0;
+    if (a->M <= M40K_QSLICE_MAX) {
+        m40k_qlinear_args s = *a;
+        if (s.M > 8) s.M = 8;
+        return m40k_quant_gemv_workspace(&s);
+    }
+    if (sm_count <= 0) return 0;
+    m40k_qlinear_args p = *a; /* sizing: any aligned stand-in pointers */
+    static const float4 dummy[1] = {};
+    p.x = (const float *)dummy;
+    p.w = dummy;
+    p.scale = p.wtype == M40_DTYPE_F16 ? nullptr : (const void *)dummy;
+    const m40k_sgemm_args g = sgemm_of(&p);
+    return use_sgemm(&p, g) ? m40k_sgemm_workspace_size(&g, sm_count) : 0;
+}
+
 extern "C" int m40k_quant_linear(void *stream, const m40k_qlinear_args *a, int sm_count) {
     if (a->M <= 8) {
         const m40k_qgemv_variant v = m40k_quant_gemv_choose(a, sm_count);
         return m40k_quant_gemv_variant(stream, a, sm_count, &v);
     }
+    if (a->M <= M40K_QSLICE_MAX) {
+        /* 8-row slices, not the GEMM: the GEMM's blocks are 128 rows tall,
+        ** so 16 rows cost what 128 do (H200, 2026-12-02: a ChatGLM2-6B int8
+        ** decode step at batch 16 took 45 ms, at batch 8 6 ms; a 32-row
+        ** prefill cost a 128-row one). A batch-8 GEMV reads the weights once
+        ** at ~2.3x a batch-1 time, so s slices cost ~2.3·s GEMV passes:
+        ** below the GEMM up to 64 rows on the H200 (8 slices ~ the 128-row
+        ** GEMM) and on an M40 (8 slices of a bandwidth-bound GEMV, ~22 ms
+        ** each for int8 6B, against ~290 ms for the 128-row tile's 1.6
+        ** TFLOP). One stream: each slice's split-K sums are consumed before
+        ** the next slice writes them. */
+        for (int r0 = 0; r0 < a->M; r0 += 8) {
+            m40k_qlinear_args s = *a;
+            s.M = a->M - r0 < 8 ? a->M - r0 : 8;
+            s.x = a->x + (size_t)r0 * (size_t)a->K;
+            s.y = a->y + (size_t)r0 * (size_t)a->N;
+            const m40k_qgemv_variant v = m40k_quant_gemv_choose(&s, sm_count);
+            int e = m40k_quant_gemv_variant(stream, &s, sm_count, &v);
+            if (e) return e;
+        }
+        return 0;
+    }
+    const m40k_sgemm_args g = sgemm_of(a);
+    if (use_sgemm(a, g)) return m40k_sgemm(stream, &g, sm_count, a->ws, a->ws_bytes);
     return m40k_quant_gemm_run(stream, a, 0);
 }

@@ -17,6 +17,10 @@
 #define M40K_QGEMV_KC(q4) ((q4) ? 1024 : 512)       /* columns per chunk */
 #define M40K_QGEMV_CB(q4) (M40K_QGEMV_KC(q4) * 4 + 32 * 4) /* bytes per chunk and batch row */
 
+/* Rows up to which m40k_quant_linear runs 8-row GEMV slices, not a GEMM
+** (kernels/quant_dispatch.cu says why). */
+#define M40K_QSLICE_MAX 64
+
 typedef struct m40k_qgemv_split {
     int nch, nsplit, D;
 } m40k_qgemv_split;

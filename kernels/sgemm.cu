@@ -63,7 +63,17 @@ struct Params {
     m40k_conv_a cv;    /* CONV kernels: the implicit A operand */
     int batch;         /* > 1: grid.z runs that many GEMMs (no split-K) */
     long long sa, sb, sc; /* their strides in elements of A, B, C */
+    /* quantized B (BQ kernels): scales f16 or f32, per row of B[N,K]
+    ** (bgroup 0, applied in the epilogue) or per bgroup columns (bgroups
+    ** of them a row, applied as the tile is loaded) */
+    const void *bscale;
+    int bscale_f16, bgroup, bgroups, bgroup_log2;
 };
+
+__device__ __forceinline__ float scale_at(const Params &p, long long i) {
+    return p.bscale_f16 ? __half2float(__ldg((const __half *)p.bscale + i))
+                        : __ldg((const float *)p.bscale + i);
+}
 
 __device__ __forceinline__ float act_apply(float v, int act) {
     if (act == M40K_SGEMM_ACT_RELU) return v > 0.0f ? v : 0.0f;
@@ -71,8 +81,10 @@ __device__ __forceinline__ float act_apply(float v, int act) {
     return v;
 }
 
-/* out = act(acc + bias[n] + R[m,n]) */
+/* out = act(acc·scale[n] + bias[n] + R[m,n]); the scale only for B
+** quantized with row scales */
 __device__ __forceinline__ float epilogue(const Params &p, float acc, int m, int n) {
+    if (p.bscale && !p.bgroup) acc *= scale_at(p, n);
     if (p.bias) acc += p.bias[n];
     if (p.res) acc += p.res[(long long)m * p.ldr + n];
     return act_apply(acc, p.act);
@@ -116,6 +128,35 @@ __device__ __forceinline__ void load_run(float (&v)[E], const void *p) {
     }
 }
 
+/* Quantized B, B[N,K] layout: E (2 or 4) consecutive k of one row as
+** floats without the scale. BQ 8: int8; BQ 4: int4, two a byte, the high
+** nibble the even k (include/m40/quant.h). The byte_perm trick of the
+** quant kernels: a byte b in the low mantissa of 2^23 is the float
+** 2^23 + b, so (b ^ 0x80) - (2^23 + 128) is the signed value, in one PRMT
+** and one FADD. */
+__device__ __forceinline__ float qbyte(uint32_t u, int sel, float off) {
+    return __int_as_float((int)__byte_perm(u, 0x4B000000u, 0x7440 | sel)) - off;
+}
+template <int E, int BQ>
+__device__ __forceinline__ void load_qrun(float (&v)[E], const unsigned char *p) {
+    constexpr float kOff8 = 8388736.0f, kOff4 = 8388616.0f; /* 2^23 + 128, 2^23 + 8 */
+    if (BQ == 8) {
+        uint32_t u = E == 4 ? __ldg((const unsigned *)p) : (uint32_t)__ldg((const unsigned short *)p);
+        u ^= 0x80808080u;
+#pragma unroll
+        for (int i = 0; i < E; i++) v[i] = qbyte(u, i, kOff8);
+    } else {
+        uint32_t u = E == 4 ? (uint32_t)__ldg((const unsigned short *)p) : (uint32_t)__ldg(p);
+        u ^= 0x8888u;
+        uint32_t lo = u & 0x0F0Fu, hi = (u >> 4) & 0x0F0Fu;
+#pragma unroll
+        for (int i = 0; i < E / 2; i++) {
+            v[2 * i] = qbyte(hi, i, kOff4);
+            v[2 * i + 1] = qbyte(lo, i, kOff4);
+        }
+    }
+}
+
 /* One thread's share of a BMxBK (A) and BKxBN (B) tile, staged in registers
 ** between the global load and the shared-memory store.
 ** CONV: A is the implicit im2col matrix of an NHWC convolution (Params::cv).
@@ -124,12 +165,21 @@ __device__ __forceinline__ void load_run(float (&v)[E], const void *p) {
 ** (twice when C == 4). A run of EA channels is one 16-byte (EA = 4) or
 ** 8-byte load, or zeros when (h, w) falls in the padding; C % 4 == 0 keeps
 ** a run inside one pixel. Each load steps to the next tile itself, so the J
-** look-ahead of the plain loader does not apply to A. */
-template <int BM, int BN, bool B_NK, bool B_F16, bool VEC, bool CONV = false>
+** look-ahead of the plain loader does not apply to A.
+** BQ (quantized B, B_NK and VEC only, K % 8 == 0): 8 or 4 with row scales
+** (applied in the epilogue), 18 or 14 with group scales (applied here, one
+** scale a run: a run of EB k never crosses a group). */
+template <int BM, int BN, bool B_NK, bool B_F16, bool VEC, bool CONV = false, int BQ = 0>
 struct TileLoader {
     static constexpr int EA = BM * BK / kThreads;  /* A elements per thread: 4 or 2 */
     static constexpr int EB = BN * BK / kThreads;
-    static constexpr int ESZ = B_F16 ? 2 : 4;      /* bytes per B element */
+    static constexpr int QB = BQ % 10;             /* 8, 4 or 0 */
+    static constexpr bool QG = BQ >= 10;           /* group scales */
+    static constexpr int ESZ = B_F16 ? 2 : 4;      /* bytes per B element (not QB) */
+    /* bytes of k elements of a B row */
+    static __device__ __forceinline__ long long bbytes(long long k) {
+        return QB == 4 ? k >> 1 : QB == 8 ? k : k * ESZ;
+    }
     static constexpr int LDS_A = BM + 4;           /* padded: the transposed store is */
     static constexpr int LDS_B = BN + 4;           /* conflict-free (see below) */
 
@@ -141,6 +191,8 @@ struct TileLoader {
     int b_last;            /* KN, scalar path: columns past b_last repeat it */
     int hh, w0, cc, ss;    /* CONV: input row of the current r, column of s = 0,
                               channel, s */
+    const char *ps;        /* QG: this thread's row of scales */
+    int kq;                /* QG: k of this thread's B run */
     float ra[EA], rb[EB];
 
     __device__ __forceinline__ void init(const Params &p, int tid, int bm, int bn, int k0,
@@ -167,8 +219,16 @@ struct TileLoader {
             b_r = tid / (BK / EB);
             b_c = (tid % (BK / EB)) * EB;
             int n = min(bn + b_r, p.N - 1);
-            pb = (const char *)p.b + (zb * p.sb + (long long)n * p.ldb + k0 + b_c) * ESZ;
-            b_step = BK * ESZ;
+            if (QB) { /* ldb in bytes */
+                pb = (const char *)p.b + (long long)n * p.ldb + bbytes(k0 + b_c);
+                if (QG) {
+                    ps = (const char *)p.bscale + (long long)n * p.bgroups * (p.bscale_f16 ? 2 : 4);
+                    kq = k0 + b_c;
+                }
+            } else {
+                pb = (const char *)p.b + (zb * p.sb + (long long)n * p.ldb + k0 + b_c) * ESZ;
+            }
+            b_step = bbytes(BK);
         } else {
             /* B [K,N]: EB consecutive columns of one k row */
             b_r = tid / (BN / EB);
@@ -188,7 +248,7 @@ struct TileLoader {
     template <bool GUARD, int J = 0>
     __device__ __forceinline__ void load(const Params &p, int klen) {
         const float *qa = pa + J * BK;
-        const char *qb = B_NK ? pb + J * BK * ESZ : pb + J * b_step;
+        const char *qb = B_NK ? pb + J * bbytes(BK) : pb + J * b_step;
         if (CONV) { /* K % 4 == 0: the residue tile is 4 or 8 long */
             const m40k_conv_a &v = p.cv;
             int ww = w0 + ss * v.dw;
@@ -215,7 +275,16 @@ struct TileLoader {
 #pragma unroll
             for (int i = 0; i < EA; i++) ra[i] = (!GUARD || a_k + i < klen) ? __ldg(qa + i) : 0.0f;
         }
-        if (B_NK) {
+        if (QB) { /* K % 8 == 0: no residue tile */
+            load_qrun<EB, QB>(rb, (const unsigned char *)qb);
+            if (QG) {
+                const int g = (kq + J * BK) >> p.bgroup_log2; /* a power of two */
+                const float s = p.bscale_f16 ? __half2float(__ldg((const __half *)ps + g))
+                                             : __ldg((const float *)ps + g);
+#pragma unroll
+                for (int i = 0; i < EB; i++) rb[i] *= s;
+            }
+        } else if (B_NK) {
             if (VEC) {
                 if (!GUARD || b_c < klen) load_run<EB, B_F16, true>(rb, qb);
                 else
@@ -250,13 +319,15 @@ struct TileLoader {
     __device__ __forceinline__ void advance(int tiles) {
         if (!CONV) pa += tiles * BK;
         pb += tiles * b_step;
+        if (QG) kq += tiles * BK;
     }
 
     /* Past the first tile, which holds kk (<= BK) of K: the residue tile is
     ** shorter than BK, and the next tile starts right after it. */
     __device__ __forceinline__ void advance_first(int kk) {
         if (!CONV) pa += kk;
-        pb += B_NK ? (long long)kk * ESZ : (long long)kk * (b_step / BK);
+        pb += B_NK ? bbytes(kk) : (long long)kk * (b_step / BK);
+        if (QG) kq += kk;
     }
 
     /* As[k][m], Bs[k][n]. The transposed store writes EA scalars; with the row
@@ -280,10 +351,10 @@ struct TileLoader {
 /* Thread layout: 16x16 threads, each TM x TN = (BM/16) x (BN/16), taken as
 ** TM/4 runs of 4 rows spaced BM/2 apart (likewise columns), so a warp (4 x 8
 ** threads) reads 4 + 8 distinct float4 per k: broadcast, no bank conflicts. */
-template <int BM, int BN, bool B_NK, bool B_F16, bool VEC, bool CONV = false>
+template <int BM, int BN, bool B_NK, bool B_F16, bool VEC, bool CONV = false, int BQ = 0>
 __global__ void __launch_bounds__(kThreads, 2) sgemm_tile_kernel(Params p) {
     constexpr int TM = BM / 16, TN = BN / 16;
-    using Loader = TileLoader<BM, BN, B_NK, B_F16, VEC, CONV>;
+    using Loader = TileLoader<BM, BN, B_NK, B_F16, VEC, CONV, BQ>;
     constexpr int LDS_A = Loader::LDS_A, LDS_B = Loader::LDS_B;
     __shared__ __align__(16) float As[2][BK * LDS_A];
     __shared__ __align__(16) float Bs[2][BK * LDS_B];
@@ -405,6 +476,9 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_tile_kernel(Params p) {
                         if (n + j < p.N) orow[n + j] = v[j];
             } else if (p.vec_out) {
                 /* N % 4 == 0: the run is wholly inside */
+                if (BQ && BQ < 10)
+#pragma unroll
+                    for (int j = 0; j < 4; j++) v[j] *= scale_at(p, n + j);
                 if (p.bias) {
                     float4 bb = *(const float4 *)(p.bias + n);
                     v[0] += bb.x; v[1] += bb.y; v[2] += bb.z; v[3] += bb.w;
@@ -496,7 +570,15 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_skinny_kernel(Params p) {
 
 static bool aligned(const void *p, int bytes) { return ((uintptr_t)p % bytes) == 0; }
 
+static bool quant_ok(const m40k_sgemm_args &a) {
+    return (a.b_q == 8 || a.b_q == 4) && a.b_nk && !a.conv && a.batch <= 1 && a.K % 8 == 0 &&
+           a.K >= 8 && a.lda % 4 == 0 && aligned(a.a, 16) && aligned(a.b, 4) && a.b_scale &&
+           (a.b_group == 0 || (a.b_group >= 8 && (a.b_group & (a.b_group - 1)) == 0)) &&
+           a.ldb >= (a.b_q == 8 ? (int64_t)a.K : (int64_t)a.K / 2) && a.ldb % 4 == 0;
+}
+
 static bool can_vec(const m40k_sgemm_args &a) {
+    if (a.b_q) return quant_ok(a);
     int bsz = a.b_f16 ? 8 : 16; /* 4 elements */
     bool ok = a.K % 4 == 0 && a.lda % 4 == 0 && a.ldb % 4 == 0 && aligned(a.a, 16) &&
               aligned(a.b, bsz);
@@ -530,7 +612,13 @@ template <int BM, int BN>
 static void launch_tile(cudaStream_t s, const Params &p, const m40k_sgemm_args &a, bool vec,
                         int splits) {
     dim3 g((unsigned)cdiv(a.N, BN), (unsigned)cdiv(a.M, BM), (unsigned)splits);
-    if (a.b_nk) {
+    if (a.b_q) { /* quant_ok: B_NK, VEC */
+        const int bq = a.b_q + (a.b_group ? 10 : 0);
+        if (bq == 8) sgemm_tile_kernel<BM, BN, true, false, true, false, 8><<<g, kThreads, 0, s>>>(p);
+        else if (bq == 4) sgemm_tile_kernel<BM, BN, true, false, true, false, 4><<<g, kThreads, 0, s>>>(p);
+        else if (bq == 18) sgemm_tile_kernel<BM, BN, true, false, true, false, 18><<<g, kThreads, 0, s>>>(p);
+        else sgemm_tile_kernel<BM, BN, true, false, true, false, 14><<<g, kThreads, 0, s>>>(p);
+    } else if (a.b_nk) {
         if (a.b_f16) launch_tile_v<BM, BN, true, true>(s, p, vec, g);
         else launch_tile_v<BM, BN, true, false>(s, p, vec, g);
     } else {
@@ -569,7 +657,7 @@ extern "C" void m40k_sgemm_plan(const m40k_sgemm_args *a, int sm_count, size_t w
                                 int *variant, int *splits) {
     if (sm_count < 1) sm_count = 1;
     int v, s = 1;
-    if (a->b_nk && a->M <= 8 && !a->conv && a->batch <= 1) {
+    if (a->b_nk && a->M <= 8 && !a->conv && a->batch <= 1 && !a->b_q) {
         v = M40K_SGEMM_SKINNY;
     } else {
         /* The 128x128 tile does twice the FMAs per shared-memory load of
@@ -622,6 +710,17 @@ extern "C" int m40k_sgemm_run(void *stream, const m40k_sgemm_args *a, int varian
     p.cv = a->conv ? *a->conv : m40k_conv_a{};
     p.batch = a->batch > 1 ? a->batch : 1;
     p.sa = a->stride_a; p.sb = a->stride_b; p.sc = a->stride_c;
+    p.bscale = nullptr;
+    p.bscale_f16 = p.bgroup = p.bgroups = p.bgroup_log2 = 0;
+    if (a->b_q) {
+        if (!quant_ok(*a)) return (int)cudaErrorInvalidValue;
+        p.bscale = a->b_scale;
+        p.bscale_f16 = a->b_scale_f16;
+        p.bgroup = a->b_group;
+        p.bgroups = a->b_group ? (int)cdiv(a->K, a->b_group) : 0;
+        while (a->b_group >> (p.bgroup_log2 + 1)) p.bgroup_log2++;
+        if (variant == M40K_SGEMM_SKINNY) variant = M40K_SGEMM_TILE64;
+    }
     if (p.batch > 1) {
         if (a->conv || a->res || p.batch > 65535) return (int)cudaErrorInvalidValue;
         if (variant == M40K_SGEMM_SKINNY) variant = M40K_SGEMM_TILE64;
@@ -671,6 +770,8 @@ extern "C" int m40k_sgemm_run(void *stream, const m40k_sgemm_args *a, int varian
     splitk_reduce_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(p, splits);
     return (int)cudaGetLastError();
 }
+
+extern "C" int m40k_sgemm_quant_ok(const m40k_sgemm_args *a) { return quant_ok(*a) ? 1 : 0; }
 
 extern "C" int m40k_sgemm(void *stream, const m40k_sgemm_args *a, int sm_count, void *ws,
                           size_t ws_bytes) {

@@ -48,7 +48,19 @@ typedef struct m40k_sgemm_args {
     int batch;                     /* > 1: that many GEMMs, the i-th on a + i·stride_a, */
     int64_t stride_a, stride_b, stride_c; /* b + i·stride_b, c + i·stride_c (elements);
                                       no split-K, no res, no conv (Winograd's 16 GEMMs) */
+    /* Weight-only quantized B (b_q 8 or 4; 0: b_f16 says F32 or F16): B[N,K]
+    ** int8, or int4 two a byte with the high nibble the even k
+    ** (include/m40/quant.h), ldb its row stride in BYTES; b_scale f16
+    ** (b_scale_f16) or f32, [N] (b_group 0) or [N, ceil(K / b_group)], b_group
+    ** a power of two >= 8.
+    ** Needs b_nk, K % 8 == 0, A and B 16- and 4-byte aligned, lda % 4 == 0,
+    ** no conv, batch <= 1 (m40k_sgemm_quant_ok); the tile kernels only. */
+    int b_q;
+    const void *b_scale;
+    int b_scale_f16, b_group;
 } m40k_sgemm_args;
+/* Whether m40k_sgemm takes this quantized B (see b_q). */
+int m40k_sgemm_quant_ok(const m40k_sgemm_args *a);
 /* The variant and split-K factor the launcher would use on a GPU with
 ** sm_count SMs and ws_bytes of workspace (splits == 1 needs none). */
 void m40k_sgemm_plan(const m40k_sgemm_args *a, int sm_count, size_t ws_bytes,

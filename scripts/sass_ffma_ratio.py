@@ -14,8 +14,8 @@ Exit 77 (skip) if cuobjdump is missing.
 import argparse, os, re, shutil, subprocess, sys
 
 DEFAULT_OBJ = "build-sgemm52/CMakeFiles/m40_obj.dir/kernels/sgemm.cu.o"
-# sgemm_tile_kernel<128,128,B_NK=true,B_F16=false,VEC=true>
-DEFAULT_KERNEL = r"sgemm_tile_kernelILi128ELi128ELb1ELb0ELb1ELb0E"
+# sgemm_tile_kernel<128,128,B_NK=true,B_F16=false,VEC=true,CONV=false,BQ=0>
+DEFAULT_KERNEL = r"sgemm_tile_kernelILi128ELi128ELb1ELb0ELb1ELb0ELi0E"
 
 ap = argparse.ArgumentParser()
 ap.add_argument("obj", nargs="?", default=DEFAULT_OBJ)

@@ -2,7 +2,8 @@
 ** y[...,N] = x[...,K] · Wᵀ + bias, W int8 / int4 with f16 or f32 scales per
 ** row or per K-group, or f16 (include/m40/quant.h). CPU: lib/ref/quant.c;
 ** GPU: kernels/quant.h (GEMV for M <= 8, with split-K partial sums in the
-** context's workspace; 9..64 rows as 8-row GEMV slices; GEMM above). */
+** context's workspace; 9..64 rows as 8-row GEMV slices; above, the SGEMM
+** converting W as it loads, or the quantized GEMM: kernels/quant_dispatch.cu). */
 #include "op.h"
 #include "../ref/ref.h"
 #include "../quant/quant_internal.h"
@@ -101,16 +102,6 @@ static m40_status qlinear_cpu(m40_ctx *ctx, const m40__op_run *r) {
     return M40_OK;
 }
 
-/* 9..QSLICE_MAX rows run as GEMV calls of 8 rows each, not the GEMM: the
-** GEMM's blocks are 128 rows tall, so 16 rows cost what 128 do (H200,
-** 2026-12-02: a ChatGLM2-6B int8 decode step at batch 16 took 45 ms, one at
-** batch 8 6 ms; a 32-row prefill cost a 128-row one). A batch-8 GEMV reads
-** the weights once at ~2.3x a batch-1 time, so s slices cost ~2.3·s GEMV
-** passes: below the GEMM up to 64 rows on the H200 (8 slices ~ the 128-row
-** GEMM) and on an M40 (8 slices of a bandwidth-bound GEMV, ~22 ms each for
-** int8 6B, against ~290 ms for the 128-row tile's 1.6 TFLOP). */
-#define QSLICE_MAX 64
-
 #ifdef M40_HAVE_CUDA
 /* The launcher's arguments (pointers NULL when only sizing). */
 static m40k_qlinear_args qargs(const m40_node_desc *nd, const m40_tensor_desc *x,
@@ -132,39 +123,26 @@ static m40_status qlinear_gpu(m40_ctx *ctx, const m40__op_run *r) {
     a.scale = scale ? scale->data : NULL;
     a.bias = bias ? bias->data : NULL;
     a.y = r->out->data;
-    /* split-K partial sums of the GEMV (batch <= 8) go to the context's
-    ** workspace, grown on first need (graphs reserve it at alloc); if it
-    ** cannot grow, the launcher takes a kernel without split-K */
-    const int M = a.M, slices = M > 8 && M <= QSLICE_MAX;
-    m40k_qlinear_args s8 = a;
-    if (slices) s8.M = 8;
-    size_t ws_bytes = m40k_quant_gemv_workspace(&s8);
+    /* split-K partial sums (the GEMV's, or the SGEMM's for a prefill) go to
+    ** the context's workspace, grown on first need (graphs reserve it at
+    ** alloc); if it cannot grow, the launchers take kernels without split-K */
+    size_t ws_bytes = m40k_quant_linear_workspace(&a, ctx->sm_count);
     void *ws;
     m40_status st = m40__cuda_scratch(ctx, &ws_bytes, &ws);
     if (st != M40_OK) return st;
     a.ws = ws;
     a.ws_bytes = ws_bytes;
-    if (!slices) {
-        int e = m40k_quant_linear(ctx->stream, &a, ctx->sm_count);
-        return e ? m40__cuda_check(ctx, e, "m40_quant_linear") : M40_OK;
-    }
-    /* one stream: each slice's split-K sums are consumed before the next */
-    for (int r0 = 0; r0 < M; r0 += 8) {
-        m40k_qlinear_args s = a;
-        s.M = M - r0 < 8 ? M - r0 : 8;
-        s.x = a.x + (size_t)r0 * (size_t)a.K;
-        s.y = a.y + (size_t)r0 * (size_t)a.N;
-        int e = m40k_quant_linear(ctx->stream, &s, ctx->sm_count);
-        if (e) return m40__cuda_check(ctx, e, "m40_quant_linear (8-row slices)");
-    }
-    return M40_OK;
+    int e = m40k_quant_linear(ctx->stream, &a, ctx->sm_count);
+    return e ? m40__cuda_check(ctx, e, "m40_quant_linear") : M40_OK;
 }
 #endif
 
-/* The GEMV's split-K sums (M <= 8; 9..64 rows: an 8-row slice's, reused
-** by every slice), by the launcher's rule with the real
-** group: m40k_quant_gemv_workspace in a CUDA build; without CUDA the plan
-** rule it returns (kernels/quant_plan.h). The same on every GPU. */
+/* The launcher's scratch (m40k_quant_linear_workspace): the GEMV's split-K
+** sums (M <= 8; up to 64 rows an 8-row slice's, reused by every slice),
+** the same on every GPU; and for a larger M the SGEMM's split-K sums, which
+** depend on the SM count: the planner (sm_count 0) plans none and they are
+** reserved at m40_graph_alloc, as for LINEAR. Without CUDA the GEMV rule
+** (kernels/quant_plan.h). */
 static m40_status qlinear_workspace(const m40__op_call *c, const m40_tensor_desc *out,
                                     int sm_count, uint64_t *bytes) {
     (void)out;
@@ -172,13 +150,13 @@ static m40_status qlinear_workspace(const m40__op_call *c, const m40_tensor_desc
     *bytes = 0;
     const m40_tensor_desc *x = c->in[IX], *w = c->in[IW];
     int64_t M = rows(x), N = w->shape[0], K = x->shape[x->ndim - 1];
-    if (M < 1 || M > QSLICE_MAX || N > INT_MAX || K > INT_MAX) return M40_OK;
-    if (M > 8) M = 8; /* 8-row slices */
+    if (M < 1 || M > INT_MAX || N > INT_MAX || K > INT_MAX) return M40_OK;
 #ifdef M40_HAVE_CUDA
     m40k_qlinear_args a = qargs(c->nd, x, w, c->nd->ninputs > ISCALE ? c->in[ISCALE] : NULL);
-    a.M = (int)M;
-    *bytes = m40k_quant_gemv_workspace(&a);
+    *bytes = m40k_quant_linear_workspace(&a, sm_count);
 #else
+    if (M > M40K_QSLICE_MAX) return M40_OK;
+    if (M > 8) M = 8; /* 8-row slices */
     if (c->nd->bits != 16 && N > 0 && K > 0)
         *bytes = m40k_qgemv_split_bytes(c->nd->bits == 4, (int)M, (int)N, (int)K, c->nd->group != 0);
 #endif

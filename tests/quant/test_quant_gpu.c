@@ -2,7 +2,8 @@
 ** double-precision matmul): every format (int4/int8 per row and per group of
 ** 32/64/128 with f16/f32 scales, fp16 weights), the ChatGLM2 shapes
 ** (4608x4096, 4096x4096, 27392x4096, 4096x13696) at batch 1..8 (GEMV) and
-** M > 8 (GEMM), odd shapes (1, 7, 127, 129 rows; K = 4097, 1000, ...), the
+** 9..64 rows (8-row GEMV slices) and M > 64 (the SGEMM converting W as it
+** loads where K % 8 == 0 and x is aligned, else the quantized GEMM), odd shapes (1, 7, 127, 129 rows; K = 4097, 1000, ...), the
 ** forced generic paths and every GEMV variant the library carries
 ** (kernels/quant.h: kernel, rows per warp, chunks in flight, split-K R = 4
 ** and 8), unaligned x, with
@@ -320,7 +321,8 @@ static void test_odd_shapes(void) {
                 }
             }
             run_case(&q, 3, 1, 0, q.n, 0, 1, 6000);  /* unaligned x: generic gemv */
-            run_case(&q, 20, 0, 0, q.n, 0, 1, 6001); /* unaligned x: generic gemm */
+            run_case(&q, 20, 0, 0, q.n, 0, 1, 6001); /* unaligned x: generic 8-row slices */
+            run_case(&q, 130, 1, 0, q.n, 0, 1, 6002); /* unaligned x: quant_gemm, not the SGEMM */
             qpair_free(q);
         }
 }
@@ -341,6 +343,7 @@ static void test_x_range(void) {
                 run_case(&q, M, 0, V_SPLIT, q.n, 0, 0, 7100 + (uint64_t)i);
                 if (M >= 3) run_case(&q, M, 0, V_SPLIT_R8, q.n, 0, 0, 7200 + (uint64_t)i);
             }
+            run_case(&q, 130, 0, V_OP, q.n, 0, 0, 7300 + (uint64_t)i); /* the SGEMM's loads */
         }
         X_LO = X_HI = 1.0f;
         qpair_free(q);

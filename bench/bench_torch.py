@@ -331,7 +331,9 @@ def run_chatglm2(torch, args, dev, sampler, is_m40):
     implementation the tests use as the oracle), random weights, FP32 with TF32
     off (the Maxwell-faithful baseline; --chatglm2-fp16 adds fp16 as a labelled
     extra): decode tokens/s at each context (eager, one token with the KV
-    cache, as model.generate runs it), prefill of 128/512/2048 tokens."""
+    cache, as model.generate runs it), prefill of 128/512/2048 tokens
+    (--sizes-chatglm2-prefill) with the output layer on the last row, as
+    generate runs a prompt."""
     from transformers import GlmConfig, GlmForCausalLM
     from transformers.cache_utils import DynamicCache
     cfg = GlmConfig(vocab_size=65024, hidden_size=4096, intermediate_size=13696,
@@ -365,14 +367,24 @@ def run_chatglm2(torch, args, dev, sampler, is_m40):
                 print_line(r)
                 print(f"      {r['tokens_per_s']:.1f} tokens/s")
                 del cache
-            for P in (128, 512, 2048):
+            prompts = [] if args.sizes_chatglm2_prefill == "0" else \
+                [p for p, _, _ in parse_sizes(args.sizes_chatglm2_prefill)]
+            for P in prompts:
                 ids = torch.randint(1, 60000, (1, P), device=dev)
-                t, tele = measure(torch, lambda: model(ids, use_cache=False), 1,
+                # as model.generate runs a prompt: the output layer on the last
+                # row only (logits_to_keep=1; older transformers: every row)
+                try:
+                    model(ids[:, :8], use_cache=False, logits_to_keep=1)
+                    keep = {"logits_to_keep": 1}
+                except TypeError:
+                    keep = {}
+                t, tele = measure(torch, lambda: model(ids, use_cache=False, **keep), 1,
                                   max(3, args.repeats // 4), sampler)
                 flops = 2.0 * (wbytes / (4 if dt == torch.float32 else 2)) * P
                 r = result("chatglm2", f"torch GlmForCausalLM {name}", f"{name} prefill {P}", P,
                            {}, "GFLOP/s", flops, t, tele, is_m40)
                 r["tokens_per_s"] = P / (t["median"] * 1e-3)
+                r["logits_rows"] = 1 if keep else P
                 out.append(r)
                 print_line(r)
                 print(f"      {r['tokens_per_s']:.0f} tokens/s")
@@ -409,6 +421,8 @@ def main():
     ap.add_argument("--sizes-prefill", default=DEFAULT_SIZES["prefill"],
                     help="attention: prefill lengths (causal, L = T)")
     ap.add_argument("--sizes-chatglm2", default="128,1024,8192", help="chatglm2: decode contexts")
+    ap.add_argument("--sizes-chatglm2-prefill", default="128,512,2048",
+                    help="chatglm2: prompt lengths (0: no prefill)")
     ap.add_argument("--chatglm2-fp16", action="store_true", help="chatglm2: fp16 too (labelled)")
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--json", help="write results here")

@@ -89,4 +89,20 @@ m40_status m40__bench_device_uuid(m40_ctx *ctx, unsigned char uuid[16]);
 ** `ncu --profile-from-start off` profiles. M40_ERR_UNSUPPORTED without CUDA. */
 m40_status m40__bench_profiler(m40_ctx *ctx, int on);
 
+/* ---- the read chain (m40-bench chatglm2's bound) ---------------------------
+** n dependent reads, each of one or two byte ranges of device memory
+** (kernels/bench_read.cu), captured once into a CUDA graph on ctx's stream:
+** the fastest this GPU reads a step's bytes when each kernel that must read
+** them waits for the one before. */
+typedef struct m40__read_range {
+    const void *p0, *p1; /* p1 may be NULL */
+    size_t bytes0, bytes1;
+} m40__read_range;
+typedef struct m40__read_chain m40__read_chain;
+/* sink: 4 bytes of device memory. M40_ERR_UNSUPPORTED without CUDA. */
+m40_status m40__bench_read_chain_new(m40_ctx *ctx, const m40__read_range *r, int n, void *sink,
+                                     m40__read_chain **out);
+m40_status m40__bench_read_chain_run(m40_ctx *ctx, m40__read_chain *c);
+void m40__bench_read_chain_free(m40__read_chain *c);
+
 #endif

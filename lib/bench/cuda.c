@@ -2,12 +2,14 @@
 ** CUDA libraries directly (cuBLAS SGEMM, cudaMemcpy). CUDA builds only. */
 #include "bench.h"
 #include "../internal.h"
+#include "../../kernels/bench_read.h"
 
 #ifdef M40_HAVE_CUBLAS
 #include <cublas_v2.h>
 #endif
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
+#include <stdlib.h>
 
 m40_status m40__bench_cublas_linear(m40_ctx *ctx, const m40_tensor *x, const m40_tensor *w,
                                     m40_tensor *y) {
@@ -58,4 +60,44 @@ m40_status m40__bench_profiler(m40_ctx *ctx, int on) {
     if (st != M40_OK) return st;
     int err = on ? cudaProfilerStart() : cudaProfilerStop();
     return err ? m40__cuda_check(ctx, err, on ? "cudaProfilerStart" : "cudaProfilerStop") : M40_OK;
+}
+
+struct m40__read_chain {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+};
+
+m40_status m40__bench_read_chain_new(m40_ctx *ctx, const m40__read_range *r, int n, void *sink,
+                                     m40__read_chain **out) {
+    *out = NULL;
+    m40_status st = m40__ctx_check(ctx);
+    if (st != M40_OK) return st;
+    if (!ctx->is_gpu) return m40__err(ctx, M40_ERR_UNSUPPORTED, "read chain: needs a GPU context");
+    m40__read_chain *c = calloc(1, sizeof *c);
+    if (!c) return m40__err(ctx, M40_ERR_OOM_HOST, "read chain: out of host memory");
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    int err = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), e2;
+    for (int i = 0; !err && i < n; i++)
+        err = m40k_bench_read(ctx->stream, r[i].p0, r[i].bytes0, r[i].p1, r[i].bytes1, sink);
+    e2 = cudaStreamEndCapture(s, &c->graph); /* ends the capture even after an error */
+    if (!err) err = e2;
+    if (!err) err = cudaGraphInstantiateWithFlags(&c->exec, c->graph, 0);
+    if (err) {
+        m40__bench_read_chain_free(c);
+        return m40__cuda_check(ctx, err, "read chain: capture");
+    }
+    *out = c;
+    return M40_OK;
+}
+
+m40_status m40__bench_read_chain_run(m40_ctx *ctx, m40__read_chain *c) {
+    int err = cudaGraphLaunch(c->exec, (cudaStream_t)ctx->stream);
+    return err ? m40__cuda_check(ctx, err, "read chain: cudaGraphLaunch") : M40_OK;
+}
+
+void m40__bench_read_chain_free(m40__read_chain *c) {
+    if (!c) return;
+    if (c->exec) cudaGraphExecDestroy(c->exec);
+    if (c->graph) cudaGraphDestroy(c->graph);
+    free(c);
 }

@@ -139,4 +139,15 @@ m40_status m40__bench_profiler(m40_ctx *ctx, int on) {
     (void)on;
     return m40__err(ctx, M40_ERR_UNSUPPORTED, "libm40 was built without CUDA");
 }
+m40_status m40__bench_read_chain_new(m40_ctx *ctx, const m40__read_range *r, int n, void *sink,
+                                     m40__read_chain **out) {
+    (void)r, (void)n, (void)sink;
+    *out = NULL;
+    return m40__err(ctx, M40_ERR_UNSUPPORTED, "libm40 was built without CUDA");
+}
+m40_status m40__bench_read_chain_run(m40_ctx *ctx, m40__read_chain *c) {
+    (void)c;
+    return m40__err(ctx, M40_ERR_UNSUPPORTED, "libm40 was built without CUDA");
+}
+void m40__bench_read_chain_free(m40__read_chain *c) { (void)c; }
 #endif

@@ -8,12 +8,17 @@
 **            must read (every weight but the embedding table, plus the KV
 **            cache up to N) per second against a same-run device copy: the
 **            decode step's fraction of its bandwidth bound
-** plus the graph's nodes per token and its planned device memory. The M40
+** plus the graph's nodes per token and its planned device memory, and on a
+** GPU the decode step's read chain: the same bytes read by one plain
+** streaming kernel per kernel of the step that must read them (each
+** linear's weight, each layer's K and V up to N, the output layer), in the
+** step's order, captured in a CUDA graph: the fastest this GPU reads those
+** bytes through a chain of dependent kernels. The M40
 ** projection is bytes at 288 GB/s (labelled). --cpu: a 2-layer model of
 ** ChatGLM2's head geometry on the CPU reference (a smoke test of the
 ** harness, not a measurement).
 ** Environment: M40_BENCH_GLM_FORMATS (e.g. "int4,fp16": only those),
-** M40_BENCH_GLM_PREFILL=0 (no prefill) or a list of prompt lengths (e.g.
+** M40_BENCH_GLM_NO_CHAIN=1 (no read chain), M40_BENCH_GLM_PREFILL=0 (no prefill) or a list of prompt lengths (e.g.
 ** "512"), M40_BENCH_GLM_PROFILE=1 (one more
 ** replay of each decode graph inside cudaProfilerStart/Stop, for
 ** `ncu --profile-from-start off`: the step's kernels, one by one),
@@ -100,6 +105,86 @@ static void measure_copy(bench_env *e) {
     m40_tensor_destroy(c.dst);
 }
 
+/* The step's read chain at context N (see the top): 5 reads a layer and
+** the output layer's, from the decode graph's own tensors. */
+typedef struct chain_arg {
+    m40__read_chain *c;
+} chain_arg;
+
+static m40_status run_chain(bench_env *e, void *arg) {
+    return m40__bench_read_chain_run(e->ctx, ((chain_arg *)arg)->c);
+}
+
+static int chain_tensor(m40_graph *g, const char *name, const void **p, size_t *bytes) {
+    int id;
+    m40_tensor *t;
+    if (m40_graph_find(g, name, &id) != M40_OK || m40_graph_get_tensor(g, id, &t) != M40_OK)
+        return 0;
+    *p = m40_tensor_get_data(t);
+    *bytes = m40_tensor_get_nbytes(t);
+    return *p != NULL;
+}
+
+static void measure_chain(bench_env *e, m40_graph *dg, const m40_chatglm2_config *c, int N,
+                          const char *fn, const m40__bench_result *step) {
+    const int n = 5 * c->layers + 1;
+    m40__read_range *r = calloc((size_t)n, sizeof *r);
+    m40_tensor *sink = NULL;
+    int64_t one = 1;
+    int ok = r && m40_tensor_new(e->ctx, M40_DTYPE_F32, 1, &one, &sink) == M40_OK;
+    const size_t kv = (size_t)N * c->kv_heads * c->head_dim * 2; /* fp16 K (or V) rows 0..N-1 */
+    static const char *const lin[4] = {"self_attention.query_key_value", "self_attention.dense",
+                                       "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"};
+    double bytes = 0;
+    for (int l = 0; ok && l < c->layers; l++) {
+        char name[160];
+        m40__read_range *q = r + 5 * l;
+        for (int i = 0; ok && i < 4; i++) { /* qkv, [attention], dense, h_to_4h, 4h_to_h */
+            m40__read_range *x = q + (i == 0 ? 0 : i + 1);
+            snprintf(name, sizeof name, "transformer.encoder.layers.%d.%s.weight", l, lin[i]);
+            ok = chain_tensor(dg, name, &x->p0, &x->bytes0);
+        }
+        size_t kb, vb;
+        snprintf(name, sizeof name, "transformer.encoder.layers.%d.k_cache", l);
+        ok = ok && chain_tensor(dg, name, &q[1].p0, &kb);
+        snprintf(name, sizeof name, "transformer.encoder.layers.%d.v_cache", l);
+        ok = ok && chain_tensor(dg, name, &q[1].p1, &vb) && kb >= kv && vb >= kv;
+        q[1].bytes0 = q[1].bytes1 = kv;
+    }
+    ok = ok && chain_tensor(dg, "transformer.output_layer.weight", &r[n - 1].p0, &r[n - 1].bytes0);
+    for (int i = 0; ok && i < n; i++) bytes += (double)r[i].bytes0 + (double)r[i].bytes1;
+    m40__read_chain *ch = NULL;
+    if (!ok || m40__bench_read_chain_new(e->ctx, r, n, m40_tensor_get_data(sink), &ch) != M40_OK) {
+        fprintf(stderr, "m40-bench chatglm2 %s: read chain not measured%s%s\n", fn,
+                ok ? ": " : " (a tensor of the decode graph not found)", ok ? m40_errmsg(e->ctx) : "");
+    } else {
+        char label[64];
+        snprintf(label, sizeof label, "%s read chain ctx %d", fn, N);
+        m40__bench_result *rr = new_result(e, "chatglm2", "read chain", label, "GB/s");
+        chain_arg a = {ch};
+        if (rr) {
+            rr->batch = N;
+            rr->work = bytes;
+            if (step->baseline_value > 0) {
+                snprintf(rr->baseline, sizeof rr->baseline, "device copy");
+                rr->baseline_value = step->baseline_value;
+            }
+            if (measure(e, run_chain, &a, rr) != 0) {
+                e->failed = 1;
+            } else if (e->text) {
+                print_result(rr);
+                printf("      %d dependent reads of %.3f GB (the step reads %.3f GB): %.3f ms; "
+                       "the decode step takes %.3fx the chain (%.3f ms)\n", n, bytes / 1e9,
+                       step->work / 1e9, rr->t_ms.median, step->t_ms.median / rr->t_ms.median,
+                       step->t_ms.median);
+            }
+        }
+    }
+    m40__bench_read_chain_free(ch);
+    m40_tensor_destroy(sink);
+    free(r);
+}
+
 static void one_format(bench_env *e, m40_wformat f, const m40_chatglm2_config *cfg,
                        const int64_t (*ctxs)[3], int nctx, const int *prefills, int npre) {
     int64_t L = 0;
@@ -175,6 +260,8 @@ static void one_format(bench_env *e, m40_wformat f, const m40_chatglm2_config *c
                    r->t_ms.median, gbs > 0 ? "" : " (no copy baseline)",
                    288e9 / r->work);
         }
+        if (e->info.is_gpu && !env_on("M40_BENCH_GLM_NO_CHAIN"))
+            measure_chain(e, dg, c, N, fn, r);
     }
     /* prefill of P tokens, one graph per P sharing the decode graph's weights */
     for (int i = 0; i < npre; i++) {

@@ -105,6 +105,7 @@ struct Params {
     float *ws_ml, *ws_o; /* splits > 1: partial (m, l) and out[D] per (row, split) */
     int64_t T, H, G, D, S, L, hpg, qs0, qs1;
     int64_t mtiles, splits;
+    int pair;     /* prefill in one wave: a block takes query tiles mtiles-1-j and j */
     float qscale; /* scale · log2 e */
     int vec;      /* D and the cache rows allow 16-byte loads */
     int gd;       /* G·D: a cache row's stride in elements (< 2^25) */
@@ -288,7 +289,8 @@ template <int BM> constexpr int pstride(int tpr) { return BM + 32 / tpr; }
 /* MINB blocks per SM at least: <= 65536 / (MINB·128) registers a thread
 ** (4: 128, the decode tiles, memory-bound, want many loads in flight; 3:
 ** 170, the prefill tiles) */
-template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB, typename TC, bool PF = false>
+template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB, typename TC, bool PF = false,
+          bool PAIR = false>
 __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     static_assert(!PF || sizeof(TC) == 2, "prefetch: f16 caches");
     constexpr int DS = DP + 4;
@@ -309,15 +311,22 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     __shared__ int row_pos[BM];
 
     const int tid = threadIdx.x;
-    /* blockIdx.x = ((b·G + g)·mtiles + mt)·splits + split; the last query
-    ** tiles (most keys) first */
+    /* blockIdx.x = ((b·G + g)·nt + j)·splits + split; query tile mt =
+    ** mtiles-1-j, the last tiles (most keys) first; with p.pair then tile j
+    ** too, so every block has the keys of ~1 + 1/mtiles tiles (pair_tiles) */
     int64_t bx = blockIdx.x;
     const int64_t split = bx % p.splits;
     bx /= p.splits;
-    const int64_t mt = p.mtiles - 1 - bx % p.mtiles;
-    bx /= p.mtiles;
+    const int64_t nt = PAIR && p.pair ? (p.mtiles + 1) / 2 : p.mtiles;
+    const int64_t j = bx % nt;
+    bx /= nt;
     const int64_t g = bx % p.G, b = bx / p.G;
     const int64_t nrows = p.T * p.hpg;
+    const int npass = PAIR && p.pair && 2 * j + 1 != p.mtiles ? 2 : 1;
+#pragma unroll 1
+    for (int pass = 0; pass < npass; pass++) {
+    const int64_t mt = pass ? j : p.mtiles - 1 - j;
+    if (pass) __syncthreads(); /* the first tile's shared memory is free */
 
     /* the slot, the rows' positions (guarded), Q pre-scaled */
     bool bad_slot;
@@ -496,6 +505,7 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
             p.ws_ml[(row * p.splits + split) * 2 + 1] = row_l[tid];
         }
     }
+    } /* pass */
 }
 
 #include "attention_prefill64.cuh" /* attn_prefill64: prefill, variant 1 */
@@ -784,14 +794,49 @@ __global__ void __launch_bounds__(CNT) attn_combine(const float *ws_ml, const fl
     }
 }
 
-template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB>
+/* Prefill (splits 1) whose whole grid is resident at once: no block waits
+** for a slot, so the triangle's last query tiles (the most keys) set the
+** time while SMs that drew short tiles idle (T 512 on the H200: 512
+** BM-32 blocks, 528 slots). Pairing tile mtiles-1-j with tile j in one
+** block gives every block ~the same keys. A bigger grid balances itself
+** (longest first, the next block to a free slot), and stays unpaired. */
+extern "C" int m40k_attn_prefill_pair = 1;
+
+/* Whether pairing is on and nblocks of `kernel` are resident at once. */
+template <typename K> bool pairs_in_one_wave(K kernel, int64_t nblocks) {
+    int dev = 0, sms = 0, per = 0;
+    if (!m40k_attn_prefill_pair) return false;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, NT, 0) != cudaSuccess) {
+        (void)cudaGetLastError(); /* no pairing; nothing left pending */
+        return false;
+    }
+    return nblocks <= (int64_t)sms * per;
+}
+
+template <typename K> void pair_tiles(K kernel, Params &p, int64_t &nblocks) {
+    if (p.splits != 1 || p.mtiles < 2 || !pairs_in_one_wave(kernel, nblocks)) return;
+    p.pair = 1;
+    nblocks = nblocks / p.mtiles * ((p.mtiles + 1) / 2);
+}
+
+/* PAIR: the prefill-only configurations, which may pair tiles (the decode
+** ones stay as they were: the pass loop costs registers they have not) */
+template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB, bool PAIR = false>
 cudaError_t launch(cudaStream_t st, Params p, int64_t nblocks, int f16) {
-    if (f16) attn_kernel<DP, BM, BN, SR, SC, OR, MINB, __half><<<(unsigned)nblocks, NT, 0, st>>>(p);
-    else attn_kernel<DP, BM, BN, SR, SC, OR, MINB, float><<<(unsigned)nblocks, NT, 0, st>>>(p);
+    if (f16) {
+        if (PAIR) pair_tiles(attn_kernel<DP, BM, BN, SR, SC, OR, MINB, __half, false, PAIR>, p, nblocks);
+        attn_kernel<DP, BM, BN, SR, SC, OR, MINB, __half, false, PAIR><<<(unsigned)nblocks, NT, 0, st>>>(p);
+    } else {
+        if (PAIR) pair_tiles(attn_kernel<DP, BM, BN, SR, SC, OR, MINB, float, false, PAIR>, p, nblocks);
+        attn_kernel<DP, BM, BN, SR, SC, OR, MINB, float, false, PAIR><<<(unsigned)nblocks, NT, 0, st>>>(p);
+    }
     return cudaGetLastError();
 }
 
 template <typename TC> cudaError_t launch_prefill64(cudaStream_t st, Params p, int64_t nblocks) {
+    pair_tiles(attn_prefill64<TC>, p, nblocks);
     attn_prefill64<TC><<<(unsigned)nblocks, NT, 0, st>>>(p);
     return cudaGetLastError();
 }
@@ -858,11 +903,16 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     const int small = decode && nrows <= M40K_ATTN_DECODE_BM;
     /* prefill DP 128: attn_prefill64 (variant 1) or the BM-32 tile (0); 2, auto:
     ** 1 from 1.5 waves of BM-64 blocks (slots ~ SMs × 2..4): below, the few
-    ** 64-row blocks of the causal triangle's end set the time (docs/attention.md) */
+    ** 64-row blocks of the causal triangle's end set the time
+    ** (docs/attention.md) -- unless the BM-64 grid is resident at once, where
+    ** its query tiles are paired (pair_tiles: even keys a block; H200, T 512:
+    ** 122 µs against the BM-32 tile's 136, session 7) */
     const int64_t n64 = s->B * s->G * ((nrows + 63) / 64);
     const int pv = m40k_attn_prefill_variant;
     const int pf64 = !decode && DP == 128 && splits == 1 &&
-                     (pv == 1 || (pv == 2 && (slots <= 0 || 2 * n64 >= 3 * (int64_t)slots)));
+                     (pv == 1 || (pv == 2 && (slots <= 0 || 2 * n64 >= 3 * (int64_t)slots ||
+                                              (s->cache_f16 ? pairs_in_one_wave(attn_prefill64<__half>, n64)
+                                                            : pairs_in_one_wave(attn_prefill64<float>, n64)))));
     const int64_t BM = DP == 256 || small ? 16 : DP == 128 && !pf64 ? 32 : 64;
     p.mtiles = (nrows + BM - 1) / BM;
     const int64_t nblocks = s->B * s->G * p.mtiles * splits;
@@ -898,8 +948,8 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     else if (small) e = launch<64, 16, 64, 2, 4, 1, 4>(st, p, nblocks, s->cache_f16);
     else if (pf64 && s->cache_f16) e = launch_prefill64<__half>(st, p, nblocks);
     else if (pf64) e = launch_prefill64<float>(st, p, nblocks);
-    else if (DP == 128) e = launch<128, 32, 32, 2, 4, 4, 3>(st, p, nblocks, s->cache_f16);
-    else e = launch<64, 64, 32, 4, 4, 4, 3>(st, p, nblocks, s->cache_f16);
+    else if (DP == 128) e = launch<128, 32, 32, 2, 4, 4, 3, true>(st, p, nblocks, s->cache_f16);
+    else e = launch<64, 64, 32, 4, 4, 4, 3>(st, p, nblocks, s->cache_f16); /* paired: spills on sm_52 */
     if (e != cudaSuccess || splits == 1) return (int)e;
     dim3 cg((unsigned)(s->B * s->T * s->H), (unsigned)((s->D + 31) / 32));
     attn_combine<<<cg, CNT, 0, st>>>(p.ws_ml, p.ws_o, splits, s->D, y);

@@ -122,6 +122,11 @@ static inline uint64_t m40k_attention_workspace(const m40k_attn_shape *s, int sl
 ** (M40_ATTN_PREFILL_VARIANT); set it before a launch, from one thread
 ** (docs/attention.md). */
 extern int m40k_attn_prefill_variant;
+/* 1 (default): a prefill grid that is resident all at once pairs query tile
+** mtiles-1-j with tile j in one block, so the blocks' keys are even (the
+** causal triangle otherwise leaves the SMs that drew short tiles idle);
+** 0: one tile a block. Same kind of knob as above (M40_ATTN_AB, tests). */
+extern int m40k_attn_prefill_pair;
 
 /* cache[slot[b], pos[b,t], :GD] = kv[b, t, :] converted to the cache dtype:
 ** kv rows at b·kvs0 + t·kvs1 floats; pos I32 [B,T] (-1 skips the row),

@@ -111,11 +111,19 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
     __shared__ int row_pos[BM];
 
     const int tid = threadIdx.x;
-    int64_t bx = blockIdx.x; /* (b·G + g)·mtiles + mt, the last query tiles first */
-    const int64_t mt = p.mtiles - 1 - bx % p.mtiles;
-    bx /= p.mtiles;
+    /* (b·G + g)·nt + j: query tile mtiles-1-j, the last tiles first; with
+    ** p.pair then tile j too (as attn_kernel) */
+    int64_t bx = blockIdx.x;
+    const int64_t nt = p.pair ? (p.mtiles + 1) / 2 : p.mtiles;
+    const int64_t j = bx % nt;
+    bx /= nt;
     const int64_t g = bx % p.G, b = bx / p.G;
     const int64_t nrows = p.T * p.hpg;
+    const int npass = p.pair && 2 * j + 1 != p.mtiles ? 2 : 1;
+#pragma unroll 1
+    for (int pass = 0; pass < npass; pass++) {
+    const int64_t mt = pass ? j : p.mtiles - 1 - j;
+    if (pass) __syncthreads(); /* the first tile's shared memory is free */
 
     bool bad_slot;
     const int64_t s = tile_prologue<DP, BM>(p, b, g, mt, true, row_pos, row_m, row_l, qs, &bad_slot);
@@ -268,6 +276,7 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
             if (d < p.D) dst[d] = o[i][k] * mul;
         }
     }
+    } /* pass */
 }
 
 #endif

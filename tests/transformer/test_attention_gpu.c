@@ -430,8 +430,9 @@ static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt) 
     free(p);
 }
 
-/* kernels/attention.h's prefill knob; weak: absent from a CPU-only build */
+/* kernels/attention.h's prefill knobs; weak: absent from a CPU-only build */
 extern int m40k_attn_prefill_variant __attribute__((weak));
+extern int m40k_attn_prefill_pair __attribute__((weak));
 
 int main(void) {
     const char *qe = getenv("M40_ATTN_QUICK");
@@ -460,11 +461,15 @@ int main(void) {
     for (int vi = 0; vi < 6; vi++) {
         const int variant = variants[vi];
         static const int prefill_variant[] = {1, 0, 1, 2, 2, 1};
+        /* the small grids here fit one wave: paired query tiles (1) or not */
+        static const int prefill_pair[] = {1, 0, 0, 1, 0, 1};
         m40__attn_decode_variant = variant;
         if (&m40k_attn_prefill_variant)
             m40k_attn_prefill_variant = pv && *pv ? atoi(pv) : prefill_variant[vi];
-        printf("decode kernel variant %d, prefill variant %d\n", variant,
-               &m40k_attn_prefill_variant ? m40k_attn_prefill_variant : -1);
+        if (&m40k_attn_prefill_pair) m40k_attn_prefill_pair = prefill_pair[vi];
+        printf("decode kernel variant %d, prefill variant %d, paired tiles %d\n", variant,
+               &m40k_attn_prefill_variant ? m40k_attn_prefill_variant : -1,
+               &m40k_attn_prefill_pair ? m40k_attn_prefill_pair : -1);
         kernels_vs_reference();
         decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
         decode_equals_prefill(70, 4, 4, 64, M40_DTYPE_F32);

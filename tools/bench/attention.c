@@ -223,28 +223,33 @@ static void decode_one(bench_env *e, int L) {
 
 /* kernels/attention.h's prefill knob (weak: absent from a CPU-only build).
 ** M40_ATTN_AB=1: each prefill T also runs with the knob at 0 (BM-32 tile
-** kernel) and at 1 (BM-64 kernel), one line each, checked as the default
-** line (the default: 2, auto). */
+** kernel) and at 1 (BM-64 kernel), then both with m40k_attn_prefill_pair
+** 0 (one query tile a block), one line each, checked as the default line
+** (the defaults: 2, auto; paired where the grid is resident at once). */
 extern int m40k_attn_prefill_variant __attribute__((weak));
+extern int m40k_attn_prefill_pair __attribute__((weak));
 
 static void prefill_ab(bench_env *e, att_arg *a, m40__bench_result *base, double base_value,
                        int T, const int *rows, int nrows) {
     const char *ab = getenv("M40_ATTN_AB");
     if (!ab || !*ab || strcmp(ab, "0") == 0 || !&m40k_attn_prefill_variant) return;
-    const int keep = m40k_attn_prefill_variant;
-    for (int v = 0; v <= 1; v++) {
+    const int keep = m40k_attn_prefill_variant, keep_pair = &m40k_attn_prefill_pair ? m40k_attn_prefill_pair : 1;
+    for (int v = 0; v <= 3; v++) { /* variant 0, 1 (tiles paired where the launcher pairs), then unpaired */
         char label[64];
-        snprintf(label, sizeof label, "prefill T %d variant %d", T, v);
+        if (v >= 2 && !&m40k_attn_prefill_pair) break;
+        snprintf(label, sizeof label, "prefill T %d variant %d%s", T, v % 2, v >= 2 ? " unpaired" : "");
+        if (v >= 2) m40k_attn_prefill_pair = 0;
         m40__bench_result *r = new_result(e, "attention", "m40_attention", label, "GFLOP/s");
         if (r) {
             r->batch = T;
             r->work = 2.0 * T * (double)T * ATT_D * ATT_H;
         }
-        m40k_attn_prefill_variant = v;
+        m40k_attn_prefill_variant = v % 2;
         att_measure(e, a, r, base, base_value, T, T, rows, nrows);
         target_line(e, r, 0.50, 1);
     }
     m40k_attn_prefill_variant = keep;
+    if (&m40k_attn_prefill_pair) m40k_attn_prefill_pair = keep_pair;
 }
 
 static void prefill_one(bench_env *e, int T) {

@@ -6,7 +6,11 @@
 # left (seconds of the budget left), stamp (a heading with the seconds
 # since the start) and gpu_tests ("prog args" lines run from $B, each with
 # a log in $O and one line: its exit status, seconds and last "checks" line;
-# a failure's FAIL lines follow; TEST_TIMEOUT seconds each, default 150).
+# a failure's FAIL lines follow; TEST_TIMEOUT seconds each, default 150),
+# SUM ($O/summary.txt) with note (a line with the seconds, into it), and
+# setup_arch90: jansson and libmicrohttpd from .debs/ where the image lacks
+# them (carry .debs), the GPU's name and clocks into SUM, and the arch-90
+# -Werror configure of B (log in $O/configure.log).
 H200_NAME=$1
 H200_BUDGET=$2
 shift 2
@@ -27,4 +31,23 @@ gpu_tests() {
         echo "$t rc=$rc ($((SECONDS - s)) s): $(grep -E 'checks' "$O/$1.log" | tail -1)"
         [ $rc = 0 ] || grep -E "FAIL|CHECK failed" "$O/$1.log" | head -10
     done
+}
+SUM=$O/summary.txt
+note() { echo "[$((SECONDS - T0)) s] $*" | tee -a "$SUM"; }
+setup_arch90() {
+    local lib f gen=()
+    export NVIDIA_TF32_OVERRIDE=0 PYTHONUNBUFFERED=1
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
+        --format=csv,noheader >> "$SUM"
+    for lib in jansson microhttpd; do
+        if ! pkg-config --exists lib$lib 2>/dev/null && ! pkg-config --exists $lib 2>/dev/null &&
+            ls .debs/lib$lib*.deb >/dev/null 2>&1; then
+            for f in .debs/lib$lib*.deb; do dpkg -x "$f" /; done
+            ldconfig
+        fi
+    done
+    command -v ninja >/dev/null && gen=(-G Ninja)
+    cmake -S . -B "$B" "${gen[@]}" -DCMAKE_CUDA_COMPILER="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}" \
+        -DCMAKE_CUDA_ARCHITECTURES=90 -DM40_CUDA=ON -DM40_WERROR=ON -DCMAKE_BUILD_TYPE=Release \
+        > "$O/configure.log" 2>&1
 }

@@ -10,20 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session7 585 "$@"
-SUM=$O/summary.txt
-note() { echo "[$((SECONDS - T0)) s] $*" | tee -a "$SUM"; }
-export NVIDIA_TF32_OVERRIDE=0 PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
-# jansson (m40-chat, the model tests) and libmicrohttpd from .debs/ (carry .debs)
-for lib in jansson libmicrohttpd; do
-    if ! pkg-config --exists $lib 2>/dev/null && ls .debs/lib${lib#lib}*.deb >/dev/null 2>&1; then
-        for f in .debs/lib${lib#lib}*.deb; do dpkg -x "$f" /; done; ldconfig
-    fi
-done
-gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-cmake -S . -B "$B" "${gen[@]}" -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DM40_CUDA=ON -DM40_WERROR=ON -DCMAKE_BUILD_TYPE=Release > "$O/configure.log" 2>&1
+setup_arch90
 cmake --build "$B" -j"$(nproc)" --target m40-bench test_attention_gpu test_transformer_ops_gpu \
     test_glm_parallel test_chatglm2 test_graph_ops test_quant_gpu test_sgemm > "$O/build.log" 2>&1
 note "built rc=$? $(grep -cE ' error' "$O/build.log") errors"

@@ -120,7 +120,9 @@ static void q_launch(void *c, int i) {
     m40k_qlinear_args a = k->a;
     a.w = k->w[i % k->nbuf];
     a.scale = k->s[i % k->nbuf];
-    int e = k->gemm ? m40k_quant_gemm_run(S, &a, 0)
+    /* prefill: the library's path (m40k_quant_linear: the SGEMM with W
+    ** converted as it loads where it can, else quant_gemm.cu) */
+    int e = k->gemm ? m40k_quant_linear(S, &a, SMS)
                     : m40b_quant_gemv_version(S, &a, SMS, k->version, k->R, k->bps);
     if (e) { fprintf(stderr, "launch failed: %s\n", cudaGetErrorString((cudaError_t)e)); exit(1); }
 }
@@ -212,7 +214,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr, "usage: m40-bench-quant [--quick] [--gemv | --prefill [--no-ours] [--m M] "
                             "[--shape 0-4]]\n"
-                            "  --shape i: only ChatGLM2 shape i (GEMV: 0-4, prefill: 0-2)\n");
+                            "  --shape i: only ChatGLM2 shape i (GEMV: 0-4, prefill: 0-3)\n");
             return 2;
         }
     }
@@ -356,12 +358,14 @@ int main(int argc, char **argv) {
         cublasSetStream(h, S);
         cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);
         printf("\nPrefill GEMM: GFLOP/s = 2MNK / median time. Baselines on the dequantized FP32 matrix: our SGEMM\n"
-               "(kernels/sgemm.cu, m40k_sgemm with its split-K workspace) and cuBLAS SGEMM (pedantic FP32).\n");
+               "(kernels/sgemm.cu, m40k_sgemm with its split-K workspace) and cuBLAS SGEMM (pedantic FP32).\n"
+               "int8 / int4 / fp16: the library's path, m40k_quant_linear (since 2026-12-02 the SGEMM with W\n"
+               "converted as its tiles load; before, kernels/quant_gemm.cu).\n");
         printf("%-12s %5s %8s %8s %8s %8s %8s %7s %7s %7s %7s %7s %7s\n", "shape", "M", "cuBLAS", "oursSG", "int8",
                "int4", "fp16", "i8/sg", "i4/sg", "f16/sg", "i8/cub", "i4/cub", "f16/cub");
-        static const int gshapes[3][2] = {{4096, 4096}, {27392, 4096}, {4096, 13696}};
+        static const int gshapes[4][2] = {{4096, 4096}, {27392, 4096}, {4096, 13696}, {4608, 4096}};
         static const int Ms[5] = {128, 256, 512, 1024, 2048};
-        for (int si = 0; si < 3; si++) {
+        for (int si = 0; si < 4; si++) {
             if (only_shape >= 0 && si != only_shape) continue;
             int N = gshapes[si][0], K = gshapes[si][1];
             /* the int4 weight, dequantized on the host for cuBLAS */
@@ -416,8 +420,11 @@ int main(int argc, char **argv) {
                     q_ctx k = {.a = {.M = M, .N = N, .K = K, .x = x, .wtype = FMTS[fidx[j]].f.wtype, .scale_f16 = 1,
                                      .group = 0, .y = y},
                                .w = ws[j], .s = ss[j], .nbuf = 1, .gemm = 1};
-                    fprintf(stderr, "prefill %dx%d M=%d: quant gemm %s\n", N, K, M, FMTS[fidx[j]].name);
+                    k.a.ws_bytes = m40k_quant_linear_workspace(&k.a, SMS);
+                    if (k.a.ws_bytes) CK(cudaMalloc((void **)&k.a.ws, k.a.ws_bytes));
+                    fprintf(stderr, "prefill %dx%d M=%d: m40k_quant_linear %s\n", N, K, M, FMTS[fidx[j]].name);
                     tq[j] = time_median(q_launch, &k, 3, quick ? 5 : 15);
+                    if (k.a.ws) CK(cudaFree(k.a.ws));
                 }
                 char sh[32];
                 snprintf(sh, sizeof sh, "%dx%d", N, K);

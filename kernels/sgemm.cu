@@ -4,7 +4,10 @@
 **   op(B) = B[K,N]      (b_nk = 0: the BLAS "C = A·B" layout)
 **         = B[N,K]ᵀ     (b_nk = 1: PyTorch Linear, y = x·Wᵀ)
 **   B is F32 or F16 (converted on load with __half2float: sm_52 has no half
-**   arithmetic). bias, R and act are optional. R may be C itself (y += x·Wᵀ).
+**   arithmetic), or, in the Linear layout, int8 / int4 weights with row or
+**   group scales (b_q: the prefill of LINEAR_Q, kernels/quant_dispatch.cu;
+**   converted as the tile loads, TileLoader's BQ). bias, R and act are
+**   optional. R may be C itself (y += x·Wᵀ).
 **
 ** Variants (the launcher m40k_sgemm picks one by shape, see sgemm_plan):
 **   tile 128x128  BM=BN=128, BK=8, 256 threads, TM x TN = 8x8 per thread:

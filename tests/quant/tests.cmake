@@ -4,6 +4,9 @@ m40_add_test(NAME test_quant_cpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_quant_cp
              LABELS cpu ARGS ${CMAKE_CURRENT_LIST_DIR}/quant.golden)
 if(M40_HAVE_CUDA)
   m40_add_test(NAME test_quant_gpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_quant_gpu.c LABELS gpu)
+  # the dispatch rules, host side: no GPU needed
+  m40_add_test(NAME test_quant_dispatch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_quant_dispatch.c
+               LABELS cpu)
   # CI (no GPU): the sm_52 inner loop stays within its instruction budget
   # (7 per int4 weight, 12 per int8 weight at batch 1).
   find_package(Python3 COMPONENTS Interpreter QUIET)

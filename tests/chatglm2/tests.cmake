@@ -21,33 +21,25 @@ endif()
 # m40-chat's test-friendly flags on the CPU reference: the fixture's greedy
 # continuation (the first 12 of transformers' ids), and a refusal.
 if(TARGET m40-chat)
-  add_test(NAME m40_chat_cli_greedy
-           COMMAND m40-chat --cpu --model tests/fixtures/chatglm2/tiny.safetensors --dtype fp16
-                   --ids 64,17,250,3,99,42,7,128,5,211,33 --max-new-tokens 12 --greedy --print-ids
-                   --chunk 4 --ctx 128
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(m40_chat_cli_greedy PROPERTIES LABELS cpu
-                       PASS_REGULAR_EXPRESSION "^55,243,243,243,243,243,50,60,53,5,243,287\n")
-  # the same ids with the model split over 2 CPU contexts by layers, and over
-  # 2 and 4 by tensor parallelism (issue 20), and the refused device lists
-  add_test(NAME m40_chat_cli_greedy_layer01
-           COMMAND m40-chat --cpu --devices 0,1 --split layer
-                   --model tests/fixtures/chatglm2/tiny.safetensors --dtype fp16
-                   --ids 64,17,250,3,99,42,7,128,5,211,33 --max-new-tokens 12 --greedy --print-ids
-                   --chunk 4 --ctx 128
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(m40_chat_cli_greedy_layer01 PROPERTIES LABELS cpu
-                       PASS_REGULAR_EXPRESSION "^55,243,243,243,243,243,50,60,53,5,243,287\n")
-  foreach(devs 0,1 0,1,2,3)
-    string(REPLACE "," "" _n ${devs})
-    add_test(NAME m40_chat_cli_greedy_tp${_n}
-             COMMAND m40-chat --cpu --devices ${devs} --split tensor
+  # m40_chat_greedy(NAME CHUNK [m40-chat args...]): the fixture's 11 ids, 12
+  # greedy ids out, which must be transformers' (the expression below)
+  function(m40_chat_greedy name chunk)
+    add_test(NAME ${name}
+             COMMAND m40-chat --cpu ${ARGN}
                      --model tests/fixtures/chatglm2/tiny.safetensors --dtype fp16
                      --ids 64,17,250,3,99,42,7,128,5,211,33 --max-new-tokens 12 --greedy --print-ids
-                     --chunk 4 --ctx 128
+                     --chunk ${chunk} --ctx 128
              WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-    set_tests_properties(m40_chat_cli_greedy_tp${_n} PROPERTIES LABELS cpu
+    set_tests_properties(${name} PROPERTIES LABELS cpu
                          PASS_REGULAR_EXPRESSION "^55,243,243,243,243,243,50,60,53,5,243,287\n")
+  endfunction()
+  m40_chat_greedy(m40_chat_cli_greedy 4)
+  # the same ids with the model split over 2 CPU contexts by layers, and over
+  # 2 and 4 by tensor parallelism (issue 20), and the refused device lists
+  m40_chat_greedy(m40_chat_cli_greedy_layer01 4 --devices 0,1 --split layer)
+  foreach(devs 0,1 0,1,2,3)
+    string(REPLACE "," "" _n ${devs})
+    m40_chat_greedy(m40_chat_cli_greedy_tp${_n} 4 --devices ${devs} --split tensor)
   endforeach()
   # the same ids through a short prefill graph (chunk 64: the 11 ids run in
   # its 16-row graph), on one context, a layer split and tensor parallelism
@@ -56,14 +48,7 @@ if(TARGET m40-chat)
     if(NOT mode STREQUAL "one")
       set(_dev --devices 0,1 --split ${mode})
     endif()
-    add_test(NAME m40_chat_cli_greedy_short_${mode}
-             COMMAND m40-chat --cpu ${_dev}
-                     --model tests/fixtures/chatglm2/tiny.safetensors --dtype fp16
-                     --ids 64,17,250,3,99,42,7,128,5,211,33 --max-new-tokens 12 --greedy --print-ids
-                     --chunk 64 --ctx 128
-             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-    set_tests_properties(m40_chat_cli_greedy_short_${mode} PROPERTIES LABELS cpu
-                         PASS_REGULAR_EXPRESSION "^55,243,243,243,243,243,50,60,53,5,243,287\n")
+    m40_chat_greedy(m40_chat_cli_greedy_short_${mode} 64 ${_dev})
   endforeach()
   foreach(bad "0,1" "0,0" "0,x" "0,1,2")  # no --split; twice; not a number; 3 ranks of 4 heads
     string(MAKE_C_IDENTIFIER "${bad}" _b)

@@ -26,6 +26,7 @@
 ** The generic tile loader (GENERIC = true) reads elements one by one with
 ** bounds checks: any K, any alignment. */
 #include "quant.h"
+#include "quant_bits.cuh" /* byte_to_f, kOffQ4/kOffQ8, load_scale */
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -38,16 +39,6 @@ constexpr int TM = 8, TN = 8;
 constexpr int kThreads = 256;
 constexpr int PAD = 4; /* keeps float4 alignment, halves transposed-store conflicts */
 constexpr int LDA = BM + PAD, LDB = BN + PAD;
-
-__device__ __forceinline__ float byte_to_f(uint32_t u, int sel, float off) {
-    return __int_as_float((int)__byte_perm(u, 0x4B000000u, 0x7440 | sel)) - off;
-}
-constexpr float kOffQ4 = 8388616.0f; /* 2^23 + 8   */
-constexpr float kOffQ8 = 8388736.0f; /* 2^23 + 128 */
-
-__device__ __forceinline__ float load_scale(const void *s, int64_t i, bool f16) {
-    return f16 ? __half2float(__ldg((const __half *)s + i)) : __ldg((const float *)s + i);
-}
 
 /* The raw bits of 8 consecutive weights of a row (Q4: 1 word, Q8: 2, F16: 4). */
 struct WBits {

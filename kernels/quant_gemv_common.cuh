@@ -8,6 +8,7 @@
 #define M40_KERNELS_QUANT_GEMV_COMMON_CUH
 
 #include "quant.h"
+#include "quant_bits.cuh" /* byte_to_f, kOffQ4/kOffQ8, load_scale */
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -25,19 +26,8 @@ template <> struct Fmt<M40_DTYPE_Q4> { static constexpr int VC = 32; };
 template <> struct Fmt<M40_DTYPE_Q8> { static constexpr int VC = 16; };
 template <> struct Fmt<M40_DTYPE_F16> { static constexpr int VC = 8; };
 
-/* Byte `sel` of u (0..255) as the float 2^23 + u, minus `off`: exact. */
-__device__ __forceinline__ float byte_to_f(uint32_t u, int sel, float off) {
-    return __int_as_float((int)__byte_perm(u, 0x4B000000u, 0x7440 | sel)) - off;
-}
-constexpr float kOffQ4 = 8388616.0f; /* 2^23 + 8   */
-constexpr float kOffQ8 = 8388736.0f; /* 2^23 + 128 */
-
 __device__ __forceinline__ uint32_t word(const uint4 &v, int i) {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
-__device__ __forceinline__ float load_scale(const void *s, int64_t i, bool f16) {
-    return f16 ? __half2float(__ldg((const __half *)s + i)) : __ldg((const float *)s + i);
 }
 
 /* Sum each of V values (V a power of two <= 32) over the warp. Afterwards

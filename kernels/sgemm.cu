@@ -41,6 +41,7 @@
 ** 8192^3 0.95x; 36-shape geomean 0.945x (bench/sgemm/README.md). No M40
 ** figure yet. */
 #include "sgemm.h"
+#include "quant_bits.cuh" /* byte_to_f, kOffQ4/kOffQ8, load_scale: the quantized-B loads */
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -74,8 +75,7 @@ struct Params {
 };
 
 __device__ __forceinline__ float scale_at(const Params &p, long long i) {
-    return p.bscale_f16 ? __half2float(__ldg((const __half *)p.bscale + i))
-                        : __ldg((const float *)p.bscale + i);
+    return load_scale(p.bscale, i, p.bscale_f16 != 0);
 }
 
 __device__ __forceinline__ float act_apply(float v, int act) {
@@ -133,29 +133,23 @@ __device__ __forceinline__ void load_run(float (&v)[E], const void *p) {
 
 /* Quantized B, B[N,K] layout: E (2 or 4) consecutive k of one row as
 ** floats without the scale. BQ 8: int8; BQ 4: int4, two a byte, the high
-** nibble the even k (include/m40/quant.h). The byte_perm trick of the
-** quant kernels: a byte b in the low mantissa of 2^23 is the float
-** 2^23 + b, so (b ^ 0x80) - (2^23 + 128) is the signed value, in one PRMT
-** and one FADD. */
-__device__ __forceinline__ float qbyte(uint32_t u, int sel, float off) {
-    return __int_as_float((int)__byte_perm(u, 0x4B000000u, 0x7440 | sel)) - off;
-}
+** nibble the even k (include/m40/quant.h); byte_to_f (quant_bits.cuh)
+** converts a byte in one PRMT and one FADD. */
 template <int E, int BQ>
 __device__ __forceinline__ void load_qrun(float (&v)[E], const unsigned char *p) {
-    constexpr float kOff8 = 8388736.0f, kOff4 = 8388616.0f; /* 2^23 + 128, 2^23 + 8 */
     if (BQ == 8) {
         uint32_t u = E == 4 ? __ldg((const unsigned *)p) : (uint32_t)__ldg((const unsigned short *)p);
         u ^= 0x80808080u;
 #pragma unroll
-        for (int i = 0; i < E; i++) v[i] = qbyte(u, i, kOff8);
+        for (int i = 0; i < E; i++) v[i] = byte_to_f(u, i, kOffQ8);
     } else {
         uint32_t u = E == 4 ? (uint32_t)__ldg((const unsigned short *)p) : (uint32_t)__ldg(p);
         u ^= 0x8888u;
         uint32_t lo = u & 0x0F0Fu, hi = (u >> 4) & 0x0F0Fu;
 #pragma unroll
         for (int i = 0; i < E / 2; i++) {
-            v[2 * i] = qbyte(hi, i, kOff4);
-            v[2 * i + 1] = qbyte(lo, i, kOff4);
+            v[2 * i] = byte_to_f(hi, i, kOffQ4);
+            v[2 * i + 1] = byte_to_f(lo, i, kOffQ4);
         }
     }
 }

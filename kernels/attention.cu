@@ -796,8 +796,8 @@ __global__ void __launch_bounds__(CNT) attn_combine(const float *ws_ml, const fl
 
 /* Prefill (splits 1) whose whole grid is resident at once: no block waits
 ** for a slot, so the triangle's last query tiles (the most keys) set the
-** time while SMs that drew short tiles idle (T 512 on the H200: 512
-** BM-32 blocks, 528 slots). Pairing tile mtiles-1-j with tile j in one
+** time while SMs that drew short tiles idle (T 512 on the H200: 256
+** BM-64 blocks, all resident). Pairing tile mtiles-1-j with tile j in one
 ** block gives every block ~the same keys. A bigger grid balances itself
 ** (longest first, the next block to a free slot), and stays unpaired. */
 extern "C" int m40k_attn_prefill_pair = 1;

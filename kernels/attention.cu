@@ -56,6 +56,7 @@
 ** converted; guarded (a bad pos or slot skips the row). */
 #include "attention.h"
 #include "guard.h"
+#include "rope_math.cuh"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -64,6 +65,7 @@
 namespace {
 
 constexpr int NT = 128;
+constexpr int ATT_ROPE_HALF_MAX = 128; /* rope_dims <= head_dim <= 256 */
 constexpr float kLog2e = 1.4426950408889634f;
 
 /* ---- kv_append --------------------------------------------------------------- */
@@ -92,6 +94,71 @@ __global__ void kv_append_kernel(int64_t T, int64_t GD, const float *kv, const f
          i += (int64_t)gridDim.y * blockDim.x) {
         if (f16) ((__half *)cache)[o + i] = __float2half_rn(src[i]);
         else ((float *)cache)[o + i] = src[i];
+    }
+}
+
+/* ---- RoPE + KV append (the attention node with rope_dims > 0) ----------------
+**
+** One block per qkv row (b, t): the Q and K heads' first rope_dims dims turn
+** by the row's angles (as kernels/rope.cu: the same θ table and sincosf, so
+** the same bits), Q goes to q_out [B·T, H·D] (the attention then reads it
+** there, not in qkv: the node leaves its input as it was), K and V to the
+** caches at [slot, pos] converted (as kv_append_kernel). Position -1: Q
+** copied unrotated, no append; a position past the cache or a bad slot is
+** reported as kv_append reports it (KV_POS, KV_SLOT) and the row is not
+** appended. One launch where the unfused node took RoPE + append: a decode
+** step's qkv row is ~18 KB, so both were latency, not bytes (H200, ncu: RoPE
+** 3.9 µs, append 2.2 µs a layer at one row). */
+template <int PAIRS, int NTR>
+__global__ void __launch_bounds__(NTR)
+rope_kv_kernel(const RopeArgs a, int64_t T, int H, int G, int D, const float *qkv, int64_t qs0,
+               int64_t qs1, const int32_t *pos, const int32_t *slot, int64_t S, int64_t L,
+               int f16, void *kc, void *vc, float *q_out, unsigned *guard) {
+    const int64_t row = blockIdx.x, b = row / T, t = row % T;
+    const float *xr = qkv + b * qs0 + t * qs1;
+    float *qr = q_out + row * (int64_t)H * D;
+    const int64_t p = pos[row], s = slot ? (int64_t)slot[b] : b;
+    const bool sok = s >= 0 && s < S, pok = p >= -1 && p < L;
+    if (threadIdx.x == 0) {
+        if (!sok && t == 0) m40k_guard_report(guard, M40K_GUARD_KV_SLOT, s, S);
+        else if (sok && !pok) m40k_guard_report(guard, M40K_GUARD_KV_POS, p, L);
+    }
+    const bool app = sok && p >= 0 && p < L, rot = p >= 0;
+    const int64_t o = app ? (s * L + p) * (int64_t)G * D : 0;
+    const int HG = H + G, half = a.half;
+    /* a head's value j (of H + 2G heads) to its place */
+    auto put = [&](int h, int j, float v) {
+        if (h < H) {
+            qr[j] = v;
+        } else if (app) {
+            void *c = h < HG ? kc : vc;
+            const int64_t i = o + j - (int64_t)(h < HG ? H : HG) * D;
+            if (f16) ((__half *)c)[i] = __float2half_rn(v);
+            else ((float *)c)[i] = v;
+        }
+    };
+    __shared__ float sc[ATT_ROPE_HALF_MAX], ss[ATT_ROPE_HALF_MAX];
+    if (rot) {
+        const float fp = (float)p * a.pos_scale;
+        for (int i = threadIdx.x; i < half; i += NTR) sincosf(fp * rope_theta_i(a, i), &ss[i], &sc[i]);
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < HG * half; k += NTR) {
+        const int h = k / half, i = k - h * half;
+        const int ia = h * D + (PAIRS == 0 ? 2 * i : i), ib = h * D + (PAIRS == 0 ? 2 * i + 1 : i + half);
+        float va = xr[ia], vb = xr[ib];
+        if (rot) {
+            const float c = sc[i], sn = ss[i], ra = va * c - vb * sn, rb = vb * c + va * sn;
+            va = ra, vb = rb;
+        }
+        put(h, ia, va);
+        put(h, ib, vb);
+    }
+    const int W = (HG + G) * D, rd = 2 * half;
+    for (int j = threadIdx.x; j < W; j += NTR) {
+        const int h = j / D;
+        if (h < HG && j - h * D < rd) continue; /* rotated above */
+        put(h, j, xr[j]);
     }
 }
 
@@ -869,6 +936,37 @@ extern "C" int m40k_kv_append2(void *stream, int64_t B, int64_t T, int64_t GD, c
     kv_append_kernel<<<grid, 256, 0, (cudaStream_t)stream>>>(T, GD, k, v, kvs0, kvs1, pos, slot,
                                                               S, L, cache_f16, k_cache, v_cache,
                                                               guard);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int m40k_rope_kv_append(void *stream, int H, int G, int D, int rope_dims, int pairs,
+                                   float theta, float pos_scale, int64_t B, int64_t T,
+                                   const float *qkv, int64_t qs0, int64_t qs1, const int32_t *pos,
+                                   const int32_t *slot, int64_t S, int64_t L, int cache_f16,
+                                   void *k_cache, void *v_cache, float *q_out, unsigned *guard) {
+    const int64_t rows = B * T;
+    if (rows == 0) return 0;
+    if (rows > 2147483647 || H < 1 || G < 1 || D < 1 || D > 2 * ATT_ROPE_HALF_MAX || rope_dims < 2 ||
+        rope_dims > D || rope_dims % 2 || (int64_t)(H + 2 * G) * D > (1 << 30))
+        return (int)cudaErrorInvalidValue;
+    const RopeArgs a = rope_args(H + G, D, rope_dims, theta, pos_scale);
+    cudaStream_t st = (cudaStream_t)stream;
+    /* few rows (a decode step): 512 threads a row (1024, as kernels/rope.cu
+    ** takes, would cap ptxas at 32 registers: a spill) */
+    if (rows < 128) {
+        if (pairs == 1)
+            rope_kv_kernel<1, 512><<<(unsigned)rows, 512, 0, st>>>(a, T, H, G, D, qkv, qs0, qs1, pos, slot, S, L,
+                                                                   cache_f16, k_cache, v_cache, q_out, guard);
+        else
+            rope_kv_kernel<0, 512><<<(unsigned)rows, 512, 0, st>>>(a, T, H, G, D, qkv, qs0, qs1, pos, slot, S, L,
+                                                                   cache_f16, k_cache, v_cache, q_out, guard);
+    } else if (pairs == 1) {
+        rope_kv_kernel<1, 256><<<(unsigned)rows, 256, 0, st>>>(a, T, H, G, D, qkv, qs0, qs1, pos, slot, S, L,
+                                                               cache_f16, k_cache, v_cache, q_out, guard);
+    } else {
+        rope_kv_kernel<0, 256><<<(unsigned)rows, 256, 0, st>>>(a, T, H, G, D, qkv, qs0, qs1, pos, slot, S, L,
+                                                               cache_f16, k_cache, v_cache, q_out, guard);
+    }
     return (int)cudaGetLastError();
 }
 

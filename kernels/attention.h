@@ -142,6 +142,19 @@ int m40k_kv_append2(void *stream, int64_t B, int64_t T, int64_t GD, const float 
                     const int32_t *slot, int64_t S, int64_t L, int cache_f16, void *k_cache,
                     void *v_cache, unsigned *guard);
 
+/* The attention node's RoPE fused with its append (one launch): for each
+** qkv row (b, t) at b·qs0 + t·qs1 floats, [H Q heads | G K heads | G V
+** heads] of D: the Q and K heads' first rope_dims dims rotated as
+** m40k_rope rotates them (pairs 0 adjacent, 1 half; the same bits), Q
+** written to q_out [B·T, H·D] contiguous, K and V appended as
+** m40k_kv_append2 appends them (pos -1: Q unrotated, nothing appended).
+** D <= 256. Guarded: KV_POS, KV_SLOT. */
+int m40k_rope_kv_append(void *stream, int H, int G, int D, int rope_dims, int pairs, float theta,
+                        float pos_scale, int64_t B, int64_t T, const float *qkv, int64_t qs0,
+                        int64_t qs1, const int32_t *pos, const int32_t *slot, int64_t S,
+                        int64_t L, int cache_f16, void *k_cache, void *v_cache, float *q_out,
+                        unsigned *guard);
+
 /* y [B, T, H·D] contiguous = causal GQA of q over the caches (see
 ** m40/transformer.h). ws: m40k_attention_workspace(s, slots) bytes, or
 ** fewer (then one split: correct, slower). Guarded: ATTN_POS, ATTN_SLOT. */

@@ -34,6 +34,7 @@
 ** 32768 positions). */
 #include "rope.h"
 #include "guard.h"
+#include "rope_math.cuh"
 
 #include <cuda_runtime.h>
 #include <math.h>
@@ -42,19 +43,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kFewRows = 128;
-constexpr int kTab = 256;
 constexpr int kSmem = 1024; /* pairs whose (cos, sin) the block shares: 8 KB */
-
-struct RopeArgs {
-    float th[kTab]; /* θ_i for i < min(half, kTab) */
-    float theta, pos_scale;
-    int heads, head_dim, half;
-};
-
-__device__ __forceinline__ float theta_i(const RopeArgs &a, int i) {
-    if (i < kTab) return a.th[i];
-    return 1.0f / powf(a.theta, (float)(2 * i) / (float)(2 * a.half));
-}
 
 /* PAIRS: 0 adjacent, 1 half; V2: adjacent pairs as float2; NT threads */
 template <int PAIRS, bool V2, int NT>
@@ -79,7 +68,7 @@ __global__ void __launch_bounds__(NT) rope_kernel(const RopeArgs a, int W, const
     __shared__ float sc[kSmem], ss[kSmem];
     const bool tab = a.half <= kSmem;
     if (tab) {
-        for (int i = threadIdx.x; i < a.half; i += NT) sincosf(fp * theta_i(a, i), &ss[i], &sc[i]);
+        for (int i = threadIdx.x; i < a.half; i += NT) sincosf(fp * rope_theta_i(a, i), &ss[i], &sc[i]);
         __syncthreads();
     }
     const int npairs = a.heads * a.half;
@@ -87,7 +76,7 @@ __global__ void __launch_bounds__(NT) rope_kernel(const RopeArgs a, int W, const
         const int h = k / a.half, i = k - h * a.half;
         float s, c;
         if (tab) s = ss[i], c = sc[i];
-        else sincosf(fp * theta_i(a, i), &s, &c);
+        else sincosf(fp * rope_theta_i(a, i), &s, &c);
         const int base = h * a.head_dim;
         const int ia = base + (PAIRS == 0 ? 2 * i : i);
         const int ib = base + (PAIRS == 0 ? 2 * i + 1 : i + a.half);
@@ -132,14 +121,7 @@ extern "C" int m40k_rope(void *stream, int heads, int head_dim, int rope_dims, i
     if (rows > 2147483647 || W > (1 << 30) || rope_dims < 2 ||
         (int64_t)heads * head_dim > W)
         return (int)cudaErrorInvalidValue;
-    RopeArgs a;
-    a.theta = theta, a.pos_scale = pos_scale;
-    a.heads = heads, a.head_dim = head_dim, a.half = rope_dims / 2;
-    for (int i = 0; i < kTab; i++) {
-        /* the reference's θ_i (m40__rope_angle): float exponent, double pow */
-        float e = (float)(2 * i) / (float)rope_dims;
-        a.th[i] = i < a.half ? 1.0f / (float)pow((double)theta, (double)e) : 0.0f;
-    }
+    const RopeArgs a = rope_args(heads, head_dim, rope_dims, theta, pos_scale);
     cudaStream_t s = (cudaStream_t)stream;
     const unsigned g = (unsigned)rows;
     /* up to 127 rows (a decode step, a short prefill): 1024 threads a row,

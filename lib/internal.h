@@ -129,6 +129,13 @@ m40_status m40__cuda_guard_check(m40_ctx *ctx, const char *fn);
 m40_status m40__cuda_memset(m40_ctx *ctx, void *p, int value, size_t bytes);
 #endif
 
+/* lib/models/chatglm2.c: which fusions the ChatGLM2 graphs use (bits;
+** default all): M40__FUSE_ROPE, RoPE inside the attention node (turned as
+** K and V are appended) instead of a ROPE node. Tests and m40-bench clear
+** bits to compare (M40_BENCH_GLM_FUSE); set before the graphs are built. */
+#define M40__FUSE_ROPE 1u
+extern unsigned m40__chatglm2_fuse;
+
 /* lib/ops/attention.c: which decode attention kernel runs (0 the tile
 ** kernel, 2 and 3 decode v3); tests and m40-bench set it to compare them */
 extern int m40__attn_decode_variant;

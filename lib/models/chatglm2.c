@@ -17,6 +17,8 @@
 
 static const char FN[] = "m40_chatglm2_graph";
 
+unsigned m40__chatglm2_fuse = M40__FUSE_ROPE;
+
 #define MAX_BATCH (1 << 20)
 #define MAX_CTX ((int64_t)1 << 22)
 #define MAX_DIM (1 << 20) /* hidden, ffn, vocab; heads and head_dim less */
@@ -478,19 +480,24 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
         int qkv = linear(g, n, a, (H + 2 * G) * D, C, f, 1, tp ? &qkv_part : NULL);
         m40_node_desc nd;
         /* RoPE on the query and key heads of each qkv row (the first half
-        ** of each head's dims, adjacent pairs); the value heads pass */
-        m40_node_desc_init(&nd, M40_OP_ROPE);
-        snprintf(n, sizeof n, "%s.self_attention.rope", p);
-        nd.name = n;
-        nd.heads = (int)(H + G);
-        nd.head_dim = (int)D;
-        nd.rope_dims = (int)D / 2;
-        nd.rope_pairs = M40_ROPE_ADJACENT;
-        nd.rope_theta = c->rope_theta;
-        nd.ninputs = 2;
-        nd.inputs[0] = qkv;
-        nd.inputs[1] = info->position;
-        qkv = m40__mb_node(b, &nd);
+        ** of each head's dims, adjacent pairs); the value heads pass. By
+        ** default the attention node turns them as it appends K and V (one
+        ** launch, not two: M40__FUSE_ROPE); else a ROPE node first. */
+        const int rope_fused = (m40__chatglm2_fuse & M40__FUSE_ROPE) != 0;
+        if (!rope_fused) {
+            m40_node_desc_init(&nd, M40_OP_ROPE);
+            snprintf(n, sizeof n, "%s.self_attention.rope", p);
+            nd.name = n;
+            nd.heads = (int)(H + G);
+            nd.head_dim = (int)D;
+            nd.rope_dims = (int)D / 2;
+            nd.rope_pairs = M40_ROPE_ADJACENT;
+            nd.rope_theta = c->rope_theta;
+            nd.ninputs = 2;
+            nd.inputs[0] = qkv;
+            nd.inputs[1] = info->position;
+            qkv = m40__mb_node(b, &nd);
+        }
         snprintf(n, sizeof n, "%s.k_cache", p);
         int kc = tensor(b, M40_ROLE_STATE, n, M40_DTYPE_F16, 4, S, L, G, D);
         snprintf(w, sizeof w, "%s.v_cache", p);
@@ -510,6 +517,11 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
         nd.heads = (int)H;
         nd.kv_heads = (int)G;
         nd.head_dim = (int)D;
+        if (rope_fused) {
+            nd.rope_dims = (int)D / 2;
+            nd.rope_pairs = M40_ROPE_ADJACENT;
+            nd.rope_theta = c->rope_theta;
+        }
         nd.ninputs = 4;
         nd.inputs[0] = qkv;
         nd.inputs[1] = kc;

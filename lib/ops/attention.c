@@ -20,6 +20,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ATT_HEADS_MAX (1 << 16)
 #define ATT_HEAD_DIM_MAX 256
@@ -185,9 +186,12 @@ static int attn_slots(const m40_ctx *ctx, const m40k_attn_shape *s) {
     return m40k_attention_slots(s, ctx->sm_count, ctx->smem_per_sm);
 }
 
+/* ws, ws_bytes (GPU): the scratch the caller took for the decode partials
+** (the node with RoPE: behind its rotated queries); ws NULL: its own. */
 static m40_status attend_run(m40_ctx *ctx, const char *fn, int H, float scale,
                              const m40_tensor *q, const m40_tensor *kc, const m40_tensor *vc,
-                             const m40_tensor *pos, const m40_tensor *slot, m40_tensor *y) {
+                             const m40_tensor *pos, const m40_tensor *slot, m40_tensor *y,
+                             void *ws_in, size_t ws_in_bytes) {
     m40k_attn_shape s = attn_shape(H, &q->desc, &kc->desc, scale);
     const int32_t *sp = slot ? slot->data : NULL;
     if (s.B * s.T == 0) return M40_OK; /* no queries: an empty y */
@@ -195,7 +199,9 @@ static m40_status attend_run(m40_ctx *ctx, const char *fn, int H, float scale,
     if (ctx->is_gpu) {
         size_t want = (size_t)m40k_attention_workspace(&s, attn_slots(ctx, &s)), got = want;
         void *ws = NULL;
-        m40_status st = want ? m40__cuda_scratch(ctx, &got, &ws) : M40_OK;
+        m40_status st = M40_OK;
+        if (ws_in) ws = ws_in, got = ws_in_bytes;
+        else if (want) st = m40__cuda_scratch(ctx, &got, &ws);
         if (st != M40_OK) return st;
         int e = m40k_attention(ctx->stream, &s, q->data, kc->data, vc->data, pos->data, sp,
                                y->data, ws, got, attn_slots(ctx, &s), ctx->guard);
@@ -284,7 +290,7 @@ m40_status m40_attention(m40_ctx *ctx, const m40_attention_desc *d, const m40_te
     if (!m40_tensor_desc_is_contiguous(&y->desc))
         return m40__err(ctx, M40_ERR_UNSUPPORTED, "%s: y must be contiguous", fn);
     if ((st = check_layout(ctx, fn, qd, &pos->desc, sd, kd, vd, d->heads))) return st;
-    return attend_run(ctx, fn, d->heads, d->scale, q, k_cache, v_cache, pos, slot, y);
+    return attend_run(ctx, fn, d->heads, d->scale, q, k_cache, v_cache, pos, slot, y, NULL, 0);
 }
 
 /* ---- the graph node: qkv [B,T,(H+2G)·D], k_cache, v_cache [S,L,G,D] STATE,
@@ -307,6 +313,18 @@ static m40_status attention_rule(const m40__op_call *c, m40_tensor_desc *out) {
         (st = check_index_descs(c->ctx, c->fn, c->in[3], c->nd->ninputs > 4 ? c->in[4] : NULL,
                                 x->shape[0], x->shape[1], c->in[1]->shape[0])))
         return st;
+    if (nd->rope_dims != 0) { /* RoPE on Q and K first, as the ROPE op's rule */
+        if (nd->rope_dims < 2 || nd->rope_dims % 2 || nd->rope_dims > D)
+            return m40__rule_fail(c, M40_ERR_INVALID_ARG, "rope_dims %d: need 0 (no RoPE) or an "
+                                  "even number in 2 .. head_dim (%d)", nd->rope_dims, D);
+        if (nd->rope_pairs != M40_ROPE_ADJACENT && nd->rope_pairs != M40_ROPE_HALF)
+            return m40__rule_fail(c, M40_ERR_INVALID_ARG, "rope_pairs %d: need "
+                                  "M40_ROPE_ADJACENT or M40_ROPE_HALF", (int)nd->rope_pairs);
+        if (!(nd->rope_theta > 0.0f) || isinf(nd->rope_theta) || !(nd->rope_scale > 0.0f) ||
+            isinf(nd->rope_scale))
+            return m40__rule_fail(c, M40_ERR_INVALID_ARG, "rope_theta and rope_scale must be "
+                                  "finite and > 0");
+    }
     int64_t s[3] = {x->shape[0], x->shape[1], (int64_t)H * D};
     return m40__rule_out(c, out, M40_DTYPE_F32, 3, s);
 }
@@ -317,18 +335,25 @@ static m40_status attention_run_check(const m40__op_call *c, const m40_tensor_de
                         c->in[1], c->in[2], c->nd->heads + 2 * c->nd->kv_heads);
 }
 
+/* The rotated queries of a node with RoPE ([B,T,H·D] f32, y's size), in
+** front of the decode partials in the scratch, rounded up to 256 bytes. */
+static uint64_t rope_q_bytes(const m40_tensor_desc *y) {
+    return ((uint64_t)m40_tensor_desc_numel(y) * 4u + 255u) & ~(uint64_t)255u;
+}
+
 /* decode (T <= 8): the partial (max, sum, out[D]) of each query row and KV
-** split (kernels/attention.h's rule); prefill needs none */
+** split (kernels/attention.h's rule); prefill needs none. With RoPE, the
+** rotated queries too (rope_q_bytes). */
 static m40_status attention_workspace(const m40__op_call *c, const m40_tensor_desc *out,
                                       int sm_count, uint64_t *bytes) {
     *bytes = 0;
     m40k_attn_shape s = attn_shape(c->nd->heads, out, c->in[1], c->nd->attn_scale);
-    int64_t n = m40k_attention_splits(&s, sm_count ? attn_slots(c->ctx, &s) : 0), b;
-    if (n <= 1) return M40_OK;
-    if (m40__mul_ok(s.B * s.T, s.H * n, M40__OP_BYTES_MAX, &b) ||
-        m40__mul_ok(b, (s.D + 2) * 4, M40__OP_BYTES_MAX, &b))
+    int64_t n = m40k_attention_splits(&s, sm_count ? attn_slots(c->ctx, &s) : 0), b = 0;
+    if (n > 1 && (m40__mul_ok(s.B * s.T, s.H * n, M40__OP_BYTES_MAX, &b) ||
+                  m40__mul_ok(b, (s.D + 2) * 4, M40__OP_BYTES_MAX, &b)))
         return m40__rule_fail(c, M40_ERR_SHAPE, "the decode scratch would take 2^62 bytes or more");
-    *bytes = (uint64_t)b;
+    /* with RoPE: the rotated queries first (out's size, bounded by the rule) */
+    *bytes = (uint64_t)(n > 1 ? b : 0) + (c->nd->rope_dims ? rope_q_bytes(out) : 0);
     return M40_OK;
 }
 
@@ -340,8 +365,78 @@ static m40_tensor part_of(const m40_tensor *qkv, int64_t col0, int64_t cols) {
     return v;
 }
 
+/* RoPE (nd->rope_dims > 0) fused with the append: the GPU turns Q and K as
+** it appends (m40k_rope_kv_append; Q into the scratch), the CPU turns a
+** copy of qkv's Q and K heads with the ROPE op's reference first. */
+static m40_status rope_attention_run(m40_ctx *ctx, const m40__op_run *r) {
+    const m40_node_desc *nd = r->nd;
+    int64_t H = nd->heads, G = nd->kv_heads, D = nd->head_dim;
+    const m40_tensor *slot = nd->ninputs > 4 ? r->in[4] : NULL, *x = r->in[0], *pos = r->in[3];
+    m40_tensor *kc = (m40_tensor *)r->in[1], *vc = (m40_tensor *)r->in[2];
+    const m40_tensor_desc *xd = &x->desc, *cd = &kc->desc;
+    const int64_t B = xd->shape[0], T = xd->shape[1], W = (H + 2 * G) * D;
+    if (B * T == 0) return M40_OK;
+#ifdef M40_HAVE_CUDA
+    if (ctx->is_gpu) {
+        m40k_attn_shape s = attn_shape(nd->heads, &r->out->desc, cd, nd->attn_scale);
+        const size_t qb = (size_t)rope_q_bytes(&r->out->desc);
+        const size_t want = qb + (size_t)m40k_attention_workspace(&s, attn_slots(ctx, &s));
+        size_t got = want;
+        void *ws = NULL;
+        m40_status st = m40__cuda_scratch(ctx, &got, &ws);
+        if (st != M40_OK) return st;
+        if (!ws || got < qb)
+            return m40__err(ctx, M40_ERR_OOM_DEVICE, "%s: no device scratch for the rotated "
+                            "queries (%zu bytes)", r->fn, qb);
+        int e = m40k_rope_kv_append(ctx->stream, (int)H, (int)G, (int)D, nd->rope_dims,
+                                    (int)nd->rope_pairs, nd->rope_theta, nd->rope_scale, B, T,
+                                    x->data, xd->stride[0], xd->stride[1], pos->data,
+                                    slot ? slot->data : NULL, cd->shape[0], cd->shape[1],
+                                    cd->dtype == M40_DTYPE_F16, kc->data, vc->data, ws,
+                                    ctx->guard);
+        ctx->guard_armed = true;
+        if ((st = m40__launched(ctx, e, r->fn)) != M40_OK) return st;
+        m40_tensor q = *r->out; /* [B,T,H·D] contiguous, as y */
+        q.data = ws;
+        return attend_run(ctx, r->fn, nd->heads, nd->attn_scale, &q, kc, vc, pos, slot, r->out,
+                          (char *)ws + qb, got - qb);
+    }
+#endif
+    /* CPU: a contiguous copy of the rows, Q and K heads turned in place */
+    float *cp = malloc((size_t)(B * T * W) * sizeof *cp);
+    if (!cp) return m40__err(ctx, M40_ERR_OOM_HOST, "%s: no memory for the rotated rows", r->fn);
+    const int32_t *pp = pos->data;
+    for (int64_t i = 0; i < B * T; i++) {
+        if (pp[i] < -1) {
+            free(cp);
+            return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: position %d (row %lld) is negative "
+                            "(-1 marks padding)", r->fn, (int)pp[i], (long long)i);
+        }
+        memcpy(cp + i * W, (const float *)x->data + (i / T) * xd->stride[0] + (i % T) * xd->stride[1],
+               (size_t)W * sizeof *cp);
+    }
+    m40_rope_desc rd;
+    m40_rope_desc_init(&rd);
+    rd.heads = (int)(H + G), rd.head_dim = (int)D, rd.rope_dims = nd->rope_dims;
+    rd.pairs = nd->rope_pairs, rd.theta = nd->rope_theta, rd.pos_scale = nd->rope_scale;
+    m40__ref_rope(&rd, B * T, W, cp, W, pp, cp, W);
+    m40_tensor rows = *x;
+    int64_t shp[3] = {B, T, W};
+    m40_tensor_desc_make(&rows.desc, M40_DTYPE_F32, 3, shp);
+    rows.data = cp;
+    m40_tensor q = part_of(&rows, 0, H * D), k = part_of(&rows, H * D, G * D),
+               v = part_of(&rows, (H + G) * D, G * D);
+    m40_status st = append_run(ctx, r->fn, &k, &v, pos, slot, kc, vc);
+    if (st == M40_OK)
+        st = attend_run(ctx, r->fn, nd->heads, nd->attn_scale, &q, kc, vc, pos, slot, r->out,
+                        NULL, 0);
+    free(cp);
+    return st;
+}
+
 static m40_status attention_run(m40_ctx *ctx, const m40__op_run *r) {
     const m40_node_desc *nd = r->nd;
+    if (nd->rope_dims) return rope_attention_run(ctx, r);
     int64_t H = nd->heads, G = nd->kv_heads, D = nd->head_dim;
     const m40_tensor *slot = nd->ninputs > 4 ? r->in[4] : NULL;
     m40_tensor q = part_of(r->in[0], 0, H * D), k = part_of(r->in[0], H * D, G * D),
@@ -350,7 +445,8 @@ static m40_status attention_run(m40_ctx *ctx, const m40__op_run *r) {
     m40_tensor *kc = (m40_tensor *)r->in[1], *vc = (m40_tensor *)r->in[2];
     m40_status st = append_run(ctx, r->fn, &k, &v, r->in[3], slot, kc, vc);
     if (st != M40_OK) return st;
-    return attend_run(ctx, r->fn, nd->heads, nd->attn_scale, &q, kc, vc, r->in[3], slot, r->out);
+    return attend_run(ctx, r->fn, nd->heads, nd->attn_scale, &q, kc, vc, r->in[3], slot, r->out,
+                      NULL, 0);
 }
 
 const m40__op_def m40__op_attention = {

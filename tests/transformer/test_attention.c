@@ -185,6 +185,83 @@ static void attn_case(int B, int T, int H, int G, int D, int S, int L, m40_dtype
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) m40_tensor_destroy(all[i]);
 }
 
+/* The node with RoPE (rope_dims > 0) against a ROPE node and then the node
+** without: the same y and caches bit for bit (the same references), and
+** qkv left as it was. pad: row (0, T-1) at position -1. */
+static void rope_fused(int B, int T, int H, int G, int D, int L, int rd, m40_rope_pairs pairs,
+                       float pos_scale, m40_dtype cdt, int pad) {
+    const int64_t W = (int64_t)(H + 2 * G) * D;
+    m40_tensor *qkv = tnew(M40_DTYPE_F32, 3, B, T, W, 0), *pos = tnew(M40_DTYPE_I32, 2, B, T, 0, 0);
+    m40_tensor *hist = tnew(M40_DTYPE_F32, 3, B, L, (int64_t)G * D, 0), *hp = tnew(M40_DTYPE_I32, 2, B, L, 0, 0);
+    m40_tensor *kc[2], *vc[2], *y[2] = {NULL, NULL};
+    fill(m40_tensor_get_data(qkv), (int64_t)B * T * W, 11);
+    fill(m40_tensor_get_data(hist), (int64_t)B * L * G * D, 12);
+    int32_t *pp = m40_tensor_get_data(pos), *hpp = m40_tensor_get_data(hp);
+    for (int i = 0; i < B * L; i++) hpp[i] = i % L;
+    for (int i = 0; i < B * T; i++) pp[i] = (int32_t)((i / T) * 3 + i % T) % L;
+    if (pad) pp[T - 1] = -1;
+    float *x0 = malloc((size_t)(B * T * W) * sizeof *x0);
+    memcpy(x0, m40_tensor_get_data(qkv), (size_t)(B * T * W) * sizeof *x0);
+    m40_graph *g[2] = {NULL, NULL};
+    int yid[2] = {-1, -1};
+    for (int s = 0; s < 2; s++) {
+        kc[s] = tnew(cdt, 4, B, L, G, D), vc[s] = tnew(cdt, 4, B, L, G, D);
+        CHECK_ST(m40_kv_append(C, hist, hp, NULL, kc[s]), M40_OK);
+        CHECK_ST(m40_kv_append(C, hist, hp, NULL, vc[s]), M40_OK);
+        CHECK_ST(m40_graph_create(C, &g[s]), M40_OK);
+        if (!g[s]) return;
+        int ids[4];
+        const m40_tensor *t[4] = {qkv, kc[s], vc[s], pos};
+        const m40_tensor_role role[4] = {M40_ROLE_INPUT, M40_ROLE_STATE, M40_ROLE_STATE, M40_ROLE_INPUT};
+        for (int i = 0; i < 4; i++) {
+            CHECK_ST(m40_graph_tensor(g[s], role[i], NULL, m40_tensor_get_desc(t[i]), &ids[i]), M40_OK);
+            CHECK_ST(m40_graph_bind(g[s], ids[i], (m40_tensor *)t[i]), M40_OK);
+        }
+        m40_node_desc nd;
+        int x = ids[0];
+        if (s == 0) { /* a ROPE node first */
+            m40_node_desc_init(&nd, M40_OP_ROPE);
+            nd.ninputs = 2;
+            nd.inputs[0] = ids[0], nd.inputs[1] = ids[3];
+            nd.heads = H + G, nd.head_dim = D, nd.rope_dims = rd, nd.rope_pairs = pairs;
+            nd.rope_theta = 5000.0f, nd.rope_scale = pos_scale;
+            CHECK_ST(m40_graph_node(g[s], &nd, &x), M40_OK);
+        }
+        m40_node_desc_init(&nd, M40_OP_ATTENTION);
+        nd.ninputs = 4;
+        nd.inputs[0] = x, nd.inputs[1] = ids[1], nd.inputs[2] = ids[2], nd.inputs[3] = ids[3];
+        nd.heads = H, nd.kv_heads = G, nd.head_dim = D;
+        if (s == 1) {
+            nd.rope_dims = rd, nd.rope_pairs = pairs;
+            nd.rope_theta = 5000.0f, nd.rope_scale = pos_scale;
+        }
+        CHECK_ST(m40_graph_node(g[s], &nd, &yid[s]), M40_OK);
+        CHECK_ST(m40_graph_mark_output(g[s], yid[s]), M40_OK);
+        CHECK_ST(m40_graph_alloc(g[s]), M40_OK);
+        CHECK_ST(m40_graph_run(g[s]), M40_OK);
+        CHECK_ST(m40_graph_get_tensor(g[s], yid[s], &y[s]), M40_OK);
+        if (s == 1) /* the fused node leaves its input as it was */
+            CHECK(memcmp(x0, m40_tensor_get_data(qkv), (size_t)(B * T * W) * sizeof *x0) == 0);
+        memcpy(m40_tensor_get_data(qkv), x0, (size_t)(B * T * W) * sizeof *x0);
+    }
+    int same = y[0] && y[1] &&
+               memcmp(m40_tensor_get_data(y[0]), m40_tensor_get_data(y[1]), m40_tensor_get_nbytes(y[0])) == 0 &&
+               memcmp(m40_tensor_get_data(kc[0]), m40_tensor_get_data(kc[1]), m40_tensor_get_nbytes(kc[0])) == 0 &&
+               memcmp(m40_tensor_get_data(vc[0]), m40_tensor_get_data(vc[1]), m40_tensor_get_nbytes(vc[0])) == 0;
+    if (!same)
+        fprintf(stderr, "rope fused B%d T%d H%d G%d D%d rope_dims %d pairs %d: differs from ROPE + "
+                "ATTENTION\n", B, T, H, G, D, rd, (int)pairs);
+    CHECK(same);
+    for (int s = 0; s < 2; s++) {
+        m40_graph_destroy(g[s]);
+        m40_tensor_destroy(kc[s]);
+        m40_tensor_destroy(vc[s]);
+    }
+    m40_tensor *all[] = {qkv, pos, hist, hp};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) m40_tensor_destroy(all[i]);
+    free(x0);
+}
+
 /* Bad inputs: statuses and messages; a valid call afterwards succeeds. */
 static void bad_inputs(void) {
     const int B = 2, T = 3, H = 4, G = 2, D = 8, S = 2, L = 6;
@@ -287,7 +364,10 @@ static void bad_inputs(void) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) m40_tensor_destroy(all[i]);
 }
 
-/* The node's rules: shapes, dtypes, parameters, STATE caches. */
+/* The node's rules: shapes, dtypes, parameters, STATE caches; node_rope:
+** its rope_dims (0: none), node_rope_theta its base. */
+static int node_rope = 0;
+static float node_rope_theta = 10000.0f;
 static m40_status node_with(int H, int G, int D, const int64_t *qs, const int64_t *ks,
                             m40_dtype kdt, m40_dtype vdt, const int64_t *ps, int pn,
                             m40_tensor_role cache_role, int with_slot, int64_t slot_n) {
@@ -304,6 +384,7 @@ static m40_status node_with(int H, int G, int D, const int64_t *qs, const int64_
     m40_node_desc_init(&nd, M40_OP_ATTENTION);
     nd.ninputs = with_slot ? 5 : 4;
     nd.heads = H, nd.kv_heads = G, nd.head_dim = D;
+    nd.rope_dims = node_rope, nd.rope_theta = node_rope_theta;
     m40_graph_tensor(g, M40_ROLE_INPUT, "qkv", &dq, &nd.inputs[0]);
     m40_graph_tensor(g, cache_role, "k", &dk, &nd.inputs[1]);
     m40_graph_tensor(g, cache_role, "v", &dv, &nd.inputs[2]);
@@ -339,6 +420,21 @@ static void node_rules(void) {
     CHECK_ST(node_with(4, 2, 8, q, k2, F16, F16, p, 2, ST, 1, 2), M40_OK);       /* slots */
     /* the caches must be STATE tensors (the node writes them) */
     CHECK(node_with(4, 2, 8, q, k, F16, F16, p, 2, M40_ROLE_WEIGHT, 0, 0) != M40_OK);
+    /* RoPE's parameters: rope_dims even, 2 .. head_dim; pairs; theta */
+    node_rope = 4;
+    CHECK_ST(node_with(4, 2, 8, q, k, F16, F16, p, 2, ST, 0, 0), M40_OK);
+    node_rope = 8;
+    CHECK_ST(node_with(4, 2, 8, q, k, F16, F16, p, 2, ST, 0, 0), M40_OK);
+    const int bad_rd[] = {3, 10, -2};
+    for (int i = 0; i < 3; i++) {
+        node_rope = bad_rd[i];
+        CHECK_ST(node_with(4, 2, 8, q, k, F16, F16, p, 2, ST, 0, 0), M40_ERR_INVALID_ARG);
+        CHECK(has("rope_dims"));
+    }
+    node_rope = 4, node_rope_theta = -1.0f;
+    CHECK_ST(node_with(4, 2, 8, q, k, F16, F16, p, 2, ST, 0, 0), M40_ERR_INVALID_ARG);
+    CHECK(has("rope_theta"));
+    node_rope = 0, node_rope_theta = 10000.0f;
     CHECK(m40_op_runs(M40_OP_ATTENTION) == 1);
 }
 
@@ -355,6 +451,9 @@ int main(void) {
     attn_case(3, 5, 6, 3, 8, 4, 16, M40_DTYPE_F16, 1, 0.3f);
     attn_case(2, 9, 8, 1, 12, 2, 24, M40_DTYPE_F16, 0, 0.0f);
     attn_case(2, 3, 2, 2, 5, 2, 10, M40_DTYPE_F32, 0, 0.0f);
+    rope_fused(2, 3, 4, 2, 16, 8, 8, M40_ROPE_ADJACENT, 1.0f, M40_DTYPE_F16, 0);
+    rope_fused(1, 5, 6, 3, 12, 9, 12, M40_ROPE_HALF, 0.5f, M40_DTYPE_F32, 1);
+    rope_fused(3, 1, 8, 2, 32, 6, 16, M40_ROPE_ADJACENT, 1.0f, M40_DTYPE_F16, 1);
     bad_inputs();
     node_rules();
     m40_ctx_destroy(C);

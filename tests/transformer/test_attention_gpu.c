@@ -366,8 +366,11 @@ static void guard(void) {
 }
 
 /* A graph with one ATTENTION node on each side: alloc, run, compare; then
-** new positions (the next decode step) and a run again, captured on the GPU. */
-static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt) {
+** new positions (the next decode step) and a run again, captured on the GPU.
+** rope_dims > 0: the node turns Q and K first (m40k_rope_kv_append on the
+** GPU, the ROPE reference on the CPU); pairs: its layout. */
+static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt, int rope_dims,
+                       m40_rope_pairs pairs) {
     const int64_t W = (int64_t)(H + 2 * G) * D, HD = (int64_t)H * D, BT = (int64_t)B * T;
     m40_graph *g[2] = {NULL, NULL};
     m40_ctx *ctx[2] = {C, X};
@@ -386,6 +389,7 @@ static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt) 
         m40_node_desc_init(&nd, M40_OP_ATTENTION);
         nd.ninputs = 4;
         nd.heads = H, nd.kv_heads = G, nd.head_dim = D;
+        nd.rope_dims = rope_dims, nd.rope_pairs = pairs;
         ins[s][0] = tnew(ctx[s], M40_DTYPE_F32, 3, B, T, W, 0);
         ins[s][1] = tnew(ctx[s], M40_DTYPE_I32, 2, B, T, 0, 0);
         const m40_tensor *t[4] = {ins[s][0], caches[s][0], caches[s][1], ins[s][1]};
@@ -414,8 +418,8 @@ static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt) 
             if (yt) CHECK_ST(m40_tensor_download(ctx[s], yt, out[s], (size_t)(BT * HD) * sizeof(float)), M40_OK);
         }
         char name[96];
-        snprintf(name, sizeof name, "graph node step %d: B%d T%d H%d G%d D%d %s", step, B, T, H,
-                 G, D, m40_dtype_name(cdt));
+        snprintf(name, sizeof name, "graph node step %d: B%d T%d H%d G%d D%d %s rope %d/%d", step,
+                 B, T, H, G, D, m40_dtype_name(cdt), rope_dims, (int)pairs);
         m40t_compare(name, out[1], out[0], BT * HD, TOL);
     }
     for (int s = 0; s < 2; s++) {
@@ -474,11 +478,15 @@ int main(void) {
         decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
         decode_equals_prefill(70, 4, 4, 64, M40_DTYPE_F32);
         decode_equals_prefill(90, 16, 1, 64, M40_DTYPE_F16); /* 16 rows a group */
-        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16); /* decode: split KV + combine */
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT); /* decode: split KV + combine */
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT); /* + RoPE (ChatGLM2) */
     }
     m40__attn_decode_variant = 0;
     guard();
-    graph_node(2, 20, 8, 2, 64, 256, M40_DTYPE_F32);   /* prefill */
+    graph_node(2, 20, 8, 2, 64, 256, M40_DTYPE_F32, 0, M40_ROPE_ADJACENT); /* prefill */
+    graph_node(2, 20, 8, 2, 64, 256, M40_DTYPE_F32, 64, M40_ROPE_HALF);   /* + RoPE, every dim */
+    graph_node(3, 130, 4, 1, 128, 300, M40_DTYPE_F16, 32, M40_ROPE_ADJACENT); /* 256-thread rows */
+    graph_node(1, 3, 6, 2, 40, 64, M40_DTYPE_F32, 20, M40_ROPE_HALF);   /* odd shapes */
     m40_ctx_destroy(C);
     m40_ctx_destroy(X);
     return m40t_finish("test_attention_gpu");

@@ -28,6 +28,17 @@ typedef struct m40k_qlinear_args {
     float *y;            /* [M, N] row-major */
     float *ws;           /* split-K partial sums (m40k_quant_gemv_workspace bytes), or NULL */
     size_t ws_bytes;
+    /* Fusions (NULL: none). res [M, N]: y = x·Wᵀ + bias + res (a
+    ** transformer's residual step; y may not be res). nw [K], F16 (nw_f16)
+    ** or F32: x is first replaced by rmsnorm(x)·nw, rmsnorm(x) = x /
+    ** sqrt(mean(x²) + eps) per row -- inside the GEMV's staging of x where
+    ** the kernel has it (M = 1: v3 with x for all of K, fp16's v2), else
+    ** by kernels/norm.h's kernel into the front of ws (then ws must hold
+    ** m40k_quant_linear_workspace bytes). */
+    const float *res;
+    const void *nw;
+    int nw_f16;
+    float eps;
 } m40k_qlinear_args;
 /* Device scratch the GEMV's split-K path needs for this call (0: none);
 ** without it the launcher takes a kernel that needs none. */
@@ -83,6 +94,12 @@ m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_cou
 ** cudaErrorInvalidValue. */
 int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a, int sm_count,
                             const m40k_qgemv_variant *v);
+/* 1 if this call (a->nw set) runs its RMSNorm inside variant v's staging
+** of x: M = 1, the vector loads' alignment, and V3 in whole mode with 4
+** chunks in flight (int8/int4) or V2 (fp16). m40k_quant_gemv_variant
+** refuses a->nw otherwise (cudaErrorInvalidValue); m40k_quant_linear then
+** runs the norm as its own kernel first. */
+int m40k_quant_gemv_norm_fused(const m40k_qlinear_args *a, const m40k_qgemv_variant *v);
 /* 1 if V3 holds x for all of K in shared memory at batch M (int8/int4). */
 int m40k_quant_gemv_whole(int wtype, int M, int K);
 /* Tiled GEMM (128x128x16 tiles, weights dequantized into shared memory);

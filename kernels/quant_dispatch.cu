@@ -7,6 +7,7 @@
 ** cannot take W. Host code only: no kernels, so no ptxas resources; the roofline
 ** and measurements of the kernels it picks are in kernels/quant_gemv.cu and
 ** docs/quant.md. */
+#include "norm.h"
 #include "quant.h"
 #include "quant_plan.h"
 #include "sgemm.h"
@@ -86,6 +87,7 @@ static m40k_sgemm_args sgemm_of(const m40k_qlinear_args *a) {
     g.b = a->w; g.b_nk = 1;
     g.c = a->y; g.ldc = a->N;
     g.bias = a->bias;
+    if (a->res) g.res = a->res, g.ldr = a->N;
     if (a->wtype == M40_DTYPE_F16) {
         g.b_f16 = 1;
         g.ldb = a->K;
@@ -109,8 +111,22 @@ static bool use_sgemm(const m40k_qlinear_args *a, const m40k_sgemm_args &g) {
     return a->wtype == M40_DTYPE_F16 || m40k_sgemm_quant_ok(&g);
 }
 
+/* The normalized rows in front of the scratch when the norm runs as its own
+** kernel (a->nw and not fused): M·K floats, rounded up to 256 bytes. */
+static size_t norm_rows_bytes(const m40k_qlinear_args *a) {
+    return a->nw ? ((size_t)a->M * (size_t)a->K * sizeof(float) + 255) & ~(size_t)255 : 0;
+}
+
+static size_t linear_workspace(const m40k_qlinear_args *a, int sm_count);
+
 extern "C" size_t m40k_quant_linear_workspace(const m40k_qlinear_args *a, int sm_count) {
     if (a->M <= 0) return 0;
+    m40k_qlinear_args b = *a;
+    b.nw = nullptr;
+    return norm_rows_bytes(a) + linear_workspace(&b, sm_count);
+}
+
+static size_t linear_workspace(const m40k_qlinear_args *a, int sm_count) {
     if (a->M <= M40K_QSLICE_MAX) {
         m40k_qlinear_args s = *a;
         if (s.M > 8) s.M = 8;
@@ -127,6 +143,25 @@ extern "C" size_t m40k_quant_linear_workspace(const m40k_qlinear_args *a, int sm
 }
 
 extern "C" int m40k_quant_linear(void *stream, const m40k_qlinear_args *a, int sm_count) {
+    if (a->M <= 0 || a->N <= 0) return 0;
+    if (a->nw) {
+        if (a->M == 1) {
+            const m40k_qgemv_variant v = m40k_quant_gemv_choose(a, sm_count);
+            if (m40k_quant_gemv_norm_fused(a, &v)) return m40k_quant_gemv_variant(stream, a, sm_count, &v);
+        }
+        /* the norm as its own kernel, into the front of the scratch */
+        const size_t nb = norm_rows_bytes(a);
+        if (!a->ws || a->ws_bytes < nb) return (int)cudaErrorInvalidValue;
+        int e = m40k_rmsnorm(stream, a->M, a->K, a->eps, 0, (float *)a->x, a->K, nullptr, 0, a->nw,
+                             a->nw_f16, a->ws, a->K);
+        if (e) return e;
+        m40k_qlinear_args b = *a;
+        b.x = a->ws;
+        b.nw = nullptr;
+        b.ws = a->ws_bytes > nb ? (float *)((char *)a->ws + nb) : nullptr;
+        b.ws_bytes = a->ws_bytes - nb;
+        return m40k_quant_linear(stream, &b, sm_count);
+    }
     if (a->M <= 8) {
         const m40k_qgemv_variant v = m40k_quant_gemv_choose(a, sm_count);
         return m40k_quant_gemv_variant(stream, a, sm_count, &v);

@@ -246,6 +246,7 @@ gemm_kernel(m40k_qlinear_args a, int kt_per_split) {
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 float b = (add_bias && n + j < N) ? __ldg(a.bias + n + j) : 0.0f;
+                if (a.res && blockIdx.z == 0 && n + j < N) b += a.res[(int64_t)m * N + n + j];
                 v[j] = acc[i][h * 4 + j] + b;
             }
             float *dst = a.y + (int64_t)m * N + n;

@@ -72,6 +72,10 @@ template <int WT, int B>
 cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40k_qgemv_variant &v,
                            int sm_count) {
     constexpr int RB = B >= 3 ? 4 : 2;
+    if constexpr (B == 1 && WT != M40_DTYPE_F16) /* the norm fused (m40k_quant_gemv_norm_fused) */
+        if (a.nw && v.kernel == M40K_QGEMV_V3)
+            return v.R == 4 ? launch_v3_norm<WT, 4>(s, a, sm_count, v.blocks_per_sm)
+                            : launch_v3_norm<WT, 2>(s, a, sm_count, v.blocks_per_sm);
     if (v.kernel == M40K_QGEMV_V2) {
         if (v.R == 0 || v.R == RB) return launch_v2<WT, B, RB>(s, a);
         if constexpr (WT == M40_DTYPE_F16 && B <= 2)
@@ -121,10 +125,25 @@ extern "C" int m40k_quant_gemv_whole(int wtype, int M, int K) {
     return 0;
 }
 
+extern "C" int m40k_quant_gemv_norm_fused(const m40k_qlinear_args *a, const m40k_qgemv_variant *v) {
+    if (!a->nw || a->M != 1 || a->K <= 0 || a->N <= 0) return 0;
+    const int VC = vec_cols(a->wtype);
+    if (a->K % VC != 0 || ((uintptr_t)a->w & 15) != 0 || ((uintptr_t)a->x & 15) != 0 ||
+        ((uintptr_t)a->nw & (a->nw_f16 ? 7 : 15)) != 0)
+        return 0;
+    if (a->wtype == M40_DTYPE_F16) return v->kernel == M40K_QGEMV_V2;
+    if (v->kernel != M40K_QGEMV_V3 || (v->R != 0 && v->R != 2 && v->R != 4)) return 0;
+    const bool seg = a->wtype == M40_DTYPE_Q4
+                         ? (v->R == 4 ? v3_plan<M40_DTYPE_Q4, 1, 4, 4>(a->K) : v3_plan<M40_DTYPE_Q4, 1, 2, 4>(a->K)).seg
+                         : (v->R == 4 ? v3_plan<M40_DTYPE_Q8, 1, 4, 4>(a->K) : v3_plan<M40_DTYPE_Q8, 1, 2, 4>(a->K)).seg;
+    return !seg;
+}
+
 extern "C" int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a, int sm_count,
                                        const m40k_qgemv_variant *v) {
     if (a->M <= 0 || a->N <= 0) return 0;
     if (a->M > 8) return (int)cudaErrorInvalidValue;
+    if (a->nw && !m40k_quant_gemv_norm_fused(a, v)) return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
     int VC = vec_cols(a->wtype);
     bool fast = v->kernel != M40K_QGEMV_GENERIC && a->K > 0 && a->K % VC == 0 &&

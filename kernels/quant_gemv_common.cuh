@@ -90,7 +90,10 @@ __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, i
     constexpr int low_mask = (1 << (5 - split_bits)) - 1;
     if ((lane & low_mask) == 0 && id < R * B) {
         const int r = id / B, b = id % B, row = row0 + r;
-        if (row < a.N) a.y[(int64_t)b * a.N + row] = post(r, red[0]) + (a.bias ? __ldg(a.bias + row) : 0.0f);
+        if (row < a.N) {
+            const int64_t i = (int64_t)b * a.N + row;
+            a.y[i] = post(r, red[0]) + (a.bias ? __ldg(a.bias + row) : 0.0f) + (a.res ? a.res[i] : 0.0f);
+        }
     }
 }
 
@@ -151,7 +154,10 @@ __global__ void __launch_bounds__(kThreads) gemv_generic_kernel(m40k_qlinear_arg
         float v = acc[b];
 #pragma unroll
         for (int o = 16; o >= 1; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
-        if (lane == 0 && b < a.M) a.y[(int64_t)b * a.N + n] = v + (a.bias ? __ldg(a.bias + n) : 0.0f);
+        if (lane == 0 && b < a.M) {
+            const int64_t i = (int64_t)b * a.N + n;
+            a.y[i] = v + (a.bias ? __ldg(a.bias + n) : 0.0f) + (a.res ? a.res[i] : 0.0f);
+        }
     }
 }
 

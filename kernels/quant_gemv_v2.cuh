@@ -12,7 +12,10 @@ namespace {
 
 /* The fast kernel. B = batch rows (1..8), R = rows per warp, GROUPED =
 ** group scales (else per-row scales, or none for F16). */
-template <int WT, int B, int R, bool GROUPED>
+/* NORM: x is rmsnorm(x)·nw (m40k_qlinear_args): the staging multiplies x
+** by nw and sums x² per batch row, the row's 1/sqrt(mean + eps) multiplies
+** the accumulators at the end (x staged in shared memory, also for fp16). */
+template <int WT, int B, int R, bool GROUPED, bool NORM = false>
 __global__ void __launch_bounds__(kThreads, 1)
 gemv_v2_kernel(m40k_qlinear_args a) {
     constexpr int VC = Fmt<WT>::VC;   /* columns per lane-vector */
@@ -24,7 +27,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     ** (2-4x more weights per byte, so 2-4x more x reads per byte) it was
     ** 1.2-2x slower there, so they, and larger batches, stage x[:, chunk] in
     ** shared memory (bench/NOTES.md, runs 1 and 2). */
-    constexpr bool XG = WT == M40_DTYPE_F16 && B <= 2;
+    constexpr bool XG = WT == M40_DTYPE_F16 && B <= 2 && !NORM;
     __shared__ __align__(16) float xs[XG ? 4 : B * XS]; /* x[b][chunk cols], padded */
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -66,6 +69,9 @@ gemv_v2_kernel(m40k_qlinear_args a) {
 
     /* x staging: NF float4 per chunk, a compile-time number of rounds */
     constexpr int F4 = KC / 4, NF = B * F4, ITERS = (NF + kThreads - 1) / kThreads;
+    float ss[B]; /* NORM: this thread's sums of the x² it staged */
+#pragma unroll
+    for (int b = 0; b < B; b++) ss[b] = 0.0f;
 #pragma unroll 2
     for (int c = 0; c < nchunks; c++) {
         const int kc0 = c * KC;
@@ -77,6 +83,20 @@ gemv_v2_kernel(m40k_qlinear_args a) {
                 const int b = f / F4, c4 = f % F4, col = kc0 + 4 * c4;
                 float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
                 if (col < K) v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
+                if (NORM && col < K) {
+                    float4 w;
+                    if (a.nw_f16) {
+                        const uint2 h = __ldg((const uint2 *)((const __half *)a.nw + col));
+                        const float2 lo = __half22float2(*(const __half2 *)&h.x), hi = __half22float2(*(const __half2 *)&h.y);
+                        w = make_float4(lo.x, lo.y, hi.x, hi.y);
+                    } else {
+                        w = __ldg((const float4 *)((const float *)a.nw + col));
+                    }
+#pragma unroll
+                    for (int bb = 0; bb < B; bb++)
+                        if (bb == b) ss[bb] = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, ss[bb]))));
+                    v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
+                }
                 *(float4 *)&xs[b * XS + (c4 / (VC / 4)) * LS + 4 * (c4 % (VC / 4))] = v;
             }
         }
@@ -167,6 +187,26 @@ gemv_v2_kernel(m40k_qlinear_args a) {
         for (int r = 0; r < R; r++) wcur[r] = wnext[r];
     }
 
+    if (NORM) { /* the rows' 1/sqrt(mean(x²) + eps), block-wide */
+        __shared__ float wss[kWarps * B];
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+#pragma unroll
+            for (int o = 16; o >= 1; o >>= 1) ss[b] += __shfl_xor_sync(kFull, ss[b], o);
+            if (lane == 0) wss[warp * B + b] = ss[b];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            float t = wss[b];
+#pragma unroll
+            for (int i = 1; i < kWarps; i++) t += wss[i * B + b];
+            const float inv = rsqrtf(t / (float)K + a.eps);
+#pragma unroll
+            for (int r = 0; r < R; r++) acc[r][b] *= inv;
+        }
+    }
+
     /* per-row scales apply once, to the sums */
     if (!GROUPED && WT != M40_DTYPE_F16) {
 #pragma unroll
@@ -183,6 +223,11 @@ gemv_v2_kernel(m40k_qlinear_args a) {
 template <int WT, int B, int R>
 cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
     dim3 grid((unsigned)((a.N + kWarps * R - 1) / (kWarps * R)));
+    if constexpr (WT == M40_DTYPE_F16 && B == 1) /* NORM: fp16 at batch 1 only */
+        if (a.nw) {
+            gemv_v2_kernel<WT, B, R, false, true><<<grid, kThreads, 0, s>>>(a);
+            return cudaGetLastError();
+        }
     if constexpr (WT != M40_DTYPE_F16) /* fp16 has no scales, so no group instance */
         if (a.group) {
             gemv_v2_kernel<WT, B, R, true><<<grid, kThreads, 0, s>>>(a);

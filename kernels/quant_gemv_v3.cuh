@@ -178,13 +178,18 @@ __device__ __forceinline__ void v3_finish(const float (&acc)[R][B], const float 
 /* nch_pad: chunks per row rounded up to D (chunks of weights in flight per
 ** warp); cps: chunks of x per staging (SEG) or nch_pad (whole). Dynamic
 ** shared memory: B * cps * CB bytes. */
-template <int WT, int B, int R, bool GROUPED, bool SEG, int D>
+/* NORM (whole mode, one split): x is rmsnorm(x)·nw (m40k_qlinear_args):
+** the staging multiplies x by nw and sums x² per batch row; the row's
+** 1/sqrt(mean + eps) multiplies the accumulators before the reduction. */
+template <int WT, int B, int R, bool GROUPED, bool SEG, int D, bool NORM = false>
 __global__ void __launch_bounds__(kThreads, 1)
 gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
+    static_assert(!(NORM && SEG), "the norm needs x for all of K in one staging");
     using P = V3<WT, R>;
     constexpr int VC = P::VC, KC = P::KC, Q = P::Q, F4 = P::F4;
     extern __shared__ float4 sm4[]; /* x[b][chunk][q][lane], then xneg[b][chunk][lane] */
     __shared__ int wmax[kWarps];
+    __shared__ float wss[NORM ? kWarps * B : 1]; /* NORM: each warp's sums of x² */
     const int XB = cps * F4, XN = cps * 32;
     float *xneg = (float *)(sm4 + B * XB); /* -OFF * 2^-S * sum of a lane's x in a chunk */
 
@@ -199,32 +204,51 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
     /* B * U loads of x in flight per thread (a loop that stored each load
     ** before issuing the next waited one memory latency per float4) */
     constexpr int U = B >= 4 ? 1 : 4 / B;
-    auto stage_issue = [&](int c0, int nch, int f0, float4(&v)[U][B]) {
+    /* NORM: vw, the norm weights of the same columns */
+    auto stage_issue = [&](int c0, int nch, int f0, float4(&v)[U][B], float4(&vw)[U]) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int cf = f0 + u * kThreads, col = (c0 + cf / F4) * KC + 4 * (cf % F4);
+            const bool in = cf < nch * F4 && col < K;
 #pragma unroll
             for (int b = 0; b < B; b++) {
                 v[u][b] = make_float4(0.f, 0.f, 0.f, 0.f);
-                if (cf < nch * F4 && col < K) v[u][b] = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
+                if (in) v[u][b] = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
+            }
+            if (NORM) {
+                vw[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+                if (in && a.nw_f16) {
+                    const uint2 h = __ldg((const uint2 *)((const __half *)a.nw + col));
+                    const float2 lo = __half22float2(*(const __half2 *)&h.x), hi = __half22float2(*(const __half2 *)&h.y);
+                    vw[u] = make_float4(lo.x, lo.y, hi.x, hi.y);
+                } else if (in) {
+                    vw[u] = __ldg((const float4 *)((const float *)a.nw + col));
+                }
             }
         }
     };
     /* x chunks [c0, c0 + nch) into slots 0.., zeros past K; block-wide;
     ** v: this thread's first loads, from stage_issue(c0, nch, threadIdx.x).
     ** Returns S: x is stored times 2^(149 - pos - S) (see the decode). */
-    auto stage = [&](int c0, int nch, float4(&v)[U][B]) -> int {
+    auto stage = [&](int c0, int nch, float4(&v)[U][B], float4(&vw)[U], float(&inv)[B]) -> int {
         const int per_b = nch * F4; /* float4 of x per batch row */
         int mx = 0;                 /* largest |x| bits */
+        float ss[B];                /* NORM: sums of x² */
+#pragma unroll
+        for (int b = 0; b < B; b++) ss[b] = 0.0f;
         for (int f0 = threadIdx.x; f0 < per_b; f0 += U * kThreads) {
-            if (f0 != (int)threadIdx.x) stage_issue(c0, nch, f0, v);
+            if (f0 != (int)threadIdx.x) stage_issue(c0, nch, f0, v, vw);
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int cf = f0 + u * kThreads, c = cf / F4, w4 = cf % F4;
                 if (cf < per_b)
 #pragma unroll
                     for (int b = 0; b < B; b++) {
-                        const float4 x4 = v[u][b];
+                        float4 x4 = v[u][b];
+                        if (NORM) {
+                            ss[b] = fmaf(x4.x, x4.x, fmaf(x4.y, x4.y, fmaf(x4.z, x4.z, fmaf(x4.w, x4.w, ss[b]))));
+                            x4.x *= vw[u].x, x4.y *= vw[u].y, x4.z *= vw[u].z, x4.w *= vw[u].w;
+                        }
                         mx = max(mx, max(max(__float_as_int(x4.x) & 0x7FFFFFFF, __float_as_int(x4.y) & 0x7FFFFFFF),
                                          max(__float_as_int(x4.z) & 0x7FFFFFFF, __float_as_int(x4.w) & 0x7FFFFFFF)));
                         sm4[b * XB + c * F4 + (w4 % Q) * 32 + w4 / Q] = x4;
@@ -233,11 +257,26 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
         }
 #pragma unroll
         for (int o = 16; o >= 1; o >>= 1) mx = max(mx, __shfl_xor_sync(kFull, mx, o));
+        if (NORM)
+#pragma unroll
+            for (int b = 0; b < B; b++) {
+#pragma unroll
+                for (int o = 16; o >= 1; o >>= 1) ss[b] += __shfl_xor_sync(kFull, ss[b], o);
+                if (lane == 0) wss[warp * B + b] = ss[b];
+            }
         if (lane == 0) wmax[warp] = mx;
         __syncthreads();
         mx = wmax[0];
 #pragma unroll
         for (int i = 1; i < kWarps; i++) mx = max(mx, wmax[i]);
+        if (NORM)
+#pragma unroll
+            for (int b = 0; b < B; b++) {
+                float t = wss[b];
+#pragma unroll
+                for (int i = 1; i < kWarps; i++) t += wss[i * B + b];
+                inv[b] = rsqrtf(t / (float)K + a.eps);
+            }
         const int S = min(max((mx >> 23) - 127 + 24, 22), 250);
         for (int e = threadIdx.x; e < B * nch * 32; e += kThreads) {
             const int b = e / (nch * 32), rc = e - b * nch * 32;
@@ -288,18 +327,21 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
         if (nsplit > 1) {
             ao.y = a.ws + (int64_t)split * a.M * N;
             ao.bias = nullptr;
+            ao.res = nullptr; /* split_sum_kernel adds bias and res once */
         }
         g = blockIdx.x / nsplit + nb * warp;
         const int gstride = 8 * nb;
         float4 xv[U][B]; /* x first: the weights' bytes would return ahead of it */
-        stage_issue(cb, nch_pad, threadIdx.x, xv);
+        float4 xw[U];
+        float inv[B];
+        stage_issue(cb, nch_pad, threadIdx.x, xv, xw);
         rows_of(min(g, ngroups - 1), wr, sr, sc);
         if (g < ngroups) {
 #pragma unroll
             for (int s = 0; s < D; s++)
                 v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wr, sr, cb + s, lane, vlast, a, gshift, glast);
         }
-        const int S = stage(cb, nch_pad, xv); /* overlaps the first weight loads */
+        const int S = stage(cb, nch_pad, xv, xw, inv); /* overlaps the first weight loads */
         if (g >= ngroups) return;
         float corr[B];
 #pragma unroll
@@ -336,6 +378,11 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
                 if (gn < ngroups)
                     v3_load<WT, B, R, GROUPED>(buf[s], gb[s], nwr, nsr, cb + s, lane, vlast, a, gshift, glast);
             }
+            if (NORM)
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int b = 0; b < B; b++) acc[r][b] *= inv[b];
             v3_finish<WT, B, R, GROUPED>(acc, sc, S, g * R, lane, ao);
 #pragma unroll
             for (int r = 0; r < R; r++) {
@@ -359,9 +406,10 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
         for (int c0 = 0; c0 < nch_pad; c0 += cps) { /* segments of x, block-uniform */
             const int n = min(cps, nch_pad - c0);
             __syncthreads(); /* everyone is done with the last segment */
-            float4 xv[U][B];
-            stage_issue(c0, n, threadIdx.x, xv);
-            const int Sn = stage(c0, n, xv);
+            float4 xv[U][B], xw[U];
+            float inv[B];
+            stage_issue(c0, n, threadIdx.x, xv, xw);
+            const int Sn = stage(c0, n, xv, xw, inv);
             if (c0 > 0 && Sn != S)
 #pragma unroll
                 for (int r = 0; r < R; r++)
@@ -405,11 +453,11 @@ __global__ void split_sum_kernel(const float *__restrict__ ws, int nsplit, m40k_
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < MN; i += (int64_t)gridDim.x * blockDim.x) {
         float v = ws[i];
         for (int k = 1; k < nsplit; k++) v += ws[k * MN + i];
-        a.y[i] = v + (a.bias ? __ldg(a.bias + i % a.N) : 0.0f);
+        a.y[i] = v + (a.bias ? __ldg(a.bias + i % a.N) : 0.0f) + (a.res ? a.res[i] : 0.0f);
     }
 }
 
-template <int WT, int B, int R, bool G, bool SEG, int D>
+template <int WT, int B, int R, bool G, bool SEG, int D, bool NORM = false>
 cudaError_t launch_v3_inst(cudaStream_t s, const m40k_qlinear_args &a, int nch_pad, int cps, int sm_count,
                            int bps, int nsplit = 1) {
     using P = V3<WT, R>;
@@ -429,8 +477,8 @@ cudaError_t launch_v3_inst(cudaStream_t s, const m40k_qlinear_args &a, int nch_p
             long long c = cache.load(std::memory_order_relaxed);
             if (c < 0 || (c & ~255LL) != key) {
                 int o = 0;
-                if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv_kernel<WT, B, R, G, SEG, D>, kThreads,
-                                                                  smem) != cudaSuccess || o < 1)
+                if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv_kernel<WT, B, R, G, SEG, D, NORM>,
+                                                                  kThreads, smem) != cudaSuccess || o < 1)
                     o = 1;
                 c = key | (o & 255);
                 cache.store(c, std::memory_order_relaxed);
@@ -446,7 +494,7 @@ cudaError_t launch_v3_inst(cudaStream_t s, const m40k_qlinear_args &a, int nch_p
         const long long w = (ngroups + q - 1) / q;
         grid = (int)min((long long)nblk, (w + kWarps - 1) / kWarps) * nsplit;
     }
-    gemv_kernel<WT, B, R, G, SEG, D><<<(unsigned)grid, kThreads, smem, s>>>(a, nch_pad, cps, nsplit);
+    gemv_kernel<WT, B, R, G, SEG, D, NORM><<<(unsigned)grid, kThreads, smem, s>>>(a, nch_pad, cps, nsplit);
     if (nsplit > 1) {
         const int64_t MN = (int64_t)a.M * a.N;
         const int blocks = (int)min((MN + 255) / 256, (int64_t)8 * max(1, sm_count));
@@ -525,6 +573,17 @@ cudaError_t launch_v3(cudaStream_t s, const m40k_qlinear_args &a, int sm_count, 
                        : launch_v3_inst<WT, B, R, false, true, D>(s, a, p.nch_pad, p.cps, sm_count, bps);
     }
     return cudaErrorInvalidValue;
+}
+
+/* NORM (a.nw): v3 in whole mode with 4 chunks in flight, one split, at
+** batch 1; cudaErrorInvalidValue where x for all of K does not fit (the
+** caller, kernels/quant_dispatch.cu, checks m40k_quant_gemv_norm_fused). */
+template <int WT, int R>
+cudaError_t launch_v3_norm(cudaStream_t s, const m40k_qlinear_args &a, int sm_count, int bps) {
+    const V3Plan p = v3_plan<WT, 1, R, 4>(a.K);
+    if (p.seg) return cudaErrorInvalidValue;
+    return a.group ? launch_v3_inst<WT, 1, R, true, false, 4, true>(s, a, p.nch_pad, p.cps, sm_count, bps)
+                   : launch_v3_inst<WT, 1, R, false, false, 4, true>(s, a, p.nch_pad, p.cps, sm_count, bps);
 }
 
 /* v3 in whole mode for this batch and K at R = 2? (picks the default R) */

@@ -131,9 +131,13 @@ m40_status m40__cuda_memset(m40_ctx *ctx, void *p, int value, size_t bytes);
 
 /* lib/models/chatglm2.c: which fusions the ChatGLM2 graphs use (bits;
 ** default all): M40__FUSE_ROPE, RoPE inside the attention node (turned as
-** K and V are appended) instead of a ROPE node. Tests and m40-bench clear
+** K and V are appended) instead of a ROPE node; M40__FUSE_NORM, each
+** RMSNorm inside the LINEAR_Q that follows it and each residual add in the
+** epilogue of the LINEAR_Q before it (the stream an activation, no STATE
+** "hidden"; f16/int8/int4 weights on one GPU). Tests and m40-bench clear
 ** bits to compare (M40_BENCH_GLM_FUSE); set before the graphs are built. */
 #define M40__FUSE_ROPE 1u
+#define M40__FUSE_NORM 2u
 extern unsigned m40__chatglm2_fuse;
 
 /* lib/ops/attention.c: which decode attention kernel runs (0 the tile

@@ -17,7 +17,7 @@
 
 static const char FN[] = "m40_chatglm2_graph";
 
-unsigned m40__chatglm2_fuse = M40__FUSE_ROPE;
+unsigned m40__chatglm2_fuse = M40__FUSE_ROPE | M40__FUSE_NORM;
 
 #define MAX_BATCH (1 << 20)
 #define MAX_CTX ((int64_t)1 << 22)
@@ -353,9 +353,10 @@ static void quantized(gb *g, const char *wn, const char *sn, int bits, int group
 
 /* y = x·Wᵀ (+ bias) in the model's weight format: f32 weights run as LINEAR,
 ** f16 as LINEAR_Q bits 16 (store f16, compute f32), int8/int4 as LINEAR_Q
-** with per-row f16 scales. The bias is f32. */
-static int linear(gb *g, const char *prefix, int x, int64_t N, int64_t K, m40_wformat f,
-                  int has_bias, const tp_part *part) {
+** with per-row f16 scales. The bias is f32. LINEAR_Q's fusions: nw >= 0, x
+** is first rmsnorm(x)·nw (the config's eps); res >= 0, y += res. */
+static int linear_fused(gb *g, const char *prefix, int x, int64_t N, int64_t K, m40_wformat f,
+                        int has_bias, const tp_part *part, int nw, int res) {
     char wn[160], sn[160], bn[160];
     snprintf(wn, sizeof wn, "%s.weight", prefix);
     snprintf(sn, sizeof sn, "%s.weight_scale", prefix);
@@ -393,10 +394,21 @@ static int linear(gb *g, const char *prefix, int x, int64_t N, int64_t K, m40_wf
         nd.inputs[n++] = weight(g, wn, M40_DTYPE_F32, 2, N, K);
     }
     if (has_bias) nd.inputs[n++] = weight(g, bn, M40_DTYPE_F32, 1, N, 0);
+    if (nw >= 0 || res >= 0) { /* LINEAR_Q only (the caller's rule) */
+        while (n < 4) nd.inputs[n++] = M40_NO_TENSOR;
+        nd.inputs[n++] = nw >= 0 ? nw : M40_NO_TENSOR;
+        if (res >= 0) nd.inputs[n++] = res;
+        nd.eps = g->c.eps;
+    }
     g->part = NULL;
     nd.ninputs = n;
     nd.name = prefix;
     return m40__mb_node(b, &nd);
+}
+
+static int linear(gb *g, const char *prefix, int x, int64_t N, int64_t K, m40_wformat f,
+                  int has_bias, const tp_part *part) {
+    return linear_fused(g, prefix, x, N, K, f, has_bias, part, -1, -1);
 }
 
 /* x summed over the tensor-parallel ranks, in place (no node when there is
@@ -461,9 +473,18 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
     /* the caches' sequences: the graph's own rows, or `slots` chosen per run */
     const int64_t S = d->slots > 0 ? d->slots : B;
     info->slot = d->slots > 0 ? tensor(b, M40_ROLE_INPUT, "slot", M40_DTYPE_I32, 1, B, 0, 0, 0) : -1;
-    /* the residual stream: updated in place by each RMSNORM's residual step */
-    int h = tensor(b, M40_ROLE_STATE, "hidden", M40_DTYPE_F32, 3, B, T, C, 0);
-    int r; /* what the next RMSNORM adds into h (alpha 0 at the stage's first block) */
+    /* The residual stream. Fused (the default for f16/int8/int4 weights on
+    ** one GPU): the stream is each block's output, an activation; the
+    ** linears that end a block (dense, dense_4h_to_h) add it in their
+    ** epilogue, the linears that start one (query_key_value,
+    ** dense_h_to_4h, the output layer) take the RMSNorm in their staging of
+    ** x. Unfused (f32 weights, tensor parallelism, or M40__FUSE_NORM
+    ** cleared): the STATE tensor "hidden", updated in place by each
+    ** RMSNORM's residual step. */
+    const int fuse = (m40__chatglm2_fuse & M40__FUSE_NORM) && f != M40_WFMT_FP32 && !tp;
+    int h = fuse ? -1 : tensor(b, M40_ROLE_STATE, "hidden", M40_DTYPE_F32, 3, B, T, C, 0);
+    int r; /* unfused: what the next RMSNORM adds into h (alpha 0 at the stage's first block);
+           ** fused: the stream */
     if (g->l0 == 0) {
         int emb = weight(g, "transformer.embedding.word_embeddings.weight", small, 2, c->vocab, C);
         r = m40__mb_op(b, M40_OP_EMBEDDING, "embedding", info->input_ids, emb);
@@ -475,9 +496,16 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
         snprintf(p, sizeof p, "transformer.encoder.layers.%d", l);
         snprintf(n, sizeof n, "%s.input_layernorm", p);
         snprintf(w, sizeof w, "%s.input_layernorm.weight", p);
-        int a = rmsnorm(g, n, w, h, r, l == g->l0, small);
-        snprintf(n, sizeof n, "%s.self_attention.query_key_value", p);
-        int qkv = linear(g, n, a, (H + 2 * G) * D, C, f, 1, tp ? &qkv_part : NULL);
+        int qkv;
+        if (fuse) {
+            int nw = weight(g, w, small, 1, C, 0);
+            snprintf(n, sizeof n, "%s.self_attention.query_key_value", p);
+            qkv = linear_fused(g, n, r, (H + 2 * G) * D, C, f, 1, NULL, nw, -1);
+        } else {
+            int a = rmsnorm(g, n, w, h, r, l == g->l0, small);
+            snprintf(n, sizeof n, "%s.self_attention.query_key_value", p);
+            qkv = linear(g, n, a, (H + 2 * G) * D, C, f, 1, tp ? &qkv_part : NULL);
+        }
         m40_node_desc nd;
         /* RoPE on the query and key heads of each qkv row (the first half
         ** of each head's dims, adjacent pairs); the value heads pass. By
@@ -533,16 +561,41 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
         }
         int o = m40__mb_node(b, &nd);
         snprintf(n, sizeof n, "%s.self_attention.dense", p);
-        int dense = allreduce(g, n, linear(g, n, o, C, H * D, f, 0, tp ? &dense_part : NULL), d);
-        snprintf(n, sizeof n, "%s.post_attention_layernorm", p);
-        snprintf(w, sizeof w, "%s.post_attention_layernorm.weight", p);
-        int m = rmsnorm(g, n, w, h, dense, 0, small);
-        snprintf(n, sizeof n, "%s.mlp.dense_h_to_4h", p);
-        int u = linear(g, n, m, 2 * F, C, f, 0, tp ? &up_part : NULL);
+        int u;
+        if (fuse) {
+            r = linear_fused(g, n, o, C, H * D, f, 0, NULL, -1, r); /* + the stream */
+            snprintf(w, sizeof w, "%s.post_attention_layernorm.weight", p);
+            int nw = weight(g, w, small, 1, C, 0);
+            snprintf(n, sizeof n, "%s.mlp.dense_h_to_4h", p);
+            u = linear_fused(g, n, r, 2 * F, C, f, 0, NULL, nw, -1);
+        } else {
+            int dense = allreduce(g, n, linear(g, n, o, C, H * D, f, 0, tp ? &dense_part : NULL), d);
+            snprintf(n, sizeof n, "%s.post_attention_layernorm", p);
+            snprintf(w, sizeof w, "%s.post_attention_layernorm.weight", p);
+            int m = rmsnorm(g, n, w, h, dense, 0, small);
+            snprintf(n, sizeof n, "%s.mlp.dense_h_to_4h", p);
+            u = linear(g, n, m, 2 * F, C, f, 0, tp ? &up_part : NULL);
+        }
         snprintf(n, sizeof n, "%s.mlp.swiglu", p);
         int sw = m40__mb_op(b, M40_OP_SWIGLU, n, u, -1);
         snprintf(n, sizeof n, "%s.mlp.dense_4h_to_h", p);
-        r = allreduce(g, n, linear(g, n, sw, C, F, f, 0, tp ? &down_part : NULL), d);
+        if (fuse) r = linear_fused(g, n, sw, C, F, f, 0, NULL, -1, r); /* + the stream */
+        else r = allreduce(g, n, linear(g, n, sw, C, F, f, 0, tp ? &down_part : NULL), d);
+    }
+    if (fuse) { /* r is the stream */
+        if (g->l1 < c->layers) {
+            info->hidden_out = r;
+            m40__mb_output(b, r);
+            return;
+        }
+        int x = r;
+        if (d->phase == M40_PHASE_PREFILL && !d->all_logits)
+            x = m40__mb_op(b, M40_OP_TAKE_LAST, "last_position", x, -1);
+        int nw = weight(g, "transformer.encoder.final_layernorm.weight", small, 1, C, 0);
+        info->logits = linear_fused(g, "transformer.output_layer", x, c->vocab, C, M40_WFMT_FP16,
+                                    0, NULL, nw, -1);
+        m40__mb_output(b, info->logits);
+        return;
     }
     if (g->l1 < c->layers) {
         /* h lacks the last block's MLP output until the next RMSNORM adds

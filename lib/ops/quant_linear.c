@@ -1,6 +1,8 @@
 /* Weight-only quantized linear (LINEAR_Q, m40_quant_linear):
 ** y[...,N] = x[...,K] · Wᵀ + bias, W int8 / int4 with f16 or f32 scales per
-** row or per K-group, or f16 (include/m40/quant.h). CPU: lib/ref/quant.c;
+** row or per K-group, or f16 (include/m40/quant.h). Two optional fusions of
+** a transformer layer (graph nodes only): norm_w [K] (x is first
+** rmsnorm(x)·norm_w, eps the node's) and residual [...,N] (y += residual). CPU: lib/ref/quant.c;
 ** GPU: kernels/quant.h (GEMV for M <= 8, with split-K partial sums in the
 ** context's workspace; 9..64 rows as 8-row GEMV slices; above, the SGEMM
 ** converting W as it loads, or the quantized GEMM: kernels/quant_dispatch.cu). */
@@ -14,7 +16,9 @@
 
 #include <limits.h>
 
-enum { IX = 0, IW = 1, ISCALE = 2, IBIAS = 3 }; /* input slots */
+enum { IX = 0, IW = 1, ISCALE = 2, IBIAS = 3, INORM = 4, IRES = 5 }; /* input slots */
+#include <math.h>
+#include <stdlib.h>
 
 static m40_dtype wtype_of(int bits) {
     return bits == 8 ? M40_DTYPE_Q8 : bits == 4 ? M40_DTYPE_Q4 : M40_DTYPE_F16;
@@ -64,13 +68,29 @@ static m40_status qlinear_rule(const m40__op_call *c, m40_tensor_desc *out) {
     if (bias && ((st = m40__rule_dtype(c, IBIAS, M40_DTYPE_F32, M40_DTYPE_F16)) ||
                  (st = m40__rule_ndim(c, IBIAS, 1, 1))))
         return st;
+    const m40_tensor_desc *nw = n > INORM ? c->in[INORM] : NULL, *res = n > IRES ? c->in[IRES] : NULL;
+    if (nw) {
+        if ((st = m40__rule_dtype(c, INORM, M40_DTYPE_F32, M40_DTYPE_F16)) ||
+            (st = m40__rule_ndim(c, INORM, 1, 1)))
+            return st;
+        if (nw->shape[0] != x->shape[x->ndim - 1])
+            return m40__rule_shape(c, "the norm weight must have x's last dim");
+        if (!(nd->eps > 0.0f) || isinf(nd->eps))
+            return m40__rule_fail(c, M40_ERR_INVALID_ARG, "eps must be finite and > 0 (the norm "
+                                  "of x)");
+    }
     const int64_t K = x->shape[x->ndim - 1], N = w->shape[0];
     bool ok = w->shape[1] == (bits == 4 ? K / 2 + K % 2 : K) && (!bias || bias->shape[0] == N);
     if (scale) ok = ok && scale->shape[0] == N && (!group || scale->shape[1] == K / group + (K % group != 0));
     if (!ok)
         return m40__rule_shape(c, "need x [...,K], wq [N,K] (8 bit), [N,(K+1)/2] (4 bit) or "
                                "f16 [N,K], scale [N] or [N,ceil(K/group)], bias [N]");
-    return m40__rule_linear_out(c, N, out);
+    if ((st = m40__rule_linear_out(c, N, out))) return st;
+    if (res) {
+        if ((st = m40__rule_dtype(c, IRES, M40_DTYPE_F32, M40_DTYPE_F32))) return st;
+        if (!m40__same_shape(res, out)) return m40__rule_shape(c, "the residual must have y's shape");
+    }
+    return M40_OK;
 }
 
 static m40_status qlinear_run_check(const m40__op_call *c, const m40_tensor_desc *out) {
@@ -89,16 +109,34 @@ static m40_status qlinear_run_check(const m40__op_call *c, const m40_tensor_desc
     return M40_OK;
 }
 
+/* The fusions on the CPU are the unfused ops' references in turn: RMSNORM
+** (lib/ref/transformer.c) into a temporary, the linear, then + residual as
+** the ADD the residual step was: the same bits as the separate nodes. */
 static m40_status qlinear_cpu(m40_ctx *ctx, const m40__op_run *r) {
     const int n = r->nd->ninputs;
     const m40_tensor *x = r->in[IX], *w = r->in[IW];
     const m40_tensor *scale = n > ISCALE ? r->in[ISCALE] : NULL, *bias = n > IBIAS ? r->in[IBIAS] : NULL;
+    const m40_tensor *nw = n > INORM ? r->in[INORM] : NULL, *res = n > IRES ? r->in[IRES] : NULL;
     m40_quant_format f = format_of(r->nd, scale ? &scale->desc : NULL);
-    int64_t K = x->desc.shape[x->desc.ndim - 1];
-    if (m40__ref_quant_linear(&f, rows(&x->desc), w->desc.shape[0], K, x->data, w->data,
-                              scale ? scale->data : NULL, bias ? bias->data : NULL,
-                              r->out->data))
-        return m40__err(ctx, M40_ERR_OOM_HOST, "%s: out of host memory", r->fn);
+    int64_t K = x->desc.shape[x->desc.ndim - 1], M = rows(&x->desc), N = w->desc.shape[0];
+    const float *xin = x->data;
+    float *xn = NULL;
+    if (nw) {
+        xn = malloc((size_t)(M * K > 0 ? M * K : 1) * sizeof *xn);
+        if (!xn) return m40__err(ctx, M40_ERR_OOM_HOST, "%s: out of host memory", r->fn);
+        m40__ref_rmsnorm(M, K, r->nd->eps, 0, (float *)x->data, K, NULL, 0, nw->data,
+                         nw->desc.dtype == M40_DTYPE_F16, xn, K);
+        xin = xn;
+    }
+    int e = m40__ref_quant_linear(&f, M, N, K, xin, w->data, scale ? scale->data : NULL,
+                                  bias ? bias->data : NULL, r->out->data);
+    free(xn);
+    if (e) return m40__err(ctx, M40_ERR_OOM_HOST, "%s: out of host memory", r->fn);
+    if (res) {
+        float *y = r->out->data;
+        const float *rp = res->data;
+        for (int64_t i = 0; i < M * N; i++) y[i] += rp[i];
+    }
     return M40_OK;
 }
 
@@ -123,6 +161,13 @@ static m40_status qlinear_gpu(m40_ctx *ctx, const m40__op_run *r) {
     a.scale = scale ? scale->data : NULL;
     a.bias = bias ? bias->data : NULL;
     a.y = r->out->data;
+    const m40_tensor *nw = n > INORM ? r->in[INORM] : NULL, *res = n > IRES ? r->in[IRES] : NULL;
+    if (nw) {
+        a.nw = nw->data;
+        a.nw_f16 = nw->desc.dtype == M40_DTYPE_F16;
+        a.eps = r->nd->eps;
+    }
+    a.res = res ? res->data : NULL;
     /* split-K partial sums (the GEMV's, or the SGEMM's for a prefill) go to
     ** the context's workspace, grown on first need (graphs reserve it at
     ** alloc); if it cannot grow, the launchers take kernels without split-K */
@@ -151,21 +196,31 @@ static m40_status qlinear_workspace(const m40__op_call *c, const m40_tensor_desc
     const m40_tensor_desc *x = c->in[IX], *w = c->in[IW];
     int64_t M = rows(x), N = w->shape[0], K = x->shape[x->ndim - 1];
     if (M < 1 || M > INT_MAX || N > INT_MAX || K > INT_MAX) return M40_OK;
+    /* the norm as its own kernel: its rows in front (M·K floats, 256-byte
+    ** rounded; kernels/quant_dispatch.cu) */
+    const int has_norm = c->nd->ninputs > INORM && c->in[INORM];
+    int64_t nrow = 0;
+    if (has_norm && m40__mul_ok(M * 4, K, M40__OP_BYTES_MAX, &nrow))
+        return m40__rule_fail(c, M40_ERR_SHAPE, "the normalized rows would take 2^62 bytes or more");
+    const uint64_t nb = ((uint64_t)nrow + 255) & ~(uint64_t)255;
 #ifdef M40_HAVE_CUDA
     m40k_qlinear_args a = qargs(c->nd, x, w, c->nd->ninputs > ISCALE ? c->in[ISCALE] : NULL);
+    if (has_norm) a.nw = &a; /* any non-NULL: sizing only */
     *bytes = m40k_quant_linear_workspace(&a, sm_count);
+    (void)nb; /* the launcher's own figure, the same rows in front */
 #else
+    *bytes = nb;
     if (M > M40K_QSLICE_MAX) return M40_OK;
     if (M > 8) M = 8; /* 8-row slices */
     if (c->nd->bits != 16 && N > 0 && K > 0)
-        *bytes = m40k_qgemv_split_bytes(c->nd->bits == 4, (int)M, (int)N, (int)K, c->nd->group != 0);
+        *bytes += m40k_qgemv_split_bytes(c->nd->bits == 4, (int)M, (int)N, (int)K, c->nd->group != 0);
 #endif
     return M40_OK;
 }
 
 const m40__op_def m40__op_linear_q = {
-    .op = M40_OP_LINEAR_Q, .name = "linear_q", .inplace = 0, .min_in = 2, .max_in = 4,
-    .in_names = {"x", "wq", "scale", "bias"}, .out_name = "y", .rule = qlinear_rule,
+    .op = M40_OP_LINEAR_Q, .name = "linear_q", .inplace = 0, .min_in = 2, .max_in = 6,
+    .in_names = {"x", "wq", "scale", "bias", "norm_w", "residual"}, .out_name = "y", .rule = qlinear_rule,
     .workspace = qlinear_workspace, .run_check = qlinear_run_check, .run_cpu = qlinear_cpu,
     M40__GPU(qlinear_gpu)};
 

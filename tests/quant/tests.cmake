@@ -2,7 +2,12 @@
 # numpy goldens (tests/quant/make_golden.py writes tests/quant/quant.golden).
 m40_add_test(NAME test_quant_cpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_quant_cpu.c
              LABELS cpu ARGS ${CMAKE_CURRENT_LIST_DIR}/quant.golden)
+# LINEAR_Q's fusions (norm_w, residual): CPU, fused == separate nodes bit
+# for bit; --gpu, the GPU graphs against the CPU's (77 without a GPU)
+m40_add_test(NAME test_qlinear_fused SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_qlinear_fused.c LABELS cpu)
 if(M40_HAVE_CUDA)
+  add_test(NAME test_qlinear_fused_gpu COMMAND test_qlinear_fused --gpu)
+  set_tests_properties(test_qlinear_fused_gpu PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
   m40_add_test(NAME test_quant_gpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_quant_gpu.c LABELS gpu)
   # the dispatch rules, host side: no GPU needed
   m40_add_test(NAME test_quant_dispatch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_quant_dispatch.c

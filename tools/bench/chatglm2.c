@@ -23,9 +23,11 @@
 ** replay of each decode graph inside cudaProfilerStart/Stop, for
 ** `ncu --profile-from-start off`: the step's kernels, one by one),
 ** M40_ATTN_DECODE_VARIANT=N (the decode attention kernel, kernels/attention.h's
-** decode_variant, for an A/B of the whole step). */
+** decode_variant, for an A/B of the whole step), M40_BENCH_GLM_FUSE=MASK (the
+** graphs' fusions, lib/internal.h's M40__FUSE_* bits; 0: none, the unfused
+** graph, for an A/B). */
 #include "bench/harness.h"
-#include "internal.h" /* m40__attn_decode_variant */
+#include "internal.h" /* m40__attn_decode_variant, m40__chatglm2_fuse */
 
 #include <m40/models.h>
 
@@ -333,6 +335,18 @@ int run_chatglm2(bench_env *e) {
         }
         m40__attn_decode_variant = dv[0] - '0';
         if (e->text) printf("decode attention variant %d (M40_ATTN_DECODE_VARIANT)\n", m40__attn_decode_variant);
+    }
+    const char *fz = getenv("M40_BENCH_GLM_FUSE"); /* lib/internal.h's M40__FUSE_* bits */
+    if (fz && *fz) {
+        char *end;
+        unsigned long f = strtoul(fz, &end, 0);
+        if (*end || f > 255) {
+            fprintf(stderr, "m40-bench chatglm2: M40_BENCH_GLM_FUSE is a bit mask 0..255 "
+                            "(lib/internal.h's M40__FUSE_*), not '%s'\n", fz);
+            return 2;
+        }
+        m40__chatglm2_fuse = (unsigned)f;
+        if (e->text) printf("ChatGLM2 fusions 0x%x (M40_BENCH_GLM_FUSE)\n", m40__chatglm2_fuse);
     }
     const char *only = getenv("M40_BENCH_GLM_FORMATS");
     const char *pv = getenv("M40_BENCH_GLM_PREFILL");

@@ -1,0 +1,272 @@
+/* LINEAR_Q's two fusions, as graph nodes (lib/ops/quant_linear.c):
+** norm_w (x is first rmsnorm(x)·norm_w) and residual (y += residual).
+** - CPU (always): the fused node equals RMSNORM, then LINEAR_Q, then ADD,
+**   bit for bit, for every format, with and without each fusion.
+** - GPU (--gpu; exits 77 without one): the GPU graph against the CPU graph
+**   on the same data: M = 1 (the norm inside the GEMV's staging of x:
+**   v3 for int8/int4, v2 for fp16), 2 and 5 (the norm kernel first, then
+**   the GEMV), 20 (8-row slices), 130 (the SGEMM, the residual in its
+**   epilogue), K = 200 (int4's generic kernel: not a multiple of 32), f16
+**   and f32 norm weights, N past one block; the output poisoned before a
+**   replay of the captured CUDA graph; and the fused GPU graph against the
+**   unfused GPU graph. */
+#include "check.h"
+#include "m40/graph.h"
+#include "m40/quant.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static m40_ctx *CPU, *GPU;
+
+static void fill(float *p, int64_t n, uint32_t seed) {
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        p[i] = (float)((seed >> 8) & 0xFFFF) / 32768.0f - 1.0f;
+    }
+}
+
+/* binary16 of v (round to nearest even; |v| < 65504, no subnormals needed here) */
+static uint16_t f2h(float v) {
+    uint32_t b;
+    memcpy(&b, &v, 4);
+    uint32_t s = (b >> 16) & 0x8000u, e = (b >> 23) & 0xFF, m = b & 0x7FFFFFu;
+    if (e < 113) return (uint16_t)s; /* below 2^-14: zero is close enough for weights */
+    uint32_t h = ((e - 112) << 10) | (m >> 13), rest = m & 0x1FFFu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++;
+    return (uint16_t)(s | h);
+}
+
+typedef struct qcase {
+    m40_quant_format f;
+    int64_t M, N, K;
+    int bias, norm, res, nw_f16;
+} qcase;
+
+/* One graph on ctx: fused (one LINEAR_Q with its norm_w and residual
+** inputs) or not (RMSNORM, LINEAR_Q, ADD); y into out. capture (GPU): a
+** second run replayed from the captured CUDA graph with y poisoned first. */
+static void run_graph(m40_ctx *ctx, const qcase *c, int fused, int capture, const m40_tensor *hd,
+                      const m40_tensor *hs, const float *x, const void *nw, const float *bias,
+                      const float *res, float *out) {
+    const int f16 = c->f.wtype == M40_DTYPE_F16;
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(ctx, &g), M40_OK);
+    if (!g) return;
+    m40_tensor_desc dx, dr, dn, db;
+    const int64_t xs[2] = {c->M, c->K}, rs[2] = {c->M, c->N};
+    m40_tensor_desc_make(&dx, M40_DTYPE_F32, 2, xs);
+    m40_tensor_desc_make(&dr, M40_DTYPE_F32, 2, rs);
+    m40_tensor_desc_make(&dn, c->nw_f16 ? M40_DTYPE_F16 : M40_DTYPE_F32, 1, &c->K);
+    m40_tensor_desc_make(&db, M40_DTYPE_F32, 1, &c->N);
+    int ix, iw, is = M40_NO_TENSOR, ib = M40_NO_TENSOR, in = M40_NO_TENSOR, ir = M40_NO_TENSOR, iy;
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "x", &dx, &ix), M40_OK);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "wq", m40_tensor_get_desc(hd), &iw), M40_OK);
+    CHECK_ST(m40_graph_set_data(g, iw, m40_tensor_get_data(hd), m40_tensor_get_nbytes(hd)), M40_OK);
+    if (!f16) {
+        CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "scale", m40_tensor_get_desc(hs), &is), M40_OK);
+        CHECK_ST(m40_graph_set_data(g, is, m40_tensor_get_data(hs), m40_tensor_get_nbytes(hs)), M40_OK);
+    }
+    if (c->bias) {
+        CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "bias", &db, &ib), M40_OK);
+        CHECK_ST(m40_graph_set_data(g, ib, bias, (size_t)c->N * 4), M40_OK);
+    }
+    if (c->norm) {
+        CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "norm_w", &dn, &in), M40_OK);
+        CHECK_ST(m40_graph_set_data(g, in, nw, (size_t)c->K * (c->nw_f16 ? 2 : 4)), M40_OK);
+    }
+    if (c->res) CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "res", &dr, &ir), M40_OK);
+    m40_node_desc nd;
+    int xin = ix;
+    if (!fused && c->norm) {
+        m40_node_desc_init(&nd, M40_OP_RMSNORM);
+        nd.eps = 1e-6f;
+        nd.ninputs = 2;
+        nd.inputs[0] = ix, nd.inputs[1] = in;
+        CHECK_ST(m40_graph_node(g, &nd, &xin), M40_OK);
+    }
+    m40_node_desc_init(&nd, M40_OP_LINEAR_Q);
+    nd.bits = f16 ? 16 : c->f.wtype == M40_DTYPE_Q4 ? 4 : 8;
+    nd.group = c->f.group;
+    nd.eps = 1e-6f;
+    nd.ninputs = 4;
+    nd.inputs[0] = xin, nd.inputs[1] = iw, nd.inputs[2] = is, nd.inputs[3] = ib;
+    if (fused && (c->norm || c->res)) {
+        nd.inputs[4] = in;
+        nd.ninputs = 5;
+        if (c->res) nd.inputs[5] = ir, nd.ninputs = 6;
+    }
+    CHECK_ST(m40_graph_node(g, &nd, &iy), M40_OK);
+    if (!fused && c->res) {
+        int y0 = iy;
+        m40_node_desc_init(&nd, M40_OP_ADD);
+        nd.ninputs = 2;
+        nd.inputs[0] = y0, nd.inputs[1] = ir;
+        CHECK_ST(m40_graph_node(g, &nd, &iy), M40_OK);
+    }
+    CHECK_ST(m40_graph_mark_output(g, iy), M40_OK);
+    CHECK_ST(m40_graph_alloc(g), M40_OK);
+    m40_tensor *gx = NULL, *gr = NULL, *gy = NULL;
+    CHECK_ST(m40_graph_get_tensor(g, ix, &gx), M40_OK);
+    CHECK_ST(m40_graph_get_tensor(g, iy, &gy), M40_OK);
+    const size_t ybytes = (size_t)(c->M * c->N) * 4;
+    if (gx) CHECK_ST(m40_tensor_upload(ctx, gx, x, (size_t)(c->M * c->K) * 4), M40_OK);
+    if (c->res) {
+        CHECK_ST(m40_graph_get_tensor(g, ir, &gr), M40_OK);
+        if (gr) CHECK_ST(m40_tensor_upload(ctx, gr, res, ybytes), M40_OK);
+    }
+    CHECK_ST(m40_graph_run(g), M40_OK);
+    if (capture) {
+        CHECK_ST(m40_graph_capture(g, 1), M40_OK);
+        float *poison = malloc(ybytes);
+        m40t_poison(poison, c->M * c->N);
+        if (gy) CHECK_ST(m40_tensor_upload(ctx, gy, poison, ybytes), M40_OK);
+        free(poison);
+        CHECK_ST(m40_graph_run(g), M40_OK);
+    }
+    m40t_poison(out, c->M * c->N);
+    if (gy) CHECK_ST(m40_tensor_download(ctx, gy, out, ybytes), M40_OK);
+    m40_graph_destroy(g);
+}
+
+static void one_case(qcase c) {
+    const int f16 = c.f.wtype == M40_DTYPE_F16;
+    const int64_t M = c.M, N = c.N, K = c.K;
+    m40_tensor_desc dd, ds;
+    CHECK_ST(m40_quant_descs(&c.f, N, K, &dd, &ds), M40_OK);
+    m40_tensor *w = m40t_f32(CPU, 2, N, K, 0, 0), *hd = NULL, *hs = NULL;
+    CHECK_ST(m40_tensor_new(CPU, dd.dtype, dd.ndim, dd.shape, &hd), M40_OK);
+    if (!f16) CHECK_ST(m40_tensor_new(CPU, ds.dtype, ds.ndim, ds.shape, &hs), M40_OK);
+    if (!hd || (!f16 && !hs)) return;
+    fill(m40_tensor_get_data(w), N * K, 21);
+    CHECK_ST(m40_quantize(CPU, &c.f, w, hd, hs), M40_OK);
+    float *x = malloc((size_t)(M * K) * 4), *b = malloc((size_t)N * 4), *r = malloc((size_t)(M * N) * 4);
+    float *nwf = malloc((size_t)K * 4);
+    uint16_t *nwh = malloc((size_t)K * 2);
+    fill(x, M * K, 22);
+    for (int64_t i = 0; i < M * K; i++) x[i] *= 3.0f; /* rms ~1.7: the norm does something */
+    fill(b, N, 23);
+    fill(r, M * N, 24);
+    fill(nwf, K, 25);
+    for (int64_t i = 0; i < K; i++) {
+        nwf[i] = 0.5f + 0.5f * nwf[i];
+        nwh[i] = f2h(nwf[i]);
+    }
+    const void *nw = c.nw_f16 ? (const void *)nwh : (const void *)nwf;
+    float *y[4];
+    for (int i = 0; i < 4; i++) y[i] = malloc((size_t)(M * N) * 4);
+    char name[160];
+    snprintf(name, sizeof name, "%s M%lld N%lld K%lld%s%s%s%s", m40_quant_format_name(&c.f),
+             (long long)M, (long long)N, (long long)K, c.bias ? " bias" : "",
+             c.norm ? (c.nw_f16 ? " norm(f16 w)" : " norm(f32 w)") : "", c.res ? " residual" : "",
+             "");
+    /* CPU: fused == the separate nodes, bit for bit */
+    run_graph(CPU, &c, 1, 0, hd, hs, x, nw, b, r, y[0]);
+    run_graph(CPU, &c, 0, 0, hd, hs, x, nw, b, r, y[1]);
+    char n2[200];
+    snprintf(n2, sizeof n2, "cpu fused == unfused: %s", name);
+    CHECK(m40t_compare(n2, y[0], y[1], M * N, (m40t_tol){0, 0, 0}));
+    if (GPU) {
+        /* the GPU graphs (the same host weights, set as graph data) against the CPU */
+        run_graph(GPU, &c, 1, 1, hd, hs, x, nw, b, r, y[2]);
+        run_graph(GPU, &c, 0, 0, hd, hs, x, nw, b, r, y[3]);
+        double mx = 0;
+        for (int64_t i = 0; i < M * N; i++) mx = fmax(mx, fabs(y[0][i]));
+        const m40t_tol tol = {1e-5 * mx + 1e-6, 1e-4, 1e-9};
+        snprintf(n2, sizeof n2, "gpu fused vs cpu: %s", name);
+        CHECK(m40t_compare(n2, y[2], y[0], M * N, tol));
+        snprintf(n2, sizeof n2, "gpu fused vs gpu unfused: %s", name);
+        CHECK(m40t_compare(n2, y[2], y[3], M * N, tol));
+    }
+    for (int i = 0; i < 4; i++) free(y[i]);
+    free(x), free(b), free(r), free(nwf), free(nwh);
+    m40_tensor_destroy(w);
+    m40_tensor_destroy(hd);
+    m40_tensor_destroy(hs);
+}
+
+/* Bad fused inputs: a norm weight of the wrong length or dtype, a residual
+** of the wrong shape, eps <= 0: statuses with messages at m40_graph_node. */
+static void bad_inputs(m40_ctx *ctx) {
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(ctx, &g), M40_OK);
+    if (!g) return;
+    m40_tensor_desc dx, dw, dn, dn2, dni, dr, dr2;
+    const int64_t xs[2] = {2, 64}, ws[2] = {16, 64}, ns = 64, ns2 = 63, rs[2] = {2, 16}, rs2[2] = {2, 15};
+    m40_tensor_desc_make(&dx, M40_DTYPE_F32, 2, xs);
+    m40_tensor_desc_make(&dw, M40_DTYPE_F16, 2, ws);
+    m40_tensor_desc_make(&dn, M40_DTYPE_F16, 1, &ns);
+    m40_tensor_desc_make(&dn2, M40_DTYPE_F32, 1, &ns2);
+    m40_tensor_desc_make(&dni, M40_DTYPE_I32, 1, &ns);
+    m40_tensor_desc_make(&dr, M40_DTYPE_F32, 2, rs);
+    m40_tensor_desc_make(&dr2, M40_DTYPE_F32, 2, rs2);
+    int ix, iw, in, in2, ini, ir, ir2, y;
+    m40_graph_tensor(g, M40_ROLE_INPUT, "x", &dx, &ix);
+    m40_graph_tensor(g, M40_ROLE_WEIGHT, "w", &dw, &iw);
+    m40_graph_tensor(g, M40_ROLE_WEIGHT, "n", &dn, &in);
+    m40_graph_tensor(g, M40_ROLE_WEIGHT, "n2", &dn2, &in2);
+    m40_graph_tensor(g, M40_ROLE_WEIGHT, "ni", &dni, &ini);
+    m40_graph_tensor(g, M40_ROLE_INPUT, "r", &dr, &ir);
+    m40_graph_tensor(g, M40_ROLE_INPUT, "r2", &dr2, &ir2);
+    m40_node_desc nd;
+    m40_node_desc_init(&nd, M40_OP_LINEAR_Q);
+    nd.bits = 16;
+    nd.ninputs = 6;
+    nd.inputs[0] = ix, nd.inputs[1] = iw, nd.inputs[4] = in, nd.inputs[5] = ir;
+    CHECK_ST(m40_graph_node(g, &nd, &y), M40_OK);
+    nd.inputs[4] = in2;
+    CHECK_ST(m40_graph_node(g, &nd, &y), M40_ERR_SHAPE);
+    CHECK(strstr(m40_errmsg(ctx), "norm weight") != NULL);
+    nd.inputs[4] = ini;
+    CHECK_ST(m40_graph_node(g, &nd, &y), M40_ERR_DTYPE);
+    nd.inputs[4] = in, nd.inputs[5] = ir2;
+    CHECK_ST(m40_graph_node(g, &nd, &y), M40_ERR_SHAPE);
+    CHECK(strstr(m40_errmsg(ctx), "residual") != NULL);
+    nd.inputs[5] = ir, nd.eps = 0.0f;
+    CHECK_ST(m40_graph_node(g, &nd, &y), M40_ERR_INVALID_ARG);
+    CHECK(strstr(m40_errmsg(ctx), "eps") != NULL);
+    nd.eps = 1e-5f;
+    CHECK_ST(m40_graph_node(g, &nd, &y), M40_OK); /* still usable */
+    m40_graph_destroy(g);
+}
+
+int main(int argc, char **argv) {
+    int gpu = 0;
+    int rc = m40t_side(argc, argv, &gpu);
+    if (rc) return rc;
+    CPU = m40t_ctx(0);
+    if (!CPU) return 1;
+    if (gpu && !(GPU = m40t_ctx(1))) return 1;
+    const m40_quant_format q8 = {M40_DTYPE_Q8, 0, M40_DTYPE_F16}, q4 = {M40_DTYPE_Q4, 0, M40_DTYPE_F16},
+                           q4g = {M40_DTYPE_Q4, 128, M40_DTYPE_F16}, q8g = {M40_DTYPE_Q8, 64, M40_DTYPE_F32},
+                           h = {M40_DTYPE_F16, 0, M40_DTYPE_F16};
+    const m40_quant_format fmts[5] = {q8, q4, q4g, h, q8g};
+    /* M 1: fused into the GEMV; 2, 5: norm kernel + GEMV; 20: slices; 130: the SGEMM */
+    const int64_t Ms[5] = {1, 2, 5, 20, 130};
+    for (int fi = 0; fi < 5; fi++)
+        for (int mi = 0; mi < 5; mi++) {
+            const int64_t M = Ms[mi];
+            if (!gpu && M > 5) continue; /* the CPU's check is the same code at any M */
+            one_case((qcase){fmts[fi], M, 300, 1024, fi != 4, 1, 1, fi % 2});
+        }
+    /* each fusion alone, the bias absent; an odd K (int4's generic kernel);
+    ** K past the v3 staging's budget at M 1 (int8 13696: the norm kernel
+    ** first) */
+    one_case((qcase){q4, 1, 70, 512, 0, 1, 0, 1});
+    one_case((qcase){q8, 1, 70, 512, 1, 0, 1, 0});
+    one_case((qcase){h, 3, 70, 512, 0, 0, 1, 1});
+    one_case((qcase){q4, 1, 40, 200, 1, 1, 1, 1});
+    one_case((qcase){h, 1, 40, 200, 1, 1, 1, 0});
+    if (gpu) {
+        one_case((qcase){q8, 1, 4096, 13696, 0, 1, 1, 1});
+        one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1}); /* ChatGLM2's query_key_value */
+        one_case((qcase){h, 1, 4608, 4096, 1, 1, 0, 1});
+        one_case((qcase){q4g, 1, 4096, 4096, 0, 0, 1, 1}); /* its dense */
+    }
+    bad_inputs(CPU);
+    m40_ctx_destroy(GPU);
+    m40_ctx_destroy(CPU);
+    return m40t_finish("test_qlinear_fused");
+}

@@ -182,6 +182,7 @@ extern "C" int m40k_quant_linear(void *stream, const m40k_qlinear_args *a, int s
             s.M = a->M - r0 < 8 ? a->M - r0 : 8;
             s.x = a->x + (size_t)r0 * (size_t)a->K;
             s.y = a->y + (size_t)r0 * (size_t)a->N;
+            if (a->res) s.res = a->res + (size_t)r0 * (size_t)a->N;
             const m40k_qgemv_variant v = m40k_quant_gemv_choose(&s, sm_count);
             int e = m40k_quant_gemv_variant(stream, &s, sm_count, &v);
             if (e) return e;

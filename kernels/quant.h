@@ -32,7 +32,7 @@ typedef struct m40k_qlinear_args {
     ** transformer's residual step; y may not be res). nw [K], F16 (nw_f16)
     ** or F32: x is first replaced by rmsnorm(x)·nw, rmsnorm(x) = x /
     ** sqrt(mean(x²) + eps) per row -- inside the GEMV's staging of x where
-    ** the kernel has it (M = 1: v3 with x for all of K, fp16's v2), else
+    ** the kernel has it (M = 1, int8/int4: v3 with x for all of K), else
     ** by kernels/norm.h's kernel into the front of ws (then ws must hold
     ** m40k_quant_linear_workspace bytes). */
     const float *res;
@@ -96,7 +96,7 @@ int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a, int sm_cou
                             const m40k_qgemv_variant *v);
 /* 1 if this call (a->nw set) runs its RMSNorm inside variant v's staging
 ** of x: M = 1, the vector loads' alignment, and V3 in whole mode with 4
-** chunks in flight (int8/int4) or V2 (fp16). m40k_quant_gemv_variant
+** chunks in flight (int8/int4; not fp16). m40k_quant_gemv_variant
 ** refuses a->nw otherwise (cudaErrorInvalidValue); m40k_quant_linear then
 ** runs the norm as its own kernel first. */
 int m40k_quant_gemv_norm_fused(const m40k_qlinear_args *a, const m40k_qgemv_variant *v);

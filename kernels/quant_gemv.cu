@@ -131,7 +131,10 @@ extern "C" int m40k_quant_gemv_norm_fused(const m40k_qlinear_args *a, const m40k
     if (a->K % VC != 0 || ((uintptr_t)a->w & 15) != 0 || ((uintptr_t)a->x & 15) != 0 ||
         ((uintptr_t)a->nw & (a->nw_f16 ? 7 : 15)) != 0)
         return 0;
-    if (a->wtype == M40_DTYPE_F16) return v->kernel == M40K_QGEMV_V2;
+    /* fp16 (v2) takes the norm kernel: the fused v2 needed 56 registers to
+    ** its 48, one block an SM fewer for a kernel whose bandwidth is its
+    ** occupancy (H200, session 8: ChatGLM2-6B fp16 decode 6% slower) */
+    if (a->wtype == M40_DTYPE_F16) return 0;
     if (v->kernel != M40K_QGEMV_V3 || (v->R != 0 && v->R != 2 && v->R != 4)) return 0;
     const bool seg = a->wtype == M40_DTYPE_Q4
                          ? (v->R == 4 ? v3_plan<M40_DTYPE_Q4, 1, 4, 4>(a->K) : v3_plan<M40_DTYPE_Q4, 1, 2, 4>(a->K)).seg

@@ -12,11 +12,7 @@ namespace {
 
 /* The fast kernel. B = batch rows (1..8), R = rows per warp, GROUPED =
 ** group scales (else per-row scales, or none for F16). */
-/* NORM: x is rmsnorm(x)·nw (m40k_qlinear_args): where x is read (the
-** staging, or each lane's loads from global memory for fp16 at batch <= 2)
-** it is multiplied by nw and its squares summed per batch row; the row's
-** 1/sqrt(mean + eps) multiplies the accumulators at the end. */
-template <int WT, int B, int R, bool GROUPED, bool NORM = false>
+template <int WT, int B, int R, bool GROUPED>
 __global__ void __launch_bounds__(kThreads, 1)
 gemv_v2_kernel(m40k_qlinear_args a) {
     constexpr int VC = Fmt<WT>::VC;   /* columns per lane-vector */
@@ -70,18 +66,6 @@ gemv_v2_kernel(m40k_qlinear_args a) {
 
     /* x staging: NF float4 per chunk, a compile-time number of rounds */
     constexpr int F4 = KC / 4, NF = B * F4, ITERS = (NF + kThreads - 1) / kThreads;
-    float ss[B]; /* NORM: this thread's sums of the x² it staged (XG: read) */
-#pragma unroll
-    for (int b = 0; b < B; b++) ss[b] = 0.0f;
-    /* NORM: nw[col .. col + 3] */
-    auto nw4 = [&](int col) -> float4 {
-        if (a.nw_f16) {
-            const uint2 h = __ldg((const uint2 *)((const __half *)a.nw + col));
-            const float2 lo = __half22float2(*(const __half2 *)&h.x), hi = __half22float2(*(const __half2 *)&h.y);
-            return make_float4(lo.x, lo.y, hi.x, hi.y);
-        }
-        return __ldg((const float4 *)((const float *)a.nw + col));
-    };
 #pragma unroll 2
     for (int c = 0; c < nchunks; c++) {
         const int kc0 = c * KC;
@@ -93,13 +77,6 @@ gemv_v2_kernel(m40k_qlinear_args a) {
                 const int b = f / F4, c4 = f % F4, col = kc0 + 4 * c4;
                 float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
                 if (col < K) v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
-                if (NORM && col < K) {
-                    const float4 w = nw4(col);
-#pragma unroll
-                    for (int bb = 0; bb < B; bb++)
-                        if (bb == b) ss[bb] = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, ss[bb]))));
-                    v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
-                }
                 *(float4 *)&xs[b * XS + (c4 / (VC / 4)) * LS + 4 * (c4 % (VC / 4))] = v;
             }
         }
@@ -120,17 +97,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
         const float *xg = a.x + kc0 + lane * VC; /* XG: this lane's columns of x row 0 */
         /* x[b][lane's column + off] */
         auto xv4 = [&](int b, int off) -> float4 {
-            if (XG) {
-                float4 v = __ldg((const float4 *)(xg + (int64_t)b * K + off));
-                if (NORM) { /* each lane reads its own columns once a warp: sum here */
-                    const float4 w = nw4(kc0 + lane * VC + off);
-#pragma unroll
-                    for (int bb = 0; bb < B; bb++)
-                        if (bb == b) ss[bb] = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, ss[bb]))));
-                    v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
-                }
-                return v;
-            }
+            if (XG) return __ldg((const float4 *)(xg + (int64_t)b * K + off));
             return *(const float4 *)&xl[b * XS + off];
         };
         /* XG: lanes past K skip (their re-read weights would meet real x) */
@@ -200,29 +167,6 @@ gemv_v2_kernel(m40k_qlinear_args a) {
         for (int r = 0; r < R; r++) wcur[r] = wnext[r];
     }
 
-    if (NORM) { /* the rows' 1/sqrt(mean(x²) + eps): XG, the warp read all of x; else block-wide */
-        __shared__ float wss[XG ? 1 : kWarps * B];
-#pragma unroll
-        for (int b = 0; b < B; b++) {
-#pragma unroll
-            for (int o = 16; o >= 1; o >>= 1) ss[b] += __shfl_xor_sync(kFull, ss[b], o);
-            if (!XG && lane == 0) wss[warp * B + b] = ss[b];
-        }
-        if (!XG) __syncthreads();
-#pragma unroll
-        for (int b = 0; b < B; b++) {
-            float t = ss[b];
-            if (!XG) {
-                t = wss[b];
-#pragma unroll
-                for (int i = 1; i < kWarps; i++) t += wss[i * B + b];
-            }
-            const float inv = rsqrtf(t / (float)K + a.eps);
-#pragma unroll
-            for (int r = 0; r < R; r++) acc[r][b] *= inv;
-        }
-    }
-
     /* per-row scales apply once, to the sums */
     if (!GROUPED && WT != M40_DTYPE_F16) {
 #pragma unroll
@@ -239,11 +183,6 @@ gemv_v2_kernel(m40k_qlinear_args a) {
 template <int WT, int B, int R>
 cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
     dim3 grid((unsigned)((a.N + kWarps * R - 1) / (kWarps * R)));
-    if constexpr (WT == M40_DTYPE_F16 && B == 1) /* NORM: fp16 at batch 1 only */
-        if (a.nw) {
-            gemv_v2_kernel<WT, B, R, false, true><<<grid, kThreads, 0, s>>>(a);
-            return cudaGetLastError();
-        }
     if constexpr (WT != M40_DTYPE_F16) /* fp16 has no scales, so no group instance */
         if (a.group) {
             gemv_v2_kernel<WT, B, R, true><<<grid, kThreads, 0, s>>>(a);

@@ -3,11 +3,11 @@
 ** - CPU (always): the fused node equals RMSNORM, then LINEAR_Q, then ADD,
 **   bit for bit, for every format, with and without each fusion.
 ** - GPU (--gpu; exits 77 without one): the GPU graph against the CPU graph
-**   on the same data: M = 1 (the norm inside the GEMV's staging of x:
-**   v3 for int8/int4, v2 for fp16), 2 and 5 (the norm kernel first, then
-**   the GEMV), 20 (8-row slices), 130 (the SGEMM, the residual in its
-**   epilogue), K = 200 (int4's generic kernel: not a multiple of 32), f16
-**   and f32 norm weights, N past one block; the output poisoned before a
+**   on the same data: M = 1 (the norm inside the GEMV's staging of x for
+**   int8/int4; fp16 and larger M: the norm kernel first, then the GEMV),
+**   20 (8-row slices), 130 (the SGEMM, the residual in its epilogue),
+**   K = 200 (int4's generic kernel: not a multiple of 32), f16 and f32
+**   norm weights, N past one block; the output poisoned before a
 **   replay of the captured CUDA graph; and the fused GPU graph against the
 **   unfused GPU graph. */
 #include "check.h"

@@ -487,6 +487,7 @@ int main(void) {
     graph_node(2, 20, 8, 2, 64, 256, M40_DTYPE_F32, 64, M40_ROPE_HALF);   /* + RoPE, every dim */
     graph_node(3, 130, 4, 1, 128, 300, M40_DTYPE_F16, 32, M40_ROPE_ADJACENT); /* 256-thread rows */
     graph_node(1, 3, 6, 2, 40, 64, M40_DTYPE_F32, 20, M40_ROPE_HALF);   /* odd shapes */
+    graph_node(2, 5, 4, 2, 40, 64, M40_DTYPE_F16, 18, M40_ROPE_ADJACENT); /* a float4 half turned */
     m40_ctx_destroy(C);
     m40_ctx_destroy(X);
     return m40t_finish("test_attention_gpu");

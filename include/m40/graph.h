@@ -75,7 +75,9 @@ typedef enum m40_tensor_role {
 **   LINEAR_Q        x [...,K]; wq i8 [N,K] (bits 8) or [N,(K+1)/2] (bits
 **                   4, two per byte), or f16 [N,K] (bits 16); scale f16 or
 **                   f32 [N] (group 0) or [N,ceil(K/group)] (group 32, 64,
-**                   128), absent for bits 16; bias [N]?     [...,N]
+**                   128), absent for bits 16; bias [N]?; norm_w [K] f16/f32?
+**                   (x is first rmsnorm(x)·norm_w, eps); residual
+**                   f32 [...,N]? (added to y)              [...,N]
 **                   (m40_quant_linear; formats in m40/quant.h)
 **   CONV2D          x [N,C,H,W], w [K,C/groups,R,S], bias [K]?, residual
 **                   [N,K,P,Q]?, scale [K]? (stride, pad, dilation,
@@ -97,7 +99,10 @@ typedef enum m40_tensor_role {
 **                   (STATE), pos i32 [B,T], slot i32 [B]? (heads H,
 **                   kv_heads G, head_dim D, attn_scale): appends qkv's K
 **                   and V at pos (m40_kv_append), then causal attention
-**                   of its Q over the caches (m40_attention)  [B,T,H·D]
+**                   of its Q over the caches (m40_attention)  [B,T,H·D];
+**                   rope_dims > 0 (rope_pairs, rope_theta, rope_scale):
+**                   Q and K turned first as ROPE turns them (qkv itself
+**                   is not written)
 **   TAKE_LAST       x [B,T,C]: the last position         [B,1,C]
 **   ROPE            x [...,W], pos i32 (one per row) (heads, head_dim,
 **                   rope_dims, rope_pairs, rope_theta, rope_scale;
@@ -166,20 +171,21 @@ typedef struct m40_node_desc {
     m40_dtype out_dtype;   /* CONVERT */
     float alpha;           /* SCALE; RMSNORM with a residual: 1 (x += r) or 0 (x = r) */
     m40_act act;           /* ACTIVATION */
-    float eps;             /* RMSNORM, LAYERNORM: finite, > 0 */
+    float eps;             /* RMSNORM, LAYERNORM, LINEAR_Q with norm_w: finite, > 0 */
     int kernel[2], stride[2], pad[2], groups; /* CONV2D (kernel from w), POOL2D */
     m40_pool pool;         /* POOL2D */
     int heads, kv_heads, head_dim, rope_dims; /* ATTENTION (heads, kv_heads,
-                           ** head_dim), ROPE (heads, head_dim, rope_dims) */
+                           ** head_dim; rope_dims 0 or RoPE's), ROPE (heads,
+                           ** head_dim, rope_dims) */
     int bits;              /* LINEAR_Q: 8, 4 or 16 (f16 weights) */
     m40_layout layout;     /* CONV2D, POOL2D: NCHW (0, default) or NHWC */
     int fuse_relu;         /* CONV2D: ReLU in the conv's epilogue */
     int dilation[2];       /* CONV2D (default 1) */
     int group;             /* LINEAR_Q: 0 = one scale per row; 32, 64, 128 =
                            ** per K-group (the scale dtype is the scale tensor's) */
-    m40_rope_pairs rope_pairs; /* ROPE: ADJACENT (default) or HALF */
-    float rope_theta;      /* ROPE: base (default 10000) */
-    float rope_scale;      /* ROPE: m40_rope_desc.pos_scale (default 1) */
+    m40_rope_pairs rope_pairs; /* ROPE, ATTENTION: ADJACENT (default) or HALF */
+    float rope_theta;      /* ROPE, ATTENTION: base (default 10000) */
+    float rope_scale;      /* ROPE, ATTENTION: m40_rope_desc.pos_scale (default 1) */
     float attn_scale;      /* ATTENTION: 0 (default) = 1/sqrt(head_dim) */
     m40_sampler_desc sampler; /* SAMPLE (default: m40_sampler_desc_init) */
     struct m40_comm *comm; /* ALLREDUCE: the communicator (m40/comm.h), not owned */

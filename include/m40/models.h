@@ -140,9 +140,13 @@ M40_API m40_status m40_resnet50_graph(m40_ctx *ctx, const m40_resnet50_desc *d,
 ** groups; K/V appended to the STATE caches at `position`) -> dense ->
 ** residual add + RMSNorm -> dense_h_to_4h -> SwiGLU -> dense_4h_to_h; then
 ** the residual add + final RMSNorm, (prefill: the last position) and the
-** output layer. The residual stream is the STATE tensor "hidden"
-** [B,T,hidden]: each RMSNORM node adds its residual into it first
-** (m40/graph.h), so no separate add runs.
+** output layer. On one GPU with f16/int8/int4 weights the graph is fused:
+** each RMSNorm is a norm_w input of the LINEAR_Q after it, each residual
+** add the residual input of the LINEAR_Q before it (the stream is an
+** activation), RoPE is the ATTENTION node's (m40/graph.h). Otherwise (f32,
+** tensor parallelism) the residual stream is the STATE tensor "hidden"
+** [B,T,hidden]: each RMSNORM node adds its residual into it first, so no
+** separate add runs.
 **
 ** Weights (safetensors, the Hugging Face checkpoint's names and shapes):
 **   transformer.embedding.word_embeddings.weight          [V, C]

@@ -109,6 +109,30 @@ __global__ void kv_append_kernel(int64_t T, int64_t GD, const float *kv, const f
 ** appended. One launch where the unfused node took RoPE + append: a decode
 ** step's qkv row is ~18 KB, so both were latency, not bytes (H200, ncu: RoPE
 ** 3.9 µs, append 2.2 µs a layer at one row). */
+/* Where row (b, t) of the fused RoPE + append goes: its position p, whether
+** it turns (p >= 0) and is appended (a good slot, 0 <= p < L) at cache
+** element o; a bad slot or position reported as kv_append reports it. */
+struct RowTarget {
+    int64_t p, o;
+    bool app, rot;
+};
+__device__ __forceinline__ RowTarget row_target(const int32_t *pos, const int32_t *slot, int64_t row,
+                                                int64_t b, int64_t t, int64_t S, int64_t L, int G, int D,
+                                                unsigned *guard) {
+    RowTarget r;
+    const int64_t p = pos[row], s = slot ? (int64_t)slot[b] : b;
+    const bool sok = s >= 0 && s < S, pok = p >= -1 && p < L;
+    if (threadIdx.x == 0) {
+        if (!sok && t == 0) m40k_guard_report(guard, M40K_GUARD_KV_SLOT, s, S);
+        else if (sok && !pok) m40k_guard_report(guard, M40K_GUARD_KV_POS, p, L);
+    }
+    r.p = p;
+    r.app = sok && p >= 0 && p < L;
+    r.rot = p >= 0;
+    r.o = r.app ? (s * L + p) * (int64_t)G * D : 0;
+    return r;
+}
+
 template <int PAIRS, int NTR>
 __global__ void __launch_bounds__(NTR)
 rope_kv_kernel(const RopeArgs a, int64_t T, int H, int G, int D, const float *qkv, int64_t qs0,
@@ -117,14 +141,9 @@ rope_kv_kernel(const RopeArgs a, int64_t T, int H, int G, int D, const float *qk
     const int64_t row = blockIdx.x, b = row / T, t = row % T;
     const float *xr = qkv + b * qs0 + t * qs1;
     float *qr = q_out + row * (int64_t)H * D;
-    const int64_t p = pos[row], s = slot ? (int64_t)slot[b] : b;
-    const bool sok = s >= 0 && s < S, pok = p >= -1 && p < L;
-    if (threadIdx.x == 0) {
-        if (!sok && t == 0) m40k_guard_report(guard, M40K_GUARD_KV_SLOT, s, S);
-        else if (sok && !pok) m40k_guard_report(guard, M40K_GUARD_KV_POS, p, L);
-    }
-    const bool app = sok && p >= 0 && p < L, rot = p >= 0;
-    const int64_t o = app ? (s * L + p) * (int64_t)G * D : 0;
+    const RowTarget rt = row_target(pos, slot, row, b, t, S, L, G, D, guard);
+    const bool app = rt.app, rot = rt.rot;
+    const int64_t p = rt.p, o = rt.o;
     const int HG = H + G, half = a.half;
     /* a head's value j (of H + 2G heads) to its place */
     auto put = [&](int h, int j, float v) {
@@ -184,14 +203,9 @@ rope_kv_vec_kernel(const RopeArgs a, int64_t T, int H, int G, int D, const float
         const int f = threadIdx.x + u * NTR;
         if (f < W4) v[u] = xr[f];
     }
-    const int64_t p = pos[row], s = slot ? (int64_t)slot[b] : b;
-    const bool sok = s >= 0 && s < S, pok = p >= -1 && p < L;
-    if (threadIdx.x == 0) {
-        if (!sok && t == 0) m40k_guard_report(guard, M40K_GUARD_KV_SLOT, s, S);
-        else if (sok && !pok) m40k_guard_report(guard, M40K_GUARD_KV_POS, p, L);
-    }
-    const bool app = sok && p >= 0 && p < L, rot = p >= 0;
-    const int64_t o = app ? (s * L + p) * (int64_t)G * D : 0;
+    const RowTarget rt = row_target(pos, slot, row, b, t, S, L, G, D, guard);
+    const bool app = rt.app, rot = rt.rot;
+    const int64_t p = rt.p, o = rt.o;
     __shared__ float sc[ATT_ROPE_HALF_MAX], ss[ATT_ROPE_HALF_MAX];
     if (rot) {
         const float fp = (float)p * a.pos_scale;

@@ -209,6 +209,7 @@ static m40_status attend_run(m40_ctx *ctx, const char *fn, int H, float scale,
         return m40__launched(ctx, e, fn);
     }
 #endif
+    (void)ws_in, (void)ws_in_bytes; /* GPU only */
     m40_status st = cpu_indices(ctx, fn, pos, slot, s.S, s.L);
     if (st != M40_OK) return st;
     double *scratch = malloc((size_t)(s.L + s.D) * sizeof *scratch);
@@ -373,11 +374,12 @@ static m40_status rope_attention_run(m40_ctx *ctx, const m40__op_run *r) {
     int64_t H = nd->heads, G = nd->kv_heads, D = nd->head_dim;
     const m40_tensor *slot = nd->ninputs > 4 ? r->in[4] : NULL, *x = r->in[0], *pos = r->in[3];
     m40_tensor *kc = (m40_tensor *)r->in[1], *vc = (m40_tensor *)r->in[2];
-    const m40_tensor_desc *xd = &x->desc, *cd = &kc->desc;
+    const m40_tensor_desc *xd = &x->desc;
     const int64_t B = xd->shape[0], T = xd->shape[1], W = (H + 2 * G) * D;
     if (B * T == 0) return M40_OK;
 #ifdef M40_HAVE_CUDA
     if (ctx->is_gpu) {
+        const m40_tensor_desc *cd = &kc->desc;
         m40k_attn_shape s = attn_shape(nd->heads, &r->out->desc, cd, nd->attn_scale);
         const size_t qb = (size_t)rope_q_bytes(&r->out->desc);
         const size_t want = qb + (size_t)m40k_attention_workspace(&s, attn_slots(ctx, &s));

@@ -4,7 +4,7 @@
 # cuBLAS so nothing large needs carrying), and runs them where a GPU is:
 #   scripts/jit52-check.sh build      # on the build machine: fills .jit52/
 #   scripts/jit52-check.sh run        # on the GPU machine (carry .jit52/)
-# The 19 programs weigh ~230 MB (each holds every kernel's sm_52 SASS and
+# The 20 programs weigh ~230 MB (each holds every kernel's sm_52 SASS and
 # PTX), over one device call's 64 MiB: carry them as two xz archives in two
 # or three calls (tar cf - .jit52/<part> | xz > .carry/jit52a.tar.xz; untar there);
 # `run` skips the programs not present.
@@ -16,7 +16,7 @@ TESTS=("test_gpu_ops" "test_gpu_errors" "test_conv --gpu" "test_sgemm" "test_gra
        "test_graph_ops --gpu" "test_resnet --gpu" "test_quant_gpu" "test_conv_algo"
        "test_threads --gpu" "test_ctx_gpu" "test_fault --gpu" "test_nonfinite --gpu"
        "m40-quant-versions" "test_attention_gpu" "test_transformer_ops_gpu" "test_sample_gpu"
-       "test_chatglm2 --gpu" "m40-attn-versions --check")
+       "test_chatglm2 --gpu" "m40-attn-versions --check" "test_qlinear_fused --gpu")
 case "${1:-}" in
 build)
     source scripts/env.sh

@@ -112,9 +112,9 @@ static bool use_sgemm(const m40k_qlinear_args *a, const m40k_sgemm_args &g) {
 }
 
 /* The normalized rows in front of the scratch when the norm runs as its own
-** kernel (a->nw and not fused): M·K floats, rounded up to 256 bytes. */
+** kernel (a->nw and not fused): kernels/quant_plan.h's rule. */
 static size_t norm_rows_bytes(const m40k_qlinear_args *a) {
-    return a->nw ? ((size_t)a->M * (size_t)a->K * sizeof(float) + 255) & ~(size_t)255 : 0;
+    return a->nw ? m40k_qnorm_rows_bytes(a->M, a->K) : 0;
 }
 
 static size_t linear_workspace(const m40k_qlinear_args *a, int sm_count);

@@ -17,6 +17,13 @@
 #define M40K_QGEMV_KC(q4) ((q4) ? 1024 : 512)       /* columns per chunk */
 #define M40K_QGEMV_CB(q4) (M40K_QGEMV_KC(q4) * 4 + 32 * 4) /* bytes per chunk and batch row */
 
+/* The normalized rows m40k_quant_linear puts in front of its scratch when
+** a fused norm runs as its own kernel (M rows of K floats, 256-byte
+** rounded); the caller has bounded M·K·4 below 2^62. */
+static inline size_t m40k_qnorm_rows_bytes(long long M, long long K) {
+    return ((size_t)M * (size_t)K * sizeof(float) + 255) & ~(size_t)255;
+}
+
 /* Rows up to which m40k_quant_linear runs 8-row GEMV slices, not a GEMM
 ** (kernels/quant_dispatch.cu says why). */
 #define M40K_QSLICE_MAX 64

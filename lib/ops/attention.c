@@ -314,18 +314,8 @@ static m40_status attention_rule(const m40__op_call *c, m40_tensor_desc *out) {
         (st = check_index_descs(c->ctx, c->fn, c->in[3], c->nd->ninputs > 4 ? c->in[4] : NULL,
                                 x->shape[0], x->shape[1], c->in[1]->shape[0])))
         return st;
-    if (nd->rope_dims != 0) { /* RoPE on Q and K first, as the ROPE op's rule */
-        if (nd->rope_dims < 2 || nd->rope_dims % 2 || nd->rope_dims > D)
-            return m40__rule_fail(c, M40_ERR_INVALID_ARG, "rope_dims %d: need 0 (no RoPE) or an "
-                                  "even number in 2 .. head_dim (%d)", nd->rope_dims, D);
-        if (nd->rope_pairs != M40_ROPE_ADJACENT && nd->rope_pairs != M40_ROPE_HALF)
-            return m40__rule_fail(c, M40_ERR_INVALID_ARG, "rope_pairs %d: need "
-                                  "M40_ROPE_ADJACENT or M40_ROPE_HALF", (int)nd->rope_pairs);
-        if (!(nd->rope_theta > 0.0f) || isinf(nd->rope_theta) || !(nd->rope_scale > 0.0f) ||
-            isinf(nd->rope_scale))
-            return m40__rule_fail(c, M40_ERR_INVALID_ARG, "rope_theta and rope_scale must be "
-                                  "finite and > 0");
-    }
+    /* RoPE on Q and K first (rope_dims 0: none), as the ROPE op's rule */
+    if (nd->rope_dims != 0 && (st = m40__rope_rule_params(c, D))) return st;
     int64_t s[3] = {x->shape[0], x->shape[1], (int64_t)H * D};
     return m40__rule_out(c, out, M40_DTYPE_F32, 3, s);
 }
@@ -405,22 +395,17 @@ static m40_status rope_attention_run(m40_ctx *ctx, const m40__op_run *r) {
     }
 #endif
     /* CPU: a contiguous copy of the rows, Q and K heads turned in place */
+    const int32_t *pp = pos->data;
+    m40_status st = m40__rope_cpu_positions(ctx, r->fn, pp, B * T);
+    if (st != M40_OK) return st;
     float *cp = malloc((size_t)(B * T * W) * sizeof *cp);
     if (!cp) return m40__err(ctx, M40_ERR_OOM_HOST, "%s: no memory for the rotated rows", r->fn);
-    const int32_t *pp = pos->data;
-    for (int64_t i = 0; i < B * T; i++) {
-        if (pp[i] < -1) {
-            free(cp);
-            return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: position %d (row %lld) is negative "
-                            "(-1 marks padding)", r->fn, (int)pp[i], (long long)i);
-        }
+    for (int64_t i = 0; i < B * T; i++)
         memcpy(cp + i * W, (const float *)x->data + (i / T) * xd->stride[0] + (i % T) * xd->stride[1],
                (size_t)W * sizeof *cp);
-    }
     m40_rope_desc rd;
-    m40_rope_desc_init(&rd);
-    rd.heads = (int)(H + G), rd.head_dim = (int)D, rd.rope_dims = nd->rope_dims;
-    rd.pairs = nd->rope_pairs, rd.theta = nd->rope_theta, rd.pos_scale = nd->rope_scale;
+    m40__rope_desc_of(nd, &rd);
+    rd.heads = (int)(H + G); /* the query and key heads of each row */
     m40__ref_rope(&rd, B * T, W, cp, W, pp, cp, W);
     m40_tensor rows = *x;
     int64_t shp[3] = {B, T, W};
@@ -428,7 +413,7 @@ static m40_status rope_attention_run(m40_ctx *ctx, const m40__op_run *r) {
     rows.data = cp;
     m40_tensor q = part_of(&rows, 0, H * D), k = part_of(&rows, H * D, G * D),
                v = part_of(&rows, (H + G) * D, G * D);
-    m40_status st = append_run(ctx, r->fn, &k, &v, pos, slot, kc, vc);
+    st = append_run(ctx, r->fn, &k, &v, pos, slot, kc, vc);
     if (st == M40_OK)
         st = attend_run(ctx, r->fn, nd->heads, nd->attn_scale, &q, kc, vc, pos, slot, r->out,
                         NULL, 0);

@@ -138,4 +138,13 @@ M40_OP_TABLE(M40__OP_EXTERN)
 /* conv.c: the eager conv descriptor of a CONV2D node's parameters. */
 m40_conv2d_desc m40__conv2d_desc_of(const m40_node_desc *nd);
 
+/* rope.c, shared with the ATTENTION node's fused RoPE: the descriptor of a
+** node's RoPE parameters; the rule's checks of rope_dims (even, 2 ..
+** head_dim), rope_pairs, rope_theta and rope_scale; a CPU run's check that
+** no position is below -1 (INVALID_ARG naming the row). */
+struct m40_rope_desc;
+void m40__rope_desc_of(const m40_node_desc *nd, struct m40_rope_desc *d);
+m40_status m40__rope_rule_params(const m40__op_call *c, int head_dim);
+m40_status m40__rope_cpu_positions(m40_ctx *ctx, const char *fn, const int32_t *pos, int64_t rows);
+
 #endif

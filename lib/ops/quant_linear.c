@@ -2,10 +2,11 @@
 ** y[...,N] = x[...,K] · Wᵀ + bias, W int8 / int4 with f16 or f32 scales per
 ** row or per K-group, or f16 (include/m40/quant.h). Two optional fusions of
 ** a transformer layer (graph nodes only): norm_w [K] (x is first
-** rmsnorm(x)·norm_w, eps the node's) and residual [...,N] (y += residual). CPU: lib/ref/quant.c;
-** GPU: kernels/quant.h (GEMV for M <= 8, with split-K partial sums in the
-** context's workspace; 9..64 rows as 8-row GEMV slices; above, the SGEMM
-** converting W as it loads, or the quantized GEMM: kernels/quant_dispatch.cu). */
+** rmsnorm(x)·norm_w, eps the node's) and residual [...,N] (y += residual).
+** CPU: lib/ref/quant.c; GPU: kernels/quant.h (GEMV for M <= 8, with split-K
+** partial sums in the context's workspace; 9..64 rows as 8-row GEMV slices;
+** above, the SGEMM converting W as it loads, or the quantized GEMM:
+** kernels/quant_dispatch.cu). */
 #include "op.h"
 #include "../ref/ref.h"
 #include "../quant/quant_internal.h"
@@ -15,10 +16,10 @@
 #endif
 
 #include <limits.h>
-
-enum { IX = 0, IW = 1, ISCALE = 2, IBIAS = 3, INORM = 4, IRES = 5 }; /* input slots */
 #include <math.h>
 #include <stdlib.h>
+
+enum { IX = 0, IW = 1, ISCALE = 2, IBIAS = 3, INORM = 4, IRES = 5 }; /* input slots */
 
 static m40_dtype wtype_of(int bits) {
     return bits == 8 ? M40_DTYPE_Q8 : bits == 4 ? M40_DTYPE_Q4 : M40_DTYPE_F16;
@@ -196,20 +197,18 @@ static m40_status qlinear_workspace(const m40__op_call *c, const m40_tensor_desc
     const m40_tensor_desc *x = c->in[IX], *w = c->in[IW];
     int64_t M = rows(x), N = w->shape[0], K = x->shape[x->ndim - 1];
     if (M < 1 || M > INT_MAX || N > INT_MAX || K > INT_MAX) return M40_OK;
-    /* the norm as its own kernel: its rows in front (M·K floats, 256-byte
-    ** rounded; kernels/quant_dispatch.cu) */
+    /* a fused norm that runs as its own kernel: its rows in front
+    ** (kernels/quant_plan.h's m40k_qnorm_rows_bytes) */
     const int has_norm = c->nd->ninputs > INORM && c->in[INORM];
-    int64_t nrow = 0;
+    int64_t nrow;
     if (has_norm && m40__mul_ok(M * 4, K, M40__OP_BYTES_MAX, &nrow))
         return m40__rule_fail(c, M40_ERR_SHAPE, "the normalized rows would take 2^62 bytes or more");
-    const uint64_t nb = ((uint64_t)nrow + 255) & ~(uint64_t)255;
 #ifdef M40_HAVE_CUDA
     m40k_qlinear_args a = qargs(c->nd, x, w, c->nd->ninputs > ISCALE ? c->in[ISCALE] : NULL);
     if (has_norm) a.nw = &a; /* any non-NULL: sizing only */
     *bytes = m40k_quant_linear_workspace(&a, sm_count);
-    (void)nb; /* the launcher's own figure, the same rows in front */
 #else
-    *bytes = nb;
+    *bytes = has_norm ? m40k_qnorm_rows_bytes(M, K) : 0;
     if (M > M40K_QSLICE_MAX) return M40_OK;
     if (M > 8) M = 8; /* 8-row slices */
     if (c->nd->bits != 16 && N > 0 && K > 0)

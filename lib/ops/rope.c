@@ -20,16 +20,38 @@ void m40_rope_desc_init(m40_rope_desc *d) {
     d->pos_scale = 1.0f;
 }
 
-static m40_rope_desc desc_of(const m40_node_desc *nd) {
-    m40_rope_desc d;
-    m40_rope_desc_init(&d);
-    d.heads = nd->heads;
-    d.head_dim = nd->head_dim;
-    d.rope_dims = nd->rope_dims;
-    d.pairs = nd->rope_pairs;
-    d.theta = nd->rope_theta;
-    d.pos_scale = nd->rope_scale;
-    return d;
+void m40__rope_desc_of(const m40_node_desc *nd, m40_rope_desc *d) {
+    m40_rope_desc_init(d);
+    d->heads = nd->heads;
+    d->head_dim = nd->head_dim;
+    d->rope_dims = nd->rope_dims;
+    d->pairs = nd->rope_pairs;
+    d->theta = nd->rope_theta;
+    d->pos_scale = nd->rope_scale;
+}
+
+m40_status m40__rope_rule_params(const m40__op_call *c, int head_dim) {
+    const m40_node_desc *nd = c->nd;
+    if (nd->rope_dims < 2 || nd->rope_dims % 2 || nd->rope_dims > head_dim)
+        return m40__rule_fail(c, M40_ERR_INVALID_ARG, "rope_dims %d: need an even number in "
+                              "2 .. head_dim (%d)", nd->rope_dims, head_dim);
+    if (nd->rope_pairs != M40_ROPE_ADJACENT && nd->rope_pairs != M40_ROPE_HALF)
+        return m40__rule_fail(c, M40_ERR_INVALID_ARG, "rope_pairs %d: need M40_ROPE_ADJACENT "
+                              "or M40_ROPE_HALF", (int)nd->rope_pairs);
+    if (!(nd->rope_theta > 0.0f) || isinf(nd->rope_theta))
+        return m40__rule_fail(c, M40_ERR_INVALID_ARG, "theta (rope_theta) must be finite and > 0");
+    if (!(nd->rope_scale > 0.0f) || isinf(nd->rope_scale))
+        return m40__rule_fail(c, M40_ERR_INVALID_ARG, "pos_scale (rope_scale) must be finite and "
+                              "> 0");
+    return M40_OK;
+}
+
+m40_status m40__rope_cpu_positions(m40_ctx *ctx, const char *fn, const int32_t *pos, int64_t rows) {
+    for (int64_t i = 0; i < rows; i++)
+        if (pos[i] < -1)
+            return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: position %d (row %lld) is negative "
+                            "(-1 marks padding)", fn, (int)pos[i], (long long)i);
+    return M40_OK;
 }
 
 /* x f32 [...,W], pos i32 with one value per row -> x's shape */
@@ -45,16 +67,7 @@ static m40_status rope_rule(const m40__op_call *c, m40_tensor_desc *out) {
     if (nd->head_dim < 1 || nd->head_dim > (1 << 16))
         return m40__rule_fail(c, M40_ERR_INVALID_ARG, "head_dim %d: need 1 .. 2^16",
                               nd->head_dim);
-    if (nd->rope_dims < 2 || nd->rope_dims % 2 || nd->rope_dims > nd->head_dim)
-        return m40__rule_fail(c, M40_ERR_INVALID_ARG, "rope_dims %d: need an even number in "
-                              "2 .. head_dim (%d)", nd->rope_dims, nd->head_dim);
-    if (nd->rope_pairs != M40_ROPE_ADJACENT && nd->rope_pairs != M40_ROPE_HALF)
-        return m40__rule_fail(c, M40_ERR_INVALID_ARG, "rope_pairs %d: need M40_ROPE_ADJACENT "
-                              "or M40_ROPE_HALF", (int)nd->rope_pairs);
-    if (!(nd->rope_theta > 0.0f) || isinf(nd->rope_theta))
-        return m40__rule_fail(c, M40_ERR_INVALID_ARG, "theta must be finite and > 0");
-    if (!(nd->rope_scale > 0.0f) || isinf(nd->rope_scale))
-        return m40__rule_fail(c, M40_ERR_INVALID_ARG, "pos_scale must be finite and > 0");
+    if ((st = m40__rope_rule_params(c, nd->head_dim))) return st;
     const m40_tensor_desc *x = c->in[0];
     if (x->shape[x->ndim - 1] < (int64_t)nd->heads * nd->head_dim)
         return m40__rule_fail(c, M40_ERR_SHAPE, "a row of x holds %lld values, fewer than "
@@ -92,7 +105,7 @@ typedef struct rope_args {
 static rope_args rope_args_of(const m40__op_run *r) {
     rope_args a;
     const m40_tensor_desc *x = &r->in[0]->desc;
-    a.d = desc_of(r->nd);
+    m40__rope_desc_of(r->nd, &a.d);
     a.W = x->shape[x->ndim - 1];
     m40__rows_of(x, &a.rows, &a.xs);
     m40__rows_of(&r->out->desc, &a.rows, &a.ys);
@@ -102,11 +115,8 @@ static rope_args rope_args_of(const m40__op_run *r) {
 static m40_status rope_cpu(m40_ctx *ctx, const m40__op_run *r) {
     rope_args a = rope_args_of(r);
     const int32_t *pos = (const int32_t *)r->in[1]->data;
-    for (int64_t i = 0; i < a.rows; i++)
-        if (pos[i] < -1)
-            return m40__err(ctx, M40_ERR_INVALID_ARG, "%s: position %d (row %lld) is negative "
-                            "(-1 marks padding)",
-                            r->fn, (int)pos[i], (long long)i);
+    m40_status st = m40__rope_cpu_positions(ctx, r->fn, pos, a.rows);
+    if (st != M40_OK) return st;
     m40__ref_rope(&a.d, a.rows, a.W, (const float *)r->in[0]->data, a.xs, pos,
                   (float *)r->out->data, a.ys);
     return M40_OK;

@@ -488,6 +488,37 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     const int64_t mt = pass ? j : p.mtiles - 1 - j;
     if (pass) __syncthreads(); /* the first tile's shared memory is free */
 
+    /* PF: the tile's loads in registers (V during QKᵀ, the next K during
+    ** P·V). The first K tile is fetched before the prologue: its key range
+    ** needs only the positions, which each thread reads itself (a decode
+    ** block's rows are its T queries, T <= 8), so K's latency overlaps Q's
+    ** loads and the prologue's barrier instead of following them (was:
+    ** positions, barrier, then K: two global round trips in a row). */
+    uint4 pre[PF ? (BN * (DP / 8) + NT - 1) / NT : 1];
+    bool have_k = false;
+    const bool pf = PF && p.vec;
+    if (pf) {
+        static_assert(!PF || !PAIR, "PF: decode blocks (one query tile)");
+        const int64_t s0 = p.slot ? (int64_t)p.slot[b] : b;
+        int kend0 = 0;
+        if (s0 >= 0 && s0 < p.S)
+            for (int64_t t = 0; t < p.T && t * p.hpg < nrows; t++) { /* tile_prologue's rows */
+                const int64_t v = p.pos[b * p.T + t];
+                if (v >= 0 && v < p.L) kend0 = max(kend0, (int)v + 1);
+            }
+        int64_t lo = 0, hi = kend0;
+        if (p.splits > 1) {
+            int64_t per = (kend0 + p.splits - 1) / p.splits;
+            per = (per + BN - 1) / BN * BN;
+            lo = split * per;
+            hi = min((int64_t)kend0, lo + per);
+        }
+        if (lo < hi) {
+            fetch_tile<DP, BN>(p, p.kc, s0, g, lo, hi, pre);
+            have_k = true;
+        }
+    }
+
     /* the slot, the rows' positions (guarded), Q pre-scaled */
     bool bad_slot;
     const int64_t s = tile_prologue<DP, BM>(p, b, g, mt, split == 0, row_pos, row_m, row_l, qs,
@@ -514,10 +545,6 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
 #pragma unroll
         for (int k = 0; k < 8; k++) o[i][k] = 0.0f;
 
-    /* PF: the tile's loads in registers (V during QKᵀ, the next K during P·V) */
-    uint4 pre[PF ? (BN * (DP / 8) + NT - 1) / NT : 1];
-    bool have_k = false;
-    const bool pf = PF && p.vec;
     for (int64_t k0 = k_lo; k0 < k_hi; k0 += BN) {
         __syncthreads(); /* the previous tile's P·V is done with kvs and ps */
         if (pf) {
@@ -1139,6 +1166,12 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
         ** (32 more registers: 3 blocks an SM by registers, the M40's 2 by
         ** shared memory unchanged) */
         attn_kernel<128, 16, 64, 2, 4, 2, 3, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        e = cudaGetLastError();
+    } else if (small && DP == 128 && s->cache_f16 && p.vec && m40k_attention_chunk(s, slots) == 32 &&
+               (s->decode_variant == 7 || (s->decode_variant == 0 && M40K_ATTN_EARLY_DEFAULT))) {
+        /* the 32-key tile with its loads a phase early and the first K tile
+        ** fetched before the prologue (f16, 16-byte rows) */
+        attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (DP == 256) e = launch<256, 16, 16, 1, 2, 4, 3>(st, p, nblocks, s->cache_f16);
     else if (small && DP == 128 && m40k_attention_chunk(s, slots) == 32)

@@ -24,6 +24,8 @@ extern "C" {
 #define M40K_ATTN_DECODE_BM 16    /* query rows (t, head) per decode block */
 #define M40K_ATTN_MIN_CHUNK 64    /* keys a split holds at least with the 64-key tile */
 #define M40K_ATTN_MAX_SPLITS 1024 /* the combine kernel's bound */
+/* 1: decode variant 0 runs variant 7's kernel where it applies */
+#define M40K_ATTN_EARLY_DEFAULT 0
 #define M40K_ATTN_PLAN_SLOTS 640  /* slots 0 (the planner): any GPU up to 160 SMs x 4 (the
                                   ** default tile kernel; decode v3 plans on a device) */
 
@@ -40,7 +42,10 @@ typedef struct m40k_attn_shape {
                            ** with 64 keys (the default before 2026-12-02); 6: 16 keys
                            ** (D 65..128); 2: decode v3 with 4 rows a warp, 3: with
                            ** 8; 4: the 64-key tile kernel with each tile's loads a
-                           ** phase early (f16, D 128)
+                           ** phase early (f16, D 128); 7: the 32-key tile with its
+                           ** loads a phase early and the first K tile fetched
+                           ** before Q (f16, D 65..128, 16-byte rows; the default's
+                           ** kernel there when M40K_ATTN_EARLY_DEFAULT)
                            ** (where they apply; m40-bench attention's A/B,
                            ** test_attention_gpu runs each; bench/NOTES.md) */
 } m40k_attn_shape;
@@ -87,7 +92,7 @@ static inline int64_t m40k_attention_chunk(const m40k_attn_shape *s, int slots) 
     if (s->D > 64 && s->D <= 128 && s->T <= M40K_ATTN_DECODE_T && s->B >= 1 && s->T >= 1 &&
         s->G >= 1) {
         if (s->decode_variant == 6) return 16;
-        if (s->decode_variant == 5) return 32;
+        if (s->decode_variant == 5 || s->decode_variant == 7) return 32;
         if (s->decode_variant == 0) return s->L < 128 * m40k_attention_wave(s, slots) ? 32 : 64;
     }
     return M40K_ATTN_MIN_CHUNK;

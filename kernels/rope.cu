@@ -9,7 +9,8 @@
 ** to the reference's, and only sincosf (full-range, ~1 ulp) differs from
 ** its double cos/sin.
 **
-** Layout: one block per row (rows < 2^31), 1024 threads below 128 rows, else 256. The row's
+** Layout: 256 threads a block; a block per row (rows < 2^31), below 128 rows ceil(pairs/256)
+** blocks a row (gridDim.y). The row's
 ** (cos, sin) per pair index are computed once into shared memory (every
 ** head rotates by the same angles; rope_dims/2 <= 1024, else per pair):
 ** the first version called sincosf per pair, with the θ table indexed by
@@ -45,7 +46,12 @@ constexpr int kThreads = 256;
 constexpr int kFewRows = 128;
 constexpr int kSmem = 1024; /* pairs whose (cos, sin) the block shares: 8 KB */
 
-/* PAIRS: 0 adjacent, 1 half; V2: adjacent pairs as float2; NT threads */
+/* PAIRS: 0 adjacent, 1 half; V2: adjacent pairs as float2; NT threads.
+** gridDim.y blocks share a row: block y rotates pairs [k0, k1) of it and,
+** out of place, copies the values [j0, j1) that do not rotate. Each
+** thread's first pair is loaded before the position and the angles, so its
+** global latency overlaps theirs (was: position, angles, barrier, then the
+** load: two round trips in a row at a decode step's few rows). */
 template <int PAIRS, bool V2, int NT>
 __global__ void __launch_bounds__(NT) rope_kernel(const RopeArgs a, int W, const float *x,
                                                         int64_t xs, const int *pos, float *y,
@@ -54,11 +60,36 @@ __global__ void __launch_bounds__(NT) rope_kernel(const RopeArgs a, int W, const
     const float *xr = x + row * xs;
     float *yr = y + row * ys;
     const bool copy = xr != yr;
+    const int npairs = a.heads * a.half, ny = (int)gridDim.y, by = (int)blockIdx.y;
+    const int k0 = (int)((int64_t)npairs * by / ny), k1 = (int)((int64_t)npairs * (by + 1) / ny);
+    /* pair k: its pair index i and its two values' offsets */
+    auto where = [&](int k, int &i, int &ia, int &ib) {
+        const int h = k / a.half;
+        i = k - h * a.half;
+        const int base = h * a.head_dim;
+        ia = base + (PAIRS == 0 ? 2 * i : i);
+        ib = base + (PAIRS == 0 ? 2 * i + 1 : i + a.half);
+    };
+    auto load = [&](int ia, int ib, float &va, float &vb) {
+        if (V2) {
+            const float2 t = *reinterpret_cast<const float2 *>(xr + ia);
+            va = t.x, vb = t.y;
+        } else {
+            va = xr[ia], vb = xr[ib];
+        }
+    };
+    int k = k0 + (int)threadIdx.x, i = 0, ia = 0, ib = 0;
+    float va = 0.0f, vb = 0.0f;
+    if (k < k1) {
+        where(k, i, ia, ib);
+        load(ia, ib, va, vb);
+    }
     const int p = pos[row];
     if (p < 0) { /* -1: padding, the row passes; below: a bad index */
-        if (threadIdx.x == 0 && p < -1) m40k_guard_report(guard, M40K_GUARD_ROPE_POS, p, 0);
+        if (threadIdx.x == 0 && by == 0 && p < -1) m40k_guard_report(guard, M40K_GUARD_ROPE_POS, p, 0);
         if (copy)
-            for (int j = threadIdx.x; j < W; j += NT) yr[j] = xr[j];
+            for (int j = (int)((int64_t)W * by / ny) + threadIdx.x; j < (int)((int64_t)W * (by + 1) / ny); j += NT)
+                yr[j] = xr[j];
         return;
     }
     const float fp = (float)p * a.pos_scale;
@@ -68,25 +99,17 @@ __global__ void __launch_bounds__(NT) rope_kernel(const RopeArgs a, int W, const
     __shared__ float sc[kSmem], ss[kSmem];
     const bool tab = a.half <= kSmem;
     if (tab) {
-        for (int i = threadIdx.x; i < a.half; i += NT) sincosf(fp * rope_theta_i(a, i), &ss[i], &sc[i]);
+        for (int t = threadIdx.x; t < a.half; t += NT) sincosf(fp * rope_theta_i(a, t), &ss[t], &sc[t]);
         __syncthreads();
     }
-    const int npairs = a.heads * a.half;
-    for (int k = threadIdx.x; k < npairs; k += NT) {
-        const int h = k / a.half, i = k - h * a.half;
+    for (bool first = true; k < k1; k += NT, first = false) {
+        if (!first) {
+            where(k, i, ia, ib);
+            load(ia, ib, va, vb);
+        }
         float s, c;
         if (tab) s = ss[i], c = sc[i];
         else sincosf(fp * rope_theta_i(a, i), &s, &c);
-        const int base = h * a.head_dim;
-        const int ia = base + (PAIRS == 0 ? 2 * i : i);
-        const int ib = base + (PAIRS == 0 ? 2 * i + 1 : i + a.half);
-        float va, vb;
-        if (V2) {
-            float2 t = *reinterpret_cast<const float2 *>(xr + ia);
-            va = t.x, vb = t.y;
-        } else {
-            va = xr[ia], vb = xr[ib];
-        }
         const float ra = va * c - vb * s, rb = vb * c + va * s;
         if (V2) {
             *reinterpret_cast<float2 *>(yr + ia) = make_float2(ra, rb);
@@ -97,19 +120,17 @@ __global__ void __launch_bounds__(NT) rope_kernel(const RopeArgs a, int W, const
     }
     if (copy) {
         const int rot = a.heads * a.head_dim, rd = 2 * a.half;
-        for (int j = threadIdx.x; j < W; j += NT)
+        for (int j = (int)((int64_t)W * by / ny) + threadIdx.x; j < (int)((int64_t)W * (by + 1) / ny); j += NT)
             if (j >= rot || j % a.head_dim >= rd) yr[j] = xr[j];
     }
 }
 
 bool aligned(const void *p, unsigned n) { return ((uintptr_t)p & (n - 1)) == 0; }
 
-/* rope_kernel<PAIRS, V2> at 1024 threads a row (few rows) or kThreads */
 template <int PAIRS, bool V2>
-void launch(bool few, unsigned g, cudaStream_t s, const RopeArgs &a, int64_t W, const float *x,
-            int64_t xs, const int32_t *pos, float *y, int64_t ys, unsigned *guard) {
-    if (few) rope_kernel<PAIRS, V2, 1024><<<g, 1024, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
-    else rope_kernel<PAIRS, V2, kThreads><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
+void launch(dim3 g, cudaStream_t s, const RopeArgs &a, int64_t W, const float *x, int64_t xs,
+            const int32_t *pos, float *y, int64_t ys, unsigned *guard) {
+    rope_kernel<PAIRS, V2, kThreads><<<g, kThreads, 0, s>>>(a, (int)W, x, xs, pos, y, ys, guard);
 }
 
 } // namespace
@@ -123,17 +144,21 @@ extern "C" int m40k_rope(void *stream, int heads, int head_dim, int rope_dims, i
         return (int)cudaErrorInvalidValue;
     const RopeArgs a = rope_args(heads, head_dim, rope_dims, theta, pos_scale);
     cudaStream_t s = (cudaStream_t)stream;
-    const unsigned g = (unsigned)rows;
-    /* up to 127 rows (a decode step, a short prefill): 1024 threads a row,
-    ** so a ChatGLM2 qkv row's 1088 pairs take ~1 round trip a thread instead
-    ** of ~4 (H200, ncu: 4.3 -> 3.7 us a 1-row call; 64 rows at 256 threads
-    ** measured 0.72x copy); many rows: 256, the blocks fill the GPU */
-    const bool few = rows < kFewRows;
+    /* up to 127 rows (a decode step, a short prefill): a row over
+    ** ceil(pairs / 256) blocks of 256 threads, so each thread has ~one pair
+    ** and the blocks spread over the SMs (ChatGLM2's qkv row: 1088 pairs,
+    ** 5 blocks; was one block of 1024 threads a row: 0.72-0.77x copy at 64
+    ** rows on the H200); many rows: a block a row, the blocks fill the GPU */
+    const int64_t npairs = (int64_t)heads * (rope_dims / 2);
+    int64_t ny = rows < kFewRows ? (npairs + kThreads - 1) / kThreads : 1;
+    if (ny < 1) ny = 1;
+    if (ny > 64) ny = 64;
+    const dim3 g((unsigned)rows, (unsigned)ny);
     if (pairs == 1)
-        launch<1, false>(few, g, s, a, W, x, xs, pos, y, ys, guard);
+        launch<1, false>(g, s, a, W, x, xs, pos, y, ys, guard);
     else if (head_dim % 2 == 0 && xs % 2 == 0 && ys % 2 == 0 && aligned(x, 8) && aligned(y, 8))
-        launch<0, true>(few, g, s, a, W, x, xs, pos, y, ys, guard);
+        launch<0, true>(g, s, a, W, x, xs, pos, y, ys, guard);
     else
-        launch<0, false>(few, g, s, a, W, x, xs, pos, y, ys, guard);
+        launch<0, false>(g, s, a, W, x, xs, pos, y, ys, guard);
     return (int)cudaGetLastError();
 }

@@ -201,8 +201,9 @@ static void decode_one(bench_env *e, int L) {
         static const struct { int v; const char *impl; } alt[] = {
             {2, "m40_attention v3 4 rows/warp"}, {3, "m40_attention v3 8 rows/warp"},
             {4, "m40_attention tile, loads early"}, {1, "m40_attention tile 64 keys"},
-            {6, "m40_attention tile 16 keys"}};
-        for (int i = 0; i < 5; i++) {
+            {6, "m40_attention tile 16 keys"}, {7, "m40_attention tile 32, K first"},
+            {5, "m40_attention tile 32 keys"}};
+        for (int i = 0; i < 7; i++) {
             m40__bench_result *r1 = new_result(e, "attention", alt[i].impl, label, "GB/s");
             if (!r1) continue;
             r1->batch = L;

@@ -25,7 +25,7 @@ extern "C" {
 #define M40K_ATTN_MIN_CHUNK 64    /* keys a split holds at least with the 64-key tile */
 #define M40K_ATTN_MAX_SPLITS 1024 /* the combine kernel's bound */
 /* 1: decode variant 0 runs variant 7's kernel where it applies */
-#define M40K_ATTN_EARLY_DEFAULT 0
+#define M40K_ATTN_EARLY_DEFAULT 1
 #define M40K_ATTN_PLAN_SLOTS 640  /* slots 0 (the planner): any GPU up to 160 SMs x 4 (the
                                   ** default tile kernel; decode v3 plans on a device) */
 

@@ -84,6 +84,9 @@ __global__ void __launch_bounds__(NT) rope_kernel(const RopeArgs a, int W, const
         where(k, i, ia, ib);
         load(ia, ib, va, vb);
     }
+    /* this thread's first angle factor, also ahead of the position (the
+    ** parameter bank's first read misses) */
+    const float th0 = (int)threadIdx.x < a.half ? rope_theta_i(a, (int)threadIdx.x) : 0.0f;
     const int p = pos[row];
     if (p < 0) { /* -1: padding, the row passes; below: a bad index */
         if (threadIdx.x == 0 && by == 0 && p < -1) m40k_guard_report(guard, M40K_GUARD_ROPE_POS, p, 0);
@@ -99,7 +102,8 @@ __global__ void __launch_bounds__(NT) rope_kernel(const RopeArgs a, int W, const
     __shared__ float sc[kSmem], ss[kSmem];
     const bool tab = a.half <= kSmem;
     if (tab) {
-        for (int t = threadIdx.x; t < a.half; t += NT) sincosf(fp * rope_theta_i(a, t), &ss[t], &sc[t]);
+        for (int t = threadIdx.x; t < a.half; t += NT)
+            sincosf(fp * (t == (int)threadIdx.x ? th0 : rope_theta_i(a, t)), &ss[t], &sc[t]);
         __syncthreads();
     }
     for (bool first = true; k < k1; k += NT, first = false) {

@@ -87,6 +87,11 @@ typedef struct m40k_qgemv_variant {
     int D;      /* V3: chunks of weights in flight per warp */
     int blocks_per_sm;
 } m40k_qgemv_variant;
+/* 1 (default): int4 at M = 1 with N <= 8192 runs v2 at R = 2 (the norm
+** fused on its chunks), else v3; 0: v3 there (the rule before session 9).
+** An internal knob for A/B timing (m40-bench chatglm2 with
+** M40_BENCH_GLM_SMALLV2=0); set it before a launch, from one thread. */
+extern int m40k_quant_gemv_small_v2;
 /* The variant the library runs for a (M 1..8) on sm_count SMs, from the
 ** H200 bench (kernels/quant_dispatch.cu). */
 m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count);
@@ -96,7 +101,7 @@ int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a, int sm_cou
                             const m40k_qgemv_variant *v);
 /* 1 if this call (a->nw set) runs its RMSNorm inside variant v's staging
 ** of x: M = 1, the vector loads' alignment, and V3 in whole mode with 4
-** chunks in flight (int8/int4; not fp16). m40k_quant_gemv_variant
+** chunks in flight or V2 at R = 2 (int8/int4; not fp16). m40k_quant_gemv_variant
 ** refuses a->nw otherwise (cudaErrorInvalidValue); m40k_quant_linear then
 ** runs the norm as its own kernel first. */
 int m40k_quant_gemv_norm_fused(const m40k_qlinear_args *a, const m40k_qgemv_variant *v);

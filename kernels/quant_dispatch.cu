@@ -16,6 +16,10 @@
 
 #include <stdint.h>
 
+extern "C" {
+int m40k_quant_gemv_small_v2 = 1;
+}
+
 extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count) {
     m40k_qgemv_variant v = {M40K_QGEMV_GENERIC, 0, 0, 0};
     const int VC = a->wtype == M40_DTYPE_Q4 ? 32 : a->wtype == M40_DTYPE_Q8 ? 16 : 8;
@@ -59,6 +63,15 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
         } else {
             v.kernel = M40K_QGEMV_V2;
         }
+    } else if (q4 && a->M == 1 && a->N <= 8192 && m40k_quant_gemv_small_v2) {
+        /* int4's small shapes at batch 1: v2, R = 2 (H200, run 12, back to
+        ** back: 4096x4096 7.19 us against v4's 8.20, 4608x4096 8.45 against
+        ** 10.02; g128 7.87 / 9.50 against 7.96 / 10.18). ncu (session 9):
+        ** at these sizes v4 is not memory-bound -- 7.4 us for 4096x4096 with
+        ** its weights in L2, 2 blocks an SM by its 111 registers, an
+        ** instruction every 2 cycles a scheduler; v2 holds 4 blocks an SM */
+        v.kernel = M40K_QGEMV_V2;
+        v.R = 2;
     } else if (whole) {
         v.kernel = M40K_QGEMV_V3;
         v.D = 4;

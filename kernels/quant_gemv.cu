@@ -72,10 +72,12 @@ template <int WT, int B>
 cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40k_qgemv_variant &v,
                            int sm_count) {
     constexpr int RB = B >= 3 ? 4 : 2;
-    if constexpr (B == 1 && WT != M40_DTYPE_F16) /* the norm fused (m40k_quant_gemv_norm_fused) */
+    if constexpr (B == 1 && WT != M40_DTYPE_F16) { /* the norm fused (m40k_quant_gemv_norm_fused) */
         if (a.nw && v.kernel == M40K_QGEMV_V3)
             return v.R == 4 ? launch_v3_norm<WT, 4>(s, a, sm_count, v.blocks_per_sm)
                             : launch_v3_norm<WT, 2>(s, a, sm_count, v.blocks_per_sm);
+        if (a.nw && v.kernel == M40K_QGEMV_V2) return launch_v2<WT, 1, 2, true>(s, a);
+    }
     if (v.kernel == M40K_QGEMV_V2) {
         if (v.R == 0 || v.R == RB) return launch_v2<WT, B, RB>(s, a);
         if constexpr (WT == M40_DTYPE_F16 && B <= 2)
@@ -135,6 +137,8 @@ extern "C" int m40k_quant_gemv_norm_fused(const m40k_qlinear_args *a, const m40k
     ** its 48, one block an SM fewer for a kernel whose bandwidth is its
     ** occupancy (H200, session 8: ChatGLM2-6B fp16 decode 6% slower) */
     if (a->wtype == M40_DTYPE_F16) return 0;
+    /* v2 at R = 2 (int4's small shapes): the norm on each chunk's staging */
+    if (v->kernel == M40K_QGEMV_V2) return v->R == 0 || v->R == 2;
     if (v->kernel != M40K_QGEMV_V3 || (v->R != 0 && v->R != 2 && v->R != 4)) return 0;
     const bool seg = a->wtype == M40_DTYPE_Q4
                          ? (v->R == 4 ? v3_plan<M40_DTYPE_Q4, 1, 4, 4>(a->K) : v3_plan<M40_DTYPE_Q4, 1, 2, 4>(a->K)).seg

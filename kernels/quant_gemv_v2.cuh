@@ -11,8 +11,12 @@
 namespace {
 
 /* The fast kernel. B = batch rows (1..8), R = rows per warp, GROUPED =
-** group scales (else per-row scales, or none for F16). */
-template <int WT, int B, int R, bool GROUPED>
+** group scales (else per-row scales, or none for F16). NORM (int8/int4,
+** staged x): x is rmsnorm(x)·nw (m40k_qlinear_args): each chunk's staging
+** multiplies x by nw and sums x² per batch row; after the last chunk the
+** block has the whole row's sum, and 1/sqrt(mean + eps) multiplies the
+** accumulators (the norm is one scalar a row), as v3's NORM does. */
+template <int WT, int B, int R, bool GROUPED, bool NORM = false>
 __global__ void __launch_bounds__(kThreads, 1)
 gemv_v2_kernel(m40k_qlinear_args a) {
     constexpr int VC = Fmt<WT>::VC;   /* columns per lane-vector */
@@ -25,7 +29,12 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     ** 1.2-2x slower there, so they, and larger batches, stage x[:, chunk] in
     ** shared memory (bench/NOTES.md, runs 1 and 2). */
     constexpr bool XG = WT == M40_DTYPE_F16 && B <= 2;
+    static_assert(!(NORM && XG), "the norm rides on the staging of x");
     __shared__ __align__(16) float xs[XG ? 4 : B * XS]; /* x[b][chunk cols], padded */
+    __shared__ float wss[NORM ? kWarps * B : 1];        /* NORM: each warp's sums of x² */
+    float ss[B];                                         /* NORM: this thread's sums of x² */
+#pragma unroll
+    for (int b = 0; b < B; b++) ss[b] = 0.0f;
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int N = a.N, K = a.K;
@@ -77,6 +86,20 @@ gemv_v2_kernel(m40k_qlinear_args a) {
                 const int b = f / F4, c4 = f % F4, col = kc0 + 4 * c4;
                 float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
                 if (col < K) v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
+                if (NORM && col < K) {
+                    float4 nw4;
+                    if (a.nw_f16) {
+                        const uint2 h = __ldg((const uint2 *)((const __half *)a.nw + col));
+                        const float2 lo = __half22float2(*(const __half2 *)&h.x), hi = __half22float2(*(const __half2 *)&h.y);
+                        nw4 = make_float4(lo.x, lo.y, hi.x, hi.y);
+                    } else {
+                        nw4 = __ldg((const float4 *)((const float *)a.nw + col));
+                    }
+#pragma unroll
+                    for (int bb = 0; bb < B; bb++) /* b is this item's row (a compile-time index for ss) */
+                        if (bb == b) ss[bb] = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, ss[bb]))));
+                    v.x *= nw4.x, v.y *= nw4.y, v.z *= nw4.z, v.w *= nw4.w;
+                }
                 *(float4 *)&xs[b * XS + (c4 / (VC / 4)) * LS + 4 * (c4 % (VC / 4))] = v;
             }
         }
@@ -167,6 +190,25 @@ gemv_v2_kernel(m40k_qlinear_args a) {
         for (int r = 0; r < R; r++) wcur[r] = wnext[r];
     }
 
+    if (NORM) { /* the rows' sums of x² over the block, then 1/rms on the accumulators */
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+#pragma unroll
+            for (int o = 16; o >= 1; o >>= 1) ss[b] += __shfl_xor_sync(kFull, ss[b], o);
+            if (lane == 0) wss[warp * B + b] = ss[b];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            float t = wss[b];
+#pragma unroll
+            for (int i = 1; i < kWarps; i++) t += wss[i * B + b];
+            const float inv = rsqrtf(t / (float)K + a.eps);
+#pragma unroll
+            for (int r = 0; r < R; r++) acc[r][b] *= inv;
+        }
+    }
+
     /* per-row scales apply once, to the sums */
     if (!GROUPED && WT != M40_DTYPE_F16) {
 #pragma unroll
@@ -180,15 +222,15 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     warp_store<B, R>(acc, row0, lane, a);
 }
 
-template <int WT, int B, int R>
+template <int WT, int B, int R, bool NORM = false>
 cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
     dim3 grid((unsigned)((a.N + kWarps * R - 1) / (kWarps * R)));
     if constexpr (WT != M40_DTYPE_F16) /* fp16 has no scales, so no group instance */
         if (a.group) {
-            gemv_v2_kernel<WT, B, R, true><<<grid, kThreads, 0, s>>>(a);
+            gemv_v2_kernel<WT, B, R, true, NORM><<<grid, kThreads, 0, s>>>(a);
             return cudaGetLastError();
         }
-    gemv_v2_kernel<WT, B, R, false><<<grid, kThreads, 0, s>>>(a);
+    gemv_v2_kernel<WT, B, R, false, NORM><<<grid, kThreads, 0, s>>>(a);
     return cudaGetLastError();
 }
 

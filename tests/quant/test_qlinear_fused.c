@@ -4,7 +4,7 @@
 **   bit for bit, for every format, with and without each fusion.
 ** - GPU (--gpu; exits 77 without one): the GPU graph against the CPU graph
 **   on the same data: M = 1 (the norm inside the GEMV's staging of x for
-**   int8/int4; fp16 and larger M: the norm kernel first, then the GEMV),
+**   int8/int4: v2's chunks at int4's N <= 8192, else v3's; fp16 and larger M: the norm kernel first, then the GEMV),
 **   20 (8-row slices), 130 (the SGEMM, the residual in its epilogue),
 **   K = 200 (int4's generic kernel: not a multiple of 32), f16 and f32
 **   norm weights, N past one block; the output poisoned before a
@@ -264,6 +264,12 @@ int main(int argc, char **argv) {
         one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1}); /* ChatGLM2's query_key_value */
         one_case((qcase){h, 1, 4608, 4096, 1, 1, 0, 1});
         one_case((qcase){q4g, 1, 4096, 4096, 0, 0, 1, 1}); /* its dense */
+        one_case((qcase){q4, 1, 4096, 4096, 1, 0, 1, 0});  /* int4's dense: v2 */
+        /* int4 at M 1: v2 with the norm up to N 8192 (f32 norm weights
+        ** here), v3 with it above */
+        one_case((qcase){q4, 1, 300, 2048, 1, 1, 1, 0});
+        one_case((qcase){q4, 1, 9000, 1024, 1, 1, 1, 1});
+        one_case((qcase){q4g, 1, 9000, 1024, 0, 1, 0, 0});
     }
     bad_inputs(CPU);
     m40_ctx_destroy(GPU);

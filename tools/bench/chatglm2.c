@@ -25,9 +25,13 @@
 ** M40_ATTN_DECODE_VARIANT=N (the decode attention kernel, kernels/attention.h's
 ** decode_variant, for an A/B of the whole step), M40_BENCH_GLM_FUSE=MASK (the
 ** graphs' fusions, lib/internal.h's M40__FUSE_* bits; 0: none, the unfused
-** graph, for an A/B). */
+** graph, for an A/B), M40_BENCH_GLM_SMALLV2=0 (int4's small GEMVs on v3,
+** kernels/quant.h's m40k_quant_gemv_small_v2, for an A/B). */
 #include "bench/harness.h"
 #include "internal.h" /* m40__attn_decode_variant, m40__chatglm2_fuse */
+
+/* kernels/quant.h's knob (weak: absent from a CPU-only build) */
+extern int m40k_quant_gemv_small_v2 __attribute__((weak));
 
 #include <m40/models.h>
 
@@ -335,6 +339,11 @@ int run_chatglm2(bench_env *e) {
         }
         m40__attn_decode_variant = dv[0] - '0';
         if (e->text) printf("decode attention variant %d (M40_ATTN_DECODE_VARIANT)\n", m40__attn_decode_variant);
+    }
+    const char *sv = getenv("M40_BENCH_GLM_SMALLV2"); /* kernels/quant.h's knob */
+    if (sv && *sv && &m40k_quant_gemv_small_v2) {
+        m40k_quant_gemv_small_v2 = atoi(sv) != 0;
+        if (e->text) printf("int4 small-shape GEMV v2: %d (M40_BENCH_GLM_SMALLV2)\n", m40k_quant_gemv_small_v2);
     }
     const char *fz = getenv("M40_BENCH_GLM_FUSE"); /* lib/internal.h's M40__FUSE_* bits */
     if (fz && *fz) {

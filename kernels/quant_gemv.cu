@@ -12,7 +12,8 @@
 ** way, are numbered in bench/quant/gemv_versions.cu and checked there.
 ** Two kernels, numbered as in bench/NOTES.md ("Quantized GEMV/GEMM"):
 **
-** v2 (gemv_v2_kernel; fp16 weights, int4 at batch 1-2 with large K, the
+** v2 (gemv_v2_kernel; fp16 weights, int4 at batch 1-2 with large K, int4
+** at batch 1 with N <= 8192 (its RMSNorm fused on each chunk's staging), the
 ** 4096-row shapes at batch >= 3):
 ** 256 threads = 8 warps; a warp owns R consecutive rows (R = 1, 2 or 4), a
 ** block 8R rows. K is walked in chunks of 32 lanes x 16 bytes of weights per

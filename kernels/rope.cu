@@ -28,8 +28,9 @@
 ** rows ≈ 3.9 µs, launch-bound below that. Target >= 0.80x copy bandwidth
 ** over the rotated bytes (tools/bench/norm.c).
 **
-** ptxas (sm_52, CUDA 11.8, -v), 3 instances: 30-32 registers, 0 spills,
-** no shared memory (the table is in the parameter bank: 1416 B cmem[0]);
+** ptxas (sm_52, CUDA 11.8, -v), 3 instances: 36 registers, 0 spills,
+** 8 KB of shared memory (the row's angles; θ is in the parameter bank:
+** 1416 B cmem[0]);
 ** a 32-byte stack frame, which is sincosf's Payne-Hanek reduction buffer,
 ** touched only for |angle| > 105615 (ChatGLM2's angles stay below its
 ** 32768 positions). */

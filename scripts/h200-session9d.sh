@@ -14,7 +14,7 @@ if [ -z "${SKIP_BUILD:-}" ]; then
     note "built rc=$? $(grep -cE ' error' "$O/build.log") errors"
 fi
 M40_BENCH_GLM_PREFILL=512 timeout $(($(left) - 60)) "$B/m40-bench" chatglm2 --warmup 1 --repeats 7 \
-    --sizes 128,8192 --json="$O/m40-chatglm2.json" > "$O/m40-chatglm2.txt" 2>&1
+    --sizes ${GLM_SIZES:-128,8192} --json="$O/m40-chatglm2.json" > "$O/m40-chatglm2.txt" 2>&1
 note "chatglm2 rc=$?"
 grep -E "tokens/s|launches per|read chain ctx|x device copy" "$O/m40-chatglm2.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/\(min.*\)//' |
     cut -c1-120 >> "$SUM"

@@ -65,6 +65,7 @@ QUARTER = ("F2F", "I2F", "F2I", "MUFU")
 BUDGET_IPB = 6.0
 M40_ISSUE = 24 * 128 * 1.114e9  # thread-instructions per second
 M40_BW = 288.4e9
+M40_CLOCK = 1.114e9  # an SM returns 32 lanes x 4 B of shared memory a clock
 
 
 def functions(text):
@@ -229,7 +230,7 @@ def short(name):
 
 # the tile kernel's template: DP, BM, BN, SR, SC, OR, MINB, the cache type,
 # then (since 2026-12-02) PF, its "loads a phase early" flag (Lb0E / Lb1E)
-ATT = re.compile(r"attn_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E(6__half|f)(?:Lb[01]E)?E")
+ATT = re.compile(r"attn_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E(6__half|f)(?:Lb[01]E)*E")
 NT = 128
 
 
@@ -259,7 +260,14 @@ def attention_row(fname, body, label):
     # per key per KV group (decode: the block's 16 rows are the group's 16
     # heads at T = 1) and per (query row, key) (prefill)
     per_key = NT * n / keys
+    # shared-memory return (one register a lane a clock: an LDS.128 holds the
+    # SM's path 4 cycles, broadcast or not), SM-cycles per tile, from the
+    # tiling: Q.K^T SR + SC float4 a thread per 4 dims; P.V 2 float4 of V and
+    # OR of P a thread per key; K and V staged as floats; the softmax's ~4
+    # accesses a score (bench/NOTES.md, "Session 9", item 5)
+    smem_tile = (NT * dp * (sr + sc) + NT * bn * (8 + orr) + 2 * bn * dp + 4 * bm * bn) / 32
     return {"op": label, "kernel": f"attn_kernel<{dp},{bm},{bn},{sr},{sc},{orr}>",
+            "smem_per_key_per_group": smem_tile / keys, "smem_per_row_key": smem_tile / keys / rows,
             "tile_static": static, "tile_hot": n, "tile_quarter": q,
             "per_key_per_group": per_key, "per_key_per_group_weighted": NT * (n + 3 * q) / keys,
             "per_row_key": per_key / rows, "per_row_key_weighted": NT * (n + 3 * q) / keys / rows,
@@ -322,8 +330,15 @@ SPECS = [
 ]
 # the decode tile an M40 runs at ChatGLM2's 8192-token cache (kernels/attention.h:
 # 64 keys from L >= 3072 on 48 slots; the 32-key tile below that and on the H200)
-ATT_USED = [(r"attn_kernelILi128ELi16ELi64ELi2ELi4ELi2ELi4E6__half(Lb0E)?E", "attention decode (f16 cache)"),
-            (r"attn_kernelILi128ELi32ELi32ELi2ELi4ELi4ELi3E6__half(Lb0E)?E", "attention prefill (f16 cache)")]
+# the instances an M40 runs: decode at a long cache (the 64-key tile; the
+# 32-key tile with its loads early below L = 3072) and prefill (the BM-32
+# tile, PAIR); template tails (PF, PAIR) as Lb0E/Lb1E
+ATT_USED = [(r"attn_kernelILi128ELi16ELi64ELi2ELi4ELi2ELi4E6__halfLb0ELb0EE", "attention decode (f16 cache)"),
+            # the 32-key tile counted without PF (the same instructions a tile; PF
+            # moves the loads a phase early, and its split load/store path is not
+            # the loop shape hot_path follows)
+            (r"attn_kernelILi128ELi16ELi32ELi2ELi2ELi2ELi4E6__halfLb0ELb0EE", "attention decode 32 keys (f16 cache)"),
+            (r"attn_kernelILi128ELi32ELi32ELi2ELi4ELi4ELi3E6__halfLb0ELb1EE", "attention prefill (f16 cache)")]
 
 
 def analyse(text):
@@ -369,6 +384,8 @@ IPW = {"fp16": {4096: 3.75 + 3, 13696: 3.75 + 3},
        "int8": {4096: 2.83, 13696: 2.88},
        "int4": {4096: 2.61, 13696: 4.16},
        "int4g128": {4096: 2.88, 13696: 5.70}}
+# int4 and int4g128 at N <= 8192 (query_key_value, dense) run v2 too since
+# session 9: its K = 13696 count stands for it (the same inner loop)
 BPW = {"fp16": 2.0, "int8": 1.0, "int4": 0.5, "int4g128": 0.5}
 FORMATS = ("fp16", "int8", "int4", "int4g128")
 GEMM_EFF = 0.75  # of 6.84 TFLOP/s; an assumption, docs/projections.md says why
@@ -380,17 +397,20 @@ class Item:
     FFMA, the SMs its grid keeps busy (blocks / the most blocks one SM runs),
     launches per instance; t_fixed: a time given directly (the prefill GEMMs)."""
     def __init__(self, name, n, bytes_=0.0, instr=0.0, ffma=0.0, sms=SMS, launches=1, t_fixed=None,
-                 note=""):
+                 note="", smem=0.0):
         self.name, self.n, self.bytes, self.instr, self.ffma = name, n, bytes_, instr, ffma
         self.sms, self.launches, self.t_fixed, self.note = sms, launches, t_fixed, note
+        self.smem = smem  # SM-cycles of shared-memory return, the whole kernel
 
     def times(self):
         tb = self.bytes / M40_BW
         ti = self.instr / (M40_ISSUE * self.sms / SMS)
         tf = self.ffma / (M40_ISSUE * self.sms / SMS)
+        ts = self.smem / (M40_CLOCK * self.sms)
         if self.t_fixed is not None:
-            return self.t_fixed, "FFMA/eff", tb, ti, tf
-        return max(tb, ti), ("bytes" if tb >= ti else "issue"), tb, ti, tf
+            return self.t_fixed, "FFMA/eff", tb, ti, tf, ts
+        t = max(tb, ti, ts)
+        return t, ("bytes" if t == tb else "issue" if t == ti else "smem"), tb, ti, tf, ts
 
 
 def gemv(name, fmt, N, K, bias, n):
@@ -401,8 +421,11 @@ def gemv(name, fmt, N, K, bias, n):
     if fmt == "int8" and K == 13696:  # split-K: 2 partial rows written, summed
         b += 2 * N * 4 * 2
         launches = 2
-    return Item(name, n, b, N * K * IPW[fmt][K], N * K, launches=launches,
-                note=f"{fmt} GEMV {N}x{K}")
+    ipw = IPW[fmt][K]
+    if fmt in ("int4", "int4g128") and N <= 8192:  # v2 at R = 2 (session 9), as at K = 13696
+        ipw = IPW[fmt][13696]
+    return Item(name, n, b, N * K * ipw, N * K, launches=launches,
+                note=f"{fmt} GEMV {N}x{K}" + (" (v2)" if ipw != IPW[fmt][K] else ""))
 
 
 def gemm(name, fmt, M, N, K, n):
@@ -419,11 +442,12 @@ def gemm(name, fmt, M, N, K, n):
                 launches=1 + (splits > 1), note=f"GEMM {M}x{N}x{K}, {blocks} blocks, fill {fill:.2f}")
 
 
-def attn_splits(n):
+def attn_splits(n, chunk=64):
     """kernels/attention.h's rule on an M40: 48 resident-block slots (24 SMs x 2);
-    at a cache length L >= 128 x 24 the default decode tile holds 64 keys"""
+    at a cache length L >= 128 x 24 the default decode tile holds 64 keys, below
+    that 32 (the tile with its loads early, variant 7's kernel)"""
     base = GLM["G"]
-    return max(1, min(-(-2 * SMS // base), -(-n // 64), 1024))
+    return max(1, min(-(-2 * SMS // base), -(-n // chunk), 1024))
 
 
 def kernel_ipe(rows, att):
@@ -436,7 +460,8 @@ def kernel_ipe(rows, att):
     # sampling: the static loop bodies (provisional: kernels/sample.cu is being rewritten)
     k["sample pass 1"] = max(st.get("sample pass 1 (z, max)", [30.0]))
     k["sample digit"] = max(st.get("sample select digit", [36.0]))
-    k["att_dec"] = next(a for a in att if "decode" in a["op"])
+    k["att_dec"] = next(a for a in att if a["op"].startswith("attention decode ("))
+    k["att_dec32"] = next(a for a in att if a["op"].startswith("attention decode 32"))
     k["att_pre"] = next(a for a in att if "prefill" in a["op"])
     return k
 
@@ -451,23 +476,41 @@ def small_items(k, T, n):
 
 
 def decode_items(k, fmt, ctx, sampling="top-p"):
+    """The fused graph lib/models/chatglm2.c builds on one GPU (sessions 8-9):
+    RMSNorm inside the int8/int4 linears after it (fp16: its own kernel),
+    the residual in the epilogues of dense and dense_4h_to_h, RoPE and the
+    K/V append in one kernel; 8 launches a layer for int4, 9 int8 (split-K
+    sum), 10 fp16 (two norms)."""
     C, H, G, D, F, V, L = (GLM[x] for x in "CHGDFVL")
-    ad = k["att_dec"]
-    s = attn_splits(ctx)
+    short = ctx < 128 * -(-2 * SMS // G)  # kernels/attention.h: 32-key tile below one wave x 128
+    ad = k["att_dec32"] if short else k["att_dec"]
+    s = attn_splits(ctx, 32 if short else 64)
+    norm_fused = fmt != "fp16"
     it = [Item("embedding (1 row)", 1, C * 6, C * k["embedding (f16 table)"])]
-    it += [gemv("qkv (bias)", fmt, (H + 2 * G) * D, C, True, L),
-           gemv("dense", fmt, C, H * D, False, L),
-           gemv("h_to_4h", fmt, 2 * F, C, False, L),
-           gemv("4h_to_h", fmt, C, F, False, L)]
-    it += small_items(k, 1, L)
+    norms = [] if norm_fused else [Item("rmsnorm (fp16: its own kernel)", 2 * L, C * 8 + 2 * C, C * k["rmsnorm"])]
+    qkv = gemv("qkv (bias, norm fused)" if norm_fused else "qkv (bias)", fmt, (H + 2 * G) * D, C, True, L)
+    h4h = gemv("h_to_4h (norm fused)" if norm_fused else "h_to_4h", fmt, 2 * F, C, False, L)
+    if norm_fused:
+        qkv.bytes += 2 * C
+        h4h.bytes += 2 * C
+    dense = gemv("dense (+ residual)", fmt, C, H * D, False, L)
+    down = gemv("4h_to_h (+ residual)", fmt, C, F, False, L)
+    dense.bytes += 4 * C
+    down.bytes += 4 * C
+    it += [qkv, dense, h4h, down] + norms
+    pairs = (H + G) * (D // 4)  # rope_dims = D/2: D/4 pairs per head
+    it.append(Item("rope + K/V append (one kernel)", L, (H + 2 * G) * D * 4 + H * D * 4 + 2 * G * D * 2,
+                   pairs * k["rope (shared table)"] + G * D * 2 * k["kv_append (f16 cache)"]))
+    it.append(Item("swiglu", L, F * 12, F * k["swiglu"]))
     # K and V of `ctx` keys per group; partials (m, l, out[D]) per head and split
     it.append(Item("attention decode", L, ctx * G * 2 * D * 2 + H * D * 4 + H * s * (D + 2) * 4,
                    ctx * G * ad["per_key_per_group_weighted"], ctx * G * ad["ffma_per_row_key"] * 16,
-                   sms=G * s / -(-G * s // SMS), note=f"{s} splits, {G * s} blocks"))
+                   sms=G * s / -(-G * s // SMS), smem=ctx * G * ad["smem_per_key_per_group"],
+                   note=f"{ad['kernel']}, {s} splits, {G * s} blocks"))
     if s > 1:
         it.append(Item("attention combine", L, H * s * (D + 2) * 4 + H * D * 4,
                        H * s * D * k["attention combine"], sms=min(SMS, H)))
-    it.append(Item("final rmsnorm", 1, C * 16 + 2 * C, C * k["rmsnorm"]))
+    it.append(Item("final rmsnorm (the fp16 output layer: its own kernel)", 1, C * 8 + 2 * C, C * k["rmsnorm"]))
     it.append(gemv("lm head (fp16)", "fp16", V, C, False, 1))
     passes = 6 if sampling == "top-p" else 1
     it.append(Item(f"sampling ({sampling}, 1 block)", 1, V * 4 * 2,
@@ -488,7 +531,7 @@ def prefill_items(k, fmt, T):
     pairs = G * sum(32 * (-(-(2 * i + 2) // 32)) * 32 for i in range(T // 2))
     it.append(Item("attention prefill", L, T * G * 2 * D * 2 + 2 * T * H * D * 4,
                    pairs * ap["per_row_key_weighted"], pairs * ap["ffma_per_row_key"],
-                   note=f"{pairs} (row, key) pairs per layer"))
+                   smem=pairs * ap["smem_per_row_key"], note=f"{pairs} (row, key) pairs per layer"))
     it.append(Item("final rmsnorm", 1, T * C * 16, T * C * k["rmsnorm"]))
     it.append(Item("take_last (memcpy2D)", 1, C * 8, 0))
     it.append(gemv("lm head (fp16)", "fp16", V, C, False, 1))
@@ -503,12 +546,12 @@ def total(items, launch_us):
 
 def md_items(items, title):
     print(f"\n{title}\n")
-    print("| op | x | bytes | instructions | t bytes µs | t issue µs | t FFMA µs | projected µs | bound | launches | note |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| op | x | bytes | instructions | t bytes µs | t issue µs | t FFMA µs | t smem µs | projected µs | bound | launches | note |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for i in items:
-        t, bound, tb, ti, tf = i.times()
+        t, bound, tb, ti, tf, ts = i.times()
         print(f"| {i.name} | {i.n} | {i.bytes:.3g} | {i.instr:.3g} | {tb * 1e6:.2f} | {ti * 1e6:.2f} | "
-              f"{tf * 1e6:.2f} | {t * 1e6:.2f} | {bound} | {i.launches} | {i.note} |")
+              f"{tf * 1e6:.2f} | {ts * 1e6:.2f} | {t * 1e6:.2f} | {bound} | {i.launches} | {i.note} |")
 
 
 def print_projection(rows, att, launch_us, markdown):

@@ -442,6 +442,20 @@ __device__ __forceinline__ int64_t tile_prologue(const Params &p, int64_t b, int
     return s;
 }
 
+/* The keys [lo, hi) of split `split` of [0, kend): an even share rounded up
+** to the BN-key tile (the early K fetch and the tile loop agree on it). */
+template <int BN>
+__device__ __forceinline__ void split_keys(int64_t kend, int64_t splits, int64_t split, int64_t *lo,
+                                           int64_t *hi) {
+    *lo = 0, *hi = kend;
+    if (splits > 1) {
+        int64_t per = (kend + splits - 1) / splits;
+        per = (per + BN - 1) / BN * BN;
+        *lo = split * per;
+        *hi = min(kend, *lo + per);
+    }
+}
+
 /* P's row stride: the TPR lanes of a row read columns part + k·TPR, the
 ** 32/TPR rows of a warp are adjacent; BM + 32/TPR puts them in 32 banks */
 template <int BM> constexpr int pstride(int tpr) { return BM + 32 / tpr; }
@@ -506,13 +520,8 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
                 const int64_t v = p.pos[b * p.T + t];
                 if (v >= 0 && v < p.L) kend0 = max(kend0, (int)v + 1);
             }
-        int64_t lo = 0, hi = kend0;
-        if (p.splits > 1) {
-            int64_t per = (kend0 + p.splits - 1) / p.splits;
-            per = (per + BN - 1) / BN * BN;
-            lo = split * per;
-            hi = min((int64_t)kend0, lo + per);
-        }
+        int64_t lo, hi;
+        split_keys<BN>(kend0, p.splits, split, &lo, &hi);
         if (lo < hi) {
             fetch_tile<DP, BN>(p, p.kc, s0, g, lo, hi, pre);
             have_k = true;
@@ -528,13 +537,8 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     /* this block's keys: [0, kend) of its rows, then its split's share */
     int kend = 0;
     for (int r = 0; r < BM; r++) kend = max(kend, row_pos[r] + 1);
-    int64_t k_lo = 0, k_hi = kend;
-    if (p.splits > 1) {
-        int64_t per = (kend + p.splits - 1) / p.splits;
-        per = (per + BN - 1) / BN * BN;
-        k_lo = split * per;
-        k_hi = min((int64_t)kend, k_lo + per);
-    }
+    int64_t k_lo, k_hi;
+    split_keys<BN>(kend, p.splits, split, &k_lo, &k_hi);
 
     /* S-tile and O-tile coordinates */
     const int srg = tid / SCG, scg = tid % SCG;

@@ -69,7 +69,9 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
         ** 10.02; g128 7.87 / 9.50 against 7.96 / 10.18). ncu (session 9):
         ** at these sizes v4 is not memory-bound -- 7.4 us for 4096x4096 with
         ** its weights in L2, 2 blocks an SM by its 111 registers, an
-        ** instruction every 2 cycles a scheduler; v2 holds 4 blocks an SM */
+        ** instruction every 2 cycles a scheduler; v2 holds 4 blocks an SM
+        ** (sm_52: 52 registers, 64 with the norm; 68 with group scales and
+        ** the norm, 3 blocks an SM). Measured on the H200 only. */
         v.kernel = M40K_QGEMV_V2;
         v.R = 2;
     } else if (whole) {

@@ -460,9 +460,11 @@ def kernel_ipe(rows, att):
     # sampling: the static loop bodies (provisional: kernels/sample.cu is being rewritten)
     k["sample pass 1"] = max(st.get("sample pass 1 (z, max)", [30.0]))
     k["sample digit"] = max(st.get("sample select digit", [36.0]))
-    k["att_dec"] = next(a for a in att if a["op"].startswith("attention decode ("))
-    k["att_dec32"] = next(a for a in att if a["op"].startswith("attention decode 32"))
-    k["att_pre"] = next(a for a in att if "prefill" in a["op"])
+    for key, pre in (("att_dec", "attention decode ("), ("att_dec32", "attention decode 32"),
+                     ("att_pre", "attention prefill")):
+        k[key] = next((a for a in att if a["op"].startswith(pre)), None)
+        if k[key] is None:  # a renamed instance or a new loop shape: say so, not a traceback
+            sys.exit(f"--project: no '{pre}...' attention instance found in the sm_52 SASS")
     return k
 
 

@@ -30,6 +30,21 @@ __device__ __forceinline__ uint32_t word(const uint4 &v, int i) {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
+/* The fused RMSNorm's weights at columns col..col+3 (F16 or F32, a->nw_f16),
+** as floats: v2's and v3's staging of x multiply x by them. */
+__device__ __forceinline__ float4 load_nw4(const m40k_qlinear_args &a, int col) {
+    if (a.nw_f16) {
+        const uint2 h = __ldg((const uint2 *)((const __half *)a.nw + col));
+        const float2 lo = __half22float2(*(const __half2 *)&h.x), hi = __half22float2(*(const __half2 *)&h.y);
+        return make_float4(lo.x, lo.y, hi.x, hi.y);
+    }
+    return __ldg((const float4 *)((const float *)a.nw + col));
+}
+/* s + the sum of v's squares (the fused RMSNorm's x², in one order for v2 and v3) */
+__device__ __forceinline__ float sumsq4(float4 v, float s) {
+    return fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, s))));
+}
+
 /* Sum each of V values (V a power of two <= 32) over the warp. Afterwards
 ** lane l holds the total of value *idx; lanes agreeing in the low bits that
 ** were not used for splitting hold the same total. */

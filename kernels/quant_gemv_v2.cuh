@@ -87,17 +87,10 @@ gemv_v2_kernel(m40k_qlinear_args a) {
                 float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
                 if (col < K) v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
                 if (NORM && col < K) {
-                    float4 nw4;
-                    if (a.nw_f16) {
-                        const uint2 h = __ldg((const uint2 *)((const __half *)a.nw + col));
-                        const float2 lo = __half22float2(*(const __half2 *)&h.x), hi = __half22float2(*(const __half2 *)&h.y);
-                        nw4 = make_float4(lo.x, lo.y, hi.x, hi.y);
-                    } else {
-                        nw4 = __ldg((const float4 *)((const float *)a.nw + col));
-                    }
+                    const float4 nw4 = load_nw4(a, col);
 #pragma unroll
                     for (int bb = 0; bb < B; bb++) /* b is this item's row (a compile-time index for ss) */
-                        if (bb == b) ss[bb] = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, ss[bb]))));
+                        if (bb == b) ss[bb] = sumsq4(v, ss[bb]);
                     v.x *= nw4.x, v.y *= nw4.y, v.z *= nw4.z, v.w *= nw4.w;
                 }
                 *(float4 *)&xs[b * XS + (c4 / (VC / 4)) * LS + 4 * (c4 % (VC / 4))] = v;

@@ -216,14 +216,7 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
                 if (in) v[u][b] = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
             }
             if (NORM) {
-                vw[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-                if (in && a.nw_f16) {
-                    const uint2 h = __ldg((const uint2 *)((const __half *)a.nw + col));
-                    const float2 lo = __half22float2(*(const __half2 *)&h.x), hi = __half22float2(*(const __half2 *)&h.y);
-                    vw[u] = make_float4(lo.x, lo.y, hi.x, hi.y);
-                } else if (in) {
-                    vw[u] = __ldg((const float4 *)((const float *)a.nw + col));
-                }
+                vw[u] = in ? load_nw4(a, col) : make_float4(0.f, 0.f, 0.f, 0.f);
             }
         }
     };
@@ -246,7 +239,7 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
                     for (int b = 0; b < B; b++) {
                         float4 x4 = v[u][b];
                         if (NORM) {
-                            ss[b] = fmaf(x4.x, x4.x, fmaf(x4.y, x4.y, fmaf(x4.z, x4.z, fmaf(x4.w, x4.w, ss[b]))));
+                            ss[b] = sumsq4(x4, ss[b]);
                             x4.x *= vw[u].x, x4.y *= vw[u].y, x4.z *= vw[u].z, x4.w *= vw[u].w;
                         }
                         mx = max(mx, max(max(__float_as_int(x4.x) & 0x7FFFFFFF, __float_as_int(x4.y) & 0x7FFFFFFF),

@@ -1172,7 +1172,7 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
         attn_kernel<128, 16, 64, 2, 4, 2, 3, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (small && DP == 128 && s->cache_f16 && p.vec && m40k_attention_chunk(s, slots) == 32 &&
-               (s->decode_variant == 7 || (s->decode_variant == 0 && M40K_ATTN_EARLY_DEFAULT))) {
+               (s->decode_variant == 7 || s->decode_variant == 0)) {
         /* the 32-key tile with its loads a phase early and the first K tile
         ** fetched before the prologue (f16, 16-byte rows) */
         attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);

@@ -24,8 +24,6 @@ extern "C" {
 #define M40K_ATTN_DECODE_BM 16    /* query rows (t, head) per decode block */
 #define M40K_ATTN_MIN_CHUNK 64    /* keys a split holds at least with the 64-key tile */
 #define M40K_ATTN_MAX_SPLITS 1024 /* the combine kernel's bound */
-/* 1: decode variant 0 runs variant 7's kernel where it applies */
-#define M40K_ATTN_EARLY_DEFAULT 1
 #define M40K_ATTN_PLAN_SLOTS 640  /* slots 0 (the planner): any GPU up to 160 SMs x 4 (the
                                   ** default tile kernel; decode v3 plans on a device) */
 
@@ -44,8 +42,8 @@ typedef struct m40k_attn_shape {
                            ** 8; 4: the 64-key tile kernel with each tile's loads a
                            ** phase early (f16, D 128); 7: the 32-key tile with its
                            ** loads a phase early and the first K tile fetched
-                           ** before Q (f16, D 65..128, 16-byte rows; the default's
-                           ** kernel there when M40K_ATTN_EARLY_DEFAULT)
+                           ** before Q (f16, D 65..128, 16-byte rows; variant 0
+                           ** runs it there too; 5 is the 32-key tile without)
                            ** (where they apply; m40-bench attention's A/B,
                            ** test_attention_gpu runs each; bench/NOTES.md) */
 } m40k_attn_shape;

@@ -28,7 +28,7 @@
 ** rows ≈ 3.9 µs, launch-bound below that. Target >= 0.80x copy bandwidth
 ** over the rotated bytes (tools/bench/norm.c).
 **
-** ptxas (sm_52, CUDA 11.8, -v), 3 instances: 36 registers, 0 spills,
+** ptxas (sm_52, CUDA 11.8, -v), 3 instances: 32-38 registers, 0 spills,
 ** 8 KB of shared memory (the row's angles; θ is in the parameter bank:
 ** 1416 B cmem[0]);
 ** a 32-byte stack frame, which is sincosf's Payne-Hanek reduction buffer,
@@ -61,8 +61,10 @@ __global__ void __launch_bounds__(NT) rope_kernel(const RopeArgs a, int W, const
     const float *xr = x + row * xs;
     float *yr = y + row * ys;
     const bool copy = xr != yr;
-    const int npairs = a.heads * a.half, ny = (int)gridDim.y, by = (int)blockIdx.y;
-    const int k0 = (int)((int64_t)npairs * by / ny), k1 = (int)((int64_t)npairs * (by + 1) / ny);
+    const int ny = (int)gridDim.y, by = (int)blockIdx.y;
+    /* [share(n, by), share(n, by + 1)): this block's part of n items */
+    auto share = [&](int n, int y) { return (int)((int64_t)n * y / ny); };
+    const int k0 = share(a.heads * a.half, by), k1 = share(a.heads * a.half, by + 1);
     /* pair k: its pair index i and its two values' offsets */
     auto where = [&](int k, int &i, int &ia, int &ib) {
         const int h = k / a.half;
@@ -92,8 +94,7 @@ __global__ void __launch_bounds__(NT) rope_kernel(const RopeArgs a, int W, const
     if (p < 0) { /* -1: padding, the row passes; below: a bad index */
         if (threadIdx.x == 0 && by == 0 && p < -1) m40k_guard_report(guard, M40K_GUARD_ROPE_POS, p, 0);
         if (copy)
-            for (int j = (int)((int64_t)W * by / ny) + threadIdx.x; j < (int)((int64_t)W * (by + 1) / ny); j += NT)
-                yr[j] = xr[j];
+            for (int j = share(W, by) + threadIdx.x; j < share(W, by + 1); j += NT) yr[j] = xr[j];
         return;
     }
     const float fp = (float)p * a.pos_scale;
@@ -125,7 +126,7 @@ __global__ void __launch_bounds__(NT) rope_kernel(const RopeArgs a, int W, const
     }
     if (copy) {
         const int rot = a.heads * a.head_dim, rd = 2 * a.half;
-        for (int j = (int)((int64_t)W * by / ny) + threadIdx.x; j < (int)((int64_t)W * (by + 1) / ny); j += NT)
+        for (int j = share(W, by) + threadIdx.x; j < share(W, by + 1); j += NT)
             if (j >= rot || j % a.head_dim >= rd) yr[j] = xr[j];
     }
 }

@@ -10,7 +10,8 @@
 # SUM ($O/summary.txt) with note (a line with the seconds, into it), and
 # setup_arch90: jansson and libmicrohttpd from .debs/ where the image lacks
 # them (carry .debs), the GPU's name and clocks into SUM, and the arch-90
-# -Werror configure of B (log in $O/configure.log).
+# -Werror configure of B (log in $O/configure.log); build_arch90 TARGET...:
+# setup_arch90, then those targets (log in $O/build.log) and a "built" note.
 H200_NAME=$1
 H200_BUDGET=$2
 shift 2
@@ -50,4 +51,9 @@ setup_arch90() {
     cmake -S . -B "$B" "${gen[@]}" -DCMAKE_CUDA_COMPILER="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}" \
         -DCMAKE_CUDA_ARCHITECTURES=90 -DM40_CUDA=ON -DM40_WERROR=ON -DCMAKE_BUILD_TYPE=Release \
         > "$O/configure.log" 2>&1
+}
+build_arch90() {
+    setup_arch90
+    cmake --build "$B" -j"$(nproc)" --target "$@" > "$O/build.log" 2>&1
+    note "built rc=$? $(grep -cE ' error' "$O/build.log") errors"
 }

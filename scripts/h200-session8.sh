@@ -10,11 +10,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session8 585 "$@"
-setup_arch90
-cmake --build "$B" -j"$(nproc)" --target m40-bench test_attention_gpu test_qlinear_fused \
-    test_chatglm2 test_glm_parallel test_graph_ops test_quant_gpu test_transformer_ops_gpu \
-    > "$O/build.log" 2>&1
-note "built rc=$? $(grep -cE ' error' "$O/build.log") errors"
+build_arch90 m40-bench test_attention_gpu test_qlinear_fused test_chatglm2 test_glm_parallel \
+    test_graph_ops test_quant_gpu test_transformer_ops_gpu
 TEST_TIMEOUT=120 M40_ATTN_QUICK=1 M40_QUANT_QUICK=1 gpu_tests "test_qlinear_fused --gpu" \
     "test_chatglm2 --gpu" "test_attention_gpu" "test_glm_parallel --gpu" "test_graph_ops --gpu" \
     "test_transformer_ops_gpu" | tee -a "$SUM"

@@ -7,10 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session8b 580 "$@"
-setup_arch90
-cmake --build "$B" -j"$(nproc)" --target m40-bench test_qlinear_fused test_chatglm2 test_glm_parallel \
-    > "$O/build.log" 2>&1
-note "built rc=$? $(grep -cE ' error' "$O/build.log") errors"
+build_arch90 m40-bench test_qlinear_fused test_chatglm2 test_glm_parallel
 TEST_TIMEOUT=120 gpu_tests "test_qlinear_fused --gpu" "test_chatglm2 --gpu" "test_glm_parallel --gpu" |
     tee -a "$SUM"
 grep -E "^FAIL" "$O/test_qlinear_fused.log" | head -5 | cut -c1-160 | tee -a "$SUM"

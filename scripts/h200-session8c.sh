@@ -8,10 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session8c 580 "$@"
-setup_arch90
-cmake --build "$B" -j"$(nproc)" --target m40-bench test_attention_gpu test_qlinear_fused test_chatglm2 \
-    test_glm_parallel > "$O/build.log" 2>&1
-note "built rc=$? $(grep -cE ' error' "$O/build.log") errors"
+build_arch90 m40-bench test_attention_gpu test_qlinear_fused test_chatglm2 test_glm_parallel
 TEST_TIMEOUT=120 M40_ATTN_QUICK=1 gpu_tests "test_attention_gpu" "test_qlinear_fused --gpu" \
     "test_chatglm2 --gpu" "test_glm_parallel --gpu" | tee -a "$SUM"
 if [ -f .carry/jit52.tar.xz ]; then

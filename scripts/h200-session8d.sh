@@ -6,10 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session8d 450 "$@"
-setup_arch90
-cmake --build "$B" -j"$(nproc)" --target m40-bench test_fault test_graph_ops test_transformer_ops_gpu \
-    > "$O/build.log" 2>&1
-note "built rc=$? $(grep -cE ' error' "$O/build.log") errors"
+build_arch90 m40-bench test_fault test_graph_ops test_transformer_ops_gpu
 TEST_TIMEOUT=150 gpu_tests "test_graph_ops --gpu" "test_transformer_ops_gpu" | tee -a "$SUM"
 TEST_TIMEOUT=$(($(left) - 200)) gpu_tests "test_fault --gpu" | tee -a "$SUM"
 glm() { # label fuse-mask prefill formats chain

@@ -7,10 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session9 560 "$@"
-setup_arch90
-cmake --build "$B" -j"$(nproc)" --target m40-bench test_attention_gpu test_transformer_ops_gpu \
-    > "$O/build.log" 2>&1
-note "built rc=$? $(grep -cE ' error' "$O/build.log") errors"
+build_arch90 m40-bench test_attention_gpu test_transformer_ops_gpu
 TEST_TIMEOUT=200 gpu_tests "test_attention_gpu" "test_transformer_ops_gpu" | tee -a "$SUM"
 M40_BENCH_ATTN_PREFILL=0 M40_ATTN_AB=1 timeout 120 "$B/m40-bench" attention --sizes 128,1024,8192,32768 \
     --json="$O/m40-attention.json" > "$O/m40-attention.txt" 2>&1

@@ -8,10 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session9b 500 "$@"
-setup_arch90
-cmake --build "$B" -j"$(nproc)" --target m40-bench test_attention_gpu test_transformer_ops_gpu \
-    > "$O/build.log" 2>&1
-note "built rc=$? $(grep -cE ' error' "$O/build.log") errors"
+build_arch90 m40-bench test_attention_gpu test_transformer_ops_gpu
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 M40_BENCH_GLM_PROFILE=1 M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
     timeout 240 "$NCU" --profile-from-start off --clock-control none --cache-control none \

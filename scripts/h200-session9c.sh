@@ -7,10 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session9c 420 "$@"
-setup_arch90
-cmake --build "$B" -j"$(nproc)" --target m40-bench test_qlinear_fused test_quant_gpu test_chatglm2 \
-    test_glm_parallel > "$O/build.log" 2>&1
-note "built rc=$? $(grep -cE ' error' "$O/build.log") errors"
+build_arch90 m40-bench test_qlinear_fused test_quant_gpu test_chatglm2 test_glm_parallel
 glm() { # label smallv2 formats
     M40_BENCH_GLM_SMALLV2=$2 M40_BENCH_GLM_FORMATS=$3 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
         timeout 100 "$B/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes 128 \

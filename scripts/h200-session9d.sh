@@ -8,11 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session9d 300 "$@"
-if [ -z "${SKIP_BUILD:-}" ]; then
-    setup_arch90
-    cmake --build "$B" -j"$(nproc)" --target m40-bench > "$O/build.log" 2>&1
-    note "built rc=$? $(grep -cE ' error' "$O/build.log") errors"
-fi
+[ -z "${SKIP_BUILD:-}" ] && build_arch90 m40-bench
 M40_BENCH_GLM_PREFILL=512 timeout $(($(left) - 60)) "$B/m40-bench" chatglm2 --warmup 1 --repeats 7 \
     --sizes ${GLM_SIZES:-128,8192} --json="$O/m40-chatglm2.json" > "$O/m40-chatglm2.txt" 2>&1
 note "chatglm2 rc=$?"

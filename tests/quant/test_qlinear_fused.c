@@ -4,7 +4,8 @@
 **   bit for bit, for every format, with and without each fusion.
 ** - GPU (--gpu; exits 77 without one): the GPU graph against the CPU graph
 **   on the same data: M = 1 (the norm inside the GEMV's staging of x for
-**   int8/int4: v2's chunks at int4's N <= 8192, else v3's; fp16 and larger M: the norm kernel first, then the GEMV),
+**   int8/int4: v2's chunks at int4's N <= 8192, else v3's; fp16 and larger
+**   M: the norm kernel first, then the GEMV),
 **   20 (8-row slices), 130 (the SGEMM, the residual in its epilogue),
 **   K = 200 (int4's generic kernel: not a multiple of 32), f16 and f32
 **   norm weights, N past one block; the output poisoned before a

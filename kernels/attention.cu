@@ -269,8 +269,27 @@ struct Params {
     float qscale; /* scale · log2 e */
     int vec;      /* D and the cache rows allow 16-byte loads */
     int gd;       /* G·D: a cache row's stride in elements (< 2^25) */
+    int skip;     /* decode, one query tile: a split past the keys (not split 0,
+                  ** which reports bad indices) returns at once, writing no
+                  ** partial; attn_combine folds only the splits with keys */
     unsigned *guard;
 };
+
+/* A decode block's key end: max pos[b, t] + 1 over its T rows, counting
+** positions in [0, L) of a slot in [0, S) (tile_prologue's guard: any
+** other row has no keys). One rule for the tile kernel's early K fetch and
+** skip, and attn_combine's count of the splits with keys. */
+__device__ __forceinline__ int decode_kend(const int32_t *pos, const int32_t *slot, int64_t b,
+                                           int64_t T, int64_t S, int64_t L) {
+    const int64_t s = slot ? (int64_t)slot[b] : b;
+    int kend = 0;
+    if (s >= 0 && s < S)
+        for (int64_t t = 0; t < T; t++) {
+            const int64_t v = pos[b * T + t];
+            if (v >= 0 && v < L) kend = max(kend, (int)v + 1);
+        }
+    return kend;
+}
 
 /* 8 halves (one 16-byte load) as 8 floats: every f16 cache path's conversion. */
 __device__ __forceinline__ void half8_to_float(const uint4 &u, float *f) {
@@ -444,13 +463,16 @@ __device__ __forceinline__ int64_t tile_prologue(const Params &p, int64_t b, int
 
 /* The keys [lo, hi) of split `split` of [0, kend): an even share rounded up
 ** to the BN-key tile (the early K fetch and the tile loop agree on it). */
+__device__ __forceinline__ int64_t split_share(int64_t kend, int64_t splits, int64_t chunk) {
+    const int64_t per = (kend + splits - 1) / splits;
+    return (per + chunk - 1) / chunk * chunk;
+}
 template <int BN>
 __device__ __forceinline__ void split_keys(int64_t kend, int64_t splits, int64_t split, int64_t *lo,
                                            int64_t *hi) {
     *lo = 0, *hi = kend;
     if (splits > 1) {
-        int64_t per = (kend + splits - 1) / splits;
-        per = (per + BN - 1) / BN * BN;
+        const int64_t per = split_share(kend, splits, BN);
         *lo = split * per;
         *hi = min(kend, *lo + per);
     }
@@ -514,14 +536,10 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     if (pf) {
         static_assert(!PF || !PAIR, "PF: decode blocks (one query tile)");
         const int64_t s0 = p.slot ? (int64_t)p.slot[b] : b;
-        int kend0 = 0;
-        if (s0 >= 0 && s0 < p.S)
-            for (int64_t t = 0; t < p.T && t * p.hpg < nrows; t++) { /* tile_prologue's rows */
-                const int64_t v = p.pos[b * p.T + t];
-                if (v >= 0 && v < p.L) kend0 = max(kend0, (int)v + 1);
-            }
+        const int kend0 = decode_kend(p.pos, p.slot, b, p.T, p.S, p.L);
         int64_t lo, hi;
         split_keys<BN>(kend0, p.splits, split, &lo, &hi);
+        if (p.skip && split > 0 && lo >= hi) return; /* no keys: no Q, no partial */
         if (lo < hi) {
             fetch_tile<DP, BN>(p, p.kc, s0, g, lo, hi, pre);
             have_k = true;
@@ -539,6 +557,7 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     for (int r = 0; r < BM; r++) kend = max(kend, row_pos[r] + 1);
     int64_t k_lo, k_hi;
     split_keys<BN>(kend, p.splits, split, &k_lo, &k_hi);
+    if (!PAIR && p.skip && split > 0 && k_lo >= k_hi) return; /* the whole block: no partial */
 
     /* S-tile and O-tile coordinates */
     const int srg = tid / SCG, scg = tid % SCG;
@@ -954,20 +973,35 @@ __device__ __forceinline__ void fold(float &m, float &l, float &acc, float mc, f
     l = l * a + wv * lc;
     m = m_new;
 }
+/* Skip (chunk > 0, Params::skip): the splits with keys are the first
+** ceil(kend / per) (split_keys<chunk>'s rule, kend by decode_kend): the
+** others wrote nothing, and at a short context in a long cache they are
+** most of them (ctx 128, L 8192 on the H200: 4 of 264). */
+struct CombineSkip {
+    const int32_t *pos, *slot;
+    int64_t T, H, S, L, chunk; /* chunk 0: every split wrote its partial */
+};
 __global__ void __launch_bounds__(CNT) attn_combine(const float *ws_ml, const float *ws_o,
-                                                    int64_t splits, int64_t D, float *y) {
+                                                    int64_t splits, int64_t D, float *y,
+                                                    CombineSkip sk) {
     __shared__ float rm[CW][32], rl[CW][32], ra[CW][32];
     const int64_t row = blockIdx.x;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int64_t d = (int64_t)blockIdx.y * 32 + lane;
     const float *ml = ws_ml + row * splits * 2, *src = ws_o + row * splits * D + d;
+    int64_t nact = splits;
+    if (sk.chunk > 0) { /* split c has keys iff c·per < kend */
+        const int64_t kend = decode_kend(sk.pos, sk.slot, row / (sk.T * sk.H), sk.T, sk.S, sk.L);
+        const int64_t per = split_share(kend, splits, sk.chunk);
+        nact = per > 0 ? (kend + per - 1) / per : 0;
+    }
     float m = -INFINITY, l = 0.0f, acc = 0.0f;
-    for (int64_t c = warp; c < splits; c += 4 * CW) {
+    for (int64_t c = warp; c < nact; c += 4 * CW) {
         float mc[4], lc[4], oc[4];
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             const int64_t k = c + u * CW;
-            const bool in = k < splits;
+            const bool in = k < nact;
             mc[u] = in ? ml[2 * k] : -INFINITY;
             lc[u] = in ? ml[2 * k + 1] : 0.0f;
             oc[u] = in && d < D ? src[k * D] : 0.0f;
@@ -1035,6 +1069,7 @@ template <typename TC> cudaError_t launch_prefill64(cudaStream_t st, Params p, i
 } // namespace
 
 extern "C" int m40k_attn_prefill_variant = 2;
+extern "C" int m40k_attn_skip_empty = 1;
 
 extern "C" int m40k_kv_append(void *stream, int64_t B, int64_t T, int64_t GD, const float *kv,
                               int64_t kvs0, int64_t kvs1, const int32_t *pos,
@@ -1149,6 +1184,16 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     const int64_t BM = DP == 256 || small ? 16 : DP == 128 && !pf64 ? 32 : 64;
     p.mtiles = (nrows + BM - 1) / BM;
     const int64_t nblocks = s->B * s->G * p.mtiles * splits;
+    /* skip the splits past a short context (one query tile a block: its
+    ** key end is its T positions'); the combine needs the tile's BN */
+    const int64_t chunk = !small || splits == 1 || !m40k_attn_skip_empty ? 0
+                          : p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3) ? 32
+                          : DP == 128 && s->decode_variant == 4 && s->cache_f16 ? 64
+                          : DP == 256 ? 16
+                          : DP == 128 && m40k_attention_chunk(s, slots) == 32 ? 32
+                          : DP == 128 && m40k_attention_chunk(s, slots) == 16 ? 16
+                                                                              : 64;
+    p.skip = chunk > 0;
     cudaError_t e;
     if (small && p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3)) {
         /* decode v3 (4 rows a warp, a lane a key), one block per (b, g, split) */
@@ -1191,6 +1236,7 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     else e = launch<64, 64, 32, 4, 4, 4, 3>(st, p, nblocks, s->cache_f16); /* paired: spills on sm_52 */
     if (e != cudaSuccess || splits == 1) return (int)e;
     dim3 cg((unsigned)(s->B * s->T * s->H), (unsigned)((s->D + 31) / 32));
-    attn_combine<<<cg, CNT, 0, st>>>(p.ws_ml, p.ws_o, splits, s->D, y);
+    const CombineSkip sk = {pos, slot, s->T, s->H, s->S, s->L, chunk};
+    attn_combine<<<cg, CNT, 0, st>>>(p.ws_ml, p.ws_o, splits, s->D, y, sk);
     return (int)cudaGetLastError();
 }

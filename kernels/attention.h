@@ -130,6 +130,13 @@ extern int m40k_attn_prefill_variant;
 ** causal triangle otherwise leaves the SMs that drew short tiles idle);
 ** 0: one tile a block. Same kind of knob as above (M40_ATTN_AB, tests). */
 extern int m40k_attn_prefill_pair;
+/* 1 (default): a decode call's splits past the sequence's keys (a short
+** context in a long cache: ctx 128 in L 8192 leaves 260 of the H200's 264
+** splits empty) return at once and write no partial, and the combine folds
+** only the splits with keys; 0: every split runs its prologue and writes
+** its (empty) partial, the combine reads them all. Same kind of knob
+** (M40_ATTN_AB, M40_BENCH_GLM_SKIP, tests). */
+extern int m40k_attn_skip_empty;
 
 /* cache[slot[b], pos[b,t], :GD] = kv[b, t, :] converted to the cache dtype:
 ** kv rows at b·kvs0 + t·kvs1 floats; pos I32 [B,T] (-1 skips the row),

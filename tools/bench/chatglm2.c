@@ -26,12 +26,15 @@
 ** decode_variant, for an A/B of the whole step), M40_BENCH_GLM_FUSE=MASK (the
 ** graphs' fusions, lib/internal.h's M40__FUSE_* bits; 0: none, the unfused
 ** graph, for an A/B), M40_BENCH_GLM_SMALLV2=0 (int4's small GEMVs on v3,
-** kernels/quant.h's m40k_quant_gemv_small_v2, for an A/B). */
+** kernels/quant.h's m40k_quant_gemv_small_v2, for an A/B), M40_BENCH_GLM_SKIP=0
+** (decode attention's empty splits run and the combine reads them all,
+** kernels/attention.h's m40k_attn_skip_empty, for an A/B). */
 #include "bench/harness.h"
 #include "internal.h" /* m40__attn_decode_variant, m40__chatglm2_fuse */
 
 /* kernels/quant.h's knob (weak: absent from a CPU-only build) */
 extern int m40k_quant_gemv_small_v2 __attribute__((weak));
+extern int m40k_attn_skip_empty __attribute__((weak));
 
 #include <m40/models.h>
 
@@ -344,6 +347,11 @@ int run_chatglm2(bench_env *e) {
     if (sv && *sv && &m40k_quant_gemv_small_v2) {
         m40k_quant_gemv_small_v2 = atoi(sv) != 0;
         if (e->text) printf("int4 small-shape GEMV v2: %d (M40_BENCH_GLM_SMALLV2)\n", m40k_quant_gemv_small_v2);
+    }
+    const char *se = getenv("M40_BENCH_GLM_SKIP"); /* kernels/attention.h's knob */
+    if (se && *se && &m40k_attn_skip_empty) {
+        m40k_attn_skip_empty = atoi(se) != 0;
+        if (e->text) printf("decode attention skips empty splits: %d (M40_BENCH_GLM_SKIP)\n", m40k_attn_skip_empty);
     }
     const char *fz = getenv("M40_BENCH_GLM_FUSE"); /* lib/internal.h's M40__FUSE_* bits */
     if (fz && *fz) {

@@ -66,6 +66,7 @@ namespace {
 
 constexpr int NT = 128;
 constexpr int ATT_ROPE_HALF_MAX = 128; /* rope_dims <= head_dim <= 256 */
+constexpr int ATT_FUSED_HALF_MAX = 64; /* the fused RoPE + append + attention: D 128 */
 constexpr float kLog2e = 1.4426950408889634f;
 
 /* ---- kv_append --------------------------------------------------------------- */
@@ -269,6 +270,11 @@ struct Params {
     float qscale; /* scale · log2 e */
     int vec;      /* D and the cache rows allow 16-byte loads */
     int gd;       /* G·D: a cache row's stride in elements (< 2^25) */
+    /* ROPE (attn_kernel's fused RoPE + append, T 1): the first rhalf pairs
+    ** (adjacent) of the Q and K heads turn by angle float(pos·rpos_scale)·
+    ** rth[i] (rope_args' θ table, so the bits of the two-kernel path) */
+    float rth[ATT_FUSED_HALF_MAX], rpos_scale;
+    int rhalf;
     int skip;     /* decode, one query tile: a split past the keys (not split 0,
                   ** which reports bad indices) returns at once, writing no
                   ** partial; attn_combine folds only the splits with keys */
@@ -419,7 +425,7 @@ template <> __device__ __forceinline__ void lds<1>(const float *p, float *v) { v
 ** (zeros past D and nrows). `report`: this block reports bad indices (one
 ** block a sequence and group, so each is counted once). Returns the slot;
 ** *bad_slot when it is out of range. */
-template <int DP, int BM>
+template <int DP, int BM, bool RAW = false>
 __device__ __forceinline__ int64_t tile_prologue(const Params &p, int64_t b, int64_t g, int64_t mt,
                                                  bool report, int *row_pos, float *row_m,
                                                  float *row_l, float *qs, bool *bad_slot) {
@@ -454,7 +460,7 @@ __device__ __forceinline__ int64_t tile_prologue(const Params &p, int64_t b, int
             const int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
             const float *qr = p.q + b * p.qs0 + t * p.qs1 + h * p.D;
 #pragma unroll
-            for (int k = 0; k < 4; k++) f[k] = d + k < p.D ? qr[d + k] * p.qscale : 0.0f;
+            for (int k = 0; k < 4; k++) f[k] = d + k < p.D ? (RAW ? qr[d + k] : qr[d + k] * p.qscale) : 0.0f;
         }
         *reinterpret_cast<float4 *>(qs + r * DS + d) = make_float4(f[0], f[1], f[2], f[3]);
     }
@@ -486,9 +492,10 @@ template <int BM> constexpr int pstride(int tpr) { return BM + 32 / tpr; }
 ** (4: 128, the decode tiles, memory-bound, want many loads in flight; 3:
 ** 170, the prefill tiles) */
 template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB, typename TC, bool PF = false,
-          bool PAIR = false>
+          bool PAIR = false, bool ROPE = false>
 __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     static_assert(!PF || sizeof(TC) == 2, "prefetch: f16 caches");
+    static_assert(!ROPE || (PF && !PAIR && DP / 2 <= ATT_FUSED_HALF_MAX), "fused RoPE: decode, PF");
     constexpr int DS = DP + 4;
     constexpr int SCG = BN / SC;          /* S: column groups */
     constexpr int TPR = NT / BM;          /* softmax: threads per row */
@@ -505,6 +512,9 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     __shared__ __align__(16) float ps[BN * PSTR];
     __shared__ float row_m[BM], row_l[BM], row_a[BM];
     __shared__ int row_pos[BM];
+    /* ROPE: the angles' cos and sin, and the new K row before it turns */
+    constexpr int RH = ROPE ? DP / 2 : 1, RD = ROPE ? DP : 1;
+    __shared__ float r_c[RH], r_s[RH], nkr[RD];
 
     const int tid = threadIdx.x;
     /* blockIdx.x = ((b·G + g)·nt + j)·splits + split; query tile mt =
@@ -533,6 +543,8 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     uint4 pre[PF ? (BN * (DP / 8) + NT - 1) / NT : 1];
     bool have_k = false;
     const bool pf = PF && p.vec;
+    int prow = -1;     /* ROPE: the new key's position when this block appends it (< L < 2^31) */
+    bool rot = false;  /* ROPE: the position turns Q (>= 0) */
     if (pf) {
         static_assert(!PF || !PAIR, "PF: decode blocks (one query tile)");
         const int64_t s0 = p.slot ? (int64_t)p.slot[b] : b;
@@ -540,17 +552,83 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
         int64_t lo, hi;
         split_keys<BN>(kend0, p.splits, split, &lo, &hi);
         if (p.skip && split > 0 && lo >= hi) return; /* no keys: no Q, no partial */
-        if (lo < hi) {
+        int64_t p0 = -1;
+        if constexpr (ROPE) {
+            /* the fused RoPE + append (T 1): the angles first (sincosf's
+            ** slow path wants registers the K tile in flight holds) */
+            p0 = p.pos[b];
+            rot = p0 >= 0;
+            if (rot && tid < p.rhalf)
+                sincosf((float)p0 * p.rpos_scale * p.rth[tid], &r_s[tid], &r_c[tid]);
+        }
+        const bool sok = s0 >= 0 && s0 < p.S;
+        if (ROPE && sok && p0 >= lo && p0 < hi) prow = (int)p0; /* hi <= kend0 <= L */
+        /* ROPE: the block that appends the new row reads it back from the
+        ** cache after the barrier that follows its writes (its tile loop's
+        ** fetch), so not early when its first tile holds it */
+        if (lo < hi && !(ROPE && prow >= 0 && prow < lo + BN)) {
             fetch_tile<DP, BN>(p, p.kc, s0, g, lo, hi, pre);
             have_k = true;
         }
+        if constexpr (ROPE) {
+            /* rope_kv_vec_kernel's guard reports first (KV_SLOT, KV_POS, as
+            ** its row_target), then the prologue's; the block whose keys
+            ** hold the position appends the row of its group (V now, K
+            ** once turned) */
+            if (tid == 0 && g == 0 && split == 0) {
+                if (!sok) m40k_guard_report(p.guard, M40K_GUARD_KV_SLOT, s0, p.S);
+                else if (p0 < -1 || p0 >= p.L) m40k_guard_report(p.guard, M40K_GUARD_KV_POS, p0, p.L);
+            }
+            if (prow >= 0 && tid < DP) {
+                const float *row = p.q + b * p.qs0;
+                const float kx = row[(p.H + g) * DP + tid], vx = row[(p.H + p.G + g) * DP + tid];
+                nkr[tid] = kx;
+                reinterpret_cast<__half *>(const_cast<void *>(p.vc))[((s0 * p.L + prow) * p.G + g) * DP + tid] =
+                    __float2half_rn(vx);
+            }
+        }
     }
 
-    /* the slot, the rows' positions (guarded), Q pre-scaled */
+    /* the slot, the rows' positions (guarded), Q pre-scaled (ROPE: raw,
+    ** turned and scaled below) */
     bool bad_slot;
-    const int64_t s = tile_prologue<DP, BM>(p, b, g, mt, split == 0, row_pos, row_m, row_l, qs,
-                                            &bad_slot);
+    const int64_t s = tile_prologue<DP, BM, ROPE>(p, b, g, mt, split == 0, row_pos, row_m, row_l,
+                                                  qs, &bad_slot);
     __syncthreads();
+    if constexpr (ROPE) {
+        if (pf) {
+            /* Q: this thread's items of tile_prologue, turned as
+            ** rope_kv_vec_kernel turns them, then scaled */
+            const int rd = 2 * p.rhalf;
+            for (int it = tid; it < BM * (DP / 4); it += NT) {
+                const int r = it / (DP / 4), d = (it % (DP / 4)) * 4;
+                float4 *e = reinterpret_cast<float4 *>(qs + r * DS + d);
+                float4 x = *e;
+                if (rot && d < rd) {
+                    const int i = d / 2;
+                    const float c0 = r_c[i], s0 = r_s[i];
+                    const float ra = x.x * c0 - x.y * s0, rb = x.y * c0 + x.x * s0;
+                    x.x = ra, x.y = rb;
+                    if (d + 2 < rd) {
+                        const float c1 = r_c[i + 1], s1 = r_s[i + 1];
+                        const float rc = x.z * c1 - x.w * s1, rw = x.w * c1 + x.z * s1;
+                        x.z = rc, x.w = rw;
+                    }
+                }
+                *e = make_float4(x.x * p.qscale, x.y * p.qscale, x.z * p.qscale, x.w * p.qscale);
+            }
+            if (prow >= 0 && tid < DP) { /* K: pair (2i, 2i+1) = (a, b) -> (a c - b s, b c + a s) */
+                float x = nkr[tid];
+                if (rot && tid < rd) {
+                    const float c = r_c[tid >> 1], sn = r_s[tid >> 1], o = nkr[tid ^ 1];
+                    x = (tid & 1) ? x * c + o * sn : x * c - o * sn;
+                }
+                reinterpret_cast<__half *>(const_cast<void *>(p.kc))[((s * p.L + prow) * p.G + g) * DP + tid] =
+                    __float2half_rn(x);
+            }
+            __syncthreads(); /* qs turned; the new K and V rows written, for the block's fetches */
+        }
+    }
 
     /* this block's keys: [0, kend) of its rows, then its split's share */
     int kend = 0;
@@ -1140,10 +1218,13 @@ extern "C" int m40k_rope_kv_append(void *stream, int H, int G, int D, int rope_d
     return (int)cudaGetLastError();
 }
 
-extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const float *q,
-                              const void *k_cache, const void *v_cache, const int32_t *pos,
-                              const int32_t *slot, float *y, void *ws, size_t ws_bytes,
-                              int slots, unsigned *guard) {
+namespace {
+/* m40k_attention, and with ra the fused RoPE + append (m40k_rope_attention,
+** whose caller checked m40k_rope_attention_fuses: the K-first 32-key tile
+** runs) */
+int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const void *k_cache,
+                   const void *v_cache, const int32_t *pos, const int32_t *slot, float *y,
+                   void *ws, size_t ws_bytes, int slots, unsigned *guard, const RopeArgs *ra) {
     if (s->B * s->T * s->H == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
     Params p = {};
@@ -1153,6 +1234,12 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     p.gd = (int)(s->G * s->D);
     p.qscale = s->scale * kLog2e;
     p.guard = guard;
+    if (ra) {
+        if (ra->half > ATT_FUSED_HALF_MAX) return (int)cudaErrorInvalidValue;
+        for (int i = 0; i < ra->half; i++) p.rth[i] = ra->th[i];
+        p.rpos_scale = ra->pos_scale;
+        p.rhalf = ra->half;
+    }
     const int64_t elem = s->cache_f16 ? 2 : 4;
     p.vec = (s->D % 8 == 0) && ((uintptr_t)k_cache % 16 == 0) && ((uintptr_t)v_cache % 16 == 0) &&
             (s->D * elem) % 16 == 0;
@@ -1195,7 +1282,14 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
                                                                               : 64;
     p.skip = chunk > 0;
     cudaError_t e;
-    if (small && p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3)) {
+    const bool k_first = small && DP == 128 && s->cache_f16 && p.vec &&
+                         m40k_attention_chunk(s, slots) == 32 &&
+                         (s->decode_variant == 7 || s->decode_variant == 0);
+    if (ra && !(k_first && s->T == 1 && splits >= 1)) return (int)cudaErrorInvalidValue;
+    if (ra) {
+        attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        e = cudaGetLastError();
+    } else if (small && p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3)) {
         /* decode v3 (4 rows a warp, a lane a key), one block per (b, g, split) */
         const unsigned nb = (unsigned)(s->B * s->G * splits);
         if (s->decode_variant == 3) { /* 8 rows a warp: fewer conversions, half the warps */
@@ -1216,8 +1310,7 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
         ** shared memory unchanged) */
         attn_kernel<128, 16, 64, 2, 4, 2, 3, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
-    } else if (small && DP == 128 && s->cache_f16 && p.vec && m40k_attention_chunk(s, slots) == 32 &&
-               (s->decode_variant == 7 || s->decode_variant == 0)) {
+    } else if (k_first) {
         /* the 32-key tile with its loads a phase early and the first K tile
         ** fetched before the prologue (f16, 16-byte rows) */
         attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
@@ -1239,4 +1332,36 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
     const CombineSkip sk = {pos, slot, s->T, s->H, s->S, s->L, chunk};
     attn_combine<<<cg, CNT, 0, st>>>(p.ws_ml, p.ws_o, splits, s->D, y, sk);
     return (int)cudaGetLastError();
+}
+} // namespace
+
+extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const float *q,
+                              const void *k_cache, const void *v_cache, const int32_t *pos,
+                              const int32_t *slot, float *y, void *ws, size_t ws_bytes,
+                              int slots, unsigned *guard) {
+    return attention_impl(stream, s, q, k_cache, v_cache, pos, slot, y, ws, ws_bytes, slots, guard,
+                          nullptr);
+}
+
+extern "C" int m40k_attn_fuse_rope = 1;
+
+extern "C" int m40k_rope_attention_fuses(const m40k_attn_shape *s, int rope_dims, int pairs,
+                                         int slots, const void *k_cache, const void *v_cache) {
+    return m40k_attn_fuse_rope && s->T == 1 && s->B >= 1 && s->G >= 1 && s->H % s->G == 0 &&
+           s->H / s->G <= M40K_ATTN_DECODE_BM && s->D == 128 && s->cache_f16 && pairs == 0 &&
+           rope_dims >= 2 && rope_dims % 2 == 0 && rope_dims <= s->D &&
+           ((uintptr_t)k_cache % 16 == 0) && ((uintptr_t)v_cache % 16 == 0) &&
+           (s->decode_variant == 7 || s->decode_variant == 0) && m40k_attention_chunk(s, slots) == 32;
+}
+
+extern "C" int m40k_rope_attention(void *stream, const m40k_attn_shape *s, int rope_dims, int pairs,
+                                   float theta, float pos_scale, const float *qkv,
+                                   const int32_t *pos, const int32_t *slot, void *k_cache,
+                                   void *v_cache, float *y, void *ws, size_t ws_bytes, int slots,
+                                   unsigned *guard) {
+    if (!m40k_rope_attention_fuses(s, rope_dims, pairs, slots, k_cache, v_cache))
+        return (int)cudaErrorInvalidValue;
+    const RopeArgs a = rope_args((int)(s->H + s->G), (int)s->D, rope_dims, theta, pos_scale);
+    return attention_impl(stream, s, qkv, k_cache, v_cache, pos, slot, y, ws, ws_bytes, slots,
+                          guard, &a);
 }

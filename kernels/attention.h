@@ -165,6 +165,24 @@ int m40k_rope_kv_append(void *stream, int H, int G, int D, int rope_dims, int pa
                         int64_t L, int cache_f16, void *k_cache, void *v_cache, float *q_out,
                         unsigned *guard);
 
+/* The attention node's RoPE, append and attention in ONE launch (a decode
+** step's T 1 at D 128, f16 caches, adjacent pairs, the default decode
+** kernel where it takes 32-key tiles): m40k_rope_attention_fuses says
+** whether it applies, else the node runs m40k_rope_kv_append then
+** m40k_attention. The tile block whose keys hold the new position appends
+** the row of its group (K turned), and uses those values for that key in
+** place of what it fetched; every block turns its Q rows as it loads them.
+** Same results, guard reports and cache contents as the two launches. s:
+** qs0 / qs1 are qkv's strides. m40k_attn_fuse_rope (default 1): 0 turns
+** it off (M40_BENCH_GLM_FUSE_ROPE, tests). */
+extern int m40k_attn_fuse_rope;
+int m40k_rope_attention_fuses(const m40k_attn_shape *s, int rope_dims, int pairs, int slots,
+                              const void *k_cache, const void *v_cache);
+int m40k_rope_attention(void *stream, const m40k_attn_shape *s, int rope_dims, int pairs,
+                        float theta, float pos_scale, const float *qkv, const int32_t *pos,
+                        const int32_t *slot, void *k_cache, void *v_cache, float *y, void *ws,
+                        size_t ws_bytes, int slots, unsigned *guard);
+
 /* y [B, T, H·D] contiguous = causal GQA of q over the caches (see
 ** m40/transformer.h). ws: m40k_attention_workspace(s, slots) bytes, or
 ** fewer (then one split: correct, slower). Guarded: ATTN_POS, ATTN_SLOT. */

@@ -380,6 +380,18 @@ static m40_status rope_attention_run(m40_ctx *ctx, const m40__op_run *r) {
         if (!ws || got < qb)
             return m40__err(ctx, M40_ERR_OOM_DEVICE, "%s: no device scratch for the rotated "
                             "queries (%zu bytes)", r->fn, qb);
+        m40k_attn_shape sq = s; /* the queries read from qkv, turned in the kernel */
+        sq.qs0 = xd->stride[0], sq.qs1 = xd->stride[1];
+        if (m40k_rope_attention_fuses(&sq, nd->rope_dims, (int)nd->rope_pairs, attn_slots(ctx, &sq),
+                                      kc->data, vc->data)) { /* a decode step: one launch */
+            int e = m40k_rope_attention(ctx->stream, &sq, nd->rope_dims, (int)nd->rope_pairs,
+                                        nd->rope_theta, nd->rope_scale, x->data, pos->data,
+                                        slot ? slot->data : NULL, kc->data, vc->data,
+                                        r->out->data, (char *)ws + qb, got - qb,
+                                        attn_slots(ctx, &sq), ctx->guard);
+            ctx->guard_armed = true;
+            return m40__launched(ctx, e, r->fn);
+        }
         int e = m40k_rope_kv_append(ctx->stream, (int)H, (int)G, (int)D, nd->rope_dims,
                                     (int)nd->rope_pairs, nd->rope_theta, nd->rope_scale, B, T,
                                     x->data, xd->stride[0], xd->stride[1], pos->data,

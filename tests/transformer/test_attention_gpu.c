@@ -10,6 +10,7 @@
 ** reported at m40_ctx_sync, and a graph with an ATTENTION node. Exits 77
 ** without a GPU. */
 #include "check.h"
+#include "half.h"     /* m40__f16_to_f32: the caches compared */
 #include "internal.h" /* m40__attn_decode_variant */
 #include "m40/transformer.h"
 
@@ -369,6 +370,83 @@ static void guard(int D) {
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) m40_tensor_destroy(all[k]);
 }
 
+/* The attention node with RoPE at a decode step (the fused RoPE + append +
+** attention where it applies, kernels/attention.h): a position past the
+** cache and a bad slot are reported as the append reports them, the bad
+** row's y is zeros and nothing is appended for it; the context stays
+** usable. */
+static void guard_rope_node(void) {
+    const int B = 2, H = 4, G = 2, D = 128, L = 32, W = (H + 2 * G) * D;
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(X, &g), M40_OK);
+    if (!g) return;
+    m40_tensor *kc = tnew(X, M40_DTYPE_F16, 4, B, L, G, D), *vc = tnew(X, M40_DTYPE_F16, 4, B, L, G, D);
+    const size_t cb = m40_tensor_get_nbytes(kc);
+    void *zeros = calloc(1, cb), *back = malloc(cb);
+    CHECK(zeros && back);
+    if (!zeros || !back) return;
+    CHECK_ST(m40_tensor_upload(X, kc, zeros, cb), M40_OK);
+    CHECK_ST(m40_tensor_upload(X, vc, zeros, cb), M40_OK);
+    float x[2 * W];
+    fill(x, 2 * W, 9);
+    int32_t pos[2] = {3, 40}, slot[2] = {0, 1};
+    m40_tensor *tx = with(X, M40_DTYPE_F32, 3, B, 1, W, 0, x), *tp = with(X, M40_DTYPE_I32, 2, B, 1, 0, 0, pos);
+    m40_tensor *ts = with(X, M40_DTYPE_I32, 1, B, 0, 0, 0, slot);
+    m40_node_desc nd;
+    m40_node_desc_init(&nd, M40_OP_ATTENTION);
+    nd.ninputs = 5;
+    nd.heads = H, nd.kv_heads = G, nd.head_dim = D;
+    nd.rope_dims = 64, nd.rope_pairs = M40_ROPE_ADJACENT;
+    const m40_tensor *t[5] = {tx, kc, vc, tp, ts};
+    const m40_tensor_role role[5] = {M40_ROLE_INPUT, M40_ROLE_STATE, M40_ROLE_STATE, M40_ROLE_INPUT,
+                                     M40_ROLE_INPUT};
+    int ids[5], yid = -1;
+    for (int i = 0; i < 5; i++) {
+        CHECK_ST(m40_graph_tensor(g, role[i], NULL, m40_tensor_get_desc(t[i]), &ids[i]), M40_OK);
+        CHECK_ST(m40_graph_bind(g, ids[i], (m40_tensor *)t[i]), M40_OK);
+        nd.inputs[i] = ids[i];
+    }
+    CHECK_ST(m40_graph_node(g, &nd, &yid), M40_OK);
+    CHECK_ST(m40_graph_mark_output(g, yid), M40_OK);
+    CHECK_ST(m40_graph_alloc(g), M40_OK);
+    CHECK_ST(m40_graph_run(g), M40_OK);
+    CHECK_ST(m40_ctx_sync(X), M40_ERR_INVALID_ARG);
+    CHECK(has(X, "kv_append position 40"));
+    m40_tensor *yt = NULL;
+    float y[2 * H * D];
+    CHECK_ST(m40_graph_get_tensor(g, yid, &yt), M40_OK);
+    if (yt) {
+        CHECK_ST(m40_tensor_download(X, yt, y, sizeof y), M40_OK);
+        int zero = 1, some = 0;
+        for (int i = 0; i < H * D; i++) some |= y[i] != 0.0f;
+        for (int i = H * D; i < 2 * H * D; i++) zero &= y[i] == 0.0f;
+        CHECK(zero && some);
+    }
+    /* slot 1 untouched (its row was bad); slot 0 has position 3 only */
+    CHECK_ST(m40_tensor_download(X, kc, back, cb), M40_OK);
+    const uint16_t *kh = back;
+    int only = 1;
+    for (int64_t i = 0; i < (int64_t)B * L * G * D; i++) {
+        const int64_t sl = i / ((int64_t)L * G * D), ps = i / ((int64_t)G * D) % L;
+        if (!(sl == 0 && ps == 3)) only &= kh[i] == 0;
+    }
+    CHECK(only);
+    pos[1] = 5, slot[1] = 7;
+    CHECK_ST(m40_tensor_upload(X, tp, pos, sizeof pos), M40_OK);
+    CHECK_ST(m40_tensor_upload(X, ts, slot, sizeof slot), M40_OK);
+    CHECK_ST(m40_graph_run(g), M40_OK);
+    CHECK_ST(m40_ctx_sync(X), M40_ERR_INVALID_ARG);
+    CHECK(has(X, "kv_append slot 7 out of range [0, 2)"));
+    slot[1] = 1; /* fine again */
+    CHECK_ST(m40_tensor_upload(X, ts, slot, sizeof slot), M40_OK);
+    CHECK_ST(m40_graph_run(g), M40_OK);
+    CHECK_ST(m40_ctx_sync(X), M40_OK);
+    m40_graph_destroy(g);
+    m40_tensor *all[] = {kc, vc, tx, tp, ts};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) m40_tensor_destroy(all[k]);
+    free(zeros), free(back);
+}
+
 /* A graph with one ATTENTION node on each side: alloc, run, compare; then
 ** new positions (the next decode step) and a run again, captured on the GPU.
 ** rope_dims > 0: the node turns Q and K first (m40k_rope_kv_append on the
@@ -426,6 +504,24 @@ static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt, 
                  B, T, H, G, D, m40_dtype_name(cdt), rope_dims, (int)pairs);
         m40t_compare(name, out[1], out[0], BT * HD, TOL);
     }
+    /* the caches after the steps: every appended row (K turned), and every
+    ** other row as it was (the fused RoPE + append writes only its own) */
+    const int64_t nc = (int64_t)B * L * G * D, es = cdt == M40_DTYPE_F16 ? 2 : 4;
+    void *raw = malloc((size_t)(nc * es));
+    float *cv[2] = {malloc((size_t)nc * sizeof(float)), malloc((size_t)nc * sizeof(float))};
+    for (int kv = 0; kv < 2 && raw && cv[0] && cv[1]; kv++) {
+        for (int s = 0; s < 2; s++) {
+            CHECK_ST(m40_ctx_sync(ctx[s]), M40_OK);
+            CHECK_ST(m40_tensor_download(ctx[s], caches[s][kv], raw, (size_t)(nc * es)), M40_OK);
+            for (int64_t i = 0; i < nc; i++)
+                cv[s][i] = es == 2 ? m40__f16_to_f32(((const uint16_t *)raw)[i]) : ((const float *)raw)[i];
+        }
+        char name[96];
+        snprintf(name, sizeof name, "graph node %s cache: B%d T%d H%d G%d D%d %s rope %d/%d",
+                 kv ? "V" : "K", B, T, H, G, D, m40_dtype_name(cdt), rope_dims, (int)pairs);
+        m40t_compare(name, cv[1], cv[0], nc, TOL);
+    }
+    free(raw), free(cv[0]), free(cv[1]);
     for (int s = 0; s < 2; s++) {
         m40_graph_destroy(g[s]);
         m40_tensor_destroy(ins[s][0]);
@@ -442,6 +538,7 @@ static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt, 
 extern int m40k_attn_prefill_variant __attribute__((weak));
 extern int m40k_attn_prefill_pair __attribute__((weak));
 extern int m40k_attn_skip_empty __attribute__((weak));
+extern int m40k_attn_fuse_rope __attribute__((weak));
 
 int main(void) {
     const char *qe = getenv("M40_ATTN_QUICK");
@@ -496,8 +593,24 @@ int main(void) {
         graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
         m40k_attn_skip_empty = 1;
     }
+    if (&m40k_attn_fuse_rope) { /* the node's RoPE + append as their own launch */
+        m40k_attn_fuse_rope = 0;
+        printf("attention node: RoPE + append not fused into the attention kernel\n");
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+        graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
+        m40k_attn_fuse_rope = 1;
+    }
+    /* fused: every dim turned, 8 heads a group, a short cache */
+    graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
+    graph_node(1, 1, 2, 2, 128, 40, M40_DTYPE_F16, 32, M40_ROPE_ADJACENT);
     guard(64);
     guard(128);
+    guard_rope_node();
+    if (&m40k_attn_fuse_rope) { /* the same through the two launches */
+        m40k_attn_fuse_rope = 0;
+        guard_rope_node();
+        m40k_attn_fuse_rope = 1;
+    }
     graph_node(2, 20, 8, 2, 64, 256, M40_DTYPE_F32, 0, M40_ROPE_ADJACENT); /* prefill */
     graph_node(2, 20, 8, 2, 64, 256, M40_DTYPE_F32, 64, M40_ROPE_HALF);   /* + RoPE, every dim */
     graph_node(3, 130, 4, 1, 128, 300, M40_DTYPE_F16, 32, M40_ROPE_ADJACENT); /* 256-thread rows */

@@ -28,13 +28,15 @@
 ** graph, for an A/B), M40_BENCH_GLM_SMALLV2=0 (int4's small GEMVs on v3,
 ** kernels/quant.h's m40k_quant_gemv_small_v2, for an A/B), M40_BENCH_GLM_SKIP=0
 ** (decode attention's empty splits run and the combine reads them all,
-** kernels/attention.h's m40k_attn_skip_empty, for an A/B). */
+** kernels/attention.h's m40k_attn_skip_empty, for an A/B), M40_BENCH_GLM_FUSE_ROPE=0
+** (the attention node's RoPE + append as their own launch, m40k_attn_fuse_rope). */
 #include "bench/harness.h"
 #include "internal.h" /* m40__attn_decode_variant, m40__chatglm2_fuse */
 
 /* kernels/quant.h's knob (weak: absent from a CPU-only build) */
 extern int m40k_quant_gemv_small_v2 __attribute__((weak));
 extern int m40k_attn_skip_empty __attribute__((weak));
+extern int m40k_attn_fuse_rope __attribute__((weak));
 
 #include <m40/models.h>
 
@@ -352,6 +354,11 @@ int run_chatglm2(bench_env *e) {
     if (se && *se && &m40k_attn_skip_empty) {
         m40k_attn_skip_empty = atoi(se) != 0;
         if (e->text) printf("decode attention skips empty splits: %d (M40_BENCH_GLM_SKIP)\n", m40k_attn_skip_empty);
+    }
+    const char *fr = getenv("M40_BENCH_GLM_FUSE_ROPE"); /* kernels/attention.h's knob */
+    if (fr && *fr && &m40k_attn_fuse_rope) {
+        m40k_attn_fuse_rope = atoi(fr) != 0;
+        if (e->text) printf("decode RoPE + append fused into the attention kernel: %d (M40_BENCH_GLM_FUSE_ROPE)\n", m40k_attn_fuse_rope);
     }
     const char *fz = getenv("M40_BENCH_GLM_FUSE"); /* lib/internal.h's M40__FUSE_* bits */
     if (fz && *fz) {

@@ -9,9 +9,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session10b 560 "$@"
-build_arch90 m40-bench test_attention_gpu test_chatglm2 test_glm_parallel test_transformer_ops_gpu test_gpu_fault
+build_arch90 m40-bench test_attention_gpu test_chatglm2 test_glm_parallel test_transformer_ops_gpu test_fault
 TEST_TIMEOUT=150 gpu_tests "test_attention_gpu" "test_chatglm2 --gpu" "test_glm_parallel --gpu" \
-    "test_transformer_ops_gpu" "test_gpu_fault" | tee -a "$SUM" >/dev/null
+    "test_transformer_ops_gpu" "test_fault --gpu" | tee -a "$SUM" >/dev/null
 glm() { # label fuse formats sizes
     M40_BENCH_GLM_FUSE_ROPE=$2 M40_BENCH_GLM_FORMATS=$3 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
         timeout 120 "$B/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes $4 \

@@ -519,7 +519,10 @@ static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt, 
         char name[96];
         snprintf(name, sizeof name, "graph node %s cache: B%d T%d H%d G%d D%d %s rope %d/%d",
                  kv ? "V" : "K", B, T, H, G, D, m40_dtype_name(cdt), rope_dims, (int)pairs);
-        m40t_compare(name, cv[1], cv[0], nc, TOL);
+        /* f16: the GPU's and the reference's turned K may round to
+        ** neighbouring halves (1 ulp: 2^-10 relative, or a subnormal's
+        ** 2^-24) */
+        m40t_compare(name, cv[1], cv[0], nc, es == 2 ? (m40t_tol){1e-7, 1.5e-3, 1e-9} : TOL);
     }
     free(raw), free(cv[0]), free(cv[1]);
     for (int s = 0; s < 2; s++) {

@@ -84,7 +84,7 @@ enum m40k_qgemv_kernel {
 typedef struct m40k_qgemv_variant {
     int kernel; /* enum m40k_qgemv_kernel */
     int R;      /* rows of W per warp */
-    int D;      /* V3: chunks of weights in flight per warp */
+    int D;      /* V3: chunks of weights in flight per warp; V2: 1 = x staged whole */
     int blocks_per_sm;
 } m40k_qgemv_variant;
 /* 1 (default): int4 at M = 1 with N <= 8192 runs v2 at R = 2 (the norm
@@ -92,6 +92,15 @@ typedef struct m40k_qgemv_variant {
 ** An internal knob for A/B timing (m40-bench chatglm2 with
 ** M40_BENCH_GLM_SMALLV2=0); set it before a launch, from one thread. */
 extern int m40k_quant_gemv_small_v2;
+/* V2 with D = 1 ("whole", int8/int4 at M = 1, K <= M40K_QGEMV_V2_WHOLE_K):
+** x for all of K staged once behind one barrier (else a chunk at a time
+** behind two, an L2 round trip a chunk). m40k_quant_gemv_v2_whole (1):
+** int4's small shapes take it; m40k_quant_gemv_small_v2_q8 (0): int8's
+** small shapes (M 1, N <= 8192) run it instead of v3. Knobs as above
+** (M40_BENCH_GLM_V2WHOLE, M40_BENCH_GLM_SMALLV2_Q8). */
+#define M40K_QGEMV_V2_WHOLE_K 4096
+extern int m40k_quant_gemv_v2_whole;
+extern int m40k_quant_gemv_small_v2_q8;
 /* The variant the library runs for a (M 1..8) on sm_count SMs, from the
 ** H200 bench (kernels/quant_dispatch.cu). */
 m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count);

@@ -18,6 +18,8 @@
 
 extern "C" {
 int m40k_quant_gemv_small_v2 = 1;
+int m40k_quant_gemv_v2_whole = 1;
+int m40k_quant_gemv_small_v2_q8 = 0;
 }
 
 extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count) {
@@ -74,6 +76,12 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
         ** the norm, 3 blocks an SM). Measured on the H200 only. */
         v.kernel = M40K_QGEMV_V2;
         v.R = 2;
+        v.D = a->K <= M40K_QGEMV_V2_WHOLE_K && m40k_quant_gemv_v2_whole; /* x staged once */
+    } else if (!q4 && a->M == 1 && a->N <= 8192 && a->K <= M40K_QGEMV_V2_WHOLE_K &&
+               m40k_quant_gemv_small_v2_q8) { /* int8's small shapes on v2, x staged once (A/B) */
+        v.kernel = M40K_QGEMV_V2;
+        v.R = 2;
+        v.D = 1;
     } else if (whole) {
         v.kernel = M40K_QGEMV_V3;
         v.D = 4;

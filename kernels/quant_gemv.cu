@@ -77,8 +77,13 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
         if (a.nw && v.kernel == M40K_QGEMV_V3)
             return v.R == 4 ? launch_v3_norm<WT, 4>(s, a, sm_count, v.blocks_per_sm)
                             : launch_v3_norm<WT, 2>(s, a, sm_count, v.blocks_per_sm);
+        if (v.kernel == M40K_QGEMV_V2 && v.D == 1 && (v.R == 0 || v.R == 2)) { /* x staged whole */
+            static_assert(kV2WholeK == M40K_QGEMV_V2_WHOLE_K, "quant.h and v2 disagree");
+            return a.nw ? launch_v2<WT, 1, 2, true, true>(s, a) : launch_v2<WT, 1, 2, false, true>(s, a);
+        }
         if (a.nw && v.kernel == M40K_QGEMV_V2) return launch_v2<WT, 1, 2, true>(s, a);
     }
+    if (v.kernel == M40K_QGEMV_V2 && v.D == 1) return cudaErrorInvalidValue; /* B 1, int8/int4 only */
     if (v.kernel == M40K_QGEMV_V2) {
         if (v.R == 0 || v.R == RB) return launch_v2<WT, B, RB>(s, a);
         if constexpr (WT == M40_DTYPE_F16 && B <= 2)

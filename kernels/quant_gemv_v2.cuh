@@ -16,13 +16,20 @@ namespace {
 ** multiplies x by nw and sums x² per batch row; after the last chunk the
 ** block has the whole row's sum, and 1/sqrt(mean + eps) multiplies the
 ** accumulators (the norm is one scalar a row), as v3's NORM does. */
-template <int WT, int B, int R, bool GROUPED, bool NORM = false>
+/* WHOLE (int8/int4, K <= kV2WholeK): x for all of K staged once, every
+** float4 of it loaded before any is stored, behind one barrier, and the
+** chunk loop runs without barriers; else each chunk's x behind two
+** barriers, one L2 round trip a chunk (4 at K 4096 for int4, 8 for int8). */
+constexpr int kV2WholeK = 4096;
+template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false>
 __global__ void __launch_bounds__(kThreads, 1)
 gemv_v2_kernel(m40k_qlinear_args a) {
     constexpr int VC = Fmt<WT>::VC;   /* columns per lane-vector */
     constexpr int KC = 32 * VC;        /* columns per chunk */
     constexpr int LS = VC + 4;         /* padded floats per lane in xs */
     constexpr int XS = 32 * LS;        /* floats per batch row in xs */
+    constexpr int NCW = WHOLE ? kV2WholeK / KC : 1; /* chunks xs holds */
+    static_assert(!WHOLE || (WT != M40_DTYPE_F16 && kV2WholeK % KC == 0), "whole: int8/int4");
     /* XG: fp16 weights at batch <= 2 read x straight from global memory (L1
     ** hits), with no barrier in the loop: +2-9% on the H200. For int8/int4
     ** (2-4x more weights per byte, so 2-4x more x reads per byte) it was
@@ -30,7 +37,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     ** shared memory (bench/NOTES.md, runs 1 and 2). */
     constexpr bool XG = WT == M40_DTYPE_F16 && B <= 2;
     static_assert(!(NORM && XG), "the norm rides on the staging of x");
-    __shared__ __align__(16) float xs[XG ? 4 : B * XS]; /* x[b][chunk cols], padded */
+    __shared__ __align__(16) float xs[XG ? 4 : NCW * B * XS]; /* x[chunk][b][chunk cols], padded */
     __shared__ float wss[NORM ? kWarps * B : 1];        /* NORM: each warp's sums of x² */
     float ss[B];                                         /* NORM: this thread's sums of x² */
 #pragma unroll
@@ -75,12 +82,50 @@ gemv_v2_kernel(m40k_qlinear_args a) {
 
     /* x staging: NF float4 per chunk, a compile-time number of rounds */
     constexpr int F4 = KC / 4, NF = B * F4, ITERS = (NF + kThreads - 1) / kThreads;
+    if constexpr (WHOLE) { /* all of x: the loads, then the norm and the stores */
+        /* this thread's items: per chunk when a chunk's items fill the
+        ** block (int4: compile-time chunks, fewer registers), else over the
+        ** whole row (int8: 128 a chunk) */
+        constexpr bool BYC = NF % kThreads == 0;
+        constexpr int K4 = kV2WholeK / 4, TOT = B * K4, WI = (TOT + kThreads - 1) / kThreads;
+        static_assert(!BYC || WI == NCW * ITERS, "whole staging: items");
+        float4 xv[WI], nv[NORM ? WI : 1];
+#pragma unroll
+        for (int it = 0; it < WI; it++) {
+            const int f = threadIdx.x + (BYC ? it % ITERS : it) * kThreads;
+            const int b = BYC ? f / F4 : f / K4, col = BYC ? (it / ITERS) * KC + 4 * (f % F4) : 4 * (f % K4);
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f), w = v;
+            if ((BYC || TOT % kThreads == 0 || f < TOT) && col < K) {
+                v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
+                if (NORM) w = load_nw4(a, col);
+            }
+            xv[it] = v;
+            if (NORM) nv[it] = w;
+        }
+#pragma unroll
+        for (int it = 0; it < WI; it++) {
+            const int f = threadIdx.x + (BYC ? it % ITERS : it) * kThreads;
+            const int b = BYC ? f / F4 : f / K4, col = BYC ? (it / ITERS) * KC + 4 * (f % F4) : 4 * (f % K4);
+            if (!BYC && TOT % kThreads != 0 && f >= TOT) continue;
+            float4 v = xv[it];
+            if (NORM) {
+                const float4 w = nv[it];
+#pragma unroll
+                for (int bb = 0; bb < B; bb++)
+                    if (bb == b) ss[bb] = sumsq4(v, ss[bb]);
+                v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
+            }
+            const int c = BYC ? it / ITERS : col / KC, c4 = BYC ? f % F4 : (col % KC) / 4;
+            *(float4 *)&xs[(c * B + b) * XS + (c4 / (VC / 4)) * LS + 4 * (c4 % (VC / 4))] = v;
+        }
+        __syncthreads();
+    }
 #pragma unroll 2
     for (int c = 0; c < nchunks; c++) {
         const int kc0 = c * KC;
-        if (!XG && c > 0) __syncthreads(); /* everyone is done with xs */
+        if (!XG && !WHOLE && c > 0) __syncthreads(); /* everyone is done with xs */
 #pragma unroll
-        for (int it = 0; it < (XG ? 0 : ITERS); it++) {
+        for (int it = 0; it < (XG || WHOLE ? 0 : ITERS); it++) {
             const int f = threadIdx.x + it * kThreads;
             if (NF % kThreads == 0 || f < NF) {
                 const int b = f / F4, c4 = f % F4, col = kc0 + 4 * c4;
@@ -96,7 +141,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
                 *(float4 *)&xs[b * XS + (c4 / (VC / 4)) * LS + 4 * (c4 % (VC / 4))] = v;
             }
         }
-        if (!XG) __syncthreads();
+        if (!XG && !WHOLE) __syncthreads();
         /* prefetch the next chunk's weights while this one is computed */
         const int vn = (c + 1) * 32 + lane;
 #pragma unroll
@@ -109,7 +154,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
             for (int r = 0; r < R; r++) gs[r] = load_scale(a.scale, sbase[r] + g, sf16);
         }
 
-        const float *xl = xs + lane * LS;
+        const float *xl = xs + (WHOLE ? c * B * XS : 0) + lane * LS;
         const float *xg = a.x + kc0 + lane * VC; /* XG: this lane's columns of x row 0 */
         /* x[b][lane's column + off] */
         auto xv4 = [&](int b, int off) -> float4 {
@@ -215,15 +260,16 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     warp_store<B, R>(acc, row0, lane, a);
 }
 
-template <int WT, int B, int R, bool NORM = false>
+template <int WT, int B, int R, bool NORM = false, bool WHOLE = false>
 cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
     dim3 grid((unsigned)((a.N + kWarps * R - 1) / (kWarps * R)));
+    if (WHOLE && a.K > kV2WholeK) return cudaErrorInvalidValue;
     if constexpr (WT != M40_DTYPE_F16) /* fp16 has no scales, so no group instance */
         if (a.group) {
-            gemv_v2_kernel<WT, B, R, true, NORM><<<grid, kThreads, 0, s>>>(a);
+            gemv_v2_kernel<WT, B, R, true, NORM, WHOLE><<<grid, kThreads, 0, s>>>(a);
             return cudaGetLastError();
         }
-    gemv_v2_kernel<WT, B, R, false, NORM><<<grid, kThreads, 0, s>>>(a);
+    gemv_v2_kernel<WT, B, R, false, NORM, WHOLE><<<grid, kThreads, 0, s>>>(a);
     return cudaGetLastError();
 }
 

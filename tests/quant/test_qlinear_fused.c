@@ -29,6 +29,10 @@ static void fill(float *p, int64_t n, uint32_t seed) {
     }
 }
 
+/* kernels/quant.h's dispatch knobs (weak: absent from a CPU-only build) */
+extern int m40k_quant_gemv_small_v2_q8 __attribute__((weak));
+extern int m40k_quant_gemv_v2_whole __attribute__((weak));
+
 /* binary16 of v (round to nearest even; |v| < 65504, no subnormals needed here) */
 static uint16_t f2h(float v) {
     uint32_t b;
@@ -271,6 +275,20 @@ int main(int argc, char **argv) {
         one_case((qcase){q4, 1, 300, 2048, 1, 1, 1, 0});
         one_case((qcase){q4, 1, 9000, 1024, 1, 1, 1, 1});
         one_case((qcase){q4g, 1, 9000, 1024, 0, 1, 0, 0});
+        if (&m40k_quant_gemv_small_v2_q8 && &m40k_quant_gemv_v2_whole) {
+            /* int8's small shapes on v2 with x staged whole (the A/B knob),
+            ** then int4's on the chunked v2 (x staged whole off) */
+            m40k_quant_gemv_small_v2_q8 = 1;
+            one_case((qcase){q8, 1, 300, 1024, 1, 1, 1, 0});
+            one_case((qcase){q8g, 1, 300, 1024, 1, 1, 1, 1});
+            one_case((qcase){q8, 1, 4608, 4096, 1, 1, 0, 1});
+            one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0});
+            m40k_quant_gemv_small_v2_q8 = 0;
+            m40k_quant_gemv_v2_whole = 0;
+            one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
+            one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
+            m40k_quant_gemv_v2_whole = 1;
+        }
     }
     bad_inputs(CPU);
     m40_ctx_destroy(GPU);

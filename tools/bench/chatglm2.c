@@ -29,7 +29,9 @@
 ** kernels/quant.h's m40k_quant_gemv_small_v2, for an A/B), M40_BENCH_GLM_SKIP=0
 ** (decode attention's empty splits run and the combine reads them all,
 ** kernels/attention.h's m40k_attn_skip_empty, for an A/B), M40_BENCH_GLM_FUSE_ROPE=0
-** (the attention node's RoPE + append as their own launch, m40k_attn_fuse_rope). */
+** (the attention node's RoPE + append as their own launch, m40k_attn_fuse_rope),
+** M40_BENCH_GLM_V2WHOLE=0 / M40_BENCH_GLM_SMALLV2_Q8=1 (kernels/quant.h's v2
+** knobs: int4's small GEMVs with x a chunk at a time; int8's on v2). */
 #include "bench/harness.h"
 #include "internal.h" /* m40__attn_decode_variant, m40__chatglm2_fuse */
 
@@ -37,6 +39,8 @@
 extern int m40k_quant_gemv_small_v2 __attribute__((weak));
 extern int m40k_attn_skip_empty __attribute__((weak));
 extern int m40k_attn_fuse_rope __attribute__((weak));
+extern int m40k_quant_gemv_v2_whole __attribute__((weak));
+extern int m40k_quant_gemv_small_v2_q8 __attribute__((weak));
 
 #include <m40/models.h>
 
@@ -359,6 +363,16 @@ int run_chatglm2(bench_env *e) {
     if (fr && *fr && &m40k_attn_fuse_rope) {
         m40k_attn_fuse_rope = atoi(fr) != 0;
         if (e->text) printf("decode RoPE + append fused into the attention kernel: %d (M40_BENCH_GLM_FUSE_ROPE)\n", m40k_attn_fuse_rope);
+    }
+    const char *vw = getenv("M40_BENCH_GLM_V2WHOLE"); /* kernels/quant.h's knobs */
+    if (vw && *vw && &m40k_quant_gemv_v2_whole) {
+        m40k_quant_gemv_v2_whole = atoi(vw) != 0;
+        if (e->text) printf("int4 small GEMVs, x staged whole: %d (M40_BENCH_GLM_V2WHOLE)\n", m40k_quant_gemv_v2_whole);
+    }
+    const char *v8 = getenv("M40_BENCH_GLM_SMALLV2_Q8");
+    if (v8 && *v8 && &m40k_quant_gemv_small_v2_q8) {
+        m40k_quant_gemv_small_v2_q8 = atoi(v8) != 0;
+        if (e->text) printf("int8 small GEMVs on v2: %d (M40_BENCH_GLM_SMALLV2_Q8)\n", m40k_quant_gemv_small_v2_q8);
     }
     const char *fz = getenv("M40_BENCH_GLM_FUSE"); /* lib/internal.h's M40__FUSE_* bits */
     if (fz && *fz) {

@@ -94,10 +94,11 @@ typedef struct m40k_qgemv_variant {
 extern int m40k_quant_gemv_small_v2;
 /* V2 with D = 1 ("whole", int8/int4 at M = 1, K <= M40K_QGEMV_V2_WHOLE_K):
 ** x for all of K staged once behind one barrier (else a chunk at a time
-** behind two, an L2 round trip a chunk). m40k_quant_gemv_v2_whole (1):
-** int4's small shapes take it; m40k_quant_gemv_small_v2_q8 (0): int8's
-** small shapes (M 1, N <= 8192) run it instead of v3. Knobs as above
-** (M40_BENCH_GLM_V2WHOLE, M40_BENCH_GLM_SMALLV2_Q8). */
+** behind two, an L2 round trip a chunk). m40k_quant_gemv_small_v2_q8 (1):
+** int8's small shapes (M 1, N <= 8192) run it instead of v3 (+2.4% on
+** the int8 decode step, H200); m40k_quant_gemv_v2_whole (0): int4's small
+** shapes take it too (measured neutral, g128 -0.9%). Knobs as above
+** (M40_BENCH_GLM_SMALLV2_Q8, M40_BENCH_GLM_V2WHOLE). */
 #define M40K_QGEMV_V2_WHOLE_K 4096
 extern int m40k_quant_gemv_v2_whole;
 extern int m40k_quant_gemv_small_v2_q8;

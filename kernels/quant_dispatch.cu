@@ -18,8 +18,8 @@
 
 extern "C" {
 int m40k_quant_gemv_small_v2 = 1;
-int m40k_quant_gemv_v2_whole = 1;
-int m40k_quant_gemv_small_v2_q8 = 0;
+int m40k_quant_gemv_v2_whole = 0;
+int m40k_quant_gemv_small_v2_q8 = 1;
 }
 
 extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count) {
@@ -76,9 +76,16 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
         ** the norm, 3 blocks an SM). Measured on the H200 only. */
         v.kernel = M40K_QGEMV_V2;
         v.R = 2;
-        v.D = a->K <= M40K_QGEMV_V2_WHOLE_K && m40k_quant_gemv_v2_whole; /* x staged once */
+        /* x staged once: no gain for int4 (H200, session 10, same call:
+        ** 515.0 / 515.5 tok/s against 514.9; g128 448.5 / 449.0 against
+        ** 452.4), so off by default */
+        v.D = a->K <= M40K_QGEMV_V2_WHOLE_K && m40k_quant_gemv_v2_whole;
     } else if (!q4 && a->M == 1 && a->N <= 8192 && a->K <= M40K_QGEMV_V2_WHOLE_K &&
-               m40k_quant_gemv_small_v2_q8) { /* int8's small shapes on v2, x staged once (A/B) */
+               m40k_quant_gemv_small_v2_q8) {
+        /* int8's small shapes at batch 1: v2 with x staged once, R = 2
+        ** (H200, session 10, same call: ChatGLM2-6B int8 decode 410.8 /
+        ** 411.8 tok/s against v3's 401.9 / 401.7). sm_52: 54 registers, 70
+        ** with the norm (3 blocks an SM). */
         v.kernel = M40K_QGEMV_V2;
         v.R = 2;
         v.D = 1;

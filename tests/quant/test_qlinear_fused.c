@@ -276,18 +276,17 @@ int main(int argc, char **argv) {
         one_case((qcase){q4, 1, 9000, 1024, 1, 1, 1, 1});
         one_case((qcase){q4g, 1, 9000, 1024, 0, 1, 0, 0});
         if (&m40k_quant_gemv_small_v2_q8 && &m40k_quant_gemv_v2_whole) {
-            /* int8's small shapes on v2 with x staged whole (the A/B knob),
-            ** then int4's on the chunked v2 (x staged whole off) */
-            m40k_quant_gemv_small_v2_q8 = 1;
-            one_case((qcase){q8, 1, 300, 1024, 1, 1, 1, 0});
+            /* int8's small shapes (v2 with x staged whole by default) on
+            ** v3, then int4's on v2 with x staged whole (the A/B knobs) */
             one_case((qcase){q8g, 1, 300, 1024, 1, 1, 1, 1});
-            one_case((qcase){q8, 1, 4608, 4096, 1, 1, 0, 1});
             one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0});
             m40k_quant_gemv_small_v2_q8 = 0;
-            m40k_quant_gemv_v2_whole = 0;
+            one_case((qcase){q8, 1, 4608, 4096, 1, 1, 0, 1});
+            m40k_quant_gemv_small_v2_q8 = 1;
+            m40k_quant_gemv_v2_whole = 1;
             one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
             one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
-            m40k_quant_gemv_v2_whole = 1;
+            m40k_quant_gemv_v2_whole = 0;
         }
     }
     bad_inputs(CPU);

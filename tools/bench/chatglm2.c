@@ -30,8 +30,8 @@
 ** (decode attention's empty splits run and the combine reads them all,
 ** kernels/attention.h's m40k_attn_skip_empty, for an A/B), M40_BENCH_GLM_FUSE_ROPE=0
 ** (the attention node's RoPE + append as their own launch, m40k_attn_fuse_rope),
-** M40_BENCH_GLM_V2WHOLE=0 / M40_BENCH_GLM_SMALLV2_Q8=1 (kernels/quant.h's v2
-** knobs: int4's small GEMVs with x a chunk at a time; int8's on v2). */
+** M40_BENCH_GLM_V2WHOLE=1 / M40_BENCH_GLM_SMALLV2_Q8=0 (kernels/quant.h's v2
+** knobs: int4's small GEMVs with x staged whole; int8's back on v3). */
 #include "bench/harness.h"
 #include "internal.h" /* m40__attn_decode_variant, m40__chatglm2_fuse */
 

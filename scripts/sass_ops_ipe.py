@@ -332,13 +332,13 @@ SPECS = [
 # 64 keys from L >= 3072 on 48 slots; the 32-key tile below that and on the H200)
 # the instances an M40 runs: decode at a long cache (the 64-key tile; the
 # 32-key tile with its loads early below L = 3072) and prefill (the BM-32
-# tile, PAIR); template tails (PF, PAIR) as Lb0E/Lb1E
-ATT_USED = [(r"attn_kernelILi128ELi16ELi64ELi2ELi4ELi2ELi4E6__halfLb0ELb0EE", "attention decode (f16 cache)"),
+# tile, PAIR); template tails (PF, PAIR, ROPE: session 10) as Lb0E/Lb1E
+ATT_USED = [(r"attn_kernelILi128ELi16ELi64ELi2ELi4ELi2ELi4E6__halfLb0ELb0ELb0EE", "attention decode (f16 cache)"),
             # the 32-key tile counted without PF (the same instructions a tile; PF
             # moves the loads a phase early, and its split load/store path is not
             # the loop shape hot_path follows)
-            (r"attn_kernelILi128ELi16ELi32ELi2ELi2ELi2ELi4E6__halfLb0ELb0EE", "attention decode 32 keys (f16 cache)"),
-            (r"attn_kernelILi128ELi32ELi32ELi2ELi4ELi4ELi3E6__halfLb0ELb1EE", "attention prefill (f16 cache)")]
+            (r"attn_kernelILi128ELi16ELi32ELi2ELi2ELi2ELi4E6__halfLb0ELb0ELb0EE", "attention decode 32 keys (f16 cache)"),
+            (r"attn_kernelILi128ELi32ELi32ELi2ELi4ELi4ELi3E6__halfLb0ELb1ELb0EE", "attention prefill (f16 cache)")]
 
 
 def analyse(text):
@@ -386,6 +386,9 @@ IPW = {"fp16": {4096: 3.75 + 3, 13696: 3.75 + 3},
        "int4g128": {4096: 2.88, 13696: 5.70}}
 # int4 and int4g128 at N <= 8192 (query_key_value, dense) run v2 too since
 # session 9: its K = 13696 count stands for it (the same inner loop)
+# int8 at N <= 8192, K 4096 (query_key_value, dense) on v2 since session 10:
+# sass_quant_ipw.py's v2 loop, row scales, batch 1
+IPW_INT8_V2 = 4.67
 BPW = {"fp16": 2.0, "int8": 1.0, "int4": 0.5, "int4g128": 0.5}
 FORMATS = ("fp16", "int8", "int4", "int4g128")
 GEMM_EFF = 0.75  # of 6.84 TFLOP/s; an assumption, docs/projections.md says why
@@ -424,6 +427,8 @@ def gemv(name, fmt, N, K, bias, n):
     ipw = IPW[fmt][K]
     if fmt in ("int4", "int4g128") and N <= 8192:  # v2 at R = 2 (session 9), as at K = 13696
         ipw = IPW[fmt][13696]
+    if fmt == "int8" and N <= 8192 and K <= 4096:  # v2 with x staged whole (session 10)
+        ipw = IPW_INT8_V2
     return Item(name, n, b, N * K * ipw, N * K, launches=launches,
                 note=f"{fmt} GEMV {N}x{K}" + (" (v2)" if ipw != IPW[fmt][K] else ""))
 
@@ -481,8 +486,9 @@ def decode_items(k, fmt, ctx, sampling="top-p"):
     """The fused graph lib/models/chatglm2.c builds on one GPU (sessions 8-9):
     RMSNorm inside the int8/int4 linears after it (fp16: its own kernel),
     the residual in the epilogues of dense and dense_4h_to_h, RoPE and the
-    K/V append in one kernel; 8 launches a layer for int4, 9 int8 (split-K
-    sum), 10 fp16 (two norms)."""
+    K/V append in one kernel, or (the 32-key tile, session 10) in the
+    attention kernel itself; 7-8 launches a layer for int4, 8-9 int8 (v3's
+    split-K sum where it runs), 9-10 fp16 (two norms)."""
     C, H, G, D, F, V, L = (GLM[x] for x in "CHGDFVL")
     short = ctx < 128 * -(-2 * SMS // G)  # kernels/attention.h: 32-key tile below one wave x 128
     ad = k["att_dec32"] if short else k["att_dec"]
@@ -501,8 +507,13 @@ def decode_items(k, fmt, ctx, sampling="top-p"):
     down.bytes += 4 * C
     it += [qkv, dense, h4h, down] + norms
     pairs = (H + G) * (D // 4)  # rope_dims = D/2: D/4 pairs per head
-    it.append(Item("rope + K/V append (one kernel)", L, (H + 2 * G) * D * 4 + H * D * 4 + 2 * G * D * 2,
-                   pairs * k["rope (shared table)"] + G * D * 2 * k["kv_append (f16 cache)"]))
+    # the 32-key tile turns Q and appends K/V itself (session 10: one launch
+    # fewer a layer; the same work, counted here); the 64-key tile after a
+    # rope + append kernel
+    it.append(Item("rope + K/V append" + (" (in the attention kernel)" if short else " (one kernel)"), L,
+                   (H + 2 * G) * D * 4 + H * D * 4 + 2 * G * D * 2,
+                   pairs * k["rope (shared table)"] + G * D * 2 * k["kv_append (f16 cache)"],
+                   launches=0 if short else 1))
     it.append(Item("swiglu", L, F * 12, F * k["swiglu"]))
     # K and V of `ctx` keys per group; partials (m, l, out[D]) per head and split
     it.append(Item("attention decode", L, ctx * G * 2 * D * 2 + H * D * 4 + H * s * (D + 2) * 4,

@@ -134,6 +134,25 @@ __device__ __forceinline__ RowTarget row_target(const int32_t *pos, const int32_
     return r;
 }
 
+/* Two adjacent pairs (x, y) and (z, w) of a float4 at dims d..d+3 turned by
+** the angles of pairs d/2 and d/2 + 1 (c, s: their cos and sin), those
+** below rd only: the one expression of rope_kv_vec_kernel and the fused
+** decode tile (so both give the same bits). */
+__device__ __forceinline__ float4 turn_pairs4(float4 x, int d, int rd, const float *c, const float *s) {
+    if (d < rd) {
+        const int i = d / 2;
+        const float c0 = c[i], s0 = s[i];
+        const float ra = x.x * c0 - x.y * s0, rb = x.y * c0 + x.x * s0;
+        x.x = ra, x.y = rb;
+        if (d + 2 < rd) {
+            const float c1 = c[i + 1], s1 = s[i + 1];
+            const float rc = x.z * c1 - x.w * s1, rw = x.w * c1 + x.z * s1;
+            x.z = rc, x.w = rw;
+        }
+    }
+    return x;
+}
+
 template <int PAIRS, int NTR>
 __global__ void __launch_bounds__(NTR)
 rope_kv_kernel(const RopeArgs a, int64_t T, int H, int G, int D, const float *qkv, int64_t qs0,
@@ -227,17 +246,7 @@ rope_kv_vec_kernel(const RopeArgs a, int64_t T, int H, int G, int D, const float
             if (f >= W4) break;
             const int h = j / D, d = j - h * D;
             float4 x = v[u];
-            if (rot && h < HG && d < rd) {
-                const int i = d / 2;
-                const float c0 = sc[i], s0 = ss[i];
-                const float ra = x.x * c0 - x.y * s0, rb = x.y * c0 + x.x * s0;
-                x.x = ra, x.y = rb;
-                if (d + 2 < rd) {
-                    const float c1 = sc[i + 1], s1 = ss[i + 1];
-                    const float rc = x.z * c1 - x.w * s1, rw = x.w * c1 + x.z * s1;
-                    x.z = rc, x.w = rw;
-                }
-            }
+            if (rot && h < HG) x = turn_pairs4(x, d, rd, sc, ss);
             if (h < H) {
                 qr[f] = x;
             } else if (app) {
@@ -604,17 +613,7 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
                 const int r = it / (DP / 4), d = (it % (DP / 4)) * 4;
                 float4 *e = reinterpret_cast<float4 *>(qs + r * DS + d);
                 float4 x = *e;
-                if (rot && d < rd) {
-                    const int i = d / 2;
-                    const float c0 = r_c[i], s0 = r_s[i];
-                    const float ra = x.x * c0 - x.y * s0, rb = x.y * c0 + x.x * s0;
-                    x.x = ra, x.y = rb;
-                    if (d + 2 < rd) {
-                        const float c1 = r_c[i + 1], s1 = r_s[i + 1];
-                        const float rc = x.z * c1 - x.w * s1, rw = x.w * c1 + x.z * s1;
-                        x.z = rc, x.w = rw;
-                    }
-                }
+                if (rot) x = turn_pairs4(x, d, rd, r_c, r_s);
                 *e = make_float4(x.x * p.qscale, x.y * p.qscale, x.z * p.qscale, x.w * p.qscale);
             }
             if (prow >= 0 && tid < DP) { /* K: pair (2i, 2i+1) = (a, b) -> (a c - b s, b c + a s) */

@@ -11,7 +11,8 @@
 # setup_arch90: jansson and libmicrohttpd from .debs/ where the image lacks
 # them (carry .debs), the GPU's name and clocks into SUM, and the arch-90
 # -Werror configure of B (log in $O/configure.log); build_arch90 TARGET...:
-# setup_arch90, then those targets (log in $O/build.log) and a "built" note.
+# setup_arch90, then those targets (log in $O/build.log) and a "built" note;
+# glm_run (below): one m40-bench chatglm2 decode run with A/B knobs set.
 H200_NAME=$1
 H200_BUDGET=$2
 shift 2
@@ -56,4 +57,13 @@ build_arch90() {
     setup_arch90
     cmake --build "$B" -j"$(nproc)" --target "$@" > "$O/build.log" 2>&1
     note "built rc=$? $(grep -cE ' error' "$O/build.log") errors"
+}
+# glm_run LABEL "ENV=V ..." FORMATS SIZES: m40-bench chatglm2 decode (no
+# prefill, no read chain) with those environment knobs, its files in $O,
+# one note line with the tok/s (the one-call A/B scripts, session 10)
+glm_run() {
+    env $2 M40_BENCH_GLM_FORMATS=$3 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
+        timeout "${GLM_TIMEOUT:-120}" "$B/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes $4 \
+        --json="$O/m40-chatglm2-$1.json" > "$O/m40-chatglm2-$1.txt" 2>&1
+    note "chatglm2 $1 rc=$? $(grep -E 'tokens/s' "$O/m40-chatglm2-$1.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
 }

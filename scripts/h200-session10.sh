@@ -11,15 +11,9 @@ cd "$(dirname "$0")/.." || exit 1
 build_arch90 m40-bench test_attention_gpu test_transformer_ops_gpu test_qlinear_fused test_quant_gpu test_chatglm2
 TEST_TIMEOUT=150 gpu_tests "test_attention_gpu" "test_transformer_ops_gpu" "test_qlinear_fused --gpu" \
     "test_chatglm2 --gpu" | tee -a "$SUM" >/dev/null
-glm() { # label skip formats sizes
-    M40_BENCH_GLM_SKIP=$2 M40_BENCH_GLM_FORMATS=$3 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
-        timeout 120 "$B/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes $4 \
-        --json="$O/m40-chatglm2-$1.json" > "$O/m40-chatglm2-$1.txt" 2>&1
-    note "chatglm2 $1 rc=$? $(grep -E 'tokens/s' "$O/m40-chatglm2-$1.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
-}
-glm skip1 1 int4,int8,fp16 128,8192
-glm skip0 0 int4,int8,fp16 128,8192
-glm skip1b 1 int4,int8 128
+glm_run skip1 M40_BENCH_GLM_SKIP=1 int4,int8,fp16 128,8192
+glm_run skip0 M40_BENCH_GLM_SKIP=0 int4,int8,fp16 128,8192
+glm_run skip1b M40_BENCH_GLM_SKIP=1 int4,int8 128
 if command -v ncu >/dev/null && [ "$(left)" -gt 150 ]; then
     M40_BENCH_GLM_FORMATS=int4,int8 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_PROFILE=1 M40_BENCH_GLM_NO_CHAIN=1 \
         timeout $(($(left) - 100)) ncu --profile-from-start off --clock-control none --cache-control none \

@@ -9,19 +9,13 @@ cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session10c 540 "$@"
 build_arch90 m40-bench test_quant_gpu test_qlinear_fused test_chatglm2 test_attention_gpu
 TEST_TIMEOUT=150 gpu_tests "test_qlinear_fused --gpu" "test_chatglm2 --gpu" "test_attention_gpu" | tee -a "$SUM" >/dev/null
-glm() { # label env formats
-    env $2 M40_BENCH_GLM_FORMATS=$3 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
-        timeout 100 "$B/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes 128 \
-        --json="$O/m40-chatglm2-$1.json" > "$O/m40-chatglm2-$1.txt" 2>&1
-    note "chatglm2 $1 rc=$? $(grep -E 'tokens/s' "$O/m40-chatglm2-$1.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
-}
-glm w1 M40_BENCH_GLM_V2WHOLE=1 int4,int4g128
-glm w0 M40_BENCH_GLM_V2WHOLE=0 int4,int4g128
-glm w1b M40_BENCH_GLM_V2WHOLE=1 int4,int4g128
-glm q8v3 M40_BENCH_GLM_SMALLV2_Q8=0 int8
-glm q8v2 M40_BENCH_GLM_SMALLV2_Q8=1 int8
-glm q8v3b M40_BENCH_GLM_SMALLV2_Q8=0 int8
-glm q8v2b M40_BENCH_GLM_SMALLV2_Q8=1 int8
+GLM_TIMEOUT=100 glm_run w1 M40_BENCH_GLM_V2WHOLE=1 int4,int4g128 128
+GLM_TIMEOUT=100 glm_run w0 M40_BENCH_GLM_V2WHOLE=0 int4,int4g128 128
+GLM_TIMEOUT=100 glm_run w1b M40_BENCH_GLM_V2WHOLE=1 int4,int4g128 128
+GLM_TIMEOUT=100 glm_run q8v3 M40_BENCH_GLM_SMALLV2_Q8=0 int8 128
+GLM_TIMEOUT=100 glm_run q8v2 M40_BENCH_GLM_SMALLV2_Q8=1 int8 128
+GLM_TIMEOUT=100 glm_run q8v3b M40_BENCH_GLM_SMALLV2_Q8=0 int8 128
+GLM_TIMEOUT=100 glm_run q8v2b M40_BENCH_GLM_SMALLV2_Q8=1 int8 128
 TEST_TIMEOUT=$(($(left) - 10)) gpu_tests "test_quant_gpu" | tee -a "$SUM" >/dev/null
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
 echo "=== SUMMARY"; cat "$SUM"

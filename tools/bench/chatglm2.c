@@ -349,30 +349,18 @@ int run_chatglm2(bench_env *e) {
         m40__attn_decode_variant = dv[0] - '0';
         if (e->text) printf("decode attention variant %d (M40_ATTN_DECODE_VARIANT)\n", m40__attn_decode_variant);
     }
-    const char *sv = getenv("M40_BENCH_GLM_SMALLV2"); /* kernels/quant.h's knob */
-    if (sv && *sv && &m40k_quant_gemv_small_v2) {
-        m40k_quant_gemv_small_v2 = atoi(sv) != 0;
-        if (e->text) printf("int4 small-shape GEMV v2: %d (M40_BENCH_GLM_SMALLV2)\n", m40k_quant_gemv_small_v2);
-    }
-    const char *se = getenv("M40_BENCH_GLM_SKIP"); /* kernels/attention.h's knob */
-    if (se && *se && &m40k_attn_skip_empty) {
-        m40k_attn_skip_empty = atoi(se) != 0;
-        if (e->text) printf("decode attention skips empty splits: %d (M40_BENCH_GLM_SKIP)\n", m40k_attn_skip_empty);
-    }
-    const char *fr = getenv("M40_BENCH_GLM_FUSE_ROPE"); /* kernels/attention.h's knob */
-    if (fr && *fr && &m40k_attn_fuse_rope) {
-        m40k_attn_fuse_rope = atoi(fr) != 0;
-        if (e->text) printf("decode RoPE + append fused into the attention kernel: %d (M40_BENCH_GLM_FUSE_ROPE)\n", m40k_attn_fuse_rope);
-    }
-    const char *vw = getenv("M40_BENCH_GLM_V2WHOLE"); /* kernels/quant.h's knobs */
-    if (vw && *vw && &m40k_quant_gemv_v2_whole) {
-        m40k_quant_gemv_v2_whole = atoi(vw) != 0;
-        if (e->text) printf("int4 small GEMVs, x staged whole: %d (M40_BENCH_GLM_V2WHOLE)\n", m40k_quant_gemv_v2_whole);
-    }
-    const char *v8 = getenv("M40_BENCH_GLM_SMALLV2_Q8");
-    if (v8 && *v8 && &m40k_quant_gemv_small_v2_q8) {
-        m40k_quant_gemv_small_v2_q8 = atoi(v8) != 0;
-        if (e->text) printf("int8 small GEMVs on v2: %d (M40_BENCH_GLM_SMALLV2_Q8)\n", m40k_quant_gemv_small_v2_q8);
+    /* the kernels' A/B knobs (weak: NULL in a CPU-only build) */
+    const struct { const char *env; int *knob; const char *what; } knobs[] = {
+        {"M40_BENCH_GLM_SMALLV2", &m40k_quant_gemv_small_v2, "int4 small-shape GEMV v2"},
+        {"M40_BENCH_GLM_SKIP", &m40k_attn_skip_empty, "decode attention skips empty splits"},
+        {"M40_BENCH_GLM_FUSE_ROPE", &m40k_attn_fuse_rope, "decode RoPE + append fused into the attention kernel"},
+        {"M40_BENCH_GLM_V2WHOLE", &m40k_quant_gemv_v2_whole, "int4 small GEMVs, x staged whole"},
+        {"M40_BENCH_GLM_SMALLV2_Q8", &m40k_quant_gemv_small_v2_q8, "int8 small GEMVs on v2"}};
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+        const char *v = getenv(knobs[i].env);
+        if (!v || !*v || !knobs[i].knob) continue;
+        *knobs[i].knob = atoi(v) != 0;
+        if (e->text) printf("%s: %d (%s)\n", knobs[i].what, *knobs[i].knob, knobs[i].env);
     }
     const char *fz = getenv("M40_BENCH_GLM_FUSE"); /* lib/internal.h's M40__FUSE_* bits */
     if (fz && *fz) {

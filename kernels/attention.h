@@ -172,7 +172,9 @@ int m40k_rope_kv_append(void *stream, int H, int G, int D, int rope_dims, int pa
 ** m40k_attention. The tile block whose keys hold the new position appends
 ** the row of its group (K turned), and uses those values for that key in
 ** place of what it fetched; every block turns its Q rows as it loads them.
-** Same results, guard reports and cache contents as the two launches. s:
+** Same results, guard reports and cache contents as the two launches,
+** given distinct slots across the B rows (a repeated slot: a row may not
+** see the key another row appends in the same launch). s:
 ** qs0 / qs1 are qkv's strides. m40k_attn_fuse_rope (default 1): 0 turns
 ** it off (M40_BENCH_GLM_FUSE_ROPE, tests). */
 extern int m40k_attn_fuse_rope;

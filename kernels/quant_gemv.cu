@@ -172,7 +172,7 @@ extern "C" int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a,
     m40k_qgemv_variant w = *v;
     if (w.kernel == M40K_QGEMV_SPLIT && a->wtype != M40_DTYPE_F16) { /* no scratch: v2 */
         const size_t need = m40k_quant_gemv_workspace(a);
-        if (need && (!a->ws || a->ws_bytes < need)) w.kernel = M40K_QGEMV_V2, w.R = 0;
+        if (need && (!a->ws || a->ws_bytes < need)) w.kernel = M40K_QGEMV_V2, w.R = 0, w.D = 0;
     }
     switch (a->wtype) {
     case M40_DTYPE_Q4: return (int)launch_b<M40_DTYPE_Q4>(s, *a, w, sm_count);

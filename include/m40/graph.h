@@ -102,7 +102,10 @@ typedef enum m40_tensor_role {
 **                   of its Q over the caches (m40_attention)  [B,T,H·D];
 **                   rope_dims > 0 (rope_pairs, rope_theta, rope_scale):
 **                   Q and K turned first as ROPE turns them (qkv itself
-**                   is not written)
+**                   is not written). The rows of one run should name
+**                   different slots: a decode step (T 1) may append and
+**                   attend in one kernel, so a row's attention need not
+**                   see another row's key appended in the same run
 **   TAKE_LAST       x [B,T,C]: the last position         [B,1,C]
 **   ROPE            x [...,W], pos i32 (one per row) (heads, head_dim,
 **                   rope_dims, rope_pairs, rope_theta, rope_scale;

@@ -86,6 +86,7 @@ typedef struct m40k_qgemv_variant {
     int R;      /* rows of W per warp */
     int D;      /* V3: chunks of weights in flight per warp; V2: 1 = x staged whole */
     int blocks_per_sm;
+    int depth;  /* V2 at M = 1, R = 2 (0: 1): chunks of weights in flight, 1 or 4 */
 } m40k_qgemv_variant;
 /* 1 (default): int4 at M = 1 with N <= 8192 runs v2 at R = 2 (the norm
 ** fused on its chunks), else v3; 0: v3 there (the rule before session 9).
@@ -101,6 +102,10 @@ extern int m40k_quant_gemv_small_v2;
 ** (M40_BENCH_GLM_SMALLV2_Q8, M40_BENCH_GLM_V2WHOLE). */
 #define M40K_QGEMV_V2_WHOLE_K 4096
 extern int m40k_quant_gemv_v2_whole;
+/* V2 at M = 1 and R = 2 with depth 4: a ring of four chunks of weights in
+** flight (else one chunk ahead). m40k_quant_gemv_v2_deep (knob,
+** M40_BENCH_GLM_V2DEEP): the chooser's V2 variants at M = 1 take it. */
+extern int m40k_quant_gemv_v2_deep;
 extern int m40k_quant_gemv_small_v2_q8;
 /* The variant the library runs for a (M 1..8) on sm_count SMs, from the
 ** H200 bench (kernels/quant_dispatch.cu). */

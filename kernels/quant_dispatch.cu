@@ -20,10 +20,11 @@ extern "C" {
 int m40k_quant_gemv_small_v2 = 1;
 int m40k_quant_gemv_v2_whole = 0;
 int m40k_quant_gemv_small_v2_q8 = 1;
+int m40k_quant_gemv_v2_deep = 0;
 }
 
 extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count) {
-    m40k_qgemv_variant v = {M40K_QGEMV_GENERIC, 0, 0, 0};
+    m40k_qgemv_variant v = {M40K_QGEMV_GENERIC, 0, 0, 0, 0};
     const int VC = a->wtype == M40_DTYPE_Q4 ? 32 : a->wtype == M40_DTYPE_Q8 ? 16 : 8;
     if (a->M <= 0 || a->M > 8 || a->N <= 0 || a->K <= 0 || a->K % VC != 0 ||
         ((uintptr_t)a->w & 15) != 0 || ((uintptr_t)a->x & 15) != 0)
@@ -48,6 +49,7 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
         v.R = a->M >= 3 ? 4 : 2;
         if (a->M <= 2)
             while (v.R > 1 && (a->N + 8 * v.R - 1) / (8 * v.R) < 2 * sm_count) v.R /= 2;
+        if (a->M == 1 && v.R == 2 && m40k_quant_gemv_v2_deep) v.depth = 4;
         return v;
     }
     const bool whole = m40k_quant_gemv_whole(a->wtype, a->M, a->K) != 0;
@@ -100,6 +102,8 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
                                                                : M40K_QGEMV_V2;
         if (v.kernel == M40K_QGEMV_V3) v.D = 2; /* x in segments of K */
     }
+    /* batch 1 on v2 at R = 2: a ring of four chunks of weights in flight */
+    if (a->M == 1 && v.kernel == M40K_QGEMV_V2 && v.R == 2 && m40k_quant_gemv_v2_deep) v.depth = 4;
     return v;
 }
 

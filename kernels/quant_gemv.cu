@@ -77,12 +77,22 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
         if (a.nw && v.kernel == M40K_QGEMV_V3)
             return v.R == 4 ? launch_v3_norm<WT, 4>(s, a, sm_count, v.blocks_per_sm)
                             : launch_v3_norm<WT, 2>(s, a, sm_count, v.blocks_per_sm);
+        const bool deep = v.depth == 4 && (v.R == 0 || v.R == 2);
         if (v.kernel == M40K_QGEMV_V2 && v.D == 1 && (v.R == 0 || v.R == 2)) { /* x staged whole */
             static_assert(kV2WholeK == M40K_QGEMV_V2_WHOLE_K, "quant.h and v2 disagree");
+            if (deep)
+                return a.nw ? launch_v2<WT, 1, 2, true, true, 4>(s, a) : launch_v2<WT, 1, 2, false, true, 4>(s, a);
             return a.nw ? launch_v2<WT, 1, 2, true, true>(s, a) : launch_v2<WT, 1, 2, false, true>(s, a);
         }
+        if (v.kernel == M40K_QGEMV_V2 && deep)
+            return a.nw ? launch_v2<WT, 1, 2, true, false, 4>(s, a) : launch_v2<WT, 1, 2, false, false, 4>(s, a);
         if (a.nw && v.kernel == M40K_QGEMV_V2) return launch_v2<WT, 1, 2, true>(s, a);
     }
+    if constexpr (B == 1 && WT == M40_DTYPE_F16) /* fp16: the ring too (no norm) */
+        if (v.kernel == M40K_QGEMV_V2 && v.depth == 4 && v.D == 0 && (v.R == 0 || v.R == 2))
+            return launch_v2<WT, 1, 2, false, false, 4>(s, a);
+    if (v.depth > 1 && !(v.depth == 4 && v.kernel == M40K_QGEMV_V2 && B == 1 && (v.R == 0 || v.R == 2)))
+        return cudaErrorInvalidValue;
     if (v.kernel == M40K_QGEMV_V2 && v.D == 1) return cudaErrorInvalidValue; /* B 1, int8/int4 only */
     if (v.kernel == M40K_QGEMV_V2) {
         if (v.R == 0 || v.R == RB) return launch_v2<WT, B, RB>(s, a);
@@ -172,7 +182,7 @@ extern "C" int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a,
     m40k_qgemv_variant w = *v;
     if (w.kernel == M40K_QGEMV_SPLIT && a->wtype != M40_DTYPE_F16) { /* no scratch: v2 */
         const size_t need = m40k_quant_gemv_workspace(a);
-        if (need && (!a->ws || a->ws_bytes < need)) w.kernel = M40K_QGEMV_V2, w.R = 0, w.D = 0;
+        if (need && (!a->ws || a->ws_bytes < need)) w.kernel = M40K_QGEMV_V2, w.R = 0, w.D = 0, w.depth = 0;
     }
     switch (a->wtype) {
     case M40_DTYPE_Q4: return (int)launch_b<M40_DTYPE_Q4>(s, *a, w, sm_count);

@@ -16,12 +16,18 @@ namespace {
 ** multiplies x by nw and sums x² per batch row; after the last chunk the
 ** block has the whole row's sum, and 1/sqrt(mean + eps) multiplies the
 ** accumulators (the norm is one scalar a row), as v3's NORM does. */
+/* P (batch 1): chunks of weights in flight. 1: one chunk ahead (two
+** buffers); P > 1: a ring of P buffers, all issued before x is staged and
+** refilled P chunks ahead, so P - 1 loads are in flight while a chunk is
+** computed (int4 at K 4096: all of a warp's rows at once). A small GEMV
+** (qkv, dense: ~9 us for ~9 MB on the H200) waited one DRAM round trip a
+** chunk at P = 1. */
 /* WHOLE (int8/int4, K <= kV2WholeK): x for all of K staged once, every
 ** float4 of it loaded before any is stored, behind one barrier, and the
 ** chunk loop runs without barriers; else each chunk's x behind two
 ** barriers, one L2 round trip a chunk (4 at K 4096 for int4, 8 for int8). */
 constexpr int kV2WholeK = 4096;
-template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false>
+template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false, int P = 1>
 __global__ void __launch_bounds__(kThreads, 1)
 gemv_v2_kernel(m40k_qlinear_args a) {
     constexpr int VC = Fmt<WT>::VC;   /* columns per lane-vector */
@@ -75,6 +81,12 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     const uint4 zero4 = make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int r = 0; r < R; r++) wcur[r] = lane < nvec ? __ldg(wr[r] + lane) : zero4;
+    /* P > 1: the ring's other chunks, issued before x is staged */
+    uint4 ring[P > 1 ? P : 1][R];
+#pragma unroll
+    for (int j = 1; j < P; j++)
+#pragma unroll
+        for (int r = 0; r < R; r++) ring[j][r] = __ldg(wr[r] + min(j * 32 + lane, nvec - 1));
     /* Past the end of a row the prefetch re-reads the row's last vector
     ** instead of branching: those columns meet x = 0 in xs (staged as zeros
     ** past K), and dequantized weights are finite, so they add nothing. */
@@ -120,8 +132,8 @@ gemv_v2_kernel(m40k_qlinear_args a) {
         }
         __syncthreads();
     }
-#pragma unroll 2
-    for (int c = 0; c < nchunks; c++) {
+    /* chunk c's x into xs (chunked staging: two barriers a chunk) */
+    auto stage = [&](int c) {
         const int kc0 = c * KC;
         if (!XG && !WHOLE && c > 0) __syncthreads(); /* everyone is done with xs */
 #pragma unroll
@@ -142,18 +154,22 @@ gemv_v2_kernel(m40k_qlinear_args a) {
             }
         }
         if (!XG && !WHOLE) __syncthreads();
-        /* prefetch the next chunk's weights while this one is computed */
-        const int vn = (c + 1) * 32 + lane;
+    };
+    /* chunk c's weights (this lane's 16 bytes of each row) */
+    auto load_w = [&](uint4 *w, int c) {
+        const int vn = c * 32 + lane;
 #pragma unroll
-        for (int r = 0; r < R; r++) wnext[r] = __ldg(wr[r] + min(vn, vlast));
-
+        for (int r = 0; r < R; r++) w[r] = __ldg(wr[r] + min(vn, vlast));
+    };
+    /* acc += chunk c's weights · x */
+    auto compute = [&](const uint4 *wcur, int c) {
+        const int kc0 = c * KC;
         float gs[R];
         if (GROUPED) {
             const int g = min((kc0 + lane * VC) >> gshift, glast);
 #pragma unroll
             for (int r = 0; r < R; r++) gs[r] = load_scale(a.scale, sbase[r] + g, sf16);
         }
-
         const float *xl = xs + (WHOLE ? c * B * XS : 0) + lane * LS;
         const float *xg = a.x + kc0 + lane * VC; /* XG: this lane's columns of x row 0 */
         /* x[b][lane's column + off] */
@@ -224,8 +240,32 @@ gemv_v2_kernel(m40k_qlinear_args a) {
                 }
             }
         }
+    };
+    if constexpr (P <= 1) { /* one chunk ahead: two buffers, one load in flight during a chunk */
+#pragma unroll 2
+        for (int c = 0; c < nchunks; c++) {
+            stage(c);
+            load_w(wnext, c + 1); /* the next chunk's weights while this one is computed */
+            compute(wcur, c);
 #pragma unroll
-        for (int r = 0; r < R; r++) wcur[r] = wnext[r];
+            for (int r = 0; r < R; r++) wcur[r] = wnext[r];
+        }
+    } else { /* a ring of P chunks: P - 1 loads in flight during a chunk, all of K
+             ** at the start when it holds nchunks <= P (int4, K <= 4096 at P = 4) */
+#pragma unroll
+        for (int r = 0; r < R; r++) ring[0][r] = wcur[r];
+#pragma unroll 1
+        for (int c0 = 0; c0 < nchunks; c0 += P) {
+#pragma unroll
+            for (int j = 0; j < P; j++) {
+                const int c = c0 + j;
+                if (c < nchunks) { /* block-uniform: stage's barriers are safe */
+                    stage(c);
+                    compute(ring[j], c);
+                    if (c + P < nchunks) load_w(ring[j], c + P);
+                }
+            }
+        }
     }
 
     if (NORM) { /* the rows' sums of x² over the block, then 1/rms on the accumulators */
@@ -260,16 +300,16 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     warp_store<B, R>(acc, row0, lane, a);
 }
 
-template <int WT, int B, int R, bool NORM = false, bool WHOLE = false>
+template <int WT, int B, int R, bool NORM = false, bool WHOLE = false, int P = 1>
 cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
     dim3 grid((unsigned)((a.N + kWarps * R - 1) / (kWarps * R)));
     if (WHOLE && a.K > kV2WholeK) return cudaErrorInvalidValue;
     if constexpr (WT != M40_DTYPE_F16) /* fp16 has no scales, so no group instance */
         if (a.group) {
-            gemv_v2_kernel<WT, B, R, true, NORM, WHOLE><<<grid, kThreads, 0, s>>>(a);
+            gemv_v2_kernel<WT, B, R, true, NORM, WHOLE, P><<<grid, kThreads, 0, s>>>(a);
             return cudaGetLastError();
         }
-    gemv_v2_kernel<WT, B, R, false, NORM, WHOLE><<<grid, kThreads, 0, s>>>(a);
+    gemv_v2_kernel<WT, B, R, false, NORM, WHOLE, P><<<grid, kThreads, 0, s>>>(a);
     return cudaGetLastError();
 }
 

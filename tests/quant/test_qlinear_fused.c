@@ -32,6 +32,7 @@ static void fill(float *p, int64_t n, uint32_t seed) {
 /* kernels/quant.h's dispatch knobs (weak: absent from a CPU-only build) */
 extern int m40k_quant_gemv_small_v2_q8 __attribute__((weak));
 extern int m40k_quant_gemv_v2_whole __attribute__((weak));
+extern int m40k_quant_gemv_v2_deep __attribute__((weak));
 
 /* binary16 of v (round to nearest even; |v| < 65504, no subnormals needed here) */
 static uint16_t f2h(float v) {
@@ -287,6 +288,21 @@ int main(int argc, char **argv) {
             one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
             one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
             m40k_quant_gemv_v2_whole = 0;
+        }
+        if (&m40k_quant_gemv_v2_deep) {
+            /* batch-1 v2 with the other depth of weights in flight (a
+            ** ring of four, or one chunk ahead): the norm, group scales,
+            ** x staged whole and by chunk, K past the ring */
+            const int d0 = m40k_quant_gemv_v2_deep;
+            m40k_quant_gemv_v2_deep = !d0;
+            one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
+            one_case((qcase){q8, 1, 4608, 4096, 1, 1, 0, 1});
+            one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
+            one_case((qcase){q4, 1, 4096, 13696, 0, 1, 1, 1});
+            one_case((qcase){q4g, 1, 4096, 13696, 0, 0, 1, 0});
+            one_case((qcase){h, 1, 4608, 4096, 1, 1, 0, 1});
+            one_case((qcase){q4, 1, 300, 1760, 1, 1, 1, 1}); /* fewer chunks than the ring */
+            m40k_quant_gemv_v2_deep = d0;
         }
     }
     bad_inputs(CPU);

@@ -31,7 +31,9 @@
 ** kernels/attention.h's m40k_attn_skip_empty, for an A/B), M40_BENCH_GLM_FUSE_ROPE=0
 ** (the attention node's RoPE + append as their own launch, m40k_attn_fuse_rope),
 ** M40_BENCH_GLM_V2WHOLE=1 / M40_BENCH_GLM_SMALLV2_Q8=0 (kernels/quant.h's v2
-** knobs: int4's small GEMVs with x staged whole; int8's back on v3). */
+** knobs: int4's small GEMVs with x staged whole; int8's back on v3),
+** M40_BENCH_GLM_V2DEEP=0/1 (batch-1 v2 GEMVs with a ring of four chunks of
+** weights in flight, m40k_quant_gemv_v2_deep). */
 #include "bench/harness.h"
 #include "internal.h" /* m40__attn_decode_variant, m40__chatglm2_fuse */
 
@@ -41,6 +43,7 @@ extern int m40k_attn_skip_empty __attribute__((weak));
 extern int m40k_attn_fuse_rope __attribute__((weak));
 extern int m40k_quant_gemv_v2_whole __attribute__((weak));
 extern int m40k_quant_gemv_small_v2_q8 __attribute__((weak));
+extern int m40k_quant_gemv_v2_deep __attribute__((weak));
 
 #include <m40/models.h>
 
@@ -355,7 +358,8 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_SKIP", &m40k_attn_skip_empty, "decode attention skips empty splits"},
         {"M40_BENCH_GLM_FUSE_ROPE", &m40k_attn_fuse_rope, "decode RoPE + append fused into the attention kernel"},
         {"M40_BENCH_GLM_V2WHOLE", &m40k_quant_gemv_v2_whole, "int4 small GEMVs, x staged whole"},
-        {"M40_BENCH_GLM_SMALLV2_Q8", &m40k_quant_gemv_small_v2_q8, "int8 small GEMVs on v2"}};
+        {"M40_BENCH_GLM_SMALLV2_Q8", &m40k_quant_gemv_small_v2_q8, "int8 small GEMVs on v2"},
+        {"M40_BENCH_GLM_V2DEEP", &m40k_quant_gemv_v2_deep, "batch-1 v2 GEMVs with four chunks of weights in flight"}};
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const char *v = getenv(knobs[i].env);
         if (!v || !*v || !knobs[i].knob) continue;

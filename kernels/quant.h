@@ -87,6 +87,7 @@ typedef struct m40k_qgemv_variant {
     int D;      /* V3: chunks of weights in flight per warp; V2: 1 = x staged whole */
     int blocks_per_sm;
     int depth;  /* V2 at M = 1, R = 2 (0: 1): chunks of weights in flight, 1 or 4 */
+    int ks;     /* V2 whole (D = 1) at M = 1, R = 2, depth 1 (0: 1): warps a row's K is split over, 1, 2 or 4 */
 } m40k_qgemv_variant;
 /* 1 (default): int4 at M = 1 with N <= 8192 runs v2 at R = 2 (the norm
 ** fused on its chunks), else v3; 0: v3 there (the rule before session 9).
@@ -106,6 +107,10 @@ extern int m40k_quant_gemv_v2_whole;
 ** flight (else one chunk ahead). m40k_quant_gemv_v2_deep (knob,
 ** M40_BENCH_GLM_V2DEEP): the chooser's V2 variants at M = 1 take it. */
 extern int m40k_quant_gemv_v2_deep;
+/* V2 whole at M = 1 with ks 2 or 4: a row's K over that many warps of the
+** block. m40k_quant_gemv_v2_ks (knob, 1, M40_BENCH_GLM_V2KS): the ks the
+** chooser's V2-whole variants take (int4's small shapes then run whole). */
+extern int m40k_quant_gemv_v2_ks;
 extern int m40k_quant_gemv_small_v2_q8;
 /* The variant the library runs for a (M 1..8) on sm_count SMs, from the
 ** H200 bench (kernels/quant_dispatch.cu). */

@@ -21,10 +21,11 @@ int m40k_quant_gemv_small_v2 = 1;
 int m40k_quant_gemv_v2_whole = 0;
 int m40k_quant_gemv_small_v2_q8 = 1;
 int m40k_quant_gemv_v2_deep = 0;
+int m40k_quant_gemv_v2_ks = 1;
 }
 
 extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count) {
-    m40k_qgemv_variant v = {M40K_QGEMV_GENERIC, 0, 0, 0, 0};
+    m40k_qgemv_variant v = {M40K_QGEMV_GENERIC, 0, 0, 0, 0, 0};
     const int VC = a->wtype == M40_DTYPE_Q4 ? 32 : a->wtype == M40_DTYPE_Q8 ? 16 : 8;
     if (a->M <= 0 || a->M > 8 || a->N <= 0 || a->K <= 0 || a->K % VC != 0 ||
         ((uintptr_t)a->w & 15) != 0 || ((uintptr_t)a->x & 15) != 0)
@@ -81,7 +82,7 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
         /* x staged once: no gain for int4 (H200, session 10, same call:
         ** 515.0 / 515.5 tok/s against 514.9; g128 448.5 / 449.0 against
         ** 452.4), so off by default */
-        v.D = a->K <= M40K_QGEMV_V2_WHOLE_K && m40k_quant_gemv_v2_whole;
+        v.D = a->K <= M40K_QGEMV_V2_WHOLE_K && (m40k_quant_gemv_v2_whole || m40k_quant_gemv_v2_ks > 1);
     } else if (!q4 && a->M == 1 && a->N <= 8192 && a->K <= M40K_QGEMV_V2_WHOLE_K &&
                m40k_quant_gemv_small_v2_q8) {
         /* int8's small shapes at batch 1: v2 with x staged once, R = 2
@@ -104,6 +105,10 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
     }
     /* batch 1 on v2 at R = 2: a ring of four chunks of weights in flight */
     if (a->M == 1 && v.kernel == M40K_QGEMV_V2 && v.R == 2 && m40k_quant_gemv_v2_deep) v.depth = 4;
+    /* ... or a row's K over ks warps (x staged whole) */
+    if (a->M == 1 && v.kernel == M40K_QGEMV_V2 && v.R == 2 && v.D == 1 && !v.depth &&
+        (m40k_quant_gemv_v2_ks == 2 || m40k_quant_gemv_v2_ks == 4))
+        v.ks = m40k_quant_gemv_v2_ks;
     return v;
 }
 

@@ -82,6 +82,11 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
             static_assert(kV2WholeK == M40K_QGEMV_V2_WHOLE_K, "quant.h and v2 disagree");
             if (deep)
                 return a.nw ? launch_v2<WT, 1, 2, true, true, 4>(s, a) : launch_v2<WT, 1, 2, false, true, 4>(s, a);
+            if (v.ks == 2)
+                return a.nw ? launch_v2<WT, 1, 2, true, true, 1, 2>(s, a) : launch_v2<WT, 1, 2, false, true, 1, 2>(s, a);
+            if (v.ks == 4)
+                return a.nw ? launch_v2<WT, 1, 2, true, true, 1, 4>(s, a) : launch_v2<WT, 1, 2, false, true, 1, 4>(s, a);
+            if (v.ks > 1) return cudaErrorInvalidValue;
             return a.nw ? launch_v2<WT, 1, 2, true, true>(s, a) : launch_v2<WT, 1, 2, false, true>(s, a);
         }
         if (v.kernel == M40K_QGEMV_V2 && deep)
@@ -91,6 +96,7 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
     if constexpr (B == 1 && WT == M40_DTYPE_F16) /* fp16: the ring too (no norm) */
         if (v.kernel == M40K_QGEMV_V2 && v.depth == 4 && v.D == 0 && (v.R == 0 || v.R == 2))
             return launch_v2<WT, 1, 2, false, false, 4>(s, a);
+    if (v.ks > 1) return cudaErrorInvalidValue; /* V2 whole at batch 1 only */
     if (v.depth > 1 && !(v.depth == 4 && v.kernel == M40K_QGEMV_V2 && B == 1 && (v.R == 0 || v.R == 2)))
         return cudaErrorInvalidValue;
     if (v.kernel == M40K_QGEMV_V2 && v.D == 1) return cudaErrorInvalidValue; /* B 1, int8/int4 only */
@@ -182,7 +188,7 @@ extern "C" int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a,
     m40k_qgemv_variant w = *v;
     if (w.kernel == M40K_QGEMV_SPLIT && a->wtype != M40_DTYPE_F16) { /* no scratch: v2 */
         const size_t need = m40k_quant_gemv_workspace(a);
-        if (need && (!a->ws || a->ws_bytes < need)) w.kernel = M40K_QGEMV_V2, w.R = 0, w.D = 0, w.depth = 0;
+        if (need && (!a->ws || a->ws_bytes < need)) w.kernel = M40K_QGEMV_V2, w.R = 0, w.D = 0, w.depth = 0, w.ks = 0;
     }
     switch (a->wtype) {
     case M40_DTYPE_Q4: return (int)launch_b<M40_DTYPE_Q4>(s, *a, w, sm_count);

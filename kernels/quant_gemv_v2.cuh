@@ -27,7 +27,11 @@ namespace {
 ** chunk loop runs without barriers; else each chunk's x behind two
 ** barriers, one L2 round trip a chunk (4 at K 4096 for int4, 8 for int8). */
 constexpr int kV2WholeK = 4096;
-template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false, int P = 1>
+/* KS (batch 1, WHOLE, P = 1): each row's K in KS slices over KS warps of
+** the block (chunks slice, slice + KS, ...), their sums added through
+** shared memory at the end: 8 / KS row groups a block, each warp's chain
+** of instructions 1 / KS as long. */
+template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1>
 __global__ void __launch_bounds__(kThreads, 1)
 gemv_v2_kernel(m40k_qlinear_args a) {
     constexpr int VC = Fmt<WT>::VC;   /* columns per lane-vector */
@@ -49,9 +53,11 @@ gemv_v2_kernel(m40k_qlinear_args a) {
 #pragma unroll
     for (int b = 0; b < B; b++) ss[b] = 0.0f;
 
+    static_assert(KS == 1 || (WHOLE && P == 1 && B == 1 && kWarps % KS == 0), "K slices: whole x, batch 1");
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int slice = KS > 1 ? warp % KS : 0; /* this warp's K slice */
     const int N = a.N, K = a.K;
-    const int row0 = (blockIdx.x * kWarps + warp) * R;
+    const int row0 = (blockIdx.x * (kWarps / KS) + warp / KS) * R;
     const int64_t rowvecs = (int64_t)K / VC;            /* uint4 per row */
     const uint4 *wv = (const uint4 *)a.w;
     const bool sf16 = a.scale_f16 != 0;
@@ -80,7 +86,9 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     uint4 wcur[R], wnext[R];
     const uint4 zero4 = make_uint4(0, 0, 0, 0);
 #pragma unroll
-    for (int r = 0; r < R; r++) wcur[r] = lane < nvec ? __ldg(wr[r] + lane) : zero4;
+    for (int r = 0; r < R; r++)
+        wcur[r] = KS > 1 ? __ldg(wr[r] + min(slice * 32 + lane, nvec - 1))
+                         : lane < nvec ? __ldg(wr[r] + lane) : zero4;
     /* P > 1: the ring's other chunks, issued before x is staged */
     uint4 ring[P > 1 ? P : 1][R];
 #pragma unroll
@@ -243,9 +251,9 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     };
     if constexpr (P <= 1) { /* one chunk ahead: two buffers, one load in flight during a chunk */
 #pragma unroll 2
-        for (int c = 0; c < nchunks; c++) {
+        for (int c = slice; c < nchunks; c += KS) {
             stage(c);
-            load_w(wnext, c + 1); /* the next chunk's weights while this one is computed */
+            load_w(wnext, c + KS); /* the next chunk's weights while this one is computed */
             compute(wcur, c);
 #pragma unroll
             for (int r = 0; r < R; r++) wcur[r] = wnext[r];
@@ -297,19 +305,35 @@ gemv_v2_kernel(m40k_qlinear_args a) {
         }
     }
 
+    if constexpr (KS > 1) { /* the slices' sums, lane by lane, into slice 0's warp */
+        __shared__ float ksum[kWarps][R * B][32];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int b = 0; b < B; b++) ksum[warp][r * B + b][lane] = acc[r][b];
+        __syncthreads();
+        if (slice != 0) return;
+#pragma unroll
+        for (int k = 1; k < KS; k++)
+#pragma unroll
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int b = 0; b < B; b++) acc[r][b] += ksum[warp + k][r * B + b][lane];
+    }
     warp_store<B, R>(acc, row0, lane, a);
 }
 
-template <int WT, int B, int R, bool NORM = false, bool WHOLE = false, int P = 1>
+template <int WT, int B, int R, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1>
 cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
-    dim3 grid((unsigned)((a.N + kWarps * R - 1) / (kWarps * R)));
+    constexpr int RPB = kWarps / KS * R; /* rows a block */
+    dim3 grid((unsigned)((a.N + RPB - 1) / RPB));
     if (WHOLE && a.K > kV2WholeK) return cudaErrorInvalidValue;
     if constexpr (WT != M40_DTYPE_F16) /* fp16 has no scales, so no group instance */
         if (a.group) {
-            gemv_v2_kernel<WT, B, R, true, NORM, WHOLE, P><<<grid, kThreads, 0, s>>>(a);
+            gemv_v2_kernel<WT, B, R, true, NORM, WHOLE, P, KS><<<grid, kThreads, 0, s>>>(a);
             return cudaGetLastError();
         }
-    gemv_v2_kernel<WT, B, R, false, NORM, WHOLE, P><<<grid, kThreads, 0, s>>>(a);
+    gemv_v2_kernel<WT, B, R, false, NORM, WHOLE, P, KS><<<grid, kThreads, 0, s>>>(a);
     return cudaGetLastError();
 }
 

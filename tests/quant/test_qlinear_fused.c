@@ -33,6 +33,7 @@ static void fill(float *p, int64_t n, uint32_t seed) {
 extern int m40k_quant_gemv_small_v2_q8 __attribute__((weak));
 extern int m40k_quant_gemv_v2_whole __attribute__((weak));
 extern int m40k_quant_gemv_v2_deep __attribute__((weak));
+extern int m40k_quant_gemv_v2_ks __attribute__((weak));
 
 /* binary16 of v (round to nearest even; |v| < 65504, no subnormals needed here) */
 static uint16_t f2h(float v) {
@@ -303,6 +304,19 @@ int main(int argc, char **argv) {
             one_case((qcase){h, 1, 4608, 4096, 1, 1, 0, 1});
             one_case((qcase){q4, 1, 300, 1760, 1, 1, 1, 1}); /* fewer chunks than the ring */
             m40k_quant_gemv_v2_deep = d0;
+        }
+        if (&m40k_quant_gemv_v2_ks) {
+            /* batch-1 v2 whole with a row's K over 2 and 4 warps (and 1) */
+            const int k0 = m40k_quant_gemv_v2_ks;
+            for (int ks = 1; ks <= 4; ks *= 2) {
+                m40k_quant_gemv_v2_ks = ks;
+                one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
+                one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0});
+                one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
+                one_case((qcase){q8g, 1, 301, 1792, 1, 1, 1, 1}); /* fewer chunks than warps */
+                one_case((qcase){q4, 1, 7, 96, 1, 1, 1, 0});
+            }
+            m40k_quant_gemv_v2_ks = k0;
         }
     }
     bad_inputs(CPU);

@@ -24,6 +24,14 @@ int m40k_quant_gemv_v2_deep = 0;
 int m40k_quant_gemv_v2_ks = 1;
 }
 
+/* Batch 1 on v2 at R = 2: the forms the knobs ask for -- a ring of four
+** chunks of weights in flight, or (x staged whole) a row's K over ks warps. */
+static void batch1_v2_forms(const m40k_qlinear_args *a, m40k_qgemv_variant *v) {
+    if (a->M != 1 || v->kernel != M40K_QGEMV_V2 || v->R != 2) return;
+    if (m40k_quant_gemv_v2_deep) v->depth = 4;
+    else if (v->D == 1 && (m40k_quant_gemv_v2_ks == 2 || m40k_quant_gemv_v2_ks == 4)) v->ks = m40k_quant_gemv_v2_ks;
+}
+
 extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count) {
     m40k_qgemv_variant v = {M40K_QGEMV_GENERIC, 0, 0, 0, 0, 0};
     const int VC = a->wtype == M40_DTYPE_Q4 ? 32 : a->wtype == M40_DTYPE_Q8 ? 16 : 8;
@@ -50,7 +58,7 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
         v.R = a->M >= 3 ? 4 : 2;
         if (a->M <= 2)
             while (v.R > 1 && (a->N + 8 * v.R - 1) / (8 * v.R) < 2 * sm_count) v.R /= 2;
-        if (a->M == 1 && v.R == 2 && m40k_quant_gemv_v2_deep) v.depth = 4;
+        batch1_v2_forms(a, &v);
         return v;
     }
     const bool whole = m40k_quant_gemv_whole(a->wtype, a->M, a->K) != 0;
@@ -103,12 +111,7 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
                                                                : M40K_QGEMV_V2;
         if (v.kernel == M40K_QGEMV_V3) v.D = 2; /* x in segments of K */
     }
-    /* batch 1 on v2 at R = 2: a ring of four chunks of weights in flight */
-    if (a->M == 1 && v.kernel == M40K_QGEMV_V2 && v.R == 2 && m40k_quant_gemv_v2_deep) v.depth = 4;
-    /* ... or a row's K over ks warps (x staged whole) */
-    if (a->M == 1 && v.kernel == M40K_QGEMV_V2 && v.R == 2 && v.D == 1 && !v.depth &&
-        (m40k_quant_gemv_v2_ks == 2 || m40k_quant_gemv_v2_ks == 4))
-        v.ks = m40k_quant_gemv_v2_ks;
+    batch1_v2_forms(a, &v);
     return v;
 }
 

@@ -73,11 +73,15 @@ template <int WT, int B>
 cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40k_qgemv_variant &v,
                            int sm_count) {
     constexpr int RB = B >= 3 ? 4 : 2;
+    /* the batch-1 v2 forms (kernels/quant.h: depth 1 or 4; ks 1, 2 or 4 on V2 whole, depth 1) */
+    const bool v2b1 = v.kernel == M40K_QGEMV_V2 && B == 1 && (v.R == 0 || v.R == 2);
+    if (v.depth > 1 && (v.depth != 4 || !v2b1)) return cudaErrorInvalidValue;
+    if (v.ks > 1 && ((v.ks != 2 && v.ks != 4) || !v2b1 || v.D != 1 || v.depth > 1)) return cudaErrorInvalidValue;
+    const bool deep = v.depth == 4;
     if constexpr (B == 1 && WT != M40_DTYPE_F16) { /* the norm fused (m40k_quant_gemv_norm_fused) */
         if (a.nw && v.kernel == M40K_QGEMV_V3)
             return v.R == 4 ? launch_v3_norm<WT, 4>(s, a, sm_count, v.blocks_per_sm)
                             : launch_v3_norm<WT, 2>(s, a, sm_count, v.blocks_per_sm);
-        const bool deep = v.depth == 4 && (v.R == 0 || v.R == 2);
         if (v.kernel == M40K_QGEMV_V2 && v.D == 1 && (v.R == 0 || v.R == 2)) { /* x staged whole */
             static_assert(kV2WholeK == M40K_QGEMV_V2_WHOLE_K, "quant.h and v2 disagree");
             if (deep)
@@ -86,7 +90,6 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
                 return a.nw ? launch_v2<WT, 1, 2, true, true, 1, 2>(s, a) : launch_v2<WT, 1, 2, false, true, 1, 2>(s, a);
             if (v.ks == 4)
                 return a.nw ? launch_v2<WT, 1, 2, true, true, 1, 4>(s, a) : launch_v2<WT, 1, 2, false, true, 1, 4>(s, a);
-            if (v.ks > 1) return cudaErrorInvalidValue;
             return a.nw ? launch_v2<WT, 1, 2, true, true>(s, a) : launch_v2<WT, 1, 2, false, true>(s, a);
         }
         if (v.kernel == M40K_QGEMV_V2 && deep)
@@ -94,11 +97,7 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
         if (a.nw && v.kernel == M40K_QGEMV_V2) return launch_v2<WT, 1, 2, true>(s, a);
     }
     if constexpr (B == 1 && WT == M40_DTYPE_F16) /* fp16: the ring too (no norm) */
-        if (v.kernel == M40K_QGEMV_V2 && v.depth == 4 && v.D == 0 && (v.R == 0 || v.R == 2))
-            return launch_v2<WT, 1, 2, false, false, 4>(s, a);
-    if (v.ks > 1) return cudaErrorInvalidValue; /* V2 whole at batch 1 only */
-    if (v.depth > 1 && !(v.depth == 4 && v.kernel == M40K_QGEMV_V2 && B == 1 && (v.R == 0 || v.R == 2)))
-        return cudaErrorInvalidValue;
+        if (deep && v.D == 0) return launch_v2<WT, 1, 2, false, false, 4>(s, a);
     if (v.kernel == M40K_QGEMV_V2 && v.D == 1) return cudaErrorInvalidValue; /* B 1, int8/int4 only */
     if (v.kernel == M40K_QGEMV_V2) {
         if (v.R == 0 || v.R == RB) return launch_v2<WT, B, RB>(s, a);

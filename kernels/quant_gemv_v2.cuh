@@ -85,20 +85,24 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     const int nvec = (int)rowvecs;
     uint4 wcur[R], wnext[R];
     const uint4 zero4 = make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int r = 0; r < R; r++)
-        wcur[r] = KS > 1 ? __ldg(wr[r] + min(slice * 32 + lane, nvec - 1))
-                         : lane < nvec ? __ldg(wr[r] + lane) : zero4;
-    /* P > 1: the ring's other chunks, issued before x is staged */
-    uint4 ring[P > 1 ? P : 1][R];
-#pragma unroll
-    for (int j = 1; j < P; j++)
-#pragma unroll
-        for (int r = 0; r < R; r++) ring[j][r] = __ldg(wr[r] + min(j * 32 + lane, nvec - 1));
     /* Past the end of a row the prefetch re-reads the row's last vector
     ** instead of branching: those columns meet x = 0 in xs (staged as zeros
     ** past K), and dequantized weights are finite, so they add nothing. */
     const int vlast = nvec - 1;
+    /* chunk c's weights (this lane's 16 bytes of each row) */
+    auto load_w = [&](uint4 *w, int c) {
+        const int vn = c * 32 + lane;
+#pragma unroll
+        for (int r = 0; r < R; r++) w[r] = __ldg(wr[r] + min(vn, vlast));
+    };
+    if (KS > 1) load_w(wcur, slice);
+    else
+#pragma unroll
+        for (int r = 0; r < R; r++) wcur[r] = lane < nvec ? __ldg(wr[r] + lane) : zero4;
+    /* P > 1: the ring's other chunks, issued before x is staged */
+    uint4 ring[P > 1 ? P : 1][R];
+#pragma unroll
+    for (int j = 1; j < P; j++) load_w(ring[j], j);
 
     /* x staging: NF float4 per chunk, a compile-time number of rounds */
     constexpr int F4 = KC / 4, NF = B * F4, ITERS = (NF + kThreads - 1) / kThreads;
@@ -162,12 +166,6 @@ gemv_v2_kernel(m40k_qlinear_args a) {
             }
         }
         if (!XG && !WHOLE) __syncthreads();
-    };
-    /* chunk c's weights (this lane's 16 bytes of each row) */
-    auto load_w = [&](uint4 *w, int c) {
-        const int vn = c * 32 + lane;
-#pragma unroll
-        for (int r = 0; r < R; r++) w[r] = __ldg(wr[r] + min(vn, vlast));
     };
     /* acc += chunk c's weights · x */
     auto compute = [&](const uint4 *wcur, int c) {

@@ -344,6 +344,9 @@ static void usage(FILE *f) {
             "  --repeats N      timed runs; median, min/max and IQR are reported (default 20)\n"
             "  --sizes LIST     comma-separated sizes (see each command)\n"
             "  --device N       CUDA device (default 0)\n"
+            "  --graph-calls N  norm, sample, attention decode: also time N calls captured\n"
+            "                   in one CUDA graph, per call (a decode step's cost; default\n"
+            "                   20, 0: off)\n"
             "  --layout L       conv, resnet50: nhwc, nchw or both (default both)\n"
             "  --json[=FILE]    results as JSON (bench/compare.py reads it); bare: on stdout\n"
             "  --csv[=FILE]     results as CSV; bare: on stdout\n"
@@ -390,6 +393,7 @@ static int write_json(bench_env *e, FILE *f) {
     m40__jb_obj_begin(&j);
     m40__jb_kint(&j, "warmup", e->o->warmup);
     m40__jb_kint(&j, "repeats", e->o->repeats);
+    m40__jb_kint(&j, "graph_calls", e->o->graph_calls);
     m40__jb_kstr(&j, "sizes", e->o->sizes);
     m40__jb_kstr(&j, "timing", e->info.is_gpu ? "cuda events per repeat" : "host clock");
     m40__jb_obj_end(&j);
@@ -447,7 +451,8 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    bench_opts o = {.warmup = 3, .repeats = 20, .device = 0, .telemetry = 1, .layouts = 3};
+    bench_opts o = {.warmup = 3, .repeats = 20, .device = 0, .telemetry = 1, .layouts = 3,
+                    .graph_calls = 20};
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         int bad = 0;
@@ -457,6 +462,8 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--device") == 0 && i + 1 < argc)
             bad = intarg(argv[++i], 0, 1024, &o.device);
         else if (strcmp(a, "--sizes") == 0 && i + 1 < argc) o.sizes = argv[++i];
+        else if (strcmp(a, "--graph-calls") == 0 && i + 1 < argc)
+            bad = intarg(argv[++i], 0, 1000, &o.graph_calls);
         else if (strcmp(a, "--layout") == 0 && i + 1 < argc) {
             const char *l = argv[++i];
             o.layouts = !strcmp(l, "nhwc") ? 1 << M40_LAYOUT_NHWC

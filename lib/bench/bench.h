@@ -104,5 +104,12 @@ m40_status m40__bench_read_chain_new(m40_ctx *ctx, const m40__read_range *r, int
                                      m40__read_chain **out);
 m40_status m40__bench_read_chain_run(m40_ctx *ctx, m40__read_chain *c);
 void m40__bench_read_chain_free(m40__read_chain *c);
+/* `calls` back-to-back calls of fn(arg) (each enqueues work on ctx's
+** stream) captured into one CUDA graph, run with m40__bench_read_chain_run
+** and freed with m40__bench_read_chain_free: what the calls cost inside a
+** captured decode step, without a host launch or an event between them
+** (m40-bench's --graph-calls). M40_ERR_UNSUPPORTED without CUDA. */
+m40_status m40__bench_capture_new(m40_ctx *ctx, m40_status (*fn)(void *arg), void *arg, int calls,
+                                  m40__read_chain **out);
 
 #endif

@@ -90,6 +90,33 @@ m40_status m40__bench_read_chain_new(m40_ctx *ctx, const m40__read_range *r, int
     return M40_OK;
 }
 
+m40_status m40__bench_capture_new(m40_ctx *ctx, m40_status (*fn)(void *arg), void *arg, int calls,
+                                  m40__read_chain **out) {
+    *out = NULL;
+    m40_status st = m40__ctx_check(ctx);
+    if (st != M40_OK) return st;
+    if (!ctx->is_gpu) return m40__err(ctx, M40_ERR_UNSUPPORTED, "capture: needs a GPU context");
+    if (calls < 1) return m40__err(ctx, M40_ERR_INVALID_ARG, "capture: calls must be >= 1");
+    m40__read_chain *c = calloc(1, sizeof *c);
+    if (!c) return m40__err(ctx, M40_ERR_OOM_HOST, "capture: out of host memory");
+    cudaStream_t s = (cudaStream_t)ctx->stream;
+    int err = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
+    if (err) {
+        free(c);
+        return m40__cuda_check(ctx, err, "capture: cudaStreamBeginCapture");
+    }
+    for (int i = 0; st == M40_OK && i < calls; i++) st = fn(arg);
+    err = cudaStreamEndCapture(s, &c->graph); /* ends the capture even after an error */
+    if (st == M40_OK && !err) err = cudaGraphInstantiateWithFlags(&c->exec, c->graph, 0);
+    if (st != M40_OK || err) {
+        m40__bench_read_chain_free(c);
+        (void)cudaGetLastError();
+        return st != M40_OK ? st : m40__cuda_check(ctx, err, "capture: the op's calls");
+    }
+    *out = c;
+    return M40_OK;
+}
+
 m40_status m40__bench_read_chain_run(m40_ctx *ctx, m40__read_chain *c) {
     int err = cudaGraphLaunch(c->exec, (cudaStream_t)ctx->stream);
     return err ? m40__cuda_check(ctx, err, "read chain: cudaGraphLaunch") : M40_OK;

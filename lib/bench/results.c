@@ -150,4 +150,10 @@ m40_status m40__bench_read_chain_run(m40_ctx *ctx, m40__read_chain *c) {
     return m40__err(ctx, M40_ERR_UNSUPPORTED, "libm40 was built without CUDA");
 }
 void m40__bench_read_chain_free(m40__read_chain *c) { (void)c; }
+m40_status m40__bench_capture_new(m40_ctx *ctx, m40_status (*fn)(void *arg), void *arg, int calls,
+                                  m40__read_chain **out) {
+    (void)fn, (void)arg, (void)calls;
+    *out = NULL;
+    return m40__err(ctx, M40_ERR_UNSUPPORTED, "libm40 was built without CUDA");
+}
 #endif

@@ -16,7 +16,10 @@ m40_location side_of(const bench_env *e) {
 /* ---- measuring ------------------------------------------------------------- */
 
 
-int measure(bench_env *e, op_fn op, void *arg, m40__bench_result *r) {
+/* The repeats of `run` (after the warm-ups of `op`), each timed, divided by
+** `per`: the calls one run makes. */
+static int measure_runs(bench_env *e, op_fn op, op_fn run, void *arg, int per,
+                        m40__bench_result *r) {
     int n = e->o->repeats;
     double *t = calloc((size_t)n, sizeof *t);
     m40__evtimer tm;
@@ -29,11 +32,15 @@ int measure(bench_env *e, op_fn op, void *arg, m40__bench_result *r) {
     for (int i = 0; i < e->o->warmup; i++)
         if (op(e, arg) != M40_OK) goto fail;
     if (m40_ctx_sync(e->ctx) != M40_OK) goto fail;
+    if (run != op) /* the captured graph's own warm-up */
+        for (int i = 0; i < 2; i++)
+            if (run(e, arg) != M40_OK) goto fail;
     int mark = m40b_sampler_mark(e->smp);
     for (int i = 0; i < n; i++) {
-        if (m40__evtimer_start(&tm) != M40_OK || op(e, arg) != M40_OK ||
+        if (m40__evtimer_start(&tm) != M40_OK || run(e, arg) != M40_OK ||
             m40__evtimer_stop(&tm) != M40_OK || m40__evtimer_ms(&tm, &t[i]) != M40_OK)
             goto fail;
+        t[i] /= per;
     }
     if (e->smp) {
         m40b_sampler_window(e->smp, mark, &r->tele);
@@ -51,6 +58,47 @@ done:
     m40__evtimer_destroy(&tm);
     free(t);
     return rc;
+}
+
+int measure(bench_env *e, op_fn op, void *arg, m40__bench_result *r) {
+    return measure_runs(e, op, op, arg, 1, r);
+}
+
+/* measure_graph: the op's calls captured into one CUDA graph */
+typedef struct graph_arg {
+    bench_env *e;
+    op_fn op;
+    void *arg;
+    m40__read_chain *g;
+} graph_arg;
+static m40_status graph_call(void *p) {
+    graph_arg *c = p;
+    return c->op(c->e, c->arg);
+}
+static m40_status graph_run(bench_env *e, void *p) {
+    return m40__bench_read_chain_run(e->ctx, ((graph_arg *)p)->g);
+}
+static m40_status graph_warm(bench_env *e, void *p) {
+    graph_arg *c = p;
+    return c->op(e, c->arg);
+}
+
+int measure_graph(bench_env *e, op_fn op, void *arg, m40__bench_result *r) {
+    const int calls = e->o->graph_calls;
+    graph_arg c = {e, op, arg, NULL};
+    if (calls < 1 || !e->info.is_gpu) return 1;
+    /* warm-ups first: a lazily made workspace is allocated outside the capture */
+    for (int i = 0; i < (e->o->warmup > 0 ? e->o->warmup : 1); i++)
+        if (op(e, arg) != M40_OK || m40_ctx_sync(e->ctx) != M40_OK) goto fail;
+    if (m40__bench_capture_new(e->ctx, graph_call, &c, calls, &c.g) != M40_OK) goto fail;
+    snprintf(r->impl + strlen(r->impl), sizeof r->impl - strlen(r->impl), " [graph x%d]", calls);
+    int rc = measure_runs(e, graph_warm, graph_run, &c, calls, r);
+    m40__bench_read_chain_free(c.g);
+    return rc;
+fail:
+    fprintf(stderr, "m40-bench: %s %s %s in a graph: %s\n", r->workload, r->impl, r->label,
+            m40_errmsg(e->ctx));
+    return 1;
 }
 
 void print_result(const m40__bench_result *r) {
@@ -82,13 +130,15 @@ void print_result(const m40__bench_result *r) {
 
 m40__bench_result *new_result(bench_env *e, const char *workload, const char *impl,
                                      const char *label, const char *unit) {
-    if (e->nres == e->cap) {
-        int cap = e->cap ? 2 * e->cap : 16;
-        m40__bench_result *p = realloc(e->res, (size_t)cap * sizeof *p);
-        if (!p) return NULL;
-        e->res = p;
-        e->cap = cap;
+    /* one allocation that never moves: callers hold a baseline's result
+    ** while they make the next one (was a realloc that could leave them
+    ** pointing at freed memory) */
+    if (!e->res) {
+        e->res = calloc(M40B_MAX_RESULTS, sizeof *e->res);
+        if (!e->res) return NULL;
+        e->cap = M40B_MAX_RESULTS;
     }
+    if (e->nres == e->cap) return NULL;
     m40__bench_result *r = &e->res[e->nres++];
     memset(r, 0, sizeof *r);
     snprintf(r->workload, sizeof r->workload, "%s", workload);

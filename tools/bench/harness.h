@@ -15,10 +15,13 @@
 #define M40B_SKIP 77
 #define M40B_MAX_SIZES 32
 #define M40B_MAX_REPEATS 10000
+#define M40B_MAX_RESULTS 4096 /* a run's results (new_result returns NULL past it) */
 
 typedef struct bench_opts {
     int warmup, repeats, device, telemetry, cpu;
     int layouts; /* bit (1 << m40_layout): which layouts conv and resnet50 run */
+    int graph_calls; /* norm, sample, attention decode: also timed as this many
+                     ** calls captured in one CUDA graph (0: not) */
     const char *sizes;
     const char *json, *csv; /* NULL: off; "-": stdout instead of text */
 } bench_opts;
@@ -42,6 +45,13 @@ m40_location side_of(const bench_env *e);
 /* Runs op warmup + repeats times, timing each repeat with CUDA events, and
 ** fills r's time statistics and telemetry. Returns 0 on success. */
 int measure(bench_env *e, op_fn op, void *arg, m40__bench_result *r);
+/* The same with `graph_calls` calls of op captured back to back in one CUDA
+** graph and the graph replayed per repeat (after the warm-ups): the device
+** time of a call inside a captured decode step, no host launch or events
+** between calls. r's times are per call; " [graph xN]" is added to its impl.
+** Returns 0 on success, 1 on a failure or when graph_calls is 0 or the
+** context is not a GPU one. */
+int measure_graph(bench_env *e, op_fn op, void *arg, m40__bench_result *r);
 void print_result(const m40__bench_result *r);
 m40__bench_result *new_result(bench_env *e, const char *workload, const char *impl,
                               const char *label, const char *unit);

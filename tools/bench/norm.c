@@ -102,6 +102,33 @@ static void release(norm_arg *a) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) m40_tensor_destroy(all[i]);
 }
 
+/* The op and the copy again, each as graph_calls calls captured in one CUDA
+** graph: the device time a call costs inside a decode step (no host launch
+** or events between calls; measure_graph). */
+static void graph_pair(bench_env *e, norm_arg *a, const char *label, int64_t N, double bytes) {
+    char base_impl[sizeof((m40__bench_result *)0)->impl] = "";
+    double base_value = 0;
+    a->copy = 1;
+    m40__bench_result *base = new_result(e, "norm", "device copy", label, "GB/s");
+    if (!base) return;
+    base->batch = (double)N;
+    base->work = 2.0 * (double)a->cbytes;
+    if (measure_graph(e, norm_op, a, base) == 0) {
+        base_value = base->value;
+        snprintf(base_impl, sizeof base_impl, "%s", base->impl);
+        if (e->text) print_result(base);
+    }
+    a->copy = 0;
+    m40__bench_result *r = new_result(e, "norm", kname[a->kind], label, "GB/s");
+    if (!r) return;
+    r->batch = (double)N;
+    r->work = bytes;
+    snprintf(r->baseline, sizeof r->baseline, "%s", base_impl);
+    r->baseline_value = base_value;
+    if (measure_graph(e, norm_op, a, r) != 0) e->failed = 1;
+    else if (e->text) print_result(r);
+}
+
 int run_norm(bench_env *e) {
     int64_t sz[M40B_MAX_SIZES][3];
     int ns = parse_sizes(e->o->sizes, sz, M40B_MAX_SIZES);
@@ -164,6 +191,7 @@ int run_norm(bench_env *e) {
                            "%.2f us\n", bytes / 1e6, bytes / 288e9 * 1e6);
                 }
             }
+            if (base && e->o->graph_calls > 0) graph_pair(e, &a, label, N, bytes);
             release(&a);
         }
     return 0;

@@ -34,27 +34,51 @@ static m40_status sample_op(bench_env *e, void *arg) {
 }
 
 static void sample_case(bench_env *e, sample_arg *a, const char *name, const char *label,
-                        const m40__bench_result *base, double base_value, int64_t N) {
+                        const char *base_impl, double base_value, int64_t N, int graph) {
     double bytes = (double)N * SAMPLE_V * 4;
     m40__bench_result *r = new_result(e, "sample", name, label, "GB/s");
     if (!r) return;
     r->batch = (double)N;
     r->work = bytes; /* the logits, read once */
-    if (base) {
-        snprintf(r->baseline, sizeof r->baseline, "%s", base->impl);
+    if (base_impl[0]) {
+        snprintf(r->baseline, sizeof r->baseline, "%.39s", base_impl);
         r->baseline_value = base_value;
     }
-    if (measure(e, sample_op, a, r) != 0) {
+    if ((graph ? measure_graph(e, sample_op, a, r) : measure(e, sample_op, a, r)) != 0) {
         e->failed = 1;
         return;
     }
     if (e->text) {
         print_result(r);
         double us = r->t_ms.median * 1e3;
-        printf("      %.1f us per call, %.1f us per row; target <= %.0f us per call "
-               "(one block per row): %s\n", us, us / (double)N, SAMPLE_TARGET_US,
+        printf("      %.1f us per call%s, %.1f us per row; target <= %.0f us per call "
+               "(one block per row): %s\n", us, graph ? " in a graph" : "", us / (double)N,
+               SAMPLE_TARGET_US,
                !e->info.is_gpu ? "n/a on the CPU" : us <= SAMPLE_TARGET_US ? "met" : "MISSED");
     }
+}
+
+/* The copy baseline, timed per call (graph 0) or in a captured graph (1);
+** its impl into impl (empty when not measured). */
+static double copy_base(bench_env *e, sample_arg *a, const char *label, int64_t N, int graph,
+                        char *impl, size_t n) {
+    double v = 0;
+    impl[0] = 0;
+    a->copy = 1;
+    m40__bench_result *base = new_result(e, "sample", "device copy", label, "GB/s");
+    if (base) {
+        base->batch = (double)N;
+        base->work = 2.0 * (double)N * SAMPLE_V * 4;
+        if ((graph ? measure_graph(e, sample_op, a, base) : measure(e, sample_op, a, base)) == 0) {
+            v = base->value;
+            snprintf(impl, n, "%.39s", base->impl);
+            if (e->text) print_result(base);
+        } else {
+            e->failed = 1;
+        }
+    }
+    a->copy = 0;
+    return v;
 }
 
 int run_sample(bench_env *e) {
@@ -96,21 +120,12 @@ int run_sample(bench_env *e) {
             e->failed = 1;
             goto next;
         }
-        double bytes = (double)N * SAMPLE_V * 4;
-        m40__bench_result *base = NULL;
-        double base_value = 0;
-        if (e->info.is_gpu) {
-            a.copy = 1;
-            base = new_result(e, "sample", "device copy", label, "GB/s");
-            if (base) {
-                base->batch = (double)N;
-                base->work = 2.0 * bytes;
-                if (measure(e, sample_op, &a, base) == 0) base_value = base->value;
-                else e->failed = 1;
-                if (e->text) print_result(base);
-            }
-            a.copy = 0;
-        }
+        char base_impl[2][40] = {"", ""};
+        double base_value[2] = {0, 0};
+        const int modes = e->info.is_gpu && e->o->graph_calls > 0 ? 2 : 1;
+        if (e->info.is_gpu)
+            for (int g = 0; g < modes; g++)
+                base_value[g] = copy_base(e, &a, label, N, g, base_impl[g], sizeof base_impl[g]);
         for (int c = 0; c < 5; c++) {
             static const char *names[5] = {"greedy", "top-k 40", "top-p 0.8 T 0.8", "min-p 0.05",
                                            "top-p+penalty 64"};
@@ -135,7 +150,8 @@ int run_sample(bench_env *e) {
                 m40k_sample_variant = ab == 1 ? v0 : v == 0 ? 1 : 0;
                 snprintf(name, sizeof name, "%s%s", names[c],
                          ab == 1 ? "" : m40k_sample_variant ? " [v1 sort]" : " [v0 radix]");
-                sample_case(e, &a, name, label, base, base_value, N);
+                for (int g = 0; g < modes; g++)
+                    sample_case(e, &a, name, label, base_impl[g], base_value[g], N, g);
             }
             m40k_sample_variant = v0;
         }

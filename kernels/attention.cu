@@ -867,12 +867,27 @@ template <> struct VLoad<float> {
     }
 };
 
-template <int DP, int RW, typename TC>
-__global__ void __launch_bounds__(DR / RW * 32, RW == 4 ? 6 : 8) attn_decode_kernel(Params p) {
+/* C keys a lane (decode variants 8 and 9: C = 4, 128-key steps): the same
+** kernel with each lane holding C keys' scores for its RW rows, so one
+** broadcast LDS.128 of Q feeds 4·C FMA (C = 1: 4, a float of shared memory
+** an FMA, twice the 0.5 that keeps sm_52's shared-memory path under its
+** FMA rate) and P·V's broadcast LDS.128 of p feeds 4·EPL = 16 (0.25).
+** Per key and KV group (16 rows, D 128): 32 cycles of shared-memory return
+** (4 LDS.128 of Q and 4 of p a key, 4 cycles each) against 32 of FMA, so an
+** M40 at long contexts is held by its bytes, not by shared memory (the
+** tile kernel's ~96 cycles a key; bench/NOTES.md, session 9 item 5). K and
+** V reach registers straight from global memory (each lane its keys' K
+** rows, __ldg; V's rows coalesced), no staging. The key loop's C loads of
+** a chunk are in flight together; P·V keeps 16 keys of V in flight. */
+template <int DP, int RW, int C, typename TC>
+__global__ void __launch_bounds__(DR / RW * 32, C == 1 ? (RW == 4 ? 6 : 8) : (RW == 4 ? 4 : 6))
+    attn_decode_kernel(Params p) {
     constexpr int NW = DR / RW, EPL = DP / 32; /* warps; O dims a lane */
+    constexpr int KS = 32 * C;                 /* keys a step */
     static_assert(RW == 4 || RW == 8, "rows a warp");
+    static_assert(C == 1 || C == 2 || C == 4, "keys a lane");
     __shared__ __align__(16) float qs[DP * DR]; /* Q [DP][16], pre-scaled */
-    __shared__ __align__(16) float pw[NW][32 * RW];
+    __shared__ __align__(16) float pw[NW][KS * RW];
     __shared__ int row_pos[DR];
 
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
@@ -915,11 +930,13 @@ __global__ void __launch_bounds__(DR / RW * 32, RW == 4 ? 6 : 8) attn_decode_ker
     for (int r = 0; r < DR; r++) kend = max(kend, row_pos[r] + 1);
     int k_lo = 0, k_hi = kend;
     if (p.splits > 1) {
-        const int per = (int)(((kend + p.splits - 1) / p.splits + 31) / 32 * 32);
+        /* split_share with the step's keys: attn_combine's count (chunk KS) */
+        const int per = (int)split_share(kend, p.splits, KS);
         k_lo = (int)min((int64_t)kend, split * per);
         k_hi = min(kend, k_lo + per);
     }
-    const int r0 = RW * w; /* this warp's rows r0 .. r0 + 3 */
+    if (C > 1 && p.skip && split > 0 && k_lo >= k_hi) return; /* no keys: no partial */
+    const int r0 = RW * w; /* this warp's rows r0 .. r0 + RW - 1 */
     int rp[RW];
 #pragma unroll
     for (int i = 0; i < RW; i++) rp[i] = row_pos[r0 + i];
@@ -935,58 +952,81 @@ __global__ void __launch_bounds__(DR / RW * 32, RW == 4 ? 6 : 8) attn_decode_ker
     float *pr = pw[w];
     const int d0 = lane * EPL;
 
-    for (int k0 = k_lo; k0 < k_hi; k0 += 32) {
-        const int key = k0 + lane;
-        const bool kin = key < k_hi;
-        float sc[RW];
+    for (int k0 = k_lo; k0 < k_hi; k0 += KS) {
+        float sc[C][RW];
+        bool kin[C];
 #pragma unroll
-        for (int i = 0; i < RW; i++) sc[i] = 0.0f;
-        if (kin) {
-            const TC *krow = kc + base + (int64_t)key * p.gd;
-#pragma unroll 4
-            for (int c = 0; c < DP / 8; c++) {
-                if (c * 8 >= p.D) break;
-                float kv[8];
-                VLoad<TC>::get8(krow + c * 8, kv);
+        for (int c = 0; c < C; c++) {
+            kin[c] = k0 + lane + 32 * c < k_hi;
+#pragma unroll
+            for (int i = 0; i < RW; i++) sc[c][i] = 0.0f;
+        }
+        if (C > 1 || kin[0]) {
+            /* a lane past the keys reads key k0's row (in the cache) and masks it */
+            const TC *krow = kc + base + (int64_t)(kin[0] ? k0 + lane : k0) * p.gd;
+            constexpr int UK = C == 1 ? 2 : 1; /* C > 1: the C loads are the chunk's flight */
+#pragma unroll UK
+            for (int ch = 0; ch < DP / 8; ch++) {
+                if (ch * 8 >= p.D) break;
+                float kv[C][8];
+#pragma unroll
+                for (int c = 0; c < C; c++) {
+                    /* key k0 + lane + 32c: 32c rows past this lane's first */
+                    const int dk = c == 0 || kin[c] ? 32 * c : (kin[0] ? -lane : 0);
+                    VLoad<TC>::get8(krow + (int64_t)dk * p.gd + ch * 8, kv[c]);
+                }
 #pragma unroll
                 for (int dd = 0; dd < 8; dd++) {
 #pragma unroll
                     for (int i = 0; i < RW; i += 4) {
                         const float4 a =
-                            *reinterpret_cast<const float4 *>(qs + (c * 8 + dd) * DR + r0 + i);
-                        sc[i] = fmaf(a.x, kv[dd], sc[i]);
-                        sc[i + 1] = fmaf(a.y, kv[dd], sc[i + 1]);
-                        sc[i + 2] = fmaf(a.z, kv[dd], sc[i + 2]);
-                        sc[i + 3] = fmaf(a.w, kv[dd], sc[i + 3]);
+                            *reinterpret_cast<const float4 *>(qs + (ch * 8 + dd) * DR + r0 + i);
+#pragma unroll
+                        for (int c = 0; c < C; c++) {
+                            sc[c][i] = fmaf(a.x, kv[c][dd], sc[c][i]);
+                            sc[c][i + 1] = fmaf(a.y, kv[c][dd], sc[c][i + 1]);
+                            sc[c][i + 2] = fmaf(a.z, kv[c][dd], sc[c][i + 2]);
+                            sc[c][i + 3] = fmaf(a.w, kv[c][dd], sc[c][i + 3]);
+                        }
                     }
                 }
             }
         }
 #pragma unroll
         for (int i = 0; i < RW; i++) {
-            const float v = kin && key <= rp[i] ? sc[i] : -INFINITY;
-            float mx = v;
+            float v[C], mx = -INFINITY;
+#pragma unroll
+            for (int c = 0; c < C; c++) {
+                v[c] = kin[c] && k0 + lane + 32 * c <= rp[i] ? sc[c][i] : -INFINITY;
+                mx = fmaxf(mx, v[c]);
+            }
 #pragma unroll
             for (int o2 = 16; o2 > 0; o2 >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o2));
             const float m_old = __shfl_sync(0xffffffffu, m_mine, i);
             const float m_new = fmaxf(m_old, mx);
             const float m_safe = m_new == -INFINITY ? 0.0f : m_new;
-            const float e = exp2f(v - m_safe);
             const float a = exp2f(m_old - m_safe);
-            float sum = e;
+            float sum = 0.0f;
+#pragma unroll
+            for (int c = 0; c < C; c++) {
+                const float e = exp2f(v[c] - m_safe);
+                sc[c][i] = e;
+                sum += e;
+            }
 #pragma unroll
             for (int o2 = 16; o2 > 0; o2 >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o2);
             if (lane == i) l_mine = l_mine * a + sum, m_mine = m_new;
-            sc[i] = e;
 #pragma unroll
             for (int k = 0; k < EPL; k++) o[i][k] *= a;
         }
 #pragma unroll
-        for (int i = 0; i < RW; i += 4)
-            *reinterpret_cast<float4 *>(pr + lane * RW + i) =
-                make_float4(sc[i], sc[i + 1], sc[i + 2], sc[i + 3]);
+        for (int c = 0; c < C; c++)
+#pragma unroll
+            for (int i = 0; i < RW; i += 4)
+                *reinterpret_cast<float4 *>(pr + (lane + 32 * c) * RW + i) =
+                    make_float4(sc[c][i], sc[c][i + 1], sc[c][i + 2], sc[c][i + 3]);
         __syncwarp();
-        const int nk = min(32, k_hi - k0);
+        const int nk = min(KS, k_hi - k0);
         if (d0 < p.D) {
             const TC *vrow = vc + base + (int64_t)k0 * p.gd + d0;
 #pragma unroll 8
@@ -1274,6 +1314,7 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     ** key end is its T positions'); the combine needs the tile's BN */
     const int64_t chunk = !small || splits == 1 || !m40k_attn_skip_empty ? 0
                           : p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3) ? 32
+                          : p.vec && DP <= 128 && (s->decode_variant == 8 || s->decode_variant == 9) ? 128
                           : DP == 128 && s->decode_variant == 4 && s->cache_f16 ? 64
                           : DP == 256 ? 16
                           : DP == 128 && m40k_attention_chunk(s, slots) == 32 ? 32
@@ -1292,15 +1333,30 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
         /* decode v3 (4 rows a warp, a lane a key), one block per (b, g, split) */
         const unsigned nb = (unsigned)(s->B * s->G * splits);
         if (s->decode_variant == 3) { /* 8 rows a warp: fewer conversions, half the warps */
-            if (DP == 128 && s->cache_f16) attn_decode_kernel<128, 8, __half><<<nb, 64, 0, st>>>(p);
-            else if (DP == 128) attn_decode_kernel<128, 8, float><<<nb, 64, 0, st>>>(p);
-            else if (s->cache_f16) attn_decode_kernel<64, 8, __half><<<nb, 64, 0, st>>>(p);
-            else attn_decode_kernel<64, 8, float><<<nb, 64, 0, st>>>(p);
+            if (DP == 128 && s->cache_f16) attn_decode_kernel<128, 8, 1, __half><<<nb, 64, 0, st>>>(p);
+            else if (DP == 128) attn_decode_kernel<128, 8, 1, float><<<nb, 64, 0, st>>>(p);
+            else if (s->cache_f16) attn_decode_kernel<64, 8, 1, __half><<<nb, 64, 0, st>>>(p);
+            else attn_decode_kernel<64, 8, 1, float><<<nb, 64, 0, st>>>(p);
         } else {
-            if (DP == 128 && s->cache_f16) attn_decode_kernel<128, 4, __half><<<nb, 128, 0, st>>>(p);
-            else if (DP == 128) attn_decode_kernel<128, 4, float><<<nb, 128, 0, st>>>(p);
-            else if (s->cache_f16) attn_decode_kernel<64, 4, __half><<<nb, 128, 0, st>>>(p);
-            else attn_decode_kernel<64, 4, float><<<nb, 128, 0, st>>>(p);
+            if (DP == 128 && s->cache_f16) attn_decode_kernel<128, 4, 1, __half><<<nb, 128, 0, st>>>(p);
+            else if (DP == 128) attn_decode_kernel<128, 4, 1, float><<<nb, 128, 0, st>>>(p);
+            else if (s->cache_f16) attn_decode_kernel<64, 4, 1, __half><<<nb, 128, 0, st>>>(p);
+            else attn_decode_kernel<64, 4, 1, float><<<nb, 128, 0, st>>>(p);
+        }
+        e = cudaGetLastError();
+    } else if (small && p.vec && DP <= 128 && (s->decode_variant == 8 || s->decode_variant == 9)) {
+        /* decode v4: v3 with 4 keys a lane (128-key steps), 4 (8) or 8 (9) rows a warp */
+        const unsigned nb = (unsigned)(s->B * s->G * splits);
+        if (s->decode_variant == 9) {
+            if (DP == 128 && s->cache_f16) attn_decode_kernel<128, 8, 4, __half><<<nb, 64, 0, st>>>(p);
+            else if (DP == 128) attn_decode_kernel<128, 8, 4, float><<<nb, 64, 0, st>>>(p);
+            else if (s->cache_f16) attn_decode_kernel<64, 8, 4, __half><<<nb, 64, 0, st>>>(p);
+            else attn_decode_kernel<64, 8, 4, float><<<nb, 64, 0, st>>>(p);
+        } else {
+            if (DP == 128 && s->cache_f16) attn_decode_kernel<128, 4, 4, __half><<<nb, 128, 0, st>>>(p);
+            else if (DP == 128) attn_decode_kernel<128, 4, 4, float><<<nb, 128, 0, st>>>(p);
+            else if (s->cache_f16) attn_decode_kernel<64, 4, 4, __half><<<nb, 128, 0, st>>>(p);
+            else attn_decode_kernel<64, 4, 4, float><<<nb, 128, 0, st>>>(p);
         }
         e = cudaGetLastError();
     } else if (small && DP == 128 && s->decode_variant == 4 && s->cache_f16) {

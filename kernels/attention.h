@@ -44,25 +44,30 @@ typedef struct m40k_attn_shape {
                            ** loads a phase early and the first K tile fetched
                            ** before Q (f16, D 65..128, 16-byte rows; variant 0
                            ** runs it there too; 5 is the 32-key tile without)
+                           ** 8 and 9: decode v4, v3 with 4 keys a lane (128-key
+                           ** steps; 4 and 8 rows a warp), whose shared-memory
+                           ** traffic a key is a third of the tile kernel's
                            ** (where they apply; m40-bench attention's A/B,
                            ** test_attention_gpu runs each; bench/NOTES.md) */
 } m40k_attn_shape;
 
-/* Decode v3 runs (kernels/attention.cu; variants 2, 3): T·HPG <= 16 query rows a KV
+/* Decode v3 runs (kernels/attention.cu; variants 2, 3; v4: 8, 9): T·HPG <= 16 query rows a KV
 ** group, D <= 128, and 16-byte aligned cache rows (the launcher's check;
 ** the split rule below does not need it). */
 static inline int m40k_attention_v3(const m40k_attn_shape *s) {
-    return (s->decode_variant == 2 || s->decode_variant == 3) && s->T >= 1 && s->T <= M40K_ATTN_DECODE_T && s->G >= 1 &&
+    return (s->decode_variant == 2 || s->decode_variant == 3 || s->decode_variant == 8 ||
+            s->decode_variant == 9) &&
+           s->T >= 1 && s->T <= M40K_ATTN_DECODE_T && s->G >= 1 &&
            s->T * (s->H / s->G) <= M40K_ATTN_DECODE_BM && s->D <= 128;
 }
 
 /* Decode blocks the device keeps resident, the split rule's `slots`: decode
 ** v3 (~80 registers, 10 KB of shared memory a block) 6 an SM on sm_52 and
-** later; the tile kernel 2..4 by its 47.6 KB of shared memory (M40 2, H200
+** later, v4 (<= 128 registers by its launch bounds) 4; the tile kernel 2..4 by its 47.6 KB of shared memory (M40 2, H200
 ** 4). 0 without a device (the planner: M40K_ATTN_PLAN_SLOTS). */
 static inline int m40k_attention_slots(const m40k_attn_shape *s, int sm_count, int smem_per_sm) {
     if (sm_count <= 0) return 0;
-    if (m40k_attention_v3(s)) return sm_count * 6;
+    if (m40k_attention_v3(s)) return sm_count * (s->decode_variant >= 8 ? 4 : 6);
     int per = smem_per_sm / (48 * 1024);
     return sm_count * (per < 2 ? 2 : per > 4 ? 4 : per);
 }
@@ -90,6 +95,7 @@ static inline int64_t m40k_attention_chunk(const m40k_attn_shape *s, int slots) 
     if (s->D > 64 && s->D <= 128 && s->T <= M40K_ATTN_DECODE_T && s->B >= 1 && s->T >= 1 &&
         s->G >= 1) {
         if (s->decode_variant == 6) return 16;
+        if (s->decode_variant == 8 || s->decode_variant == 9) return 128; /* a v4 step */
         if (s->decode_variant == 5 || s->decode_variant == 7) return 32;
         if (s->decode_variant == 0) return s->L < 128 * m40k_attention_wave(s, slots) ? 32 : 64;
     }

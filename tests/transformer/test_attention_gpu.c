@@ -566,13 +566,14 @@ int main(void) {
     ** kernel with its loads a phase early (f16, D 128); 0 is the tile kernel
     ** with 32 keys a tile and a split at D 65..128, 1 with 64 (the old
     ** default), 6 with 16, 5 with 32 (the default's tile), 7 the 32-key tile
-    ** with its loads early and the first K before Q (f16) */
-    static const int variants[] = {0, 2, 3, 4, 1, 6, 7, 5};
-    for (int vi = 0; vi < 8; vi++) {
+    ** with its loads early and the first K before Q (f16); 8 and 9 decode v4
+    ** (v3 with 4 keys a lane: 128-key steps, 4 and 8 rows a warp) */
+    static const int variants[] = {0, 2, 3, 4, 1, 6, 7, 5, 8, 9};
+    for (int vi = 0; vi < 10; vi++) {
         const int variant = variants[vi];
-        static const int prefill_variant[] = {1, 0, 1, 2, 2, 1, 2, 0};
+        static const int prefill_variant[] = {1, 0, 1, 2, 2, 1, 2, 0, 2, 1};
         /* the small grids here fit one wave: paired query tiles (1) or not */
-        static const int prefill_pair[] = {1, 0, 0, 1, 0, 1, 1, 0};
+        static const int prefill_pair[] = {1, 0, 0, 1, 0, 1, 1, 0, 1, 0};
         m40__attn_decode_variant = variant;
         if (&m40k_attn_prefill_variant)
             m40k_attn_prefill_variant = pv && *pv ? atoi(pv) : prefill_variant[vi];

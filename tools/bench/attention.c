@@ -202,8 +202,9 @@ static void decode_one(bench_env *e, int L) {
             {2, "m40_attention v3 4 rows/warp"}, {3, "m40_attention v3 8 rows/warp"},
             {4, "m40_attention tile, loads early"}, {1, "m40_attention tile 64 keys"},
             {6, "m40_attention tile 16 keys"}, {7, "m40_attention tile 32, K first"},
-            {5, "m40_attention tile 32 keys"}};
-        for (int i = 0; i < 7; i++) {
+            {5, "m40_attention tile 32 keys"}, {8, "m40_attention v4 4 rows, 4 keys"},
+            {9, "m40_attention v4 8 rows, 4 keys"}};
+        for (int i = 0; i < (int)(sizeof alt / sizeof alt[0]); i++) {
             m40__bench_result *r1 = new_result(e, "attention", alt[i].impl, label, "GB/s");
             if (!r1) continue;
             r1->batch = L;
@@ -232,14 +233,21 @@ static void decode_one(bench_env *e, int L) {
             }
         }
         a.mode = 0;
-        m40__bench_result *gr = new_result(e, "attention", "m40_attention", label, "GB/s");
-        if (gr) {
+        /* the default; with M40_ATTN_AB=1 decode v4 (variants 8, 9) too */
+        static const struct { int v; const char *impl; } gv[] = {
+            {0, "m40_attention"}, {8, "m40_attention v4 4 rows"}, {9, "m40_attention v4 8 rows"}};
+        const int ng = getenv("M40_ATTN_AB") ? 3 : 1;
+        for (int i = 0; i < ng; i++) {
+            m40__bench_result *gr = new_result(e, "attention", gv[i].impl, label, "GB/s");
+            if (!gr) break;
             gr->batch = L;
             gr->work = kv;
             snprintf(gr->baseline, sizeof gr->baseline, "%s", base_impl);
             gr->baseline_value = bv;
+            m40__attn_decode_variant = gv[i].v;
             if (measure_graph(e, att_op, &a, gr) != 0) e->failed = 1;
             else if (e->text) print_result(gr);
+            m40__attn_decode_variant = 0;
             target_line(e, gr, 0.70, L >= 8192);
         }
     }

@@ -347,8 +347,8 @@ int run_chatglm2(bench_env *e) {
     }
     const char *dv = getenv("M40_ATTN_DECODE_VARIANT");
     if (dv && *dv) {
-        if (dv[0] < '0' || dv[0] > '7' || dv[1]) {
-            fprintf(stderr, "m40-bench chatglm2: M40_ATTN_DECODE_VARIANT is 0..7 "
+        if (dv[0] < '0' || dv[0] > '9' || dv[1]) {
+            fprintf(stderr, "m40-bench chatglm2: M40_ATTN_DECODE_VARIANT is 0..9 "
                             "(kernels/attention.h's decode_variant), not '%s'\n", dv);
             return 2;
         }

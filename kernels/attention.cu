@@ -867,6 +867,57 @@ template <> struct VLoad<float> {
     }
 };
 
+/* Raw (unconverted) loads for decode v4's software pipeline: a chunk of
+** 8 values of a K row, N (2 or 4) of a V row; cvt turns them into floats
+** when they are used, a chunk (8 keys) after they were asked for. */
+template <typename TC> struct Raw;
+template <> struct Raw<__half> {
+    struct K8 { uint4 u; };
+    struct V4 { uint2 u; };
+    static __device__ __forceinline__ K8 k8(const __half *c) {
+        return {__ldg(reinterpret_cast<const uint4 *>(c))};
+    }
+    static __device__ __forceinline__ void cvt(const K8 &r, float *f) { half8_to_float(r.u, f); }
+    template <int N> static __device__ __forceinline__ V4 v(const __half *c) {
+        V4 r;
+        if (N == 4) r.u = __ldg(reinterpret_cast<const uint2 *>(c));
+        else r.u = make_uint2(__ldg(reinterpret_cast<const unsigned *>(c)), 0u);
+        return r;
+    }
+    template <int N> static __device__ __forceinline__ void cvt(const V4 &r, float *f) {
+        const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&r.u.x));
+        f[0] = a.x, f[1 % N] = a.y;
+        if (N == 4) {
+            const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&r.u.y));
+            f[2 % N] = b.x, f[3 % N] = b.y;
+        }
+    }
+};
+template <> struct Raw<float> {
+    struct K8 { float4 a, b; };
+    struct V4 { float4 a; };
+    static __device__ __forceinline__ K8 k8(const float *c) {
+        return {__ldg(reinterpret_cast<const float4 *>(c)), __ldg(reinterpret_cast<const float4 *>(c) + 1)};
+    }
+    static __device__ __forceinline__ void cvt(const K8 &r, float *f) {
+        f[0] = r.a.x, f[1] = r.a.y, f[2] = r.a.z, f[3] = r.a.w;
+        f[4] = r.b.x, f[5] = r.b.y, f[6] = r.b.z, f[7] = r.b.w;
+    }
+    template <int N> static __device__ __forceinline__ V4 v(const float *c) {
+        V4 r;
+        if (N == 4) r.a = __ldg(reinterpret_cast<const float4 *>(c));
+        else {
+            const float2 t = __ldg(reinterpret_cast<const float2 *>(c));
+            r.a = make_float4(t.x, t.y, 0.0f, 0.0f);
+        }
+        return r;
+    }
+    template <int N> static __device__ __forceinline__ void cvt(const V4 &r, float *f) {
+        f[0] = r.a.x, f[1 % N] = r.a.y;
+        if (N == 4) f[2 % N] = r.a.z, f[3 % N] = r.a.w;
+    }
+};
+
 /* C keys a lane (decode variants 8 and 9: C = 4, 128-key steps): the same
 ** kernel with each lane holding C keys' scores for its RW rows, so one
 ** broadcast LDS.128 of Q feeds 4·C FMA (C = 1: 4, a float of shared memory
@@ -880,7 +931,11 @@ template <> struct VLoad<float> {
 ** rows, __ldg; V's rows coalesced), no staging. The key loop's C loads of
 ** a chunk are in flight together; P·V keeps 16 keys of V in flight. */
 template <int DP, int RW, int C, typename TC>
-__global__ void __launch_bounds__(DR / RW * 32, C == 1 ? (RW == 4 ? 6 : 8) : (RW == 4 ? 4 : 6))
+/* blocks an SM: v3 6 / 8; v4 (its loads a chunk ahead) 4 / 6 with f16
+** caches, 3 / 4 with f32 (twice the raw registers) */
+__global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
+                                                : sizeof(TC) == 2 ? (RW == 4 ? 4 : 6)
+                                                                  : (RW == 4 ? 3 : 4))
     attn_decode_kernel(Params p) {
     constexpr int NW = DR / RW, EPL = DP / 32; /* warps; O dims a lane */
     constexpr int KS = 32 * C;                 /* keys a step */
@@ -961,7 +1016,43 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1 ? (RW == 4 ? 6 : 8) : (RW
 #pragma unroll
             for (int i = 0; i < RW; i++) sc[c][i] = 0.0f;
         }
-        if (C > 1 || kin[0]) {
+        if constexpr (C > 1) {
+            /* K a chunk ahead: chunk ch + 1's C loads are in flight while
+            ** chunk ch is converted and used (a lane past the keys reads key
+            ** k0's row, in the cache, and masks its scores) */
+            const TC *krow[C];
+#pragma unroll
+            for (int c = 0; c < C; c++)
+                krow[c] = kc + base + (int64_t)(kin[c] ? k0 + lane + 32 * c : k0) * p.gd;
+            typename Raw<TC>::K8 kr[C];
+#pragma unroll
+            for (int c = 0; c < C; c++) kr[c] = Raw<TC>::k8(krow[c]);
+            const int nch = (int)min((int64_t)(DP / 8), (p.D + 7) / 8);
+#pragma unroll 1
+            for (int ch = 0; ch < nch; ch++) {
+                float kv[C][8];
+#pragma unroll
+                for (int c = 0; c < C; c++) Raw<TC>::cvt(kr[c], kv[c]);
+                if (ch + 1 < nch)
+#pragma unroll
+                    for (int c = 0; c < C; c++) kr[c] = Raw<TC>::k8(krow[c] + (ch + 1) * 8);
+#pragma unroll
+                for (int dd = 0; dd < 8; dd++) {
+#pragma unroll
+                    for (int i = 0; i < RW; i += 4) {
+                        const float4 a =
+                            *reinterpret_cast<const float4 *>(qs + (ch * 8 + dd) * DR + r0 + i);
+#pragma unroll
+                        for (int c = 0; c < C; c++) {
+                            sc[c][i] = fmaf(a.x, kv[c][dd], sc[c][i]);
+                            sc[c][i + 1] = fmaf(a.y, kv[c][dd], sc[c][i + 1]);
+                            sc[c][i + 2] = fmaf(a.z, kv[c][dd], sc[c][i + 2]);
+                            sc[c][i + 3] = fmaf(a.w, kv[c][dd], sc[c][i + 3]);
+                        }
+                    }
+                }
+            }
+        } else if (kin[0]) {
             /* a lane past the keys reads key k0's row (in the cache) and masks it */
             const TC *krow = kc + base + (int64_t)(kin[0] ? k0 + lane : k0) * p.gd;
             constexpr int UK = C == 1 ? 2 : 1; /* C > 1: the C loads are the chunk's flight */
@@ -991,6 +1082,17 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1 ? (RW == 4 ? 6 : 8) : (RW
                     }
                 }
             }
+        }
+        /* C > 1: V's first VB keys in flight across the softmax (they do
+        ** not depend on it); a key past the step's reads key k0's row, its
+        ** p is 0 */
+        constexpr int VB = 8;
+        const int nk = min(KS, k_hi - k0);
+        const TC *vrow4 = vc + base + (int64_t)k0 * p.gd + min(d0, (int)p.D - EPL);
+        typename Raw<TC>::V4 vr[C > 1 ? VB : 1];
+        if constexpr (C > 1) {
+#pragma unroll
+            for (int jj = 0; jj < VB; jj++) vr[jj] = Raw<TC>::template v<EPL>(vrow4 + min(jj, nk - 1) * p.gd);
         }
 #pragma unroll
         for (int i = 0; i < RW; i++) {
@@ -1026,8 +1128,34 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1 ? (RW == 4 ? 6 : 8) : (RW
                 *reinterpret_cast<float4 *>(pr + (lane + 32 * c) * RW + i) =
                     make_float4(sc[c][i], sc[c][i + 1], sc[c][i + 2], sc[c][i + 3]);
         __syncwarp();
-        const int nk = min(KS, k_hi - k0);
-        if (d0 < p.D) {
+        if constexpr (C > 1) {
+            /* P·V in batches of VB keys, the next batch's loads in flight
+            ** (a lane past D computes on a clamped column and writes nothing) */
+#pragma unroll 1
+            for (int jb = 0; jb < nk; jb += VB) {
+                float v[VB][EPL];
+#pragma unroll
+                for (int jj = 0; jj < VB; jj++) Raw<TC>::template cvt<EPL>(vr[jj], v[jj]);
+                if (jb + VB < nk)
+#pragma unroll
+                    for (int jj = 0; jj < VB; jj++)
+                        vr[jj] = Raw<TC>::template v<EPL>(vrow4 + min(jb + VB + jj, nk - 1) * p.gd);
+#pragma unroll
+                for (int jj = 0; jj < VB; jj++) {
+#pragma unroll
+                    for (int i = 0; i < RW; i += 4) {
+                        const float4 a = *reinterpret_cast<const float4 *>(pr + (jb + jj) * RW + i);
+#pragma unroll
+                        for (int e = 0; e < EPL; e++) {
+                            o[i][e] = fmaf(a.x, v[jj][e], o[i][e]);
+                            o[i + 1][e] = fmaf(a.y, v[jj][e], o[i + 1][e]);
+                            o[i + 2][e] = fmaf(a.z, v[jj][e], o[i + 2][e]);
+                            o[i + 3][e] = fmaf(a.w, v[jj][e], o[i + 3][e]);
+                        }
+                    }
+                }
+            }
+        } else if (d0 < p.D) {
             const TC *vrow = vc + base + (int64_t)k0 * p.gd + d0;
 #pragma unroll 8
             for (int j = 0; j < nk; j++) {

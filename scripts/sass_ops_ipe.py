@@ -275,6 +275,49 @@ def attention_row(fname, body, label):
             "ffma_per_row_key": (qk_ffma + pv_ffma) * NT / keys / rows}
 
 
+# decode v3/v4 (kernels/attention.cu attn_decode_kernel<DP, RW, C, cache>):
+# 16 / RW warps a block, each lane C keys of a 32·C-key step and RW rows
+ATT_V4 = re.compile(r"attn_decode_kernelILi(\d+)ELi(\d+)ELi(\d+)E(6__half|f)E")
+
+
+def attention_v4_row(fname, body, label):
+    m = ATT_V4.search(fname)
+    dp, rw, c = (int(g) for g in m.groups()[:3])
+    nt, ks, epl = 16 // rw * 32, 32 * c, dp // 32
+    lps = loops(body)
+    inner = innermost(lps)
+    big = [l for l in inner if count(ops(body, l), "FFMA") >= 64]
+    step = [l for l in lps if sum(1 for b in big if l[0] < b[0] and b[1] < l[1]) >= 2]
+    if not step:
+        return None
+    sl = min(step, key=lambda l: l[1] - l[0])
+    qk_ffma, pv_ffma = rw * c * dp, rw * epl * ks  # FFMA a thread a step
+    coll, qin = {}, 0.0
+    for k, b in enumerate(sorted(x for x in big if sl[0] < x[0] and x[1] < sl[1])[:2]):
+        f = count(ops(body, b), "FFMA")
+        trips = (qk_ffma if k == 0 else pv_ffma) / f
+        coll[b[0]] = (b[1], trips * (b[1] - b[0] + 1))
+        # the conversions of K and V are inside the inner loops here
+        qin += trips * sum(1 for i in range(b[0], b[1] + 1) if body[i][2].startswith(QUARTER))
+    # the path through both inner loops (their loads are inside them)
+    n, q = hot_path(body, sl, sorted(coll), coll)
+    q += qin
+    static = (sl[1] - sl[0] + 1) + sum(cc - (b - h + 1) for h, (b, cc) in coll.items())
+    elem = 2 if "6__half" in fname else 4
+    # shared-memory return a step (SM-cycles; an LDS.128 holds the path 4
+    # cycles, broadcast or not): Q, RW/4 LDS.128 a warp a dim; p, RW/4 a
+    # warp a key; p's stores, C·RW/4 STS.128 a lane... a warp
+    warps = 16 // rw
+    smem_step = warps * (dp * rw + ks * rw + c * rw)
+    return {"op": label, "kernel": f"attn_decode_kernel<{dp},{rw},{c}>",
+            "smem_per_key_per_group": smem_step / ks, "smem_per_row_key": smem_step / ks / 16,
+            "tile_static": static, "tile_hot": n, "tile_quarter": q,
+            "per_key_per_group": nt * n / ks, "per_key_per_group_weighted": nt * (n + 3 * q) / ks,
+            "per_row_key": nt * n / ks / 16, "per_row_key_weighted": nt * (n + 3 * q) / ks / 16,
+            "bytes_per_key_per_group": 2 * dp * elem,
+            "ffma_per_row_key": (qk_ffma + pv_ffma) * nt / ks / 16}
+
+
 def sample_rows(fname, body):
     rows = []
     for lp in innermost(loops(body)):
@@ -341,6 +384,12 @@ ATT_USED = [(r"attn_kernelILi128ELi16ELi64ELi2ELi4ELi2ELi4E6__halfLb0ELb0ELb0EE"
             (r"attn_kernelILi128ELi32ELi32ELi2ELi4ELi4ELi3E6__halfLb0ELb1ELb0EE", "attention prefill (f16 cache)")]
 
 
+# decode v4 (variants 8, 9), reported beside the tile (bench/NOTES.md, session 12)
+ATT_V4_USED = [(r"attn_decode_kernelILi128ELi8ELi4E6__halfE", "attention decode v4 8 rows (f16 cache)"),
+               (r"attn_decode_kernelILi128ELi4ELi4E6__halfE", "attention decode v4 4 rows (f16 cache)"),
+               (r"attn_decode_kernelILi128ELi8ELi1E6__halfE", "attention decode v3 8 rows (f16 cache)")]
+
+
 def analyse(text):
     """-> (rows, attention rows, the checked ops whose loop was not found)"""
     funcs = list(functions(text))
@@ -359,6 +408,12 @@ def analyse(text):
         for name, body in funcs:
             if re.search(rx, name):
                 a = attention_row(name, body, label)
+                if a:
+                    att.append(a)
+    for rx, label in ATT_V4_USED:
+        for name, body in funcs:
+            if re.search(rx, name):
+                a = attention_v4_row(name, body, label)
                 if a:
                     att.append(a)
     for name, body in funcs:

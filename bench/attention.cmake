@@ -39,3 +39,11 @@ if(M40_BUILD_TESTS AND M40_BUILD_EXAMPLES)
     COMMAND m40-bench attention --sizes 1024,8192 --warmup 1 --repeats 3)
   set_tests_properties(m40_bench_gpu_attention PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
 endif()
+# decode v3/v4 (kernels/attention.cu attn_decode_kernel) emulated on the host
+# from the kernel's own source against a double reference (no GPU needed)
+if(M40_BUILD_TESTS AND UNIX)
+  enable_testing()
+  add_test(NAME attn_decode_v4_emu COMMAND sh ${PROJECT_SOURCE_DIR}/bench/attention/decode_v4_emu.sh
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(attn_decode_v4_emu PROPERTIES LABELS cpu TIMEOUT 300)
+endif()

@@ -1,0 +1,191 @@
+/* A host emulation of attn_decode_kernel (kernels/attention.cu: decode v3,
+** C = 1, and v4, C = 4 keys a lane), for machines without a GPU: the
+** kernel's source as it is in the tree (decode_v4_emu.sh extracts it), each
+** block run as 64 or 128 std::threads with a barrier for __syncthreads and
+** per-warp barriers for the shuffles and __syncwarp, the splits' partials
+** folded on the host, against a double reference at 1e-5 relative. It
+** checks the index math, the software pipeline's loads (a chunk of K and 8
+** keys of V ahead), the masking and the empty-split skip; not the compiler,
+** not timing, not sm_52 rounding (exp2f here is the host's). */
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <pthread.h>
+#include <thread>
+#include <vector>
+using std::max;
+using std::min;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+struct uint4 { unsigned x, y, z, w; };
+struct uint2 { unsigned x, y; };
+struct float4 { float x, y, z, w; };
+struct float2 { float x, y; };
+static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+static inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
+template <typename T> static inline T __ldg(const T *p) { return *p; }
+struct D3 { unsigned x; };
+thread_local D3 threadIdx, blockIdx;
+static pthread_barrier_t bar, wbar[4];
+static float xbuf[4][32];
+static void __syncthreads() { pthread_barrier_wait(&bar); }
+static float shfl_from(float v, int src) {
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    pthread_barrier_wait(&wbar[warp]);
+    xbuf[warp][lane] = v;
+    pthread_barrier_wait(&wbar[warp]);
+    float r = xbuf[warp][src];
+    pthread_barrier_wait(&wbar[warp]);
+    return r;
+}
+static float __shfl_xor_sync(unsigned, float v, int w) { return shfl_from(v, (threadIdx.x % 32) ^ w); }
+static float __shfl_sync(unsigned, float v, int i) { return shfl_from(v, i); }
+static void __syncwarp() { pthread_barrier_wait(&wbar[threadIdx.x / 32]); }
+struct __half { unsigned short b; };
+struct __half2 { __half x, y; };
+static float h2f(unsigned short h) {
+    unsigned s = (h >> 15) & 1, e = (h >> 10) & 31, m = h & 1023;
+    float v;
+    if (e == 0) v = ldexpf((float)m, -24);
+    else if (e == 31) v = m ? NAN : INFINITY;
+    else v = ldexpf((float)(m | 1024), (int)e - 25);
+    return s ? -v : v;
+}
+static unsigned short f2h_grid(float f) { /* test data: a value on the f16 grid, |f| < 2 */
+    if (f == 0) return 0;
+    unsigned s = f < 0;
+    f = fabsf(f);
+    if (f < 6.2e-5f) return (unsigned short)(s << 15); /* below f16's normals: zero */
+    int ee;
+    float mm = frexpf(f, &ee);
+    int E = ee - 1 + 15;
+    unsigned M = (unsigned)nearbyintf((mm * 2 - 1) * 1024);
+    if (M == 1024) M = 0, E++;
+    return (unsigned short)(s << 15 | E << 10 | M);
+}
+static float2 __half22float2(__half2 h) { return {h2f(h.x.b), h2f(h.y.b)}; }
+static int guards = 0;
+static void m40k_guard_report(unsigned *, unsigned, long long, long long) { guards++; }
+#define M40K_GUARD_ATTN_SLOT 1
+#define M40K_GUARD_ATTN_POS 2
+constexpr int ATT_FUSED_HALF_MAX = 64;
+#include "params.inc" /* decode_v4_emu.sh: from kernels/attention.cu */
+#include "kernel.inc"
+
+template <typename TC, int DP, int RW, int C>
+static double run(int B, int T, int H, int G, int D, int S, int L, int splits, const int *posv) {
+    const int hpg = H / G, nrows = T * hpg;
+    std::vector<float> q((size_t)B * T * H * D), y((size_t)B * T * H * D, -7.0f);
+    std::vector<TC> kc((size_t)S * L * G * D), vc((size_t)S * L * G * D);
+    std::vector<double> kd(kc.size()), vd(vc.size());
+    srand(B * 1000 + T * 7 + D + L);
+    auto rnd = [] { return (float)rand() / RAND_MAX * 2 - 1; };
+    for (auto &x : q) x = rnd() * 2;
+    for (size_t i = 0; i < kc.size(); i++) {
+        float a = rnd(), b = rnd();
+        if constexpr (sizeof(TC) == 2) {
+            kc[i].b = f2h_grid(a), vc[i].b = f2h_grid(b);
+            kd[i] = h2f(kc[i].b), vd[i] = h2f(vc[i].b);
+        } else {
+            kc[i] = a, vc[i] = b, kd[i] = a, vd[i] = b;
+        }
+    }
+    std::vector<int32_t> pos(posv, posv + B * T), slot(B);
+    for (int b = 0; b < B; b++) slot[b] = (B - 1 - b) % S;
+    std::vector<float> ml((size_t)B * T * H * splits * 2), wo((size_t)B * T * H * splits * D, 0.0f);
+    for (size_t i = 0; i < ml.size(); i += 2) ml[i] = -INFINITY, ml[i + 1] = 0.0f;
+    Params p = {};
+    p.q = q.data(), p.kc = kc.data(), p.vc = vc.data(), p.pos = pos.data(), p.slot = slot.data();
+    p.y = y.data(), p.ws_ml = ml.data(), p.ws_o = wo.data();
+    p.T = T, p.H = H, p.G = G, p.D = D, p.S = S, p.L = L, p.hpg = hpg;
+    p.qs0 = (int64_t)T * H * D, p.qs1 = (int64_t)H * D;
+    p.splits = splits, p.skip = 1, p.mtiles = 1;
+    const float scale = 1.0f / sqrtf((float)D);
+    p.qscale = scale * 1.4426950408889634f;
+    p.vec = D % 8 == 0;
+    p.gd = G * D;
+    const int nt = 16 / RW * 32, nw = nt / 32;
+    for (int64_t blk = 0; blk < (int64_t)B * G * splits; blk++) {
+        pthread_barrier_init(&bar, NULL, nt);
+        for (int w = 0; w < nw; w++) pthread_barrier_init(&wbar[w], NULL, 32);
+        std::vector<std::thread> th;
+        for (int t = 0; t < nt; t++)
+            th.emplace_back([=] {
+                threadIdx.x = t;
+                blockIdx.x = (unsigned)blk;
+                attn_decode_kernel<DP, RW, C, TC>(p);
+            });
+        for (auto &x : th) x.join();
+        pthread_barrier_destroy(&bar);
+        for (int w = 0; w < nw; w++) pthread_barrier_destroy(&wbar[w]);
+    }
+    if (splits > 1) /* attn_combine's fold, in double */
+        for (int64_t row = 0; row < (int64_t)B * T * H; row++) {
+            double M = -INFINITY;
+            for (int c = 0; c < splits; c++) M = std::max(M, (double)ml[(row * splits + c) * 2]);
+            std::vector<double> acc(D, 0.0);
+            double l = 0;
+            for (int c = 0; c < splits; c++) {
+                const double mc = ml[(row * splits + c) * 2];
+                if (mc == -INFINITY) continue;
+                const double wgt = exp2(mc - M);
+                l += wgt * ml[(row * splits + c) * 2 + 1];
+                for (int d = 0; d < D; d++) acc[d] += wgt * wo[(row * splits + c) * D + d];
+            }
+            for (int d = 0; d < D; d++) y[row * D + d] = l > 0 ? (float)(acc[d] / l) : 0.0f;
+        }
+    double err = 0, mx = 0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++) {
+                int g = h / hpg, last = pos[b * T + t], s = slot[b];
+                std::vector<double> sc(last + 1 > 0 ? last + 1 : 1), o(D, 0.0);
+                const float *qv = &q[(((size_t)b * T + t) * H + h) * D];
+                double m = -INFINITY, sum = 0;
+                for (int j = 0; j <= last; j++) {
+                    double a = 0;
+                    for (int d = 0; d < D; d++) a += (double)qv[d] * kd[(((size_t)s * L + j) * G + g) * D + d];
+                    sc[j] = a * scale;
+                    m = std::max(m, sc[j]);
+                }
+                for (int j = 0; j <= last; j++) sum += sc[j] = exp(sc[j] - m);
+                for (int j = 0; j <= last; j++)
+                    for (int d = 0; d < D; d++) o[d] += sc[j] / sum * vd[(((size_t)s * L + j) * G + g) * D + d];
+                const float *yo = &y[(((size_t)b * T + t) * H + h) * D];
+                for (int d = 0; d < D; d++) {
+                    double df = fabs(yo[d] - o[d]);
+                    if (!(df <= err)) err = df;
+                    mx = std::max(mx, fabs(o[d]));
+                }
+            }
+    (void)nrows;
+    return mx > 0 ? err / mx : err;
+}
+
+int main() {
+    int fails = 0;
+    auto check = [&](const char *what, double e) {
+        printf("%-52s rel err %.3g %s\n", what, e, e < 1e-5 ? "ok" : "FAIL");
+        fails += !(e < 1e-5);
+    };
+    const int p1[] = {650, 400}, p2[] = {5, 200}, p3[] = {300, 301, -1, 90}, p4[] = {129};
+    /* ChatGLM2's shape: 32 heads over 2 groups, D 128, T 1 */
+    check("v4 4 rows f16 D128 B2 L700 3 splits", run<__half, 128, 4, 4>(2, 1, 32, 2, 128, 2, 700, 3, p1));
+    check("v4 8 rows f16 D128 B2 L700 3 splits", run<__half, 128, 8, 4>(2, 1, 32, 2, 128, 2, 700, 3, p1));
+    check("v4 4 rows f16 D128 short ctx, 6 splits (skip)", run<__half, 128, 4, 4>(2, 1, 32, 2, 128, 2, 700, 6, p2));
+    check("v4 8 rows f32 D128 B2 L700 1 split", run<float, 128, 8, 4>(2, 1, 32, 2, 128, 2, 700, 1, p1));
+    check("v4 4 rows f32 D80 (DP 128) T2 pad, 2 splits", run<float, 128, 4, 4>(2, 2, 16, 2, 80, 2, 400, 2, p3));
+    check("v4 4 rows f16 D64 T2 pad, 4 splits", run<__half, 64, 4, 4>(2, 2, 16, 2, 64, 2, 400, 4, p3));
+    check("v4 8 rows f16 D64 T2 pad, 1 split", run<__half, 64, 8, 4>(2, 2, 16, 2, 64, 2, 400, 1, p3));
+    check("v4 8 rows f16 D128 ctx 130, 64 splits", run<__half, 128, 8, 4>(1, 1, 32, 2, 128, 1, 8192 / 16, 64, p4));
+    check("v3 4 rows f16 D128 B2 L700 3 splits", run<__half, 128, 4, 1>(2, 1, 32, 2, 128, 2, 700, 3, p1));
+    printf("guard reports: %d (the pad row's pos -1 is no report)\n", guards);
+    return fails != 0;
+}

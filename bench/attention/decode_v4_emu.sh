@@ -1,0 +1,18 @@
+#!/bin/sh
+# Runs bench/attention/decode_v4_emu.cpp: decode v3/v4 (kernels/attention.cu
+# attn_decode_kernel, decode variants 2, 3, 8, 9) emulated on the host against a
+# double reference; no GPU needed.
+#   bench/attention/decode_v4_emu.sh   (from the repository root; ~30 s on 2 cores)
+set -eu
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cu=kernels/attention.cu
+sed -n '/^struct Params {/,/^};/p' "$cu" > "$dir/params.inc"
+{
+    sed -n '/^__device__ __forceinline__ void half8_to_float/,/^}/p' "$cu"
+    sed -n '/^__device__ __forceinline__ int64_t split_share/,/^}/p' "$cu"
+    sed -n '/^constexpr int DR = 16;/,/^\/\* y\[row, :\]/p' "$cu" | sed '$d'
+} > "$dir/kernel.inc"
+grep -q attn_decode_kernel "$dir/kernel.inc" || { echo "decode_v4_emu: the kernel was not found in $cu" >&2; exit 1; }
+c++ -std=c++17 -O1 -fno-strict-aliasing -pthread -w -I"$dir" bench/attention/decode_v4_emu.cpp -o "$dir/emu"
+"$dir/emu"

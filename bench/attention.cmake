@@ -39,11 +39,14 @@ if(M40_BUILD_TESTS AND M40_BUILD_EXAMPLES)
     COMMAND m40-bench attention --sizes 1024,8192 --warmup 1 --repeats 3)
   set_tests_properties(m40_bench_gpu_attention PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
 endif()
-# decode v3/v4 (kernels/attention.cu attn_decode_kernel) emulated on the host
-# from the kernel's own source against a double reference (no GPU needed)
+# decode v3/v4 (kernels/attention.cu attn_decode_kernel) and the BM-64 prefill
+# kernel (attention_prefill64.cuh) emulated on the host from the kernels' own
+# source against a double reference (no GPU needed; bench/attention/emu_common.h)
 if(M40_BUILD_TESTS AND UNIX)
   enable_testing()
-  add_test(NAME attn_decode_v4_emu COMMAND sh ${PROJECT_SOURCE_DIR}/bench/attention/decode_v4_emu.sh
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(attn_decode_v4_emu PROPERTIES LABELS cpu TIMEOUT 300)
+  foreach(emu decode_v4 prefill64)
+    add_test(NAME attn_${emu}_emu COMMAND sh ${PROJECT_SOURCE_DIR}/bench/attention/${emu}_emu.sh
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(attn_${emu}_emu PROPERTIES LABELS cpu TIMEOUT 300)
+  endforeach()
 endif()

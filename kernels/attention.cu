@@ -1016,6 +1016,24 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
 #pragma unroll
             for (int i = 0; i < RW; i++) sc[c][i] = 0.0f;
         }
+        /* sc[c][rows] += Q[rows][chunk ch's 8 dims] · K[key c][those dims]: one
+        ** broadcast LDS.128 of Q feeds 4 rows × C keys */
+        auto qk_chunk = [&](int ch, const float (&kv)[C][8]) {
+#pragma unroll
+            for (int dd = 0; dd < 8; dd++) {
+#pragma unroll
+                for (int i = 0; i < RW; i += 4) {
+                    const float4 a = *reinterpret_cast<const float4 *>(qs + (ch * 8 + dd) * DR + r0 + i);
+#pragma unroll
+                    for (int c = 0; c < C; c++) {
+                        sc[c][i] = fmaf(a.x, kv[c][dd], sc[c][i]);
+                        sc[c][i + 1] = fmaf(a.y, kv[c][dd], sc[c][i + 1]);
+                        sc[c][i + 2] = fmaf(a.z, kv[c][dd], sc[c][i + 2]);
+                        sc[c][i + 3] = fmaf(a.w, kv[c][dd], sc[c][i + 3]);
+                    }
+                }
+            }
+        };
         if constexpr (C > 1) {
             /* K a chunk ahead: chunk ch + 1's C loads are in flight while
             ** chunk ch is converted and used (a lane past the keys reads key
@@ -1036,51 +1054,16 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
                 if (ch + 1 < nch)
 #pragma unroll
                     for (int c = 0; c < C; c++) kr[c] = Raw<TC>::k8(krow[c] + (ch + 1) * 8);
-#pragma unroll
-                for (int dd = 0; dd < 8; dd++) {
-#pragma unroll
-                    for (int i = 0; i < RW; i += 4) {
-                        const float4 a =
-                            *reinterpret_cast<const float4 *>(qs + (ch * 8 + dd) * DR + r0 + i);
-#pragma unroll
-                        for (int c = 0; c < C; c++) {
-                            sc[c][i] = fmaf(a.x, kv[c][dd], sc[c][i]);
-                            sc[c][i + 1] = fmaf(a.y, kv[c][dd], sc[c][i + 1]);
-                            sc[c][i + 2] = fmaf(a.z, kv[c][dd], sc[c][i + 2]);
-                            sc[c][i + 3] = fmaf(a.w, kv[c][dd], sc[c][i + 3]);
-                        }
-                    }
-                }
+                qk_chunk(ch, kv);
             }
-        } else if (kin[0]) {
-            /* a lane past the keys reads key k0's row (in the cache) and masks it */
-            const TC *krow = kc + base + (int64_t)(kin[0] ? k0 + lane : k0) * p.gd;
-            constexpr int UK = C == 1 ? 2 : 1; /* C > 1: the C loads are the chunk's flight */
-#pragma unroll UK
+        } else if (kin[0]) { /* v3: a lane a key, two chunks of its row unrolled */
+            const TC *krow = kc + base + (int64_t)(k0 + lane) * p.gd;
+#pragma unroll 2
             for (int ch = 0; ch < DP / 8; ch++) {
                 if (ch * 8 >= p.D) break;
                 float kv[C][8];
-#pragma unroll
-                for (int c = 0; c < C; c++) {
-                    /* key k0 + lane + 32c: 32c rows past this lane's first */
-                    const int dk = c == 0 || kin[c] ? 32 * c : (kin[0] ? -lane : 0);
-                    VLoad<TC>::get8(krow + (int64_t)dk * p.gd + ch * 8, kv[c]);
-                }
-#pragma unroll
-                for (int dd = 0; dd < 8; dd++) {
-#pragma unroll
-                    for (int i = 0; i < RW; i += 4) {
-                        const float4 a =
-                            *reinterpret_cast<const float4 *>(qs + (ch * 8 + dd) * DR + r0 + i);
-#pragma unroll
-                        for (int c = 0; c < C; c++) {
-                            sc[c][i] = fmaf(a.x, kv[c][dd], sc[c][i]);
-                            sc[c][i + 1] = fmaf(a.y, kv[c][dd], sc[c][i + 1]);
-                            sc[c][i + 2] = fmaf(a.z, kv[c][dd], sc[c][i + 2]);
-                            sc[c][i + 3] = fmaf(a.w, kv[c][dd], sc[c][i + 3]);
-                        }
-                    }
-                }
+                VLoad<TC>::get8(krow + ch * 8, kv[0]);
+                qk_chunk(ch, kv);
             }
         }
         /* C > 1: V's first VB keys in flight across the softmax (they do
@@ -1128,6 +1111,20 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
                 *reinterpret_cast<float4 *>(pr + (lane + 32 * c) * RW + i) =
                     make_float4(sc[c][i], sc[c][i + 1], sc[c][i + 2], sc[c][i + 3]);
         __syncwarp();
+        /* o[rows][EPL dims] += p[key j][rows] · V[key j][this lane's dims] */
+        auto pv_key = [&](int j, const float (&v)[EPL]) {
+#pragma unroll
+            for (int i = 0; i < RW; i += 4) {
+                const float4 a = *reinterpret_cast<const float4 *>(pr + j * RW + i);
+#pragma unroll
+                for (int e = 0; e < EPL; e++) {
+                    o[i][e] = fmaf(a.x, v[e], o[i][e]);
+                    o[i + 1][e] = fmaf(a.y, v[e], o[i + 1][e]);
+                    o[i + 2][e] = fmaf(a.z, v[e], o[i + 2][e]);
+                    o[i + 3][e] = fmaf(a.w, v[e], o[i + 3][e]);
+                }
+            }
+        };
         if constexpr (C > 1) {
             /* P·V in batches of VB keys, the next batch's loads in flight
             ** (a lane past D computes on a clamped column and writes nothing) */
@@ -1141,19 +1138,7 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
                     for (int jj = 0; jj < VB; jj++)
                         vr[jj] = Raw<TC>::template v<EPL>(vrow4 + min(jb + VB + jj, nk - 1) * p.gd);
 #pragma unroll
-                for (int jj = 0; jj < VB; jj++) {
-#pragma unroll
-                    for (int i = 0; i < RW; i += 4) {
-                        const float4 a = *reinterpret_cast<const float4 *>(pr + (jb + jj) * RW + i);
-#pragma unroll
-                        for (int e = 0; e < EPL; e++) {
-                            o[i][e] = fmaf(a.x, v[jj][e], o[i][e]);
-                            o[i + 1][e] = fmaf(a.y, v[jj][e], o[i + 1][e]);
-                            o[i + 2][e] = fmaf(a.z, v[jj][e], o[i + 2][e]);
-                            o[i + 3][e] = fmaf(a.w, v[jj][e], o[i + 3][e]);
-                        }
-                    }
-                }
+                for (int jj = 0; jj < VB; jj++) pv_key(jb + jj, v[jj]);
             }
         } else if (d0 < p.D) {
             const TC *vrow = vc + base + (int64_t)k0 * p.gd + d0;
@@ -1161,17 +1146,7 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
             for (int j = 0; j < nk; j++) {
                 float v[EPL];
                 VLoad<TC>::template get<EPL>(vrow + j * p.gd, v);
-#pragma unroll
-                for (int i = 0; i < RW; i += 4) {
-                    const float4 a = *reinterpret_cast<const float4 *>(pr + j * RW + i);
-#pragma unroll
-                    for (int e = 0; e < EPL; e++) {
-                        o[i][e] = fmaf(a.x, v[e], o[i][e]);
-                        o[i + 1][e] = fmaf(a.y, v[e], o[i + 1][e]);
-                        o[i + 2][e] = fmaf(a.z, v[e], o[i + 2][e]);
-                        o[i + 3][e] = fmaf(a.w, v[e], o[i + 3][e]);
-                    }
-                }
+                pv_key(j, v);
             }
         }
         __syncwarp(); /* pr is rewritten by the next step */

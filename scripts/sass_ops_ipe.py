@@ -234,23 +234,34 @@ ATT = re.compile(r"attn_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)EL
 NT = 128
 
 
-def attention_row(fname, body, label):
-    m = ATT.search(fname)
-    dp, bm, bn, sr, sc, orr = (int(g) for g in m.groups()[:6])
+def qk_pv_loops(body, qk_ffma, pv_ffma):
+    """The loop over tiles (steps) that encloses two inner loops of >= 64 FFMA,
+    Q.K^T first, then P.V (the source order), with their trips from the
+    FFMA a thread does per tile: -> (the tile loop, {inner head: (its end,
+    instructions over its trips)}, the quarter-rate instructions over the
+    trips), or None."""
     lps = loops(body)
-    inner = innermost(lps)
-    big = [l for l in inner if count(ops(body, l), "FFMA") >= 64]
+    big = [l for l in innermost(lps) if count(ops(body, l), "FFMA") >= 64]
     tile = [l for l in lps if sum(1 for b in big if l[0] < b[0] and b[1] < l[1]) >= 2]
     if not tile:
         return None
     tl = min(tile, key=lambda l: l[1] - l[0])
-    qk_ffma, pv_ffma = sr * sc * dp, orr * 8 * bn
-    coll = {}
-    # the Q.K^T loop comes first in the tile loop, then P.V (the source order)
+    coll, qin = {}, 0.0
     for k, b in enumerate(sorted(x for x in big if tl[0] < x[0] and x[1] < tl[1])[:2]):
-        f = count(ops(body, b), "FFMA")
-        trips = (qk_ffma if k == 0 else pv_ffma) / f
+        trips = (qk_ffma if k == 0 else pv_ffma) / count(ops(body, b), "FFMA")
         coll[b[0]] = (b[1], trips * (b[1] - b[0] + 1))
+        qin += trips * sum(1 for i in range(b[0], b[1] + 1) if body[i][2].startswith(QUARTER))
+    return tl, coll, qin
+
+
+def attention_row(fname, body, label):
+    m = ATT.search(fname)
+    dp, bm, bn, sr, sc, orr = (int(g) for g in m.groups()[:6])
+    qk_ffma, pv_ffma = sr * sc * dp, orr * 8 * bn
+    found = qk_pv_loops(body, qk_ffma, pv_ffma)
+    if not found:
+        return None
+    tl, coll, _ = found
     # the vector path of the tile loads; not the scalar fallback
     n, q = hot_path(body, tl, req(body, tl, r"LDG\.E\.128|STS\.128"), coll)
     static = (tl[1] - tl[0] + 1) + sum(c - (b - h + 1) for h, (b, c) in coll.items())
@@ -284,21 +295,11 @@ def attention_v4_row(fname, body, label):
     m = ATT_V4.search(fname)
     dp, rw, c = (int(g) for g in m.groups()[:3])
     nt, ks, epl = 16 // rw * 32, 32 * c, dp // 32
-    lps = loops(body)
-    inner = innermost(lps)
-    big = [l for l in inner if count(ops(body, l), "FFMA") >= 64]
-    step = [l for l in lps if sum(1 for b in big if l[0] < b[0] and b[1] < l[1]) >= 2]
-    if not step:
-        return None
-    sl = min(step, key=lambda l: l[1] - l[0])
     qk_ffma, pv_ffma = rw * c * dp, rw * epl * ks  # FFMA a thread a step
-    coll, qin = {}, 0.0
-    for k, b in enumerate(sorted(x for x in big if sl[0] < x[0] and x[1] < sl[1])[:2]):
-        f = count(ops(body, b), "FFMA")
-        trips = (qk_ffma if k == 0 else pv_ffma) / f
-        coll[b[0]] = (b[1], trips * (b[1] - b[0] + 1))
-        # the conversions of K and V are inside the inner loops here
-        qin += trips * sum(1 for i in range(b[0], b[1] + 1) if body[i][2].startswith(QUARTER))
+    found = qk_pv_loops(body, qk_ffma, pv_ffma)
+    if not found:
+        return None
+    sl, coll, qin = found  # qin: the conversions of K and V are inside the inner loops here
     # the path through both inner loops (their loads are inside them)
     n, q = hot_path(body, sl, sorted(coll), coll)
     q += qin

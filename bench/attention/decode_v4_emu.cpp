@@ -7,74 +7,7 @@
 ** checks the index math, the software pipeline's loads (a chunk of K and 8
 ** keys of V ahead), the masking and the empty-split skip; not the compiler,
 ** not timing, not sm_52 rounding (exp2f here is the host's). */
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <pthread.h>
-#include <thread>
-#include <vector>
-using std::max;
-using std::min;
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(...)
-#define __shared__ static
-#define __align__(n) __attribute__((aligned(n)))
-struct uint4 { unsigned x, y, z, w; };
-struct uint2 { unsigned x, y; };
-struct float4 { float x, y, z, w; };
-struct float2 { float x, y; };
-static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
-static inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
-template <typename T> static inline T __ldg(const T *p) { return *p; }
-struct D3 { unsigned x; };
-thread_local D3 threadIdx, blockIdx;
-static pthread_barrier_t bar, wbar[4];
-static float xbuf[4][32];
-static void __syncthreads() { pthread_barrier_wait(&bar); }
-static float shfl_from(float v, int src) {
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    pthread_barrier_wait(&wbar[warp]);
-    xbuf[warp][lane] = v;
-    pthread_barrier_wait(&wbar[warp]);
-    float r = xbuf[warp][src];
-    pthread_barrier_wait(&wbar[warp]);
-    return r;
-}
-static float __shfl_xor_sync(unsigned, float v, int w) { return shfl_from(v, (threadIdx.x % 32) ^ w); }
-static float __shfl_sync(unsigned, float v, int i) { return shfl_from(v, i); }
-static void __syncwarp() { pthread_barrier_wait(&wbar[threadIdx.x / 32]); }
-struct __half { unsigned short b; };
-struct __half2 { __half x, y; };
-static float h2f(unsigned short h) {
-    unsigned s = (h >> 15) & 1, e = (h >> 10) & 31, m = h & 1023;
-    float v;
-    if (e == 0) v = ldexpf((float)m, -24);
-    else if (e == 31) v = m ? NAN : INFINITY;
-    else v = ldexpf((float)(m | 1024), (int)e - 25);
-    return s ? -v : v;
-}
-static unsigned short f2h_grid(float f) { /* test data: a value on the f16 grid, |f| < 2 */
-    if (f == 0) return 0;
-    unsigned s = f < 0;
-    f = fabsf(f);
-    if (f < 6.2e-5f) return (unsigned short)(s << 15); /* below f16's normals: zero */
-    int ee;
-    float mm = frexpf(f, &ee);
-    int E = ee - 1 + 15;
-    unsigned M = (unsigned)nearbyintf((mm * 2 - 1) * 1024);
-    if (M == 1024) M = 0, E++;
-    return (unsigned short)(s << 15 | E << 10 | M);
-}
-static float2 __half22float2(__half2 h) { return {h2f(h.x.b), h2f(h.y.b)}; }
-static int guards = 0;
-static void m40k_guard_report(unsigned *, unsigned, long long, long long) { guards++; }
-#define M40K_GUARD_ATTN_SLOT 1
-#define M40K_GUARD_ATTN_POS 2
+#include "emu_common.h" /* bench/attention/: CUDA names on the host, the double reference */
 constexpr int ATT_FUSED_HALF_MAX = 64;
 #include "params.inc" /* decode_v4_emu.sh: from kernels/attention.cu */
 #include "kernel.inc"
@@ -84,19 +17,11 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
     const int hpg = H / G, nrows = T * hpg;
     std::vector<float> q((size_t)B * T * H * D), y((size_t)B * T * H * D, -7.0f);
     std::vector<TC> kc((size_t)S * L * G * D), vc((size_t)S * L * G * D);
-    std::vector<double> kd(kc.size()), vd(vc.size());
+    std::vector<double> kd, vd;
     srand(B * 1000 + T * 7 + D + L);
-    auto rnd = [] { return (float)rand() / RAND_MAX * 2 - 1; };
-    for (auto &x : q) x = rnd() * 2;
-    for (size_t i = 0; i < kc.size(); i++) {
-        float a = rnd(), b = rnd();
-        if constexpr (sizeof(TC) == 2) {
-            kc[i].b = f2h_grid(a), vc[i].b = f2h_grid(b);
-            kd[i] = h2f(kc[i].b), vd[i] = h2f(vc[i].b);
-        } else {
-            kc[i] = a, vc[i] = b, kd[i] = a, vd[i] = b;
-        }
-    }
+    for (auto &x : q) x = ((float)rand() / RAND_MAX * 2 - 1) * 2;
+    fill_cache(kc, kd);
+    fill_cache(vc, vd);
     std::vector<int32_t> pos(posv, posv + B * T), slot(B);
     for (int b = 0; b < B; b++) slot[b] = (B - 1 - b) % S;
     std::vector<float> ml((size_t)B * T * H * splits * 2), wo((size_t)B * T * H * splits * D, 0.0f);
@@ -141,32 +66,8 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
             }
             for (int d = 0; d < D; d++) y[row * D + d] = l > 0 ? (float)(acc[d] / l) : 0.0f;
         }
-    double err = 0, mx = 0;
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int h = 0; h < H; h++) {
-                int g = h / hpg, last = pos[b * T + t], s = slot[b];
-                std::vector<double> sc(last + 1 > 0 ? last + 1 : 1), o(D, 0.0);
-                const float *qv = &q[(((size_t)b * T + t) * H + h) * D];
-                double m = -INFINITY, sum = 0;
-                for (int j = 0; j <= last; j++) {
-                    double a = 0;
-                    for (int d = 0; d < D; d++) a += (double)qv[d] * kd[(((size_t)s * L + j) * G + g) * D + d];
-                    sc[j] = a * scale;
-                    m = std::max(m, sc[j]);
-                }
-                for (int j = 0; j <= last; j++) sum += sc[j] = exp(sc[j] - m);
-                for (int j = 0; j <= last; j++)
-                    for (int d = 0; d < D; d++) o[d] += sc[j] / sum * vd[(((size_t)s * L + j) * G + g) * D + d];
-                const float *yo = &y[(((size_t)b * T + t) * H + h) * D];
-                for (int d = 0; d < D; d++) {
-                    double df = fabs(yo[d] - o[d]);
-                    if (!(df <= err)) err = df;
-                    mx = std::max(mx, fabs(o[d]));
-                }
-            }
     (void)nrows;
-    return mx > 0 ? err / mx : err;
+    return ref_err(q, kd, vd, pos, slot, y, B, T, H, G, D, L);
 }
 
 int main() {

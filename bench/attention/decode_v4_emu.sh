@@ -14,5 +14,5 @@ sed -n '/^struct Params {/,/^};/p' "$cu" > "$dir/params.inc"
     sed -n '/^constexpr int DR = 16;/,/^\/\* y\[row, :\]/p' "$cu" | sed '$d'
 } > "$dir/kernel.inc"
 grep -q attn_decode_kernel "$dir/kernel.inc" || { echo "decode_v4_emu: the kernel was not found in $cu" >&2; exit 1; }
-c++ -std=c++17 -O1 -fno-strict-aliasing -pthread -w -I"$dir" bench/attention/decode_v4_emu.cpp -o "$dir/emu"
+c++ -std=c++17 -O1 -fno-strict-aliasing -pthread -w -I"$dir" -Ibench/attention bench/attention/decode_v4_emu.cpp -o "$dir/emu"
 "$dir/emu"

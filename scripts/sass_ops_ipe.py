@@ -405,18 +405,8 @@ def analyse(text):
             rows.append(r)
         else:
             missing.append(spec[0])
-    for rx, label in ATT_USED:
-        for name, body in funcs:
-            if re.search(rx, name):
-                a = attention_row(name, body, label)
-                if a:
-                    att.append(a)
-    for rx, label in ATT_V4_USED:
-        for name, body in funcs:
-            if re.search(rx, name):
-                a = attention_v4_row(name, body, label)
-                if a:
-                    att.append(a)
+    for rx, label, fn in [u + (attention_row,) for u in ATT_USED] + [u + (attention_v4_row,) for u in ATT_V4_USED]:
+        att += [a for a in (fn(name, body, label) for name, body in funcs if re.search(rx, name)) if a]
     for name, body in funcs:
         if "sample_kernel" in name:
             rows += sample_rows(name, body)

@@ -8,6 +8,7 @@
 #define M40_KERNELS_ROPE_MATH_CUH
 
 #include <math.h>
+#include <string.h>
 
 namespace {
 
@@ -26,14 +27,28 @@ __device__ __forceinline__ float rope_theta_i(const RopeArgs &a, int i) {
 
 /* The host side: heads rotated per row, head_dim, rope_dims (even). */
 inline RopeArgs rope_args(int heads, int head_dim, int rope_dims, float theta, float pos_scale) {
+    /* The table depends on (theta, rope_dims) only, and a model asks for the
+    ** same one at every layer: each host thread keeps its last (the double
+    ** pows were ~1 us of host time a launch, a third of RoPE's per-call gap
+    ** to a copy at 64 rows; bench/NOTES.md, session 12). */
+    struct Memo {
+        float theta;
+        int rope_dims;
+        float th[kRopeTab];
+    };
+    static thread_local Memo m = {0.0f, 0, {}};
+    if (m.rope_dims != rope_dims || m.theta != theta) {
+        for (int i = 0; i < kRopeTab; i++) {
+            /* the reference's θ_i (m40__rope_angle): float exponent, double pow */
+            float e = (float)(2 * i) / (float)rope_dims;
+            m.th[i] = i < rope_dims / 2 ? 1.0f / (float)pow((double)theta, (double)e) : 0.0f;
+        }
+        m.theta = theta, m.rope_dims = rope_dims;
+    }
     RopeArgs a;
     a.theta = theta, a.pos_scale = pos_scale;
     a.heads = heads, a.head_dim = head_dim, a.half = rope_dims / 2;
-    for (int i = 0; i < kRopeTab; i++) {
-        /* the reference's θ_i (m40__rope_angle): float exponent, double pow */
-        float e = (float)(2 * i) / (float)rope_dims;
-        a.th[i] = i < a.half ? 1.0f / (float)pow((double)theta, (double)e) : 0.0f;
-    }
+    memcpy(a.th, m.th, sizeof a.th);
     return a;
 }
 

@@ -63,7 +63,8 @@ static inline int m40k_attention_v3(const m40k_attn_shape *s) {
 
 /* Decode blocks the device keeps resident, the split rule's `slots`: decode
 ** v3 (~80 registers, 10 KB of shared memory a block) 6 an SM on sm_52 and
-** later, v4 (<= 128 registers by its launch bounds) 4; the tile kernel 2..4 by its 47.6 KB of shared memory (M40 2, H200
+** later, v4 4 (its f16 instances' launch bounds; the f32 ones hold 3 with
+** 4 rows a warp, so their splits take ~1.3 waves: v4 is opt-in); the tile kernel 2..4 by its 47.6 KB of shared memory (M40 2, H200
 ** 4). 0 without a device (the planner: M40K_ATTN_PLAN_SLOTS). */
 static inline int m40k_attention_slots(const m40k_attn_shape *s, int sm_count, int smem_per_sm) {
     if (sm_count <= 0) return 0;

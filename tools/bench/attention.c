@@ -245,9 +245,13 @@ static void decode_one(bench_env *e, int L) {
             snprintf(gr->baseline, sizeof gr->baseline, "%s", base_impl);
             gr->baseline_value = bv;
             m40__attn_decode_variant = gv[i].v;
-            if (measure_graph(e, att_op, &a, gr) != 0) e->failed = 1;
-            else if (e->text) print_result(gr);
+            const int grc = measure_graph(e, att_op, &a, gr);
             m40__attn_decode_variant = 0;
+            if (grc != 0) {
+                e->failed = 1;
+                continue;
+            }
+            if (e->text) print_result(gr);
             target_line(e, gr, 0.70, L >= 8192);
         }
     }

@@ -117,6 +117,8 @@ static void graph_pair(bench_env *e, norm_arg *a, const char *label, int64_t N, 
         base_value = base->value;
         snprintf(base_impl, sizeof base_impl, "%s", base->impl);
         if (e->text) print_result(base);
+    } else {
+        e->failed = 1;
     }
     a->copy = 0;
     m40__bench_result *r = new_result(e, "norm", kname[a->kind], label, "GB/s");

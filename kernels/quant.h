@@ -88,6 +88,7 @@ typedef struct m40k_qgemv_variant {
     int blocks_per_sm;
     int depth;  /* V2 at M = 1, R = 2 (0: 1): chunks of weights in flight, 1 or 4 */
     int ks;     /* V2 whole (D = 1) at M = 1, R = 2, depth 1 (0: 1): warps a row's K is split over, 1, 2 or 4 */
+    int ez;     /* V2 at M = 1, R = 2, int8/int4, depth 1, ks 1: 1 = the exponent-zero decode (EZ) */
 } m40k_qgemv_variant;
 /* 1 (default): int4 at M = 1 with N <= 8192 runs v2 at R = 2 (the norm
 ** fused on its chunks), else v3; 0: v3 there (the rule before session 9).
@@ -98,8 +99,10 @@ extern int m40k_quant_gemv_small_v2;
 ** x for all of K staged once behind one barrier (else a chunk at a time
 ** behind two, an L2 round trip a chunk). m40k_quant_gemv_small_v2_q8 (1):
 ** int8's small shapes (M 1, N <= 8192) run it instead of v3 (+2.4% on
-** the int8 decode step, H200); m40k_quant_gemv_v2_whole (0): int4's small
-** shapes take it too (measured neutral, g128 -0.9%). Knobs as above
+** the int8 decode step, H200); m40k_quant_gemv_v2_whole (-1: with the
+** exponent-zero decode, m40k_quant_gemv_v2_ez, else not; 0 never, 1
+** always): int4's small shapes take it too (with v2's own decode measured
+** neutral, g128 -0.9%). Knobs as above
 ** (M40_BENCH_GLM_SMALLV2_Q8, M40_BENCH_GLM_V2WHOLE). */
 #define M40K_QGEMV_V2_WHOLE_K 4096
 extern int m40k_quant_gemv_v2_whole;
@@ -112,6 +115,13 @@ extern int m40k_quant_gemv_v2_deep;
 ** chooser's V2-whole variants take (int4's small shapes then run whole). */
 extern int m40k_quant_gemv_v2_ks;
 extern int m40k_quant_gemv_small_v2_q8;
+/* V2 at M = 1 with ez = 1 (int8/int4, chunked or whole, the norm fused or
+** not): v3's exponent-zero decode, ~2.3 instructions a weight against v2's
+** ~4.2 (sm_52), each lane vector of x pre-scaled by its own power of two
+** (kernels/quant_gemv_v2.cuh). m40k_quant_gemv_v2_ez (knob,
+** M40_BENCH_GLM_V2EZ): the chooser's batch-1 V2 variants (R = 2, depth 1,
+** ks 1) take it. */
+extern int m40k_quant_gemv_v2_ez;
 /* The variant the library runs for a (M 1..8) on sm_count SMs, from the
 ** H200 bench (kernels/quant_dispatch.cu). */
 m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count);

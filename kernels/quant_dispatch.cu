@@ -18,10 +18,11 @@
 
 extern "C" {
 int m40k_quant_gemv_small_v2 = 1;
-int m40k_quant_gemv_v2_whole = 0;
+int m40k_quant_gemv_v2_whole = -1;
 int m40k_quant_gemv_small_v2_q8 = 1;
 int m40k_quant_gemv_v2_deep = 0;
 int m40k_quant_gemv_v2_ks = 1;
+int m40k_quant_gemv_v2_ez = 1;
 }
 
 /* Batch 1 on v2 at R = 2: the forms the knobs ask for -- a ring of four
@@ -30,6 +31,7 @@ static void batch1_v2_forms(const m40k_qlinear_args *a, m40k_qgemv_variant *v) {
     if (a->M != 1 || v->kernel != M40K_QGEMV_V2 || v->R != 2) return;
     if (m40k_quant_gemv_v2_deep) v->depth = 4;
     else if (v->D == 1 && (m40k_quant_gemv_v2_ks == 2 || m40k_quant_gemv_v2_ks == 4)) v->ks = m40k_quant_gemv_v2_ks;
+    else if (m40k_quant_gemv_v2_ez && a->wtype != M40_DTYPE_F16) v->ez = 1;
 }
 
 extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count) {
@@ -87,10 +89,15 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
         ** the norm, 3 blocks an SM). Measured on the H200 only. */
         v.kernel = M40K_QGEMV_V2;
         v.R = 2;
-        /* x staged once: no gain for int4 (H200, session 10, same call:
-        ** 515.0 / 515.5 tok/s against 514.9; g128 448.5 / 449.0 against
-        ** 452.4), so off by default */
-        v.D = a->K <= M40K_QGEMV_V2_WHOLE_K && (m40k_quant_gemv_v2_whole || m40k_quant_gemv_v2_ks > 1);
+        /* x staged once: no gain for int4 with v2's own decode (H200,
+        ** session 10, same call: 515.0 / 515.5 tok/s against 514.9; g128
+        ** 448.5 / 449.0 against 452.4); with the exponent-zero decode the
+        ** chunked staging's per-vector work is ~1 instruction a weight of
+        ** the ~3.8 (sm_52), staged whole 2.7: whole by default there
+        ** (m40k_quant_gemv_v2_whole -1: auto, 0: chunked, 1: whole) */
+        const bool ez = m40k_quant_gemv_v2_ez && !m40k_quant_gemv_v2_deep;
+        v.D = a->K <= M40K_QGEMV_V2_WHOLE_K &&
+              (m40k_quant_gemv_v2_whole > 0 || m40k_quant_gemv_v2_ks > 1 || (m40k_quant_gemv_v2_whole < 0 && ez));
     } else if (!q4 && a->M == 1 && a->N <= 8192 && a->K <= M40K_QGEMV_V2_WHOLE_K &&
                m40k_quant_gemv_small_v2_q8) {
         /* int8's small shapes at batch 1: v2 with x staged once, R = 2

@@ -78,7 +78,15 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
     if (v.depth > 1 && (v.depth != 4 || !v2b1)) return cudaErrorInvalidValue;
     if (v.ks > 1 && ((v.ks != 2 && v.ks != 4) || !v2b1 || v.D != 1 || v.depth > 1)) return cudaErrorInvalidValue;
     const bool deep = v.depth == 4;
+    if (v.ez && (B != 1 || WT == M40_DTYPE_F16 || !v2b1 || v.depth > 1 || v.ks > 1)) return cudaErrorInvalidValue;
     if constexpr (B == 1 && WT != M40_DTYPE_F16) { /* the norm fused (m40k_quant_gemv_norm_fused) */
+        if (v.ez) { /* the exponent-zero decode, x staged whole (D = 1) or a chunk at a time */
+            if (v.D == 1)
+                return a.nw ? launch_v2<WT, 1, 2, true, true, 1, 1, true>(s, a)
+                            : launch_v2<WT, 1, 2, false, true, 1, 1, true>(s, a);
+            return a.nw ? launch_v2<WT, 1, 2, true, false, 1, 1, true>(s, a)
+                        : launch_v2<WT, 1, 2, false, false, 1, 1, true>(s, a);
+        }
         if (a.nw && v.kernel == M40K_QGEMV_V3)
             return v.R == 4 ? launch_v3_norm<WT, 4>(s, a, sm_count, v.blocks_per_sm)
                             : launch_v3_norm<WT, 2>(s, a, sm_count, v.blocks_per_sm);
@@ -187,7 +195,7 @@ extern "C" int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a,
     m40k_qgemv_variant w = *v;
     if (w.kernel == M40K_QGEMV_SPLIT && a->wtype != M40_DTYPE_F16) { /* no scratch: v2 */
         const size_t need = m40k_quant_gemv_workspace(a);
-        if (need && (!a->ws || a->ws_bytes < need)) w.kernel = M40K_QGEMV_V2, w.R = 0, w.D = 0, w.depth = 0, w.ks = 0;
+        if (need && (!a->ws || a->ws_bytes < need)) w.kernel = M40K_QGEMV_V2, w.R = 0, w.D = 0, w.depth = 0, w.ks = 0, w.ez = 0;
     }
     switch (a->wtype) {
     case M40_DTYPE_Q4: return (int)launch_b<M40_DTYPE_Q4>(s, *a, w, sm_count);

@@ -31,7 +31,21 @@ constexpr int kV2WholeK = 4096;
 ** the block (chunks slice, slice + KS, ...), their sums added through
 ** shared memory at the end: 8 / KS row groups a block, each warp's chain
 ** of instructions 1 / KS as long. */
-template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1>
+/* EZ (int8/int4, batch 1, P = 1, KS = 1): the "exponent-zero" decode of
+** v3 (the comment above pow2f; quant_gemv_common.cuh) in v2's loop. v2's
+** own decode costs a PRMT and an FADD a weight on top of the FFMA; EZ one
+** AND (int4, plus a PRMT a word). What v3 needs from the staging of x --
+** x times 2^(149 - bit position - S), and the offset's sum -- is done here
+** per lane vector (the 8 int4 / 4 int8 float4 of x one lane reads for one
+** vector of weights, staged by consecutive threads of one warp): their
+** max |x| and sum by shuffles, so no block-wide max and no extra barrier;
+** S is the vector's own, and its 2^S multiplies the vector's partial sum
+** (as a group scale would: one FMUL and one FFMA a row and vector, so
+** group scales cost that too, not an FMUL a weight). xe holds, per
+** vector, (-OFF 2^-S sum x, 2^(S/2), 2^(S - S/2)): S reaches 152, past a
+** float's 2^127, hence two factors. */
+template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,
+          bool EZ = false>
 __global__ void __launch_bounds__(kThreads, 1)
 gemv_v2_kernel(m40k_qlinear_args a) {
     constexpr int VC = Fmt<WT>::VC;   /* columns per lane-vector */
@@ -49,6 +63,8 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     static_assert(!(NORM && XG), "the norm rides on the staging of x");
     __shared__ __align__(16) float xs[XG ? 4 : NCW * B * XS]; /* x[chunk][b][chunk cols], padded */
     __shared__ float wss[NORM ? kWarps * B : 1];        /* NORM: each warp's sums of x² */
+    static_assert(!EZ || (WT != M40_DTYPE_F16 && B == 1 && P == 1 && KS == 1), "EZ: int8/int4, batch 1");
+    __shared__ __align__(16) float4 xe[EZ ? NCW * 32 : 1]; /* EZ: per chunk and lane vector (see above) */
     float ss[B];                                         /* NORM: this thread's sums of x² */
 #pragma unroll
     for (int b = 0; b < B; b++) ss[b] = 0.0f;
@@ -104,6 +120,34 @@ gemv_v2_kernel(m40k_qlinear_args a) {
 #pragma unroll
     for (int j = 1; j < P; j++) load_w(ring[j], j);
 
+    /* EZ: item v (x·nw, float4 c4 of chunk slot cs) pre-scaled in place; the
+    ** first of its lane vector's G threads writes the vector's xe. Every lane
+    ** of the warp calls it (the shuffles). */
+    auto ez_item = [&](float4 &v, int c4, int cs) {
+        constexpr int G = VC / 4;
+        /* the vector's max |x| (NaN drops out: it stays NaN in the products)
+        ** and sum over its G threads */
+        float m = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+        float sum = (v.x + v.y) + (v.z + v.w);
+#pragma unroll
+        for (int o = 1; o < G; o <<= 1) {
+            m = fmaxf(m, __shfl_xor_sync(kFull, m, o));
+            sum += __shfl_xor_sync(kFull, sum, o);
+        }
+        /* S = (exponent of m) + 24, at least 22: 22..152 */
+        const int S = max((__float_as_int(m) >> 23) - 103, 22);
+        /* x times 2^(149 - pos - S): an exponent field of 276 - S - pos, 104..254 */
+        const int base = (276 - S) << 23;
+        v.x *= __int_as_float(base - (ez_pos<WT>(4 * c4 + 0) << 23));
+        v.y *= __int_as_float(base - (ez_pos<WT>(4 * c4 + 1) << 23));
+        v.z *= __int_as_float(base - (ez_pos<WT>(4 * c4 + 2) << 23));
+        v.w *= __int_as_float(base - (ez_pos<WT>(4 * c4 + 3) << 23));
+        constexpr float OFF = WT == M40_DTYPE_Q4 ? 8.0f : 128.0f; /* u = q + OFF */
+        if (c4 % G == 0) {
+            const int h = S >> 1; /* 2^S = 2^h 2^(S - h), each factor <= 2^76 */
+            xe[cs * 32 + c4 / G] = make_float4((-OFF * sum) * pow2f(-h) * pow2f(h - S), pow2f(h), pow2f(S - h), 0.f);
+        }
+    };
     /* x staging: NF float4 per chunk, a compile-time number of rounds */
     constexpr int F4 = KC / 4, NF = B * F4, ITERS = (NF + kThreads - 1) / kThreads;
     if constexpr (WHOLE) { /* all of x: the loads, then the norm and the stores */
@@ -113,6 +157,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
         constexpr bool BYC = NF % kThreads == 0;
         constexpr int K4 = kV2WholeK / 4, TOT = B * K4, WI = (TOT + kThreads - 1) / kThreads;
         static_assert(!BYC || WI == NCW * ITERS, "whole staging: items");
+        static_assert(!EZ || BYC || TOT % kThreads == 0, "EZ: every lane stages");
         float4 xv[WI], nv[NORM ? WI : 1];
 #pragma unroll
         for (int it = 0; it < WI; it++) {
@@ -140,6 +185,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
                 v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
             }
             const int c = BYC ? it / ITERS : col / KC, c4 = BYC ? f % F4 : (col % KC) / 4;
+            if constexpr (EZ) ez_item(v, c4, c * B + b);
             *(float4 *)&xs[(c * B + b) * XS + (c4 / (VC / 4)) * LS + 4 * (c4 % (VC / 4))] = v;
         }
         __syncthreads();
@@ -162,6 +208,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
                         if (bb == b) ss[bb] = sumsq4(v, ss[bb]);
                     v.x *= nw4.x, v.y *= nw4.y, v.z *= nw4.z, v.w *= nw4.w;
                 }
+                if constexpr (EZ) ez_item(v, c4, b);
                 *(float4 *)&xs[b * XS + (c4 / (VC / 4)) * LS + 4 * (c4 % (VC / 4))] = v;
             }
         }
@@ -185,6 +232,59 @@ gemv_v2_kernel(m40k_qlinear_args a) {
         };
         /* XG: lanes past K skip (their re-read weights would meet real x) */
         if (XG && kc0 + lane * VC >= K) {
+        } else if (EZ) { /* batch 1: t = the vector's sum in units of 2^-S, from its offset term */
+            const float4 e = xe[(WHOLE ? c : 0) * 32 + lane];
+            float t[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) t[r] = e.x;
+            if (WT == M40_DTYPE_Q4) {
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    uint32_t wx[R];
+#pragma unroll
+                    for (int r = 0; r < R; r++) wx[r] = word(wcur[r], i) ^ 0x88888888u; /* u = q + 8 */
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const float4 xv = xv4(0, 8 * i + 4 * h);
+#pragma unroll
+                        for (int r = 0; r < R; r++) {
+                            /* columns 8i + 4h + j at bits ez_pos<Q4>(4h + j) */
+                            float f0, f1, f2, f3;
+                            if (h == 0) {
+                                const uint32_t w = wx[r];
+                                f0 = ezf(w & 0xF0u), f1 = ezf(w & 0xFu), f2 = ezf(w & 0xF000u), f3 = ezf(w & 0xF00u);
+                            } else {
+                                const uint32_t w = top_byte_to_2(wx[r]);
+                                f0 = ezf(wx[r] & 0xF00000u), f1 = ezf(wx[r] & 0xF0000u);
+                                f2 = ezf(w & 0xF00000u), f3 = ezf(w & 0xF0000u);
+                            }
+                            t[r] = fmaf(f0, xv.x, t[r]);
+                            t[r] = fmaf(f1, xv.y, t[r]);
+                            t[r] = fmaf(f2, xv.z, t[r]);
+                            t[r] = fmaf(f3, xv.w, t[r]);
+                        }
+                    }
+                }
+            } else { /* Q8 */
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float4 xv = xv4(0, 4 * i);
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        const uint32_t w = word(wcur[r], i) ^ 0x80808080u; /* u = q + 128 */
+                        t[r] = fmaf(ezf(w & 0xFFu), xv.x, t[r]);
+                        t[r] = fmaf(ezf(w & 0xFF00u), xv.y, t[r]);
+                        t[r] = fmaf(ezf(w & 0xFF0000u), xv.z, t[r]);
+                        t[r] = fmaf(ezf(top_byte_to_2(w)), xv.w, t[r]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                float u = t[r] * e.y;
+                if (GROUPED) u *= gs[r];
+                acc[r][0] = fmaf(u, e.z, acc[r][0]);
+            }
         } else if (WT == M40_DTYPE_Q4) {
 #pragma unroll
             for (int i = 0; i < 4; i++) {
@@ -321,17 +421,17 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     warp_store<B, R>(acc, row0, lane, a);
 }
 
-template <int WT, int B, int R, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1>
+template <int WT, int B, int R, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1, bool EZ = false>
 cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
     constexpr int RPB = kWarps / KS * R; /* rows a block */
     dim3 grid((unsigned)((a.N + RPB - 1) / RPB));
     if (WHOLE && a.K > kV2WholeK) return cudaErrorInvalidValue;
     if constexpr (WT != M40_DTYPE_F16) /* fp16 has no scales, so no group instance */
         if (a.group) {
-            gemv_v2_kernel<WT, B, R, true, NORM, WHOLE, P, KS><<<grid, kThreads, 0, s>>>(a);
+            gemv_v2_kernel<WT, B, R, true, NORM, WHOLE, P, KS, EZ><<<grid, kThreads, 0, s>>>(a);
             return cudaGetLastError();
         }
-    gemv_v2_kernel<WT, B, R, false, NORM, WHOLE, P, KS><<<grid, kThreads, 0, s>>>(a);
+    gemv_v2_kernel<WT, B, R, false, NORM, WHOLE, P, KS, EZ><<<grid, kThreads, 0, s>>>(a);
     return cudaGetLastError();
 }
 

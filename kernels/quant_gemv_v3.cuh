@@ -45,21 +45,6 @@ namespace {
 ** Group scales multiply a 16/32-column partial sum (one FFMA per vector, not
 ** an FMUL per weight): a lane's vector never straddles a group. */
 
-/* 2^e as a float, e in [-126, 127] */
-__device__ __forceinline__ float pow2f(int e) { return __int_as_float((e + 127) << 23); }
-/* v * 2^e, e in [-252, 254], exact unless the result under/overflows */
-__device__ __forceinline__ float mul_pow2(float v, int e) { return v * pow2f(e / 2) * pow2f(e - e / 2); }
-
-/* Bit position of column c (mod 8 for int4, mod 4 for int8) after the
-** decode: int4 high nibble = even column, the top byte moved to bits 16-23. */
-template <int WT> __host__ __device__ constexpr int ez_pos(int c) {
-    return WT == M40_DTYPE_Q4 ? (c & 7) / 2 * 8 - ((c & 7) >= 6 ? 8 : 0) + ((c & 1) ? 0 : 4)
-                              : ((c & 3) == 3 ? 16 : (c & 3) * 8);
-}
-/* Top byte of w moved to bits 16-23, zeros elsewhere. */
-__device__ __forceinline__ uint32_t top_byte_to_2(uint32_t w) { return __byte_perm(w, 0u, 0x4344); }
-__device__ __forceinline__ float ezf(uint32_t bits) { return __int_as_float((int)bits); }
-
 template <int WT, int R> struct V3 {
     static constexpr int VC = Fmt<WT>::VC; /* columns per lane vector */
     static constexpr int KC = 32 * VC;     /* columns per chunk */

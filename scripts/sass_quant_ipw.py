@@ -5,7 +5,9 @@ from the sm_52 SASS (cuobjdump -sass, CUDA 11.8).
     scripts/sass_quant_ipw.py OBJ_OR_SASS... [--check] [--batch 1] [--cuobjdump PATH]
 
 OBJ_OR_SASS: kernels/quant_gemv.cu's object file (cuobjdump runs on it) or
-a saved `cuobjdump -sass` listing. For each gemv_kernel<WT, B, R, GROUPED, SEG, D>
+a saved `cuobjdump -sass` listing. v2's kind names its form: n the norm
+fused, w x staged whole, pP P chunks in flight, kKS a row's K over KS warps,
+ez the exponent-zero decode. For each gemv_kernel<WT, B, R, GROUPED, SEG, D>
 (v3, int8/int4) and gemv_v2_kernel<WT, B, R, GROUPED> (fp16; int8/int4 at
 batch 1 and 8 for comparison) the script finds the loop over K-chunks (the
 innermost backward branch whose body holds at least one chunk's FFMA (int8,
@@ -33,6 +35,8 @@ BUDGET = {65: 7.0, 64: 12.0}
 # v3 (int8/int4): gemv_kernel<WT, B, R, GROUPED, SEG, D, MINB>; v2 (fp16, and the
 # int8/int4 kernel before v3): gemv_v2_kernel<WT, B, R, GROUPED>
 KERNEL = re.compile(r"gemv(_v2)?_kernelILi(\d+)ELi(\d+)ELi(\d+)ELb([01])E(?:Lb([01])ELi(\d+)E(?:Li(\d+)E)?)?")
+# v2's tail: <..., GROUPED, NORM, WHOLE, P, KS, EZ>
+V2_TAIL = re.compile(r"gemv_v2_kernelILi\d+ELi\d+ELi\d+ELb[01]ELb([01])ELb([01])ELi(\d+)ELi(\d+)ELb([01])E")
 
 
 def functions(text):
@@ -102,7 +106,11 @@ def main():
         budget = BUDGET.get(wt) if b == 1 else None
         ok = budget is None or ipw <= budget
         failures += not ok
-        kind = "v2" if v2 else ("v3seg" if seg else "v3") + (f"D{depth}" if depth else "") + \
+        t = V2_TAIL.search(name) if v2 else None
+        v2kind = "v2" if not t else "v2" + ("n" if t.group(1) == "1" else "") + ("w" if t.group(2) == "1" else "") + \
+            (f"p{t.group(3)}" if t.group(3) != "1" else "") + (f"k{t.group(4)}" if t.group(4) != "1" else "") + \
+            ("ez" if t.group(5) == "1" else "")
+        kind = v2kind if v2 else ("v3seg" if seg else "v3") + (f"D{depth}" if depth else "") + \
             ("m2" if minb == 2 else "")
         rows.append((wt, b, r, grouped, kind, len(ins), weights, ipw, budget, ok, top))
     if not rows:

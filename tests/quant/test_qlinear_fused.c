@@ -34,6 +34,7 @@ extern int m40k_quant_gemv_small_v2_q8 __attribute__((weak));
 extern int m40k_quant_gemv_v2_whole __attribute__((weak));
 extern int m40k_quant_gemv_v2_deep __attribute__((weak));
 extern int m40k_quant_gemv_v2_ks __attribute__((weak));
+extern int m40k_quant_gemv_v2_ez __attribute__((weak));
 
 /* binary16 of v (round to nearest even; |v| < 65504, no subnormals needed here) */
 static uint16_t f2h(float v) {
@@ -285,10 +286,11 @@ int main(int argc, char **argv) {
             m40k_quant_gemv_small_v2_q8 = 0;
             one_case((qcase){q8, 1, 4608, 4096, 1, 1, 0, 1});
             m40k_quant_gemv_small_v2_q8 = 1;
+            const int wh0 = m40k_quant_gemv_v2_whole;
             m40k_quant_gemv_v2_whole = 1;
             one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
             one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
-            m40k_quant_gemv_v2_whole = 0;
+            m40k_quant_gemv_v2_whole = wh0;
         }
         if (&m40k_quant_gemv_v2_deep) {
             /* batch-1 v2 with the other depth of weights in flight (a
@@ -304,6 +306,26 @@ int main(int argc, char **argv) {
             one_case((qcase){h, 1, 4608, 4096, 1, 1, 0, 1});
             one_case((qcase){q4, 1, 300, 1760, 1, 1, 1, 1}); /* fewer chunks than the ring */
             m40k_quant_gemv_v2_deep = d0;
+        }
+        if (&m40k_quant_gemv_v2_ez && &m40k_quant_gemv_v2_whole) {
+            /* batch-1 v2 with the other decode (exponent-zero or v2's
+            ** own), x staged whole and by chunk: the norm, group scales,
+            ** K past 4096, a short last chunk, few rows */
+            const int e0 = m40k_quant_gemv_v2_ez, w0 = m40k_quant_gemv_v2_whole;
+            for (int e = 0; e <= 1; e++)
+                for (int w = 0; w <= 1; w++) {
+                    m40k_quant_gemv_v2_ez = e;
+                    m40k_quant_gemv_v2_whole = w;
+                    one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
+                    one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0});
+                    one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
+                    one_case((qcase){q8g, 1, 301, 1792, 1, 1, 1, 1});
+                    one_case((qcase){q4, 1, 4096, 13696, 0, 1, 1, 1});
+                    one_case((qcase){q4g, 1, 4096, 13696, 0, 0, 1, 0});
+                    one_case((qcase){q4, 1, 7, 96, 1, 1, 1, 0});
+                }
+            m40k_quant_gemv_v2_ez = e0;
+            m40k_quant_gemv_v2_whole = w0;
         }
         if (&m40k_quant_gemv_v2_ks) {
             /* batch-1 v2 whole with a row's K over 2 and 4 warps (and 1) */

@@ -86,7 +86,7 @@ typedef struct m40k_qgemv_variant {
     int R;      /* rows of W per warp */
     int D;      /* V3: chunks of weights in flight per warp; V2: 1 = x staged whole */
     int blocks_per_sm;
-    int depth;  /* V2 at M = 1, R = 2 (0: 1): chunks of weights in flight, 1 or 4 */
+    int depth;  /* V2 at M = 1, R = 2 (0: 1): chunks of weights in flight, 1 or 4 (2: ez whole only) */
     int ks;     /* V2 whole (D = 1) at M = 1, R = 2, depth 1 (0: 1): warps a row's K is split over, 1, 2 or 4 */
     int ez;     /* V2 at M = 1, R = 2, int8/int4, depth 1, ks 1: 1 = the exponent-zero decode (EZ) */
 } m40k_qgemv_variant;
@@ -122,6 +122,11 @@ extern int m40k_quant_gemv_small_v2_q8;
 ** M40_BENCH_GLM_V2EZ): the chooser's batch-1 V2 variants (R = 2, depth 1,
 ** ks 1) take it. */
 extern int m40k_quant_gemv_v2_ez;
+/* 1: int4 at M = 1 where x for all of K does not fit v3 (K > ~11K) runs
+** v3 with split-K (needs a->ws) instead of v2 (knob, 0,
+** M40_BENCH_GLM_Q4SPLIT). m40k_quant_gemv_v2_deep (above) is the depth
+** too: 1 or 4 a ring of four, 2 (with ez, x staged whole) two. */
+extern int m40k_quant_gemv_q4_split;
 /* The variant the library runs for a (M 1..8) on sm_count SMs, from the
 ** H200 bench (kernels/quant_dispatch.cu). */
 m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count);

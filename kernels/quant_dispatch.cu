@@ -23,15 +23,20 @@ int m40k_quant_gemv_small_v2_q8 = 1;
 int m40k_quant_gemv_v2_deep = 0;
 int m40k_quant_gemv_v2_ks = 1;
 int m40k_quant_gemv_v2_ez = 1;
+int m40k_quant_gemv_q4_split = 0;
 }
 
 /* Batch 1 on v2 at R = 2: the forms the knobs ask for -- a ring of four
 ** chunks of weights in flight, or (x staged whole) a row's K over ks warps. */
 static void batch1_v2_forms(const m40k_qlinear_args *a, m40k_qgemv_variant *v) {
     if (a->M != 1 || v->kernel != M40K_QGEMV_V2 || v->R != 2) return;
-    if (m40k_quant_gemv_v2_deep) v->depth = 4;
+    /* ez: staged whole only (chunked, its per-vector staging cost more than
+    ** the decode saved: H200, session 13, int4 4096x13696 17.3 against
+    ** 16.4 us); with it depth 2 too */
+    const bool ez = m40k_quant_gemv_v2_ez && a->wtype != M40_DTYPE_F16 && v->D == 1;
+    if (m40k_quant_gemv_v2_deep) v->depth = m40k_quant_gemv_v2_deep == 2 && ez ? 2 : 4;
     else if (v->D == 1 && (m40k_quant_gemv_v2_ks == 2 || m40k_quant_gemv_v2_ks == 4)) v->ks = m40k_quant_gemv_v2_ks;
-    else if (m40k_quant_gemv_v2_ez && a->wtype != M40_DTYPE_F16) v->ez = 1;
+    if (ez && v->ks <= 1) v->ez = 1;
 }
 
 extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count) {
@@ -78,7 +83,8 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
         } else {
             v.kernel = M40K_QGEMV_V2;
         }
-    } else if (q4 && a->M == 1 && a->N <= 8192 && m40k_quant_gemv_small_v2) {
+    } else if (q4 && a->M == 1 && a->N <= 8192 && m40k_quant_gemv_small_v2 &&
+               !(m40k_quant_gemv_q4_split && !whole && split_ok)) {
         /* int4's small shapes at batch 1: v2, R = 2 (H200, run 12, back to
         ** back: 4096x4096 7.19 us against v4's 8.20, 4608x4096 8.45 against
         ** 10.02; g128 7.87 / 9.50 against 7.96 / 10.18). ncu (session 9):
@@ -95,7 +101,7 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
         ** chunked staging's per-vector work is ~1 instruction a weight of
         ** the ~3.8 (sm_52), staged whole 2.7: whole by default there
         ** (m40k_quant_gemv_v2_whole -1: auto, 0: chunked, 1: whole) */
-        const bool ez = m40k_quant_gemv_v2_ez && !m40k_quant_gemv_v2_deep;
+        const bool ez = m40k_quant_gemv_v2_ez != 0;
         v.D = a->K <= M40K_QGEMV_V2_WHOLE_K &&
               (m40k_quant_gemv_v2_whole > 0 || m40k_quant_gemv_v2_ks > 1 || (m40k_quant_gemv_v2_whole < 0 && ez));
     } else if (!q4 && a->M == 1 && a->N <= 8192 && a->K <= M40K_QGEMV_V2_WHOLE_K &&
@@ -113,7 +119,8 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
         v.R = a->group || (q4 && a->M == 2) ? 4 : 2;
     } else { /* int4 with group scales at batch 2: split-K (4096x13696: 25.4 vs 32.4 us) */
         v.R = 2;
-        v.kernel = (!q4 || (a->group && a->M == 2)) && split_ok ? M40K_QGEMV_SPLIT
+        v.kernel = (!q4 || (a->group && a->M == 2) || (m40k_quant_gemv_q4_split && a->M == 1)) && split_ok
+                       ? M40K_QGEMV_SPLIT
                    : !q4 && a->M == 1                          ? M40K_QGEMV_V3
                                                                : M40K_QGEMV_V2;
         if (v.kernel == M40K_QGEMV_V3) v.D = 2; /* x in segments of K */

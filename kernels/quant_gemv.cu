@@ -73,14 +73,22 @@ template <int WT, int B>
 cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40k_qgemv_variant &v,
                            int sm_count) {
     constexpr int RB = B >= 3 ? 4 : 2;
-    /* the batch-1 v2 forms (kernels/quant.h: depth 1 or 4; ks 1, 2 or 4 on V2 whole, depth 1) */
+    /* the batch-1 v2 forms (kernels/quant.h: depth 1 or 4, 2 with ez whole;
+    ** ks 1, 2 or 4 on V2 whole, depth 1; ez chunked at depth 1, whole at 1, 2, 4) */
     const bool v2b1 = v.kernel == M40K_QGEMV_V2 && B == 1 && (v.R == 0 || v.R == 2);
-    if (v.depth > 1 && (v.depth != 4 || !v2b1)) return cudaErrorInvalidValue;
+    if (v.depth > 1 && (!v2b1 || (v.depth != 4 && !(v.depth == 2 && v.ez && v.D == 1)))) return cudaErrorInvalidValue;
     if (v.ks > 1 && ((v.ks != 2 && v.ks != 4) || !v2b1 || v.D != 1 || v.depth > 1)) return cudaErrorInvalidValue;
     const bool deep = v.depth == 4;
-    if (v.ez && (B != 1 || WT == M40_DTYPE_F16 || !v2b1 || v.depth > 1 || v.ks > 1)) return cudaErrorInvalidValue;
+    if (v.ez && (B != 1 || WT == M40_DTYPE_F16 || !v2b1 || (v.depth > 1 && v.D != 1) || v.ks > 1))
+        return cudaErrorInvalidValue;
     if constexpr (B == 1 && WT != M40_DTYPE_F16) { /* the norm fused (m40k_quant_gemv_norm_fused) */
         if (v.ez) { /* the exponent-zero decode, x staged whole (D = 1) or a chunk at a time */
+            if (v.D == 1 && v.depth == 4)
+                return a.nw ? launch_v2<WT, 1, 2, true, true, 4, 1, true>(s, a)
+                            : launch_v2<WT, 1, 2, false, true, 4, 1, true>(s, a);
+            if (v.D == 1 && v.depth == 2)
+                return a.nw ? launch_v2<WT, 1, 2, true, true, 2, 1, true>(s, a)
+                            : launch_v2<WT, 1, 2, false, true, 2, 1, true>(s, a);
             if (v.D == 1)
                 return a.nw ? launch_v2<WT, 1, 2, true, true, 1, 1, true>(s, a)
                             : launch_v2<WT, 1, 2, false, true, 1, 1, true>(s, a);

@@ -41,7 +41,8 @@ constexpr int kV2WholeK = 4096;
 ** max |x| and sum by shuffles, so no block-wide max and no extra barrier;
 ** S is the vector's own, and its 2^S multiplies the vector's partial sum
 ** (as a group scale would: one FMUL and one FFMA a row and vector, so
-** group scales cost that too, not an FMUL a weight). xe holds, per
+** group scales cost that too, not an FMUL a weight). With x staged whole
+** it also takes a ring of P chunks of weights in flight. xe holds, per
 ** vector, (-OFF 2^-S sum x, 2^(S/2), 2^(S - S/2)): S reaches 152, past a
 ** float's 2^127, hence two factors. */
 template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,
@@ -63,7 +64,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     static_assert(!(NORM && XG), "the norm rides on the staging of x");
     __shared__ __align__(16) float xs[XG ? 4 : NCW * B * XS]; /* x[chunk][b][chunk cols], padded */
     __shared__ float wss[NORM ? kWarps * B : 1];        /* NORM: each warp's sums of x² */
-    static_assert(!EZ || (WT != M40_DTYPE_F16 && B == 1 && P == 1 && KS == 1), "EZ: int8/int4, batch 1");
+    static_assert(!EZ || (WT != M40_DTYPE_F16 && B == 1 && KS == 1 && (P == 1 || WHOLE)), "EZ: int8/int4, batch 1");
     __shared__ __align__(16) float4 xe[EZ ? NCW * 32 : 1]; /* EZ: per chunk and lane vector (see above) */
     float ss[B];                                         /* NORM: this thread's sums of x² */
 #pragma unroll

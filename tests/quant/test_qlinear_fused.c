@@ -35,6 +35,7 @@ extern int m40k_quant_gemv_v2_whole __attribute__((weak));
 extern int m40k_quant_gemv_v2_deep __attribute__((weak));
 extern int m40k_quant_gemv_v2_ks __attribute__((weak));
 extern int m40k_quant_gemv_v2_ez __attribute__((weak));
+extern int m40k_quant_gemv_q4_split __attribute__((weak));
 
 /* binary16 of v (round to nearest even; |v| < 65504, no subnormals needed here) */
 static uint16_t f2h(float v) {
@@ -324,8 +325,27 @@ int main(int argc, char **argv) {
                     one_case((qcase){q4g, 1, 4096, 13696, 0, 0, 1, 0});
                     one_case((qcase){q4, 1, 7, 96, 1, 1, 1, 0});
                 }
+            /* ez whole with two and four chunks of weights in flight */
+            const int d0 = &m40k_quant_gemv_v2_deep ? m40k_quant_gemv_v2_deep : 0;
+            m40k_quant_gemv_v2_ez = 1;
+            m40k_quant_gemv_v2_whole = 1;
+            for (int d = 2; d <= 4 && &m40k_quant_gemv_v2_deep; d += 2) {
+                m40k_quant_gemv_v2_deep = d;
+                one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
+                one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0});
+                one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
+                one_case((qcase){q8g, 1, 301, 1792, 1, 1, 1, 1});
+                one_case((qcase){q4, 1, 7, 96, 1, 1, 1, 0}); /* fewer chunks than the ring */
+            }
+            if (&m40k_quant_gemv_v2_deep) m40k_quant_gemv_v2_deep = d0;
             m40k_quant_gemv_v2_ez = e0;
             m40k_quant_gemv_v2_whole = w0;
+        }
+        if (&m40k_quant_gemv_q4_split) { /* int4's large-K GEMV on v3 split-K (the knob) */
+            m40k_quant_gemv_q4_split = 1;
+            one_case((qcase){q4, 1, 4096, 13696, 0, 1, 1, 1});
+            one_case((qcase){q4g, 1, 4096, 13696, 0, 0, 1, 0});
+            m40k_quant_gemv_q4_split = 0;
         }
         if (&m40k_quant_gemv_v2_ks) {
             /* batch-1 v2 whole with a row's K over 2 and 4 warps (and 1) */

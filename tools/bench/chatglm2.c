@@ -33,7 +33,8 @@
 ** M40_BENCH_GLM_V2WHOLE=-1/0/1 / M40_BENCH_GLM_SMALLV2_Q8=0 (kernels/quant.h's v2
 ** knobs: int4's small GEMVs with x staged whole (-1: when EZ); int8's back on v3),
 ** M40_BENCH_GLM_V2EZ=0/1 (batch-1 v2 GEMVs with the exponent-zero decode,
-** m40k_quant_gemv_v2_ez),
+** m40k_quant_gemv_v2_ez), M40_BENCH_GLM_Q4SPLIT=1 (int4's large-K GEMV on v3
+** split-K, m40k_quant_gemv_q4_split), M40_BENCH_GLM_V2DEEP=2 (two chunks in flight, ez whole),
 ** M40_BENCH_GLM_V2DEEP=0/1 (batch-1 v2 GEMVs with a ring of four chunks of
 ** weights in flight, m40k_quant_gemv_v2_deep), M40_BENCH_GLM_V2KS=1/2/4 (a
 ** row's K over that many warps in the batch-1 v2-whole GEMVs, int4's small
@@ -50,6 +51,7 @@ extern int m40k_quant_gemv_small_v2_q8 __attribute__((weak));
 extern int m40k_quant_gemv_v2_deep __attribute__((weak));
 extern int m40k_quant_gemv_v2_ks __attribute__((weak));
 extern int m40k_quant_gemv_v2_ez __attribute__((weak));
+extern int m40k_quant_gemv_q4_split __attribute__((weak));
 
 #include <m40/models.h>
 
@@ -365,13 +367,15 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_FUSE_ROPE", &m40k_attn_fuse_rope, "decode RoPE + append fused into the attention kernel"},
         {"M40_BENCH_GLM_V2WHOLE", &m40k_quant_gemv_v2_whole, "int4 small GEMVs, x staged whole (-1 auto)"},
         {"M40_BENCH_GLM_V2EZ", &m40k_quant_gemv_v2_ez, "batch-1 v2 GEMVs, exponent-zero decode"},
+        {"M40_BENCH_GLM_Q4SPLIT", &m40k_quant_gemv_q4_split, "int4 batch-1 GEMVs with large K on v3 split-K"},
         {"M40_BENCH_GLM_SMALLV2_Q8", &m40k_quant_gemv_small_v2_q8, "int8 small GEMVs on v2"},
         {"M40_BENCH_GLM_V2DEEP", &m40k_quant_gemv_v2_deep, "batch-1 v2 GEMVs with four chunks of weights in flight"},
         {"M40_BENCH_GLM_V2KS", &m40k_quant_gemv_v2_ks, "batch-1 v2-whole GEMVs, warps a row's K is split over (1, 2, 4)"}};
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const char *v = getenv(knobs[i].env);
         if (!v || !*v || !knobs[i].knob) continue;
-        *knobs[i].knob = knobs[i].knob == &m40k_quant_gemv_v2_ks || knobs[i].knob == &m40k_quant_gemv_v2_whole
+        *knobs[i].knob = knobs[i].knob == &m40k_quant_gemv_v2_ks || knobs[i].knob == &m40k_quant_gemv_v2_whole ||
+                                 knobs[i].knob == &m40k_quant_gemv_v2_deep
                              ? atoi(v)
                              : atoi(v) != 0;
         if (e->text) printf("%s: %d (%s)\n", knobs[i].what, *knobs[i].knob, knobs[i].env);

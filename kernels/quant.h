@@ -69,7 +69,8 @@ enum m40k_qgemv_kernel {
 /* One GEMV variant. The library has these instances (other settings give
 ** cudaErrorInvalidValue):
 **   GENERIC  any M, format
-**   V2       R = 2 at M <= 2, 4 at M >= 3 (0: that); fp16 at M <= 2 also R = 1
+**   V2       R = 2 at M <= 2, 4 at M >= 3 (0: that); fp16 at M <= 2 also R = 1,
+**            int8/int4 ez whole at M = 1 also R = 1 (16-warp blocks)
 **   V3       int8/int4, M <= 2, R = 2 or 4 (0: 2), D = 2 or 4 chunks of
 **            weights in flight (0: 2; 4 falls back to 2 where x for 4 does
 **            not fit). Needs x for all of K in shared memory
@@ -127,6 +128,10 @@ extern int m40k_quant_gemv_v2_ez;
 ** M40_BENCH_GLM_Q4SPLIT). m40k_quant_gemv_v2_deep (above) is the depth
 ** too: 1 or 4 a ring of four, 2 (with ez, x staged whole) two. */
 extern int m40k_quant_gemv_q4_split;
+/* 1: the chooser's V2 ez-whole variants at M = 1 take R = 1 in 16-warp
+** blocks (the same rows a block and staging, twice the warps; knob, 0,
+** M40_BENCH_GLM_V2R1). */
+extern int m40k_quant_gemv_v2_r1;
 /* The variant the library runs for a (M 1..8) on sm_count SMs, from the
 ** H200 bench (kernels/quant_dispatch.cu). */
 m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count);

@@ -24,6 +24,7 @@ int m40k_quant_gemv_v2_deep = 0;
 int m40k_quant_gemv_v2_ks = 1;
 int m40k_quant_gemv_v2_ez = 1;
 int m40k_quant_gemv_q4_split = 0;
+int m40k_quant_gemv_v2_r1 = 0;
 }
 
 /* Batch 1 on v2 at R = 2: the forms the knobs ask for -- a ring of four
@@ -37,6 +38,7 @@ static void batch1_v2_forms(const m40k_qlinear_args *a, m40k_qgemv_variant *v) {
     if (m40k_quant_gemv_v2_deep) v->depth = m40k_quant_gemv_v2_deep == 2 && ez ? 2 : 4;
     else if (v->D == 1 && (m40k_quant_gemv_v2_ks == 2 || m40k_quant_gemv_v2_ks == 4)) v->ks = m40k_quant_gemv_v2_ks;
     if (ez && v->ks <= 1) v->ez = 1;
+    if (v->ez && m40k_quant_gemv_v2_r1 && v->depth <= 1) v->R = 1; /* 16-warp blocks, a row a warp */
 }
 
 extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count) {

@@ -75,7 +75,8 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
     constexpr int RB = B >= 3 ? 4 : 2;
     /* the batch-1 v2 forms (kernels/quant.h: depth 1 or 4, 2 with ez whole;
     ** ks 1, 2 or 4 on V2 whole, depth 1; ez chunked at depth 1, whole at 1, 2, 4) */
-    const bool v2b1 = v.kernel == M40K_QGEMV_V2 && B == 1 && (v.R == 0 || v.R == 2);
+    const bool v2b1 = v.kernel == M40K_QGEMV_V2 && B == 1 &&
+                      (v.R == 0 || v.R == 2 || (v.R == 1 && v.ez && v.D == 1 && v.depth <= 1 && WT != M40_DTYPE_F16));
     if (v.depth > 1 && (!v2b1 || (v.depth != 4 && !(v.depth == 2 && v.ez && v.D == 1)))) return cudaErrorInvalidValue;
     if (v.ks > 1 && ((v.ks != 2 && v.ks != 4) || !v2b1 || v.D != 1 || v.depth > 1)) return cudaErrorInvalidValue;
     const bool deep = v.depth == 4;
@@ -83,6 +84,9 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
         return cudaErrorInvalidValue;
     if constexpr (B == 1 && WT != M40_DTYPE_F16) { /* the norm fused (m40k_quant_gemv_norm_fused) */
         if (v.ez) { /* the exponent-zero decode, x staged whole (D = 1) or a chunk at a time */
+            if (v.R == 1) /* R = 1 in 16-warp blocks */
+                return a.nw ? launch_v2<WT, 1, 1, true, true, 1, 1, true, 16>(s, a)
+                            : launch_v2<WT, 1, 1, false, true, 1, 1, true, 16>(s, a);
             if (v.D == 1 && v.depth == 4)
                 return a.nw ? launch_v2<WT, 1, 2, true, true, 4, 1, true>(s, a)
                             : launch_v2<WT, 1, 2, false, true, 4, 1, true>(s, a);
@@ -175,7 +179,7 @@ extern "C" int m40k_quant_gemv_norm_fused(const m40k_qlinear_args *a, const m40k
     ** occupancy (H200, session 8: ChatGLM2-6B fp16 decode 6% slower) */
     if (a->wtype == M40_DTYPE_F16) return 0;
     /* v2 at R = 2 (int4's small shapes): the norm on each chunk's staging */
-    if (v->kernel == M40K_QGEMV_V2) return v->R == 0 || v->R == 2;
+    if (v->kernel == M40K_QGEMV_V2) return v->R == 0 || v->R == 2 || (v->R == 1 && v->ez && v->D == 1);
     if (v->kernel != M40K_QGEMV_V3 || (v->R != 0 && v->R != 2 && v->R != 4)) return 0;
     const bool seg = a->wtype == M40_DTYPE_Q4
                          ? (v->R == 4 ? v3_plan<M40_DTYPE_Q4, 1, 4, 4>(a->K) : v3_plan<M40_DTYPE_Q4, 1, 2, 4>(a->K)).seg

@@ -44,11 +44,13 @@ constexpr int kV2WholeK = 4096;
 ** group scales cost that too, not an FMUL a weight). With x staged whole
 ** it also takes a ring of P chunks of weights in flight. xe holds, per
 ** vector, (-OFF 2^-S sum x, 2^(S/2), 2^(S - S/2)): S reaches 152, past a
-** float's 2^127, hence two factors. */
+** float's 2^127, hence two factors. NW: warps a block (8; 16 at R = 1
+** with EZ staged whole: the same 16 rows a block, twice the warps). */
 template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,
-          bool EZ = false>
-__global__ void __launch_bounds__(kThreads, 1)
+          bool EZ = false, int NW = kWarps>
+__global__ void __launch_bounds__(NW * 32, 1)
 gemv_v2_kernel(m40k_qlinear_args a) {
+    constexpr int NT = NW * 32; /* threads a block */
     constexpr int VC = Fmt<WT>::VC;   /* columns per lane-vector */
     constexpr int KC = 32 * VC;        /* columns per chunk */
     constexpr int LS = VC + 4;         /* padded floats per lane in xs */
@@ -63,18 +65,18 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     constexpr bool XG = WT == M40_DTYPE_F16 && B <= 2;
     static_assert(!(NORM && XG), "the norm rides on the staging of x");
     __shared__ __align__(16) float xs[XG ? 4 : NCW * B * XS]; /* x[chunk][b][chunk cols], padded */
-    __shared__ float wss[NORM ? kWarps * B : 1];        /* NORM: each warp's sums of x² */
+    __shared__ float wss[NORM ? NW * B : 1];        /* NORM: each warp's sums of x² */
     static_assert(!EZ || (WT != M40_DTYPE_F16 && B == 1 && KS == 1 && (P == 1 || WHOLE)), "EZ: int8/int4, batch 1");
     __shared__ __align__(16) float4 xe[EZ ? NCW * 32 : 1]; /* EZ: per chunk and lane vector (see above) */
     float ss[B];                                         /* NORM: this thread's sums of x² */
 #pragma unroll
     for (int b = 0; b < B; b++) ss[b] = 0.0f;
 
-    static_assert(KS == 1 || (WHOLE && P == 1 && B == 1 && kWarps % KS == 0), "K slices: whole x, batch 1");
+    static_assert(KS == 1 || (WHOLE && P == 1 && B == 1 && NW % KS == 0), "K slices: whole x, batch 1");
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int slice = KS > 1 ? warp % KS : 0; /* this warp's K slice */
     const int N = a.N, K = a.K;
-    const int row0 = (blockIdx.x * (kWarps / KS) + warp / KS) * R;
+    const int row0 = (blockIdx.x * (NW / KS) + warp / KS) * R;
     const int64_t rowvecs = (int64_t)K / VC;            /* uint4 per row */
     const uint4 *wv = (const uint4 *)a.w;
     const bool sf16 = a.scale_f16 != 0;
@@ -150,22 +152,22 @@ gemv_v2_kernel(m40k_qlinear_args a) {
         }
     };
     /* x staging: NF float4 per chunk, a compile-time number of rounds */
-    constexpr int F4 = KC / 4, NF = B * F4, ITERS = (NF + kThreads - 1) / kThreads;
+    constexpr int F4 = KC / 4, NF = B * F4, ITERS = (NF + NT - 1) / NT;
     if constexpr (WHOLE) { /* all of x: the loads, then the norm and the stores */
         /* this thread's items: per chunk when a chunk's items fill the
         ** block (int4: compile-time chunks, fewer registers), else over the
         ** whole row (int8: 128 a chunk) */
-        constexpr bool BYC = NF % kThreads == 0;
-        constexpr int K4 = kV2WholeK / 4, TOT = B * K4, WI = (TOT + kThreads - 1) / kThreads;
+        constexpr bool BYC = NF % NT == 0;
+        constexpr int K4 = kV2WholeK / 4, TOT = B * K4, WI = (TOT + NT - 1) / NT;
         static_assert(!BYC || WI == NCW * ITERS, "whole staging: items");
-        static_assert(!EZ || BYC || TOT % kThreads == 0, "EZ: every lane stages");
+        static_assert(!EZ || BYC || TOT % NT == 0, "EZ: every lane stages");
         float4 xv[WI], nv[NORM ? WI : 1];
 #pragma unroll
         for (int it = 0; it < WI; it++) {
-            const int f = threadIdx.x + (BYC ? it % ITERS : it) * kThreads;
+            const int f = threadIdx.x + (BYC ? it % ITERS : it) * NT;
             const int b = BYC ? f / F4 : f / K4, col = BYC ? (it / ITERS) * KC + 4 * (f % F4) : 4 * (f % K4);
             float4 v = make_float4(0.f, 0.f, 0.f, 0.f), w = v;
-            if ((BYC || TOT % kThreads == 0 || f < TOT) && col < K) {
+            if ((BYC || TOT % NT == 0 || f < TOT) && col < K) {
                 v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
                 if (NORM) w = load_nw4(a, col);
             }
@@ -174,9 +176,9 @@ gemv_v2_kernel(m40k_qlinear_args a) {
         }
 #pragma unroll
         for (int it = 0; it < WI; it++) {
-            const int f = threadIdx.x + (BYC ? it % ITERS : it) * kThreads;
+            const int f = threadIdx.x + (BYC ? it % ITERS : it) * NT;
             const int b = BYC ? f / F4 : f / K4, col = BYC ? (it / ITERS) * KC + 4 * (f % F4) : 4 * (f % K4);
-            if (!BYC && TOT % kThreads != 0 && f >= TOT) continue;
+            if (!BYC && TOT % NT != 0 && f >= TOT) continue;
             float4 v = xv[it];
             if (NORM) {
                 const float4 w = nv[it];
@@ -197,8 +199,8 @@ gemv_v2_kernel(m40k_qlinear_args a) {
         if (!XG && !WHOLE && c > 0) __syncthreads(); /* everyone is done with xs */
 #pragma unroll
         for (int it = 0; it < (XG || WHOLE ? 0 : ITERS); it++) {
-            const int f = threadIdx.x + it * kThreads;
-            if (NF % kThreads == 0 || f < NF) {
+            const int f = threadIdx.x + it * NT;
+            if (NF % NT == 0 || f < NF) {
                 const int b = f / F4, c4 = f % F4, col = kc0 + 4 * c4;
                 float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
                 if (col < K) v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
@@ -387,7 +389,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
         for (int b = 0; b < B; b++) {
             float t = wss[b];
 #pragma unroll
-            for (int i = 1; i < kWarps; i++) t += wss[i * B + b];
+            for (int i = 1; i < NW; i++) t += wss[i * B + b];
             const float inv = rsqrtf(t / (float)K + a.eps);
 #pragma unroll
             for (int r = 0; r < R; r++) acc[r][b] *= inv;
@@ -405,7 +407,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     }
 
     if constexpr (KS > 1) { /* the slices' sums, lane by lane, into slice 0's warp */
-        __shared__ float ksum[kWarps][R * B][32];
+        __shared__ float ksum[NW][R * B][32];
 #pragma unroll
         for (int r = 0; r < R; r++)
 #pragma unroll
@@ -422,17 +424,19 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     warp_store<B, R>(acc, row0, lane, a);
 }
 
-template <int WT, int B, int R, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1, bool EZ = false>
+template <int WT, int B, int R, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1, bool EZ = false,
+          int NW = kWarps>
 cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
-    constexpr int RPB = kWarps / KS * R; /* rows a block */
+    constexpr int NT = NW * 32;
+    constexpr int RPB = NW / KS * R; /* rows a block */
     dim3 grid((unsigned)((a.N + RPB - 1) / RPB));
     if (WHOLE && a.K > kV2WholeK) return cudaErrorInvalidValue;
     if constexpr (WT != M40_DTYPE_F16) /* fp16 has no scales, so no group instance */
         if (a.group) {
-            gemv_v2_kernel<WT, B, R, true, NORM, WHOLE, P, KS, EZ><<<grid, kThreads, 0, s>>>(a);
+            gemv_v2_kernel<WT, B, R, true, NORM, WHOLE, P, KS, EZ, NW><<<grid, NT, 0, s>>>(a);
             return cudaGetLastError();
         }
-    gemv_v2_kernel<WT, B, R, false, NORM, WHOLE, P, KS, EZ><<<grid, kThreads, 0, s>>>(a);
+    gemv_v2_kernel<WT, B, R, false, NORM, WHOLE, P, KS, EZ, NW><<<grid, NT, 0, s>>>(a);
     return cudaGetLastError();
 }
 

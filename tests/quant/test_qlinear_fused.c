@@ -36,6 +36,7 @@ extern int m40k_quant_gemv_v2_deep __attribute__((weak));
 extern int m40k_quant_gemv_v2_ks __attribute__((weak));
 extern int m40k_quant_gemv_v2_ez __attribute__((weak));
 extern int m40k_quant_gemv_q4_split __attribute__((weak));
+extern int m40k_quant_gemv_v2_r1 __attribute__((weak));
 
 /* binary16 of v (round to nearest even; |v| < 65504, no subnormals needed here) */
 static uint16_t f2h(float v) {
@@ -338,6 +339,15 @@ int main(int argc, char **argv) {
                 one_case((qcase){q4, 1, 7, 96, 1, 1, 1, 0}); /* fewer chunks than the ring */
             }
             if (&m40k_quant_gemv_v2_deep) m40k_quant_gemv_v2_deep = d0;
+            if (&m40k_quant_gemv_v2_r1) { /* ez whole at R = 1 in 16-warp blocks */
+                m40k_quant_gemv_v2_r1 = 1;
+                one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
+                one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0});
+                one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
+                one_case((qcase){q8g, 1, 301, 1792, 1, 1, 1, 1});
+                one_case((qcase){q4, 1, 7, 96, 1, 1, 1, 0});
+                m40k_quant_gemv_v2_r1 = 0;
+            }
             m40k_quant_gemv_v2_ez = e0;
             m40k_quant_gemv_v2_whole = w0;
         }

@@ -34,7 +34,8 @@
 ** knobs: int4's small GEMVs with x staged whole (-1: when EZ); int8's back on v3),
 ** M40_BENCH_GLM_V2EZ=0/1 (batch-1 v2 GEMVs with the exponent-zero decode,
 ** m40k_quant_gemv_v2_ez), M40_BENCH_GLM_Q4SPLIT=1 (int4's large-K GEMV on v3
-** split-K, m40k_quant_gemv_q4_split), M40_BENCH_GLM_V2DEEP=2 (two chunks in flight, ez whole),
+** split-K, m40k_quant_gemv_q4_split), M40_BENCH_GLM_V2DEEP=2 (two chunks in flight, ez whole), M40_BENCH_GLM_V2R1=1 (ez whole at R 1 in
+** 16-warp blocks, m40k_quant_gemv_v2_r1),
 ** M40_BENCH_GLM_V2DEEP=0/1 (batch-1 v2 GEMVs with a ring of four chunks of
 ** weights in flight, m40k_quant_gemv_v2_deep), M40_BENCH_GLM_V2KS=1/2/4 (a
 ** row's K over that many warps in the batch-1 v2-whole GEMVs, int4's small
@@ -52,6 +53,7 @@ extern int m40k_quant_gemv_v2_deep __attribute__((weak));
 extern int m40k_quant_gemv_v2_ks __attribute__((weak));
 extern int m40k_quant_gemv_v2_ez __attribute__((weak));
 extern int m40k_quant_gemv_q4_split __attribute__((weak));
+extern int m40k_quant_gemv_v2_r1 __attribute__((weak));
 
 #include <m40/models.h>
 
@@ -368,6 +370,7 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_V2WHOLE", &m40k_quant_gemv_v2_whole, "int4 small GEMVs, x staged whole (-1 auto)"},
         {"M40_BENCH_GLM_V2EZ", &m40k_quant_gemv_v2_ez, "batch-1 v2 GEMVs, exponent-zero decode"},
         {"M40_BENCH_GLM_Q4SPLIT", &m40k_quant_gemv_q4_split, "int4 batch-1 GEMVs with large K on v3 split-K"},
+        {"M40_BENCH_GLM_V2R1", &m40k_quant_gemv_v2_r1, "batch-1 v2 ez-whole GEMVs at R 1 in 16-warp blocks"},
         {"M40_BENCH_GLM_SMALLV2_Q8", &m40k_quant_gemv_small_v2_q8, "int8 small GEMVs on v2"},
         {"M40_BENCH_GLM_V2DEEP", &m40k_quant_gemv_v2_deep, "batch-1 v2 GEMVs with four chunks of weights in flight"},
         {"M40_BENCH_GLM_V2KS", &m40k_quant_gemv_v2_ks, "batch-1 v2-whole GEMVs, warps a row's K is split over (1, 2, 4)"}};

@@ -432,9 +432,15 @@ IPW = {"fp16": {4096: 3.75 + 3, 13696: 3.75 + 3},
        "int4g128": {4096: 2.88, 13696: 5.70}}
 # int4 and int4g128 at N <= 8192 (query_key_value, dense) run v2 too since
 # session 9: its K = 13696 count stands for it (the same inner loop)
-# int8 at N <= 8192, K 4096 (query_key_value, dense) on v2 since session 10:
-# sass_quant_ipw.py's v2 loop, row scales, batch 1
-IPW_INT8_V2 = 4.67
+# Since session 13 the small shapes (N <= 8192, K 4096: query_key_value,
+# dense) of int8, int4 and int4g128 run v2 with x staged whole and the
+# exponent-zero decode (EZ): sass_quant_ipw.py's v2wez / v2nwez loop (int4
+# 2.73, g128 3.13, int8 3.08) plus its staging, ~65 instructions a float4 of
+# x (load, norm, the lane vector's max, sum and power of two, store) for
+# the 16 rows x 4 columns a block's item feeds: +1.0 a weight. (Before: int4
+# chunked 4.16 with the staging inside the loop; int8 4.67, a chunked
+# loop's count where the whole loop's 3.92 + ~0.25 staging applied.)
+IPW_SMALL = {"int8": 3.08 + 1.0, "int4": 2.73 + 1.0, "int4g128": 3.13 + 1.0}
 BPW = {"fp16": 2.0, "int8": 1.0, "int4": 0.5, "int4g128": 0.5}
 FORMATS = ("fp16", "int8", "int4", "int4g128")
 GEMM_EFF = 0.75  # of 6.84 TFLOP/s; an assumption, docs/projections.md says why
@@ -473,8 +479,8 @@ def gemv(name, fmt, N, K, bias, n):
     ipw = IPW[fmt][K]
     if fmt in ("int4", "int4g128") and N <= 8192:  # v2 at R = 2 (session 9), as at K = 13696
         ipw = IPW[fmt][13696]
-    if fmt == "int8" and N <= 8192 and K <= 4096:  # v2 with x staged whole (session 10)
-        ipw = IPW_INT8_V2
+    if fmt != "fp16" and N <= 8192 and K <= 4096:  # v2 whole, EZ (session 13)
+        ipw = IPW_SMALL[fmt]
     return Item(name, n, b, N * K * ipw, N * K, launches=launches,
                 note=f"{fmt} GEMV {N}x{K}" + (" (v2)" if ipw != IPW[fmt][K] else ""))
 

@@ -47,6 +47,16 @@ template <int WT> __host__ __device__ constexpr int ez_pos(int c) {
 /* Top byte of w moved to bits 16-23, zeros elsewhere. */
 __device__ __forceinline__ uint32_t top_byte_to_2(uint32_t w) { return __byte_perm(w, 0u, 0x4344); }
 __device__ __forceinline__ float ezf(uint32_t bits) { return __int_as_float((int)bits); }
+/* int4: columns 4h..4h+3 of the word wx (u = q + 8 already) as exponent-zero
+** floats, column 4h + j at bits ez_pos<Q4>(4h + j) */
+__device__ __forceinline__ void ez_q4_half(uint32_t wx, int h, float &f0, float &f1, float &f2, float &f3) {
+    if (h == 0) {
+        f0 = ezf(wx & 0xF0u), f1 = ezf(wx & 0xFu), f2 = ezf(wx & 0xF000u), f3 = ezf(wx & 0xF00u);
+    } else {
+        const uint32_t w = top_byte_to_2(wx);
+        f0 = ezf(wx & 0xF00000u), f1 = ezf(wx & 0xF0000u), f2 = ezf(w & 0xF00000u), f3 = ezf(w & 0xF0000u);
+    }
+}
 
 /* The fused RMSNorm's weights at columns col..col+3 (F16 or F32, a->nw_f16),
 ** as floats: v2's and v3's staging of x multiply x by them. */

@@ -251,16 +251,8 @@ gemv_v2_kernel(m40k_qlinear_args a) {
                         const float4 xv = xv4(0, 8 * i + 4 * h);
 #pragma unroll
                         for (int r = 0; r < R; r++) {
-                            /* columns 8i + 4h + j at bits ez_pos<Q4>(4h + j) */
                             float f0, f1, f2, f3;
-                            if (h == 0) {
-                                const uint32_t w = wx[r];
-                                f0 = ezf(w & 0xF0u), f1 = ezf(w & 0xFu), f2 = ezf(w & 0xF000u), f3 = ezf(w & 0xF00u);
-                            } else {
-                                const uint32_t w = top_byte_to_2(wx[r]);
-                                f0 = ezf(wx[r] & 0xF00000u), f1 = ezf(wx[r] & 0xF0000u);
-                                f2 = ezf(w & 0xF00000u), f3 = ezf(w & 0xF0000u);
-                            }
+                            ez_q4_half(wx[r], h, f0, f1, f2, f3);
                             t[r] = fmaf(f0, xv.x, t[r]);
                             t[r] = fmaf(f1, xv.y, t[r]);
                             t[r] = fmaf(f2, xv.z, t[r]);

@@ -101,15 +101,8 @@ __device__ __forceinline__ void v3_compute(const uint4 (&buf)[R], const float (&
                 for (int b = 0; b < B; b++) xv[b] = xp[b * XB + (2 * i + h) * 32];
 #pragma unroll
                 for (int r = 0; r < R; r++) {
-                    /* columns 8i + 4h + j at bits ez_pos<Q4>(4h + j) */
-                    const uint32_t w = h ? top_byte_to_2(wx[r]) : wx[r];
                     float f0, f1, f2, f3;
-                    if (h == 0) {
-                        f0 = ezf(w & 0xF0u), f1 = ezf(w & 0xFu), f2 = ezf(w & 0xF000u), f3 = ezf(w & 0xF00u);
-                    } else {
-                        f0 = ezf(wx[r] & 0xF00000u), f1 = ezf(wx[r] & 0xF0000u);
-                        f2 = ezf(w & 0xF00000u), f3 = ezf(w & 0xF0000u);
-                    }
+                    ez_q4_half(wx[r], h, f0, f1, f2, f3);
 #pragma unroll
                     for (int b = 0; b < B; b++) {
                         t[r][b] = fmaf(f0, xv[b].x, t[r][b]);

@@ -197,6 +197,18 @@ static void one_case(qcase c) {
     m40_tensor_destroy(hs);
 }
 
+/* The batch-1 v2 knobs' common cases (int4/int8, row and group scales):
+** the norm fused or not, residual, bias, K 4096 / 2048 / 1792 / 96, few rows. */
+static void batch1_cases(void) {
+    const m40_quant_format q8 = {M40_DTYPE_Q8, 0, M40_DTYPE_F16}, q4 = {M40_DTYPE_Q4, 0, M40_DTYPE_F16},
+                           q4g = {M40_DTYPE_Q4, 128, M40_DTYPE_F16}, q8g = {M40_DTYPE_Q8, 64, M40_DTYPE_F32};
+    one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
+    one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0});
+    one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
+    one_case((qcase){q8g, 1, 301, 1792, 1, 1, 1, 1});
+    one_case((qcase){q4, 1, 7, 96, 1, 1, 1, 0});
+}
+
 /* Bad fused inputs: a norm weight of the wrong length or dtype, a residual
 ** of the wrong shape, eps <= 0: statuses with messages at m40_graph_node. */
 static void bad_inputs(m40_ctx *ctx) {
@@ -318,13 +330,9 @@ int main(int argc, char **argv) {
                 for (int w = 0; w <= 1; w++) {
                     m40k_quant_gemv_v2_ez = e;
                     m40k_quant_gemv_v2_whole = w;
-                    one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
-                    one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0});
-                    one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
-                    one_case((qcase){q8g, 1, 301, 1792, 1, 1, 1, 1});
+                    batch1_cases();
                     one_case((qcase){q4, 1, 4096, 13696, 0, 1, 1, 1});
                     one_case((qcase){q4g, 1, 4096, 13696, 0, 0, 1, 0});
-                    one_case((qcase){q4, 1, 7, 96, 1, 1, 1, 0});
                 }
             /* ez whole with two and four chunks of weights in flight */
             const int d0 = &m40k_quant_gemv_v2_deep ? m40k_quant_gemv_v2_deep : 0;
@@ -332,20 +340,12 @@ int main(int argc, char **argv) {
             m40k_quant_gemv_v2_whole = 1;
             for (int d = 2; d <= 4 && &m40k_quant_gemv_v2_deep; d += 2) {
                 m40k_quant_gemv_v2_deep = d;
-                one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
-                one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0});
-                one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
-                one_case((qcase){q8g, 1, 301, 1792, 1, 1, 1, 1});
-                one_case((qcase){q4, 1, 7, 96, 1, 1, 1, 0}); /* fewer chunks than the ring */
+                batch1_cases(); /* its 7 x 96: fewer chunks than the ring */
             }
             if (&m40k_quant_gemv_v2_deep) m40k_quant_gemv_v2_deep = d0;
             if (&m40k_quant_gemv_v2_r1) { /* ez whole at R = 1 in 16-warp blocks */
                 m40k_quant_gemv_v2_r1 = 1;
-                one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
-                one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0});
-                one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
-                one_case((qcase){q8g, 1, 301, 1792, 1, 1, 1, 1});
-                one_case((qcase){q4, 1, 7, 96, 1, 1, 1, 0});
+                batch1_cases();
                 m40k_quant_gemv_v2_r1 = 0;
             }
             m40k_quant_gemv_v2_ez = e0;
@@ -362,11 +362,7 @@ int main(int argc, char **argv) {
             const int k0 = m40k_quant_gemv_v2_ks;
             for (int ks = 1; ks <= 4; ks *= 2) {
                 m40k_quant_gemv_v2_ks = ks;
-                one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
-                one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0});
-                one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
-                one_case((qcase){q8g, 1, 301, 1792, 1, 1, 1, 1}); /* fewer chunks than warps */
-                one_case((qcase){q4, 1, 7, 96, 1, 1, 1, 0});
+                batch1_cases(); /* its q8g 301 x 1792: fewer chunks than warps */
             }
             m40k_quant_gemv_v2_ks = k0;
         }

@@ -89,7 +89,8 @@ typedef struct m40k_qgemv_variant {
     int blocks_per_sm;
     int depth;  /* V2 at M = 1, R = 2 (0: 1): chunks of weights in flight, 1 or 4 (2: ez whole only) */
     int ks;     /* V2 whole (D = 1) at M = 1, R = 2, depth 1 (0: 1): warps a row's K is split over, 1, 2 or 4 */
-    int ez;     /* V2 at M = 1, R = 2, int8/int4, depth 1, ks 1: 1 = the exponent-zero decode (EZ) */
+    int ez;     /* V2 at M = 1, int8/int4, ks 1: 1 = the exponent-zero decode (EZ); chunked (D 0) at R = 2,
+                ** depth 1; staged whole (D = 1) at R = 2 with depth 1, 2 or 4, or R = 1 (16-warp blocks) */
 } m40k_qgemv_variant;
 /* 1 (default): int4 at M = 1 with N <= 8192 runs v2 at R = 2 (the norm
 ** fused on its chunks), else v3; 0: v3 there (the rule before session 9).
@@ -116,12 +117,13 @@ extern int m40k_quant_gemv_v2_deep;
 ** chooser's V2-whole variants take (int4's small shapes then run whole). */
 extern int m40k_quant_gemv_v2_ks;
 extern int m40k_quant_gemv_small_v2_q8;
-/* V2 at M = 1 with ez = 1 (int8/int4, chunked or whole, the norm fused or
-** not): v3's exponent-zero decode, ~2.3 instructions a weight against v2's
-** ~4.2 (sm_52), each lane vector of x pre-scaled by its own power of two
-** (kernels/quant_gemv_v2.cuh). m40k_quant_gemv_v2_ez (knob,
-** M40_BENCH_GLM_V2EZ): the chooser's batch-1 V2 variants (R = 2, depth 1,
-** ks 1) take it. */
+/* V2 at M = 1 with ez = 1 (int8/int4, the norm fused or not): v3's
+** exponent-zero decode, loop 2.7-3.1 instructions a weight against v2's
+** 3.9-4.2 (sm_52), each lane vector of x pre-scaled by its own power of two
+** (kernels/quant_gemv_v2.cuh). m40k_quant_gemv_v2_ez (knob, 1,
+** M40_BENCH_GLM_V2EZ): 1, the chooser's batch-1 V2 variants with x staged
+** whole take it (at their depth, ks 1); 2, the chunked ones too (depth 1;
+** tests, A/B); 0, none. */
 extern int m40k_quant_gemv_v2_ez;
 /* 1: int4 at M = 1 where x for all of K does not fit v3 (K > ~11K) runs
 ** v3 with split-K (needs a->ws) instead of v2 (knob, 0,

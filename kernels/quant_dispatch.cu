@@ -33,11 +33,11 @@ static void batch1_v2_forms(const m40k_qlinear_args *a, m40k_qgemv_variant *v) {
     if (a->M != 1 || v->kernel != M40K_QGEMV_V2 || v->R != 2) return;
     /* ez: staged whole only (chunked, its per-vector staging cost more than
     ** the decode saved: H200, session 13, int4 4096x13696 17.3 against
-    ** 16.4 us); with it depth 2 too */
-    const bool ez = m40k_quant_gemv_v2_ez && a->wtype != M40_DTYPE_F16 && v->D == 1;
-    if (m40k_quant_gemv_v2_deep) v->depth = m40k_quant_gemv_v2_deep == 2 && ez ? 2 : 4;
+    ** 16.4 us), unless the knob is 2 (tests, A/B); staged whole also at depth 2 */
+    const bool ez = m40k_quant_gemv_v2_ez && a->wtype != M40_DTYPE_F16 && (v->D == 1 || m40k_quant_gemv_v2_ez == 2);
+    if (m40k_quant_gemv_v2_deep) v->depth = m40k_quant_gemv_v2_deep == 2 && ez && v->D == 1 ? 2 : 4;
     else if (v->D == 1 && (m40k_quant_gemv_v2_ks == 2 || m40k_quant_gemv_v2_ks == 4)) v->ks = m40k_quant_gemv_v2_ks;
-    if (ez && v->ks <= 1) v->ez = 1;
+    if (ez && v->ks <= 1 && (v->D == 1 || v->depth <= 1)) v->ez = 1;
     if (v->ez && m40k_quant_gemv_v2_r1 && v->depth <= 1) v->R = 1; /* 16-warp blocks, a row a warp */
 }
 

@@ -326,7 +326,7 @@ int main(int argc, char **argv) {
             ** own), x staged whole and by chunk: the norm, group scales,
             ** K past 4096, a short last chunk, few rows */
             const int e0 = m40k_quant_gemv_v2_ez, w0 = m40k_quant_gemv_v2_whole;
-            for (int e = 0; e <= 1; e++)
+            for (int e = 0; e <= 2; e++) /* 2: chunked too */
                 for (int w = 0; w <= 1; w++) {
                     m40k_quant_gemv_v2_ez = e;
                     m40k_quant_gemv_v2_whole = w;
@@ -344,18 +344,20 @@ int main(int argc, char **argv) {
             }
             if (&m40k_quant_gemv_v2_deep) m40k_quant_gemv_v2_deep = d0;
             if (&m40k_quant_gemv_v2_r1) { /* ez whole at R = 1 in 16-warp blocks */
+                const int r0 = m40k_quant_gemv_v2_r1;
                 m40k_quant_gemv_v2_r1 = 1;
                 batch1_cases();
-                m40k_quant_gemv_v2_r1 = 0;
+                m40k_quant_gemv_v2_r1 = r0;
             }
             m40k_quant_gemv_v2_ez = e0;
             m40k_quant_gemv_v2_whole = w0;
         }
         if (&m40k_quant_gemv_q4_split) { /* int4's large-K GEMV on v3 split-K (the knob) */
+            const int q0 = m40k_quant_gemv_q4_split;
             m40k_quant_gemv_q4_split = 1;
             one_case((qcase){q4, 1, 4096, 13696, 0, 1, 1, 1});
             one_case((qcase){q4g, 1, 4096, 13696, 0, 0, 1, 0});
-            m40k_quant_gemv_q4_split = 0;
+            m40k_quant_gemv_q4_split = q0;
         }
         if (&m40k_quant_gemv_v2_ks) {
             /* batch-1 v2 whole with a row's K over 2 and 4 warps (and 1) */

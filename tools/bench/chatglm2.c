@@ -32,7 +32,7 @@
 ** (the attention node's RoPE + append as their own launch, m40k_attn_fuse_rope),
 ** M40_BENCH_GLM_V2WHOLE=-1/0/1 / M40_BENCH_GLM_SMALLV2_Q8=0 (kernels/quant.h's v2
 ** knobs: int4's small GEMVs with x staged whole (-1: when EZ); int8's back on v3),
-** M40_BENCH_GLM_V2EZ=0/1 (batch-1 v2 GEMVs with the exponent-zero decode,
+** M40_BENCH_GLM_V2EZ=0/1/2 (batch-1 v2 GEMVs with the exponent-zero decode, 2 chunked too,
 ** m40k_quant_gemv_v2_ez), M40_BENCH_GLM_Q4SPLIT=1 (int4's large-K GEMV on v3
 ** split-K, m40k_quant_gemv_q4_split), M40_BENCH_GLM_V2DEEP=2 (two chunks in flight, ez whole), M40_BENCH_GLM_V2R1=1 (ez whole at R 1 in
 ** 16-warp blocks, m40k_quant_gemv_v2_r1),
@@ -378,7 +378,7 @@ int run_chatglm2(bench_env *e) {
         const char *v = getenv(knobs[i].env);
         if (!v || !*v || !knobs[i].knob) continue;
         *knobs[i].knob = knobs[i].knob == &m40k_quant_gemv_v2_ks || knobs[i].knob == &m40k_quant_gemv_v2_whole ||
-                                 knobs[i].knob == &m40k_quant_gemv_v2_deep
+                                 knobs[i].knob == &m40k_quant_gemv_v2_deep || knobs[i].knob == &m40k_quant_gemv_v2_ez
                              ? atoi(v)
                              : atoi(v) != 0;
         if (e->text) printf("%s: %d (%s)\n", knobs[i].what, *knobs[i].knob, knobs[i].env);

@@ -31,7 +31,7 @@ constexpr int kV2WholeK = 4096;
 ** the block (chunks slice, slice + KS, ...), their sums added through
 ** shared memory at the end: 8 / KS row groups a block, each warp's chain
 ** of instructions 1 / KS as long. */
-/* EZ (int8/int4, batch 1, P = 1, KS = 1): the "exponent-zero" decode of
+/* EZ (int8/int4, batch 1, KS = 1; P > 1 only with x staged whole): the "exponent-zero" decode of
 ** v3 (the comment above pow2f; quant_gemv_common.cuh) in v2's loop. v2's
 ** own decode costs a PRMT and an FADD a weight on top of the FFMA; EZ one
 ** AND (int4, plus a PRMT a word). What v3 needs from the staging of x --

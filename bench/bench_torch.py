@@ -264,10 +264,27 @@ def run_resnet50(torch, args, dev, sampler, is_m40):
 ATT_H, ATT_G, ATT_D = 32, 2, 128
 
 
+def kernels_of(torch, label, op):
+    """Prints the CUDA kernels one call of op launches (torch.profiler), so a
+    result line says which backend ran: e.g. fmha_cutlassF_f32_*_sm80 is the
+    memory-efficient kernel on tensor cores, *sgemm* / *gemmSN* cuBLAS SIMT."""
+    from torch.profiler import ProfilerActivity, profile
+    op()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        op()
+        torch.cuda.synchronize()
+    names = sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
+    print(f"      {label} kernels: {'; '.join(n[:90] for n in names) or '(none seen)'}", flush=True)
+
+
 def run_attention(torch, args, dev, sampler, is_m40):
     """torch.nn.functional.scaled_dot_product_attention in FP32 (TF32 off).
     PyTorch needs K/V at all 32 heads and in q's dtype: two rows per shape,
       'torch.sdpa'         K/V converted and expanded beforehand (the kernel)
+      'torch.sdpa math'    the same through the math backend only (cuBLAS FP32
+                           GEMMs + softmax: SIMT, what an M40 runs); the default
+                           backend on sm_80+ runs FP32 on tensor cores (3xTF32)
       'torch expand+sdpa'  fp16 cache -> fp32, repeat_interleave to 32 heads,
                            then SDPA, every call (what a GQA model does each step)
     Both in the units of ours: decode = the fp16 cache's K+V bytes / time,
@@ -275,6 +292,7 @@ def run_attention(torch, args, dev, sampler, is_m40):
     sees every key, so is_causal=False (PyTorch's is_causal is top-left
     aligned: a 1-row query would see key 0 only); prefill (L = T) is causal."""
     F = torch.nn.functional
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     rep = ATT_H // ATT_G
     out = []
 
@@ -291,7 +309,17 @@ def run_attention(torch, args, dev, sampler, is_m40):
             s = s.masked_fill(torch.arange(kx.shape[2], device=dev)[None, :] > i, float("-inf"))
         ref = torch.softmax(s, dim=-1) @ vx.double()
         err = float((y[:, :, -ref_rows:].double() - ref).abs().max() / ref.abs().max())
+        def sdpa_math():
+            # the math backend only: FP32 GEMMs through cuBLAS (TF32 off: SIMT FMA) and a
+            # softmax, the path an M40's PyTorch takes; the default backend on sm_80+ is the
+            # memory-efficient kernel, which runs FP32 on tensor cores (3xTF32,
+            # OpMultiplyAddFastF32) whatever allow_tf32 says
+            with sdpa_kernel(SDPBackend.MATH):
+                return F.scaled_dot_product_attention(q, kx, vx, is_causal=causal)
+        kernels_of(torch, "torch.sdpa", lambda: F.scaled_dot_product_attention(q, kx, vx, is_causal=causal))
+        kernels_of(torch, "torch.sdpa math", sdpa_math)
         for impl, op in (("torch.sdpa", lambda: F.scaled_dot_product_attention(q, kx, vx, is_causal=causal)),
+                         ("torch.sdpa math", sdpa_math),
                          ("torch expand+sdpa", lambda: F.scaled_dot_product_attention(
                              q, k16.float().repeat_interleave(rep, dim=1),
                              v16.float().repeat_interleave(rep, dim=1), is_causal=causal))):

@@ -288,7 +288,19 @@ struct Params {
                   ** which reports bad indices) returns at once, writing no
                   ** partial; attn_combine folds only the splits with keys */
     unsigned *guard;
+    /* The combine inside the decode tile kernel (one query tile, splits > 1;
+    ** NULL: attn_combine's launch): per (b, g) 1 + fc_ng counters of the
+    ** context's sync words (kernels/guard.h), zero between launches. The
+    ** last split of each group of FC_G to arrive folds its group's partials
+    ** into the group's first slot; the last group to arrive folds those into
+    ** y (one group: straight into y). Each last block resets its counter. */
+    unsigned *cnt;
+    int64_t fc_ng; /* counter groups a (b, g): ceil(splits / FC_G) */
 };
+
+/* splits a counter group of the fused combine: the last of a group folds <= FC_G
+** partials, the last group <= M40K_ATTN_MAX_SPLITS / FC_G = 64 group partials */
+constexpr int FC_G = 16;
 
 /* A decode block's key end: max pos[b, t] + 1 over its T rows, counting
 ** positions in [0, L) of a slot in [0, S) (tile_prologue's guard: any
@@ -496,6 +508,111 @@ __device__ __forceinline__ void split_keys(int64_t kend, int64_t splits, int64_t
 /* P's row stride: the TPR lanes of a row read columns part + k·TPR, the
 ** 32/TPR rows of a warp are adjacent; BM + 32/TPR puts them in 32 banks */
 template <int BM> constexpr int pstride(int tpr) { return BM + 32 / tpr; }
+
+/* What the fused combine reads of Params: passed by value to a function of
+** its own (not inlined), so that its code does not change the key loop's
+** registers (inlined, the PF tiles spilled on sm_52). */
+struct FcArgs {
+    float *ws_ml, *ws_o, *y;
+    unsigned *cnt;
+    const int32_t *pos, *slot;
+    int64_t T, H, G, D, S, L, hpg, splits, fc_ng;
+    int skip;
+};
+
+/* The fused combine's fold (decode, one query tile: rows 0..T·HPG-1 of (b, g)):
+** the partials of slots c0 + k·cs, k < n, of each row, weighted by 2^(m_k - M)
+** (w: BM × 64 floats of the tile's free shared memory), either normalized into
+** y (final) or as a partial (M, L, out) into slot c0. Reads through L2 (__ldcg):
+** other SMs wrote them in this launch. */
+template <int BM>
+__device__ __forceinline__ void fc_fold(const FcArgs &p, int64_t b, int64_t g, int64_t c0,
+                                        int64_t cs, int n, bool final, float *w) {
+    __shared__ float fm[BM], fl[BM];
+    const int tid = threadIdx.x;
+    const int64_t nrows = p.T * p.hpg;
+    if (tid < BM && tid < nrows) {
+        const int64_t t = tid / p.hpg, h = g * p.hpg + tid % p.hpg;
+        const float *ml = p.ws_ml + ((b * p.T + t) * p.H + h) * p.splits * 2;
+        float M = -INFINITY, L = 0.0f;
+        for (int k = 0; k < n; k++) M = fmaxf(M, __ldcg(ml + 2 * (c0 + k * cs)));
+        const float ms = M == -INFINITY ? 0.0f : M;
+        for (int k = 0; k < n; k++) {
+            const float wk = exp2f(__ldcg(ml + 2 * (c0 + k * cs)) - ms); /* m -inf: 0 */
+            w[tid * 64 + k] = wk;
+            L = fmaf(wk, __ldcg(ml + 2 * (c0 + k * cs) + 1), L);
+        }
+        fm[tid] = M, fl[tid] = L;
+    }
+    __syncthreads();
+    for (int64_t it = tid; it < nrows * p.D; it += NT) {
+        const int r = (int)(it / p.D);
+        const int64_t d = it - (int64_t)r * p.D;
+        const int64_t t = r / p.hpg, h = g * p.hpg + r % p.hpg;
+        const int64_t row = (b * p.T + t) * p.H + h;
+        const float *src = p.ws_o + row * p.splits * p.D + d;
+        float a = 0.0f;
+#pragma unroll 4
+        for (int k = 0; k < n; k++) a = fmaf(w[r * 64 + k], __ldcg(src + (c0 + k * cs) * p.D), a);
+        if (final) {
+            const float l = fl[r];
+            p.y[row * p.D + d] = l > 0.0f ? a / l : 0.0f; /* no keys: a zero row */
+        } else {
+            p.ws_o[(row * p.splits + c0) * p.D + d] = a;
+        }
+    }
+    if (!final && tid < BM && tid < nrows) {
+        const int64_t t = tid / p.hpg, h = g * p.hpg + tid % p.hpg;
+        float *ml = p.ws_ml + (((b * p.T + t) * p.H + h) * p.splits + c0) * 2;
+        ml[0] = fm[tid], ml[1] = fl[tid];
+    }
+}
+
+/* After a decode split block wrote its partial (p.cnt): count it in; the last
+** of its group of FC_G folds the group, the last group folds the groups into
+** y. The splits that arrive are the ones that wrote a partial: all of them,
+** or with p.skip split 0 and those with keys (attn_combine's count). */
+template <int BM, int BN>
+__device__ __noinline__ void fc_arrive(const FcArgs p, float *w) {
+    __shared__ int fc_last;
+    const int tid = threadIdx.x;
+    /* the block's (b, g, split) from blockIdx (one query tile: mtiles 1) */
+    const int64_t bx = blockIdx.x, split = bx % p.splits, bg = bx / p.splits;
+    const int64_t g = bg % p.G, b = bg / p.G;
+    int64_t na = p.splits;
+    if (p.skip) {
+        const int64_t kend = decode_kend(p.pos, p.slot, b, p.T, p.S, p.L);
+        const int64_t per = split_share(kend, p.splits, BN);
+        na = per > 0 ? (kend + per - 1) / per : 0;
+        if (na < 1) na = 1; /* split 0 always writes */
+    }
+    const int64_t ng = (na + FC_G - 1) / FC_G, q = split / FC_G, c0 = q * FC_G;
+    const int nq = (int)min((int64_t)FC_G, na - c0);
+    unsigned *cnt = p.cnt + (b * p.G + g) * (1 + p.fc_ng);
+    __threadfence(); /* this block's partial, before its count */
+    __syncthreads();
+    if (tid == 0) {
+        const unsigned old = atomicAdd(&cnt[1 + q], 1u);
+        fc_last = old == (unsigned)(nq - 1);
+        if (fc_last) atomicExch(&cnt[1 + q], 0u); /* every member is in: zero for the next launch */
+    }
+    __syncthreads();
+    if (!fc_last) return;
+    __threadfence();
+    fc_fold<BM>(p, b, g, c0, 1, nq, ng == 1, w);
+    if (ng == 1) return;
+    __threadfence(); /* the group's partial, before its count */
+    __syncthreads();
+    if (tid == 0) {
+        const unsigned old = atomicAdd(&cnt[0], 1u);
+        fc_last = old == (unsigned)(ng - 1);
+        if (fc_last) atomicExch(&cnt[0], 0u);
+    }
+    __syncthreads();
+    if (!fc_last) return;
+    __threadfence();
+    fc_fold<BM>(p, b, g, 0, FC_G, (int)ng, true, w);
+}
 
 /* MINB blocks per SM at least: <= 65536 / (MINB·128) registers a thread
 ** (4: 128, the decode tiles, memory-bound, want many loads in flight; 3:
@@ -790,6 +907,14 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
             int64_t row = (b * p.T + t) * p.H + h;
             p.ws_ml[(row * p.splits + split) * 2] = row_m[tid];
             p.ws_ml[(row * p.splits + split) * 2 + 1] = row_l[tid];
+        }
+    }
+    if constexpr (!PAIR && BM * 64 <= BN * DS) {
+        if (p.cnt) { /* the combine, by the last blocks (kvs is free: the loop is done) */
+            const FcArgs fa = {p.ws_ml, p.ws_o, p.y, p.cnt, p.pos, p.slot, p.T, p.H, p.G,
+                               p.D, p.S, p.L, p.hpg, p.splits, p.fc_ng, p.skip};
+            fc_arrive<BM, BN>(fa, kvs);
+            return;
         }
     }
     } /* pass */
@@ -1290,6 +1415,7 @@ template <typename TC> cudaError_t launch_prefill64(cudaStream_t st, Params p, i
 
 extern "C" int m40k_attn_prefill_variant = 2;
 extern "C" int m40k_attn_skip_empty = 1;
+extern "C" int m40k_attn_fuse_combine = 1;
 
 extern "C" int m40k_kv_append(void *stream, int64_t B, int64_t T, int64_t GD, const float *kv,
                               int64_t kvs0, int64_t kvs1, const int32_t *pos,
@@ -1366,7 +1492,8 @@ namespace {
 ** runs) */
 int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const void *k_cache,
                    const void *v_cache, const int32_t *pos, const int32_t *slot, float *y,
-                   void *ws, size_t ws_bytes, int slots, unsigned *guard, const RopeArgs *ra) {
+                   void *ws, size_t ws_bytes, int slots, unsigned *guard, unsigned *sync,
+                   const RopeArgs *ra) {
     if (s->B * s->T * s->H == 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
     Params p = {};
@@ -1424,6 +1551,15 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
                           : DP == 128 && m40k_attention_chunk(s, slots) == 16 ? 16
                                                                               : 64;
     p.skip = chunk > 0;
+    /* the combine inside the tile kernel's decode blocks (not decode v3 / v4,
+    ** whose own kernels keep attn_combine) when the counters fit */
+    const bool v34 = small && p.vec && DP <= 128 &&
+                     (s->decode_variant == 2 || s->decode_variant == 3 || s->decode_variant == 8 ||
+                      s->decode_variant == 9);
+    if (sync && m40k_attn_fuse_combine && small && !v34 && splits > 1) {
+        const int64_t ng = (splits + FC_G - 1) / FC_G;
+        if (s->B * s->G * (1 + ng) <= M40K_SYNC_WORDS) p.cnt = sync, p.fc_ng = ng;
+    }
     cudaError_t e;
     const bool k_first = small && DP == 128 && s->cache_f16 && p.vec &&
                          m40k_attention_chunk(s, slots) == 32 &&
@@ -1485,7 +1621,7 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     else if (pf64) e = launch_prefill64<float>(st, p, nblocks);
     else if (DP == 128) e = launch<128, 32, 32, 2, 4, 4, 3, true>(st, p, nblocks, s->cache_f16);
     else e = launch<64, 64, 32, 4, 4, 4, 3>(st, p, nblocks, s->cache_f16); /* paired: spills on sm_52 */
-    if (e != cudaSuccess || splits == 1) return (int)e;
+    if (e != cudaSuccess || splits == 1 || p.cnt) return (int)e;
     dim3 cg((unsigned)(s->B * s->T * s->H), (unsigned)((s->D + 31) / 32));
     const CombineSkip sk = {pos, slot, s->T, s->H, s->S, s->L, chunk};
     attn_combine<<<cg, CNT, 0, st>>>(p.ws_ml, p.ws_o, splits, s->D, y, sk);
@@ -1496,9 +1632,9 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
 extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const float *q,
                               const void *k_cache, const void *v_cache, const int32_t *pos,
                               const int32_t *slot, float *y, void *ws, size_t ws_bytes,
-                              int slots, unsigned *guard) {
+                              int slots, unsigned *guard, unsigned *sync) {
     return attention_impl(stream, s, q, k_cache, v_cache, pos, slot, y, ws, ws_bytes, slots, guard,
-                          nullptr);
+                          sync, nullptr);
 }
 
 extern "C" int m40k_attn_fuse_rope = 1;
@@ -1516,10 +1652,10 @@ extern "C" int m40k_rope_attention(void *stream, const m40k_attn_shape *s, int r
                                    float theta, float pos_scale, const float *qkv,
                                    const int32_t *pos, const int32_t *slot, void *k_cache,
                                    void *v_cache, float *y, void *ws, size_t ws_bytes, int slots,
-                                   unsigned *guard) {
+                                   unsigned *guard, unsigned *sync) {
     if (!m40k_rope_attention_fuses(s, rope_dims, pairs, slots, k_cache, v_cache))
         return (int)cudaErrorInvalidValue;
     const RopeArgs a = rope_args((int)(s->H + s->G), (int)s->D, rope_dims, theta, pos_scale);
     return attention_impl(stream, s, qkv, k_cache, v_cache, pos, slot, y, ws, ws_bytes, slots,
-                          guard, &a);
+                          guard, sync, &a);
 }

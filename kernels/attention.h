@@ -144,6 +144,13 @@ extern int m40k_attn_prefill_pair;
 ** its (empty) partial, the combine reads them all. Same kind of knob
 ** (M40_ATTN_AB, M40_BENCH_GLM_SKIP, tests). */
 extern int m40k_attn_skip_empty;
+/* 1 (default): a decode call of the tile kernel with splits > 1, given the
+** context's sync words (`sync`, kernels/guard.h; NULL: off), folds the
+** splits' partials in its own last blocks (a counter per group of 16 splits
+** and one per (b, g), each reset by the block that completes it), so no
+** attn_combine launch follows; 0: attn_combine as before. Same kind of knob
+** (M40_ATTN_AB, M40_BENCH_GLM_FUSE_COMBINE, tests). */
+extern int m40k_attn_fuse_combine;
 
 /* cache[slot[b], pos[b,t], :GD] = kv[b, t, :] converted to the cache dtype:
 ** kv rows at b·kvs0 + t·kvs1 floats; pos I32 [B,T] (-1 skips the row),
@@ -190,14 +197,16 @@ int m40k_rope_attention_fuses(const m40k_attn_shape *s, int rope_dims, int pairs
 int m40k_rope_attention(void *stream, const m40k_attn_shape *s, int rope_dims, int pairs,
                         float theta, float pos_scale, const float *qkv, const int32_t *pos,
                         const int32_t *slot, void *k_cache, void *v_cache, float *y, void *ws,
-                        size_t ws_bytes, int slots, unsigned *guard);
+                        size_t ws_bytes, int slots, unsigned *guard, unsigned *sync);
 
 /* y [B, T, H·D] contiguous = causal GQA of q over the caches (see
 ** m40/transformer.h). ws: m40k_attention_workspace(s, slots) bytes, or
-** fewer (then one split: correct, slower). Guarded: ATTN_POS, ATTN_SLOT. */
+** fewer (then one split: correct, slower). Guarded: ATTN_POS, ATTN_SLOT.
+** sync: the context's M40K_SYNC_WORDS counters (kernels/guard.h), zero
+** before and after the call, or NULL (the combine as its own launch). */
 int m40k_attention(void *stream, const m40k_attn_shape *s, const float *q, const void *k_cache,
                    const void *v_cache, const int32_t *pos, const int32_t *slot, float *y,
-                   void *ws, size_t ws_bytes, int slots, unsigned *guard);
+                   void *ws, size_t ws_bytes, int slots, unsigned *guard, unsigned *sync);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,13 @@ enum m40k_guard_code {
     M40K_GUARD_SAMPLE_HISTORY = 7 /* sample: history id not in [-1, V) */
 };
 #define M40K_GUARD_WORDS 4
+/* The sync words: M40K_SYNC_WORDS unsigned ints of device memory per context,
+** right after the guard's (one allocation), zeroed when the context is made.
+** Kernels that count their blocks in (the decode attention's fused combine:
+** the last block of a group folds the group) use them as counters and leave
+** each at zero when they finish, so the next launch on the context's one
+** stream finds zeros (launches on one stream do not overlap). */
+#define M40K_SYNC_WORDS 16384
 
 #ifdef __CUDACC__
 /* Records a bad index (any thread, any time; the first one wins). */

@@ -35,6 +35,9 @@ struct m40_ctx {
     ** guarded kernel ran since the last check (lib/cuda/backend.c). */
     unsigned *guard;
     bool guard_armed;
+    /* The sync words (kernels/guard.h): counters kernels leave at zero, right
+    ** after the guard's words; NULL until the guard is made. */
+    unsigned *sync;
     /* Teardown hooks of upper layers (the conv engine's cuDNN state), run
     ** newest first before the CUDA stream is destroyed. */
     void (*fini[4])(m40_ctx *ctx);

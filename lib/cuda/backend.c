@@ -92,10 +92,12 @@ m40_status m40__cuda_ctx_init(m40_ctx *ctx) {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     ctx->stream = s;
-    void *g = NULL;
-    CK(cudaMalloc(&g, M40K_GUARD_WORDS * sizeof(unsigned)), "cudaMalloc (index guard)");
+    void *g = NULL; /* the index guard, then the sync words (kernels/guard.h) */
+    const size_t words = M40K_GUARD_WORDS + M40K_SYNC_WORDS;
+    CK(cudaMalloc(&g, words * sizeof(unsigned)), "cudaMalloc (index guard)");
     ctx->guard = g;
-    CK(cudaMemset(g, 0, M40K_GUARD_WORDS * sizeof(unsigned)), "cudaMemset (index guard)");
+    CK(cudaMemset(g, 0, words * sizeof(unsigned)), "cudaMemset (index guard)");
+    ctx->sync = ctx->guard + M40K_GUARD_WORDS;
     return M40_OK;
 }
 
@@ -138,6 +140,7 @@ void m40__cuda_ctx_fini(m40_ctx *ctx) {
     if (ctx->ws) cudaFree(ctx->ws);
     if (ctx->guard) cudaFree(ctx->guard);
     ctx->guard = NULL;
+    ctx->sync = NULL;
     ctx->stream = NULL;
     ctx->cublas = NULL;
     ctx->ws = NULL;

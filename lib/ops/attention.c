@@ -205,7 +205,7 @@ static m40_status attend_run(m40_ctx *ctx, const char *fn, int H, float scale,
         else if (want) st = m40__cuda_scratch(ctx, &got, &ws);
         if (st != M40_OK) return st;
         int e = m40k_attention(ctx->stream, &s, q->data, kc->data, vc->data, pos->data, sp,
-                               y->data, ws, got, attn_slots(ctx, &s), ctx->guard);
+                               y->data, ws, got, attn_slots(ctx, &s), ctx->guard, ctx->sync);
         ctx->guard_armed = true;
         return m40__launched(ctx, e, fn);
     }
@@ -389,7 +389,7 @@ static m40_status rope_attention_run(m40_ctx *ctx, const m40__op_run *r) {
                                         nd->rope_theta, nd->rope_scale, x->data, pos->data,
                                         slot ? slot->data : NULL, kc->data, vc->data,
                                         r->out->data, (char *)ws + qb, got - qb,
-                                        attn_slots(ctx, &sq), ctx->guard);
+                                        attn_slots(ctx, &sq), ctx->guard, ctx->sync);
             ctx->guard_armed = true;
             return m40__launched(ctx, e, r->fn);
         }

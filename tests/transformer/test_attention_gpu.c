@@ -542,6 +542,7 @@ extern int m40k_attn_prefill_variant __attribute__((weak));
 extern int m40k_attn_prefill_pair __attribute__((weak));
 extern int m40k_attn_skip_empty __attribute__((weak));
 extern int m40k_attn_fuse_rope __attribute__((weak));
+extern int m40k_attn_fuse_combine __attribute__((weak));
 
 int main(void) {
     const char *qe = getenv("M40_ATTN_QUICK");
@@ -596,6 +597,21 @@ int main(void) {
         decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
         graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
         m40k_attn_skip_empty = 1;
+    }
+    if (&m40k_attn_fuse_combine) { /* the decode splits' combine as its own launch */
+        m40k_attn_fuse_combine = 0;
+        printf("decode kernel variant 0, attn_combine launched (not inside the tile kernel)\n");
+        kernels_vs_reference();
+        decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+        m40k_attn_fuse_combine = 1;
+        if (&m40k_attn_skip_empty) { /* fused, every split in (no skip): all of them count */
+            m40k_attn_skip_empty = 0;
+            printf("decode kernel variant 0, combine inside, empty splits not skipped\n");
+            decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
+            graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+            m40k_attn_skip_empty = 1;
+        }
     }
     if (&m40k_attn_fuse_rope) { /* the node's RoPE + append as their own launch */
         m40k_attn_fuse_rope = 0;

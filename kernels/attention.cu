@@ -521,50 +521,87 @@ struct FcArgs {
 };
 
 /* The fused combine's fold (decode, one query tile: rows 0..T·HPG-1 of (b, g)):
-** the partials of slots c0 + k·cs, k < n, of each row, weighted by 2^(m_k - M)
-** (w: BM × 64 floats of the tile's free shared memory), either normalized into
-** y (final) or as a partial (M, L, out) into slot c0. Reads through L2 (__ldcg):
-** other SMs wrote them in this launch. */
+** the partials of slots c0 + k·cs, k < n, of each row, weighted by 2^(m_k - M),
+** either normalized into y (final) or as a partial (M, L, out) into slot c0.
+** w: 2·BM·64 floats of the tile's free shared memory (each (row, k)'s m, then
+** its weight, and its l). Reads through L2 (__ldcg): other SMs wrote them in
+** this launch. One block does it all, so its loads go out FR rows × FK slots
+** at a time (the first version, a dependent load after another, took 30-40
+** µs a call: every round trip in a row). */
 template <int BM>
 __device__ __forceinline__ void fc_fold(const FcArgs &p, int64_t b, int64_t g, int64_t c0,
                                         int64_t cs, int n, bool final, float *w) {
-    __shared__ float fm[BM], fl[BM];
+    constexpr int FR = 8, FK = 4;
+    __shared__ float fl[BM];
+    __shared__ int64_t frow[BM]; /* a row's index in y */
+    float *wl = w + BM * 64;
     const int tid = threadIdx.x;
-    const int64_t nrows = p.T * p.hpg;
-    if (tid < BM && tid < nrows) {
-        const int64_t t = tid / p.hpg, h = g * p.hpg + tid % p.hpg;
-        const float *ml = p.ws_ml + ((b * p.T + t) * p.H + h) * p.splits * 2;
-        float M = -INFINITY, L = 0.0f;
-        for (int k = 0; k < n; k++) M = fmaxf(M, __ldcg(ml + 2 * (c0 + k * cs)));
-        const float ms = M == -INFINITY ? 0.0f : M;
-        for (int k = 0; k < n; k++) {
-            const float wk = exp2f(__ldcg(ml + 2 * (c0 + k * cs)) - ms); /* m -inf: 0 */
-            w[tid * 64 + k] = wk;
-            L = fmaf(wk, __ldcg(ml + 2 * (c0 + k * cs) + 1), L);
-        }
-        fm[tid] = M, fl[tid] = L;
+    const int nrows = (int)(p.T * p.hpg); /* <= BM */
+    const int64_t rs = p.splits * p.D;    /* ws_o: a row's partials */
+    /* pass 1: every (row, k)'s m and l, all loads independent */
+#pragma unroll 4
+    for (int i = tid; i < nrows * n; i += NT) {
+        const int r = i / n, k = i - r * n;
+        const int64_t row = (b * p.T + r / p.hpg) * p.H + g * p.hpg + r % p.hpg;
+        const float *ml = p.ws_ml + (row * p.splits + c0 + k * cs) * 2;
+        w[r * 64 + k] = __ldcg(ml);
+        wl[r * 64 + k] = __ldcg(ml + 1);
     }
     __syncthreads();
-    for (int64_t it = tid; it < nrows * p.D; it += NT) {
-        const int r = (int)(it / p.D);
-        const int64_t d = it - (int64_t)r * p.D;
-        const int64_t t = r / p.hpg, h = g * p.hpg + r % p.hpg;
-        const int64_t row = (b * p.T + t) * p.H + h;
-        const float *src = p.ws_o + row * p.splits * p.D + d;
-        float a = 0.0f;
-#pragma unroll 4
-        for (int k = 0; k < n; k++) a = fmaf(w[r * 64 + k], __ldcg(src + (c0 + k * cs) * p.D), a);
-        if (final) {
-            const float l = fl[r];
-            p.y[row * p.D + d] = l > 0.0f ? a / l : 0.0f; /* no keys: a zero row */
-        } else {
-            p.ws_o[(row * p.splits + c0) * p.D + d] = a;
+    if (tid < nrows) { /* a row's max, weights and sum */
+        frow[tid] = (b * p.T + tid / p.hpg) * p.H + g * p.hpg + tid % p.hpg;
+        float M = -INFINITY, L = 0.0f;
+        for (int k = 0; k < n; k++) M = fmaxf(M, w[tid * 64 + k]);
+        const float ms = M == -INFINITY ? 0.0f : M;
+        for (int k = 0; k < n; k++) {
+            const float wk = exp2f(w[tid * 64 + k] - ms); /* m -inf: 0 */
+            w[tid * 64 + k] = wk;
+            L = fmaf(wk, wl[tid * 64 + k], L);
+        }
+        fl[tid] = L;
+        wl[tid * 64] = M; /* the row's new m, for a partial */
+    }
+    __syncthreads();
+    /* pass 2: a thread a dim, FR rows × FK slots of loads in flight */
+    for (int64_t d = tid; d < p.D; d += NT) {
+        for (int r0 = 0; r0 < nrows; r0 += FR) {
+            float a[FR];
+#pragma unroll
+            for (int i = 0; i < FR; i++) a[i] = 0.0f;
+            for (int k0 = 0; k0 < n; k0 += FK) {
+                float v[FR][FK];
+#pragma unroll
+                for (int i = 0; i < FR; i++) {
+                    const int r = r0 + i;
+                    const float *src = p.ws_o + frow[r < nrows ? r : 0] * rs + c0 * p.D + d;
+#pragma unroll
+                    for (int j = 0; j < FK; j++)
+                        v[i][j] = r < nrows && k0 + j < n ? __ldcg(src + (k0 + j) * cs * p.D) : 0.0f;
+                }
+#pragma unroll
+                for (int i = 0; i < FR; i++)
+#pragma unroll
+                    for (int j = 0; j < FK; j++)
+                        if (r0 + i < nrows && k0 + j < n)
+                            a[i] = fmaf(w[(r0 + i) * 64 + k0 + j], v[i][j], a[i]);
+            }
+#pragma unroll
+            for (int i = 0; i < FR; i++) {
+                const int r = r0 + i;
+                if (r >= nrows) break;
+                const int64_t row = frow[r];
+                if (final) {
+                    const float l = fl[r];
+                    p.y[row * p.D + d] = l > 0.0f ? a[i] / l : 0.0f; /* no keys: a zero row */
+                } else {
+                    p.ws_o[row * rs + c0 * p.D + d] = a[i];
+                }
+            }
         }
     }
-    if (!final && tid < BM && tid < nrows) {
-        const int64_t t = tid / p.hpg, h = g * p.hpg + tid % p.hpg;
-        float *ml = p.ws_ml + (((b * p.T + t) * p.H + h) * p.splits + c0) * 2;
-        ml[0] = fm[tid], ml[1] = fl[tid];
+    if (!final && tid < nrows) {
+        float *ml = p.ws_ml + (frow[tid] * p.splits + c0) * 2;
+        ml[0] = wl[tid * 64], ml[1] = fl[tid];
     }
 }
 
@@ -909,7 +946,9 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
             p.ws_ml[(row * p.splits + split) * 2 + 1] = row_l[tid];
         }
     }
-    if constexpr (!PAIR && BM * 64 <= BN * DS) {
+    static_assert(BM != M40K_ATTN_DECODE_BM || PAIR || 2 * BM * 64 <= BN * DS,
+                  "the decode tiles' fused combine: its fold's weights in kvs");
+    if constexpr (!PAIR && 2 * BM * 64 <= BN * DS) {
         if (p.cnt) { /* the combine, by the last blocks (kvs is free: the loop is done) */
             const FcArgs fa = {p.ws_ml, p.ws_o, p.y, p.cnt, p.pos, p.slot, p.T, p.H, p.G,
                                p.D, p.S, p.L, p.hpg, p.splits, p.fc_ng, p.skip};

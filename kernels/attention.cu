@@ -626,28 +626,33 @@ __device__ __noinline__ void fc_arrive(const FcArgs p, float *w) {
     const int64_t ng = (na + FC_G - 1) / FC_G, q = split / FC_G, c0 = q * FC_G;
     const int nq = (int)min((int64_t)FC_G, na - c0);
     unsigned *cnt = p.cnt + (b * p.G + g) * (1 + p.fc_ng);
-    __threadfence(); /* this block's partial, before its count */
+    /* this block's partial, before its count: the barrier orders the
+    ** threads' stores before thread 0's fence (cumulative), the fence before
+    ** the count. One fence a block: a fence in every thread (call 1 and 2 of
+    ** session 14) cost 10-75 µs a call on the H200 -- fences are ordered
+    ** GPU-wide */
     __syncthreads();
     if (tid == 0) {
+        __threadfence();
         const unsigned old = atomicAdd(&cnt[1 + q], 1u);
         fc_last = old == (unsigned)(nq - 1);
         if (fc_last) atomicExch(&cnt[1 + q], 0u); /* every member is in: zero for the next launch */
+        if (fc_last) __threadfence(); /* the others' partials, before this block's reads */
     }
     __syncthreads();
     if (!fc_last) return;
-    __threadfence();
     fc_fold<BM>(p, b, g, c0, 1, nq, ng == 1, w);
     if (ng == 1) return;
-    __threadfence(); /* the group's partial, before its count */
-    __syncthreads();
+    __syncthreads(); /* the group's partial, before its count */
     if (tid == 0) {
+        __threadfence();
         const unsigned old = atomicAdd(&cnt[0], 1u);
         fc_last = old == (unsigned)(ng - 1);
         if (fc_last) atomicExch(&cnt[0], 0u);
+        if (fc_last) __threadfence();
     }
     __syncthreads();
     if (!fc_last) return;
-    __threadfence();
     fc_fold<BM>(p, b, g, 0, FC_G, (int)ng, true, w);
 }
 

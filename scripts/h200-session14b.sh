@@ -5,7 +5,7 @@
 #   OUT=DIR scripts/h200-session14b.sh [BUILD_DIR]   (carry [".debs"])
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-. scripts/h200-common.sh h200-session14b 400 "$@"
+. scripts/h200-common.sh h200-session14b 330 "$@"
 build_arch90 m40-bench test_attention_gpu test_chatglm2
 TEST_TIMEOUT=150 gpu_tests "test_attention_gpu" "test_chatglm2 --gpu" | tee -a "$SUM" >/dev/null
 stamp "m40-bench attention (A/B)"
@@ -17,7 +17,7 @@ grep -E "decode ctx" "$O/m40-attention.txt" | grep -vE "v3|v4|loads early|16 key
 GLM_TIMEOUT=70
 glm_run f1 "M40_BENCH_GLM_FUSE_COMBINE=1" int4,int8,fp16 128,8192
 glm_run f0 "M40_BENCH_GLM_FUSE_COMBINE=0" int4,int8,fp16 128,8192
-[ "$(left)" -gt 40 ] && glm_run f1b "M40_BENCH_GLM_FUSE_COMBINE=1" int4,int8,fp16 128,8192
+[ "$(left)" -gt 60 ] && glm_run f1b "M40_BENCH_GLM_FUSE_COMBINE=1" int4,int8,fp16 128,8192
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
 (cd "$O" && tar czf all.tgz --exclude=all.tgz *.txt *.json *.log 2>/dev/null)
 echo "=== SUMMARY"; cat "$SUM"

@@ -1459,7 +1459,7 @@ template <typename TC> cudaError_t launch_prefill64(cudaStream_t st, Params p, i
 
 extern "C" int m40k_attn_prefill_variant = 2;
 extern "C" int m40k_attn_skip_empty = 1;
-extern "C" int m40k_attn_fuse_combine = 1;
+extern "C" int m40k_attn_fuse_combine = 0; /* session 14: slower on the H200 (bench/NOTES.md) */
 
 extern "C" int m40k_kv_append(void *stream, int64_t B, int64_t T, int64_t GD, const float *kv,
                               int64_t kvs0, int64_t kvs1, const int32_t *pos,

@@ -144,12 +144,14 @@ extern int m40k_attn_prefill_pair;
 ** its (empty) partial, the combine reads them all. Same kind of knob
 ** (M40_ATTN_AB, M40_BENCH_GLM_SKIP, tests). */
 extern int m40k_attn_skip_empty;
-/* 1 (default): a decode call of the tile kernel with splits > 1, given the
-** context's sync words (`sync`, kernels/guard.h; NULL: off), folds the
-** splits' partials in its own last blocks (a counter per group of 16 splits
-** and one per (b, g), each reset by the block that completes it), so no
-** attn_combine launch follows; 0: attn_combine as before. Same kind of knob
-** (M40_ATTN_AB, M40_BENCH_GLM_FUSE_COMBINE, tests). */
+/* 1: a decode call of the tile kernel with splits > 1, given the context's
+** sync words (`sync`, kernels/guard.h; NULL: off), folds the splits'
+** partials in its own last blocks (a counter per group of 16 splits and one
+** per (b, g), each reset by the block that completes it), so no
+** attn_combine launch follows; 0 (default): attn_combine as before. Correct
+** (test_attention_gpu runs both) and slower on the H200 as written: +10 µs
+** a call at ctx 128, +50-75 µs from 1K (session 14, bench/NOTES.md). Same
+** kind of knob (M40_ATTN_AB, M40_BENCH_GLM_FUSE_COMBINE, tests). */
 extern int m40k_attn_fuse_combine;
 
 /* cache[slot[b], pos[b,t], :GD] = kv[b, t, :] converted to the cache dtype:

@@ -598,9 +598,10 @@ int main(void) {
         graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
         m40k_attn_skip_empty = 1;
     }
-    if (&m40k_attn_fuse_combine) { /* the decode splits' combine as its own launch */
-        m40k_attn_fuse_combine = 0;
-        printf("decode kernel variant 0, attn_combine launched (not inside the tile kernel)\n");
+    if (&m40k_attn_fuse_combine) { /* the decode splits' combine inside the tile kernel */
+        const int saved = m40k_attn_fuse_combine;
+        m40k_attn_fuse_combine = !saved;
+        printf("decode kernel variant 0, combine inside the tile kernel %d\n", m40k_attn_fuse_combine);
         kernels_vs_reference();
         decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
         graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
@@ -612,6 +613,7 @@ int main(void) {
             graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
             m40k_attn_skip_empty = 1;
         }
+        m40k_attn_fuse_combine = saved;
     }
     if (&m40k_attn_fuse_rope) { /* the node's RoPE + append as their own launch */
         m40k_attn_fuse_rope = 0;

@@ -30,8 +30,8 @@
 ** (decode attention's empty splits run and the combine reads them all,
 ** kernels/attention.h's m40k_attn_skip_empty, for an A/B), M40_BENCH_GLM_FUSE_ROPE=0
 ** (the attention node's RoPE + append as their own launch, m40k_attn_fuse_rope),
-** M40_BENCH_GLM_FUSE_COMBINE=0 (the decode splits' combine as its own launch,
-** m40k_attn_fuse_combine),
+** M40_BENCH_GLM_FUSE_COMBINE=1 (the decode splits' combine inside the tile
+** kernel, m40k_attn_fuse_combine; off by default: slower, session 14),
 ** M40_BENCH_GLM_V2WHOLE=-1/0/1 / M40_BENCH_GLM_SMALLV2_Q8=0 (kernels/quant.h's v2
 ** knobs: int4's small GEMVs with x staged whole (-1: when EZ); int8's back on v3),
 ** M40_BENCH_GLM_V2EZ=0/1/2 (batch-1 v2 GEMVs with the exponent-zero decode, 2 chunked too,

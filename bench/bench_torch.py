@@ -309,16 +309,19 @@ def run_attention(torch, args, dev, sampler, is_m40):
             s = s.masked_fill(torch.arange(kx.shape[2], device=dev)[None, :] > i, float("-inf"))
         ref = torch.softmax(s, dim=-1) @ vx.double()
         err = float((y[:, :, -ref_rows:].double() - ref).abs().max() / ref.abs().max())
+        def sdpa_default():
+            return F.scaled_dot_product_attention(q, kx, vx, is_causal=causal)
+
         def sdpa_math():
             # the math backend only: FP32 GEMMs through cuBLAS (TF32 off: SIMT FMA) and a
             # softmax, the path an M40's PyTorch takes; the default backend on sm_80+ is the
             # memory-efficient kernel, which runs FP32 on tensor cores (3xTF32,
             # OpMultiplyAddFastF32) whatever allow_tf32 says
             with sdpa_kernel(SDPBackend.MATH):
-                return F.scaled_dot_product_attention(q, kx, vx, is_causal=causal)
-        kernels_of(torch, "torch.sdpa", lambda: F.scaled_dot_product_attention(q, kx, vx, is_causal=causal))
+                return sdpa_default()
+        kernels_of(torch, "torch.sdpa", sdpa_default)
         kernels_of(torch, "torch.sdpa math", sdpa_math)
-        for impl, op in (("torch.sdpa", lambda: F.scaled_dot_product_attention(q, kx, vx, is_causal=causal)),
+        for impl, op in (("torch.sdpa", sdpa_default),
                          ("torch.sdpa math", sdpa_math),
                          ("torch expand+sdpa", lambda: F.scaled_dot_product_attention(
                              q, k16.float().repeat_interleave(rep, dim=1),

@@ -59,10 +59,13 @@
 ** within 27.5 of the max (one spread bin) stay exact but serialize on one
 ** bin's atomics in the spread digit.
 **
-** Two kernels (kernels/sample.h: m40k_sample_variant): 1 (the default)
-** runs greedy in one pass and, for sampling, sorts the few ids near the max
-** (sample_fast.cuh) with the radix selects above as its fallback; 0 runs
-** the radix selects alone (A/B runs, tests). Same ids for a seed.
+** Three forms (kernels/sample.h: m40k_sample_variant): 1 runs greedy in
+** one pass and, for sampling, sorts the few ids near the max
+** (sample_fast.cuh) with the radix selects above as its fallback; 3 (auto's
+** choice) is 1 with its passes over the row (z, max, penalty, mass, window
+** counts) done by a grid of chunk blocks first (sample_grid.cuh), so that
+** one SM is left only the gather, the sort and the lookups; 0 runs the
+** radix selects alone (A/B runs, tests). Same ids for a seed.
 ** Resources (sm_52, CUDA 11.8, ptxas -v): both 64 registers (the cap of
 ** __launch_bounds__(1024, 1)), 0 bytes stack, no spills, 41,664 B static
 ** shared (2048 bins × (count 4 + mass 4 + 4 + max id 4), 1024 gathered ids
@@ -529,6 +532,7 @@ __device__ __forceinline__ void radix_sample(const float *w, int V, float M, int
 }
 
 #include "sample_fast.cuh"
+#include "sample_grid.cuh"
 
 /* FAST: m40k_sample_variant 1 (sample_fast.cuh), else the radix selects alone. */
 template <bool FAST>
@@ -650,7 +654,20 @@ static int sample_variant(const m40k_sample_args *a) {
 
 extern "C" int m40k_sample(void *stream, const m40k_sample_args *a) {
     if (a->B <= 0) return 0;
-    if (sample_variant(a) == 1)
+    int v = sample_variant(a);
+    const int64_t nc = m40k_sample_chunks(a->V);
+    if (v == 3 && (!a->chunks || a->B * nc >= INT_MAX)) v = 1; /* a grid of B·nc blocks */
+    if (v == 3) {
+        cudaStream_t st = (cudaStream_t)stream;
+        const unsigned nb = (unsigned)(a->B * nc);
+        if (!(a->temperature > 0.0f)) {
+            grid_a_kernel<true><<<nb, kGT, 0, st>>>(*a, (int)nc);
+        } else {
+            grid_a_kernel<false><<<nb, kGT, 0, st>>>(*a, (int)nc);
+            grid_b_kernel<<<nb, kGT, 0, st>>>(*a, (int)nc);
+        }
+        sample_post_kernel<<<(unsigned)a->B, kThreads, 0, st>>>(*a, (int)nc);
+    } else if (v == 1)
         sample_kernel<true><<<(unsigned)a->B, kThreads, 0, (cudaStream_t)stream>>>(*a);
     else
         sample_kernel<false><<<(unsigned)a->B, kThreads, 0, (cudaStream_t)stream>>>(*a);

@@ -17,6 +17,9 @@ typedef struct m40k_sample_args {
     const int32_t *pos;     /* [B] or NULL (step 0) */
     float *out;             /* [B, 2]: id, probability */
     float *scratch;         /* [B, V] when m40k_sample_scratch says so, else NULL */
+    void *chunks;           /* variant 3: B · m40k_sample_chunks(V) summaries of
+                            ** M40K_SAMPLE_CHUNK_BYTES, after the rows (16-byte
+                            ** aligned); NULL: variant 3 falls back to 1 */
     unsigned *guard;        /* the context's index guard (kernels/guard.h) */
     int64_t B, W;
     int V;                  /* 1 .. 2^24 */
@@ -25,26 +28,47 @@ typedef struct m40k_sample_args {
     uint64_t seed;
 } m40k_sample_args;
 
-/* Scratch bytes the launcher needs: B·V floats (the penalized logits, then
-** z = x / T) when sampling or penalizing; 0 for greedy without a penalty.
-** B·V < 2^62 / 4 holds: the logits tensor exists. */
-static inline uint64_t m40k_sample_scratch(int64_t B, int64_t V, float temperature,
-                                           int has_history, float penalty) {
-    int need = temperature > 0.0f || (has_history && penalty != 1.0f);
-    return need ? (uint64_t)B * (uint64_t)V * 4u : 0u;
+/* Variant 3's grid passes: a row in chunks of M40K_SAMPLE_CHUNK logits, one
+** block each; a chunk's summary (its max, argmax and sum of e for greedy,
+** its exact mass and window counts for sampling) is M40K_SAMPLE_CHUNK_BYTES. */
+#define M40K_SAMPLE_CHUNK 4096
+#define M40K_SAMPLE_CHUNK_BYTES 48
+static inline int64_t m40k_sample_chunks(int64_t V) {
+    return (V + M40K_SAMPLE_CHUNK - 1) / M40K_SAMPLE_CHUNK;
 }
 
-/* One block per row; B < 2^31. */
+/* Bytes of the z rows at the start of the scratch: B·V floats (the
+** penalized logits, then z = x / T) when sampling or penalizing, else 0,
+** rounded up to 16. */
+static inline uint64_t m40k_sample_rows(int64_t B, int64_t V, float temperature,
+                                        int has_history, float penalty) {
+    int need = temperature > 0.0f || (has_history && penalty != 1.0f);
+    return need ? ((uint64_t)B * (uint64_t)V * 4u + 15u) / 16u * 16u : 0u;
+}
+
+/* Scratch bytes the launcher needs: the z rows, then B · chunks summaries
+** (variant 3). B·V < 2^62 / 4 holds: the logits tensor exists, and the
+** summaries are 48 / 4096 of the logits' bytes at most (+ 48 a row). */
+static inline uint64_t m40k_sample_scratch(int64_t B, int64_t V, float temperature,
+                                           int has_history, float penalty) {
+    return m40k_sample_rows(B, V, temperature, has_history, penalty) +
+           (uint64_t)B * (uint64_t)m40k_sample_chunks(V) * M40K_SAMPLE_CHUNK_BYTES;
+}
+
+/* One block per row (variant 3: chunk blocks first); B < 2^31. */
 int m40k_sample(void *stream, const m40k_sample_args *a);
 
 /* Which kernel m40k_sample runs (an internal knob for A/B runs: tests and
 ** m40-bench set it; defined in lib/ops/sample.c so that CPU-only builds
-** link): 2 (the default), auto: per call, the faster of the two by the
-** H200 A/B (kernels/sample.cu: sample_variant); 1, the candidate sort of kernels/sample_fast.cuh
-** (one pass fewer for greedy; top-k, top-p and min-p sort the few ids near
-** the max instead of radix selects over the row, with the radix selects as
-** the fallback); 0, the radix selects alone. Both give the same ids for a
-** seed where the candidate path applies (the same integer masses). */
+** link): 2 (the default), auto: per call, the fastest by the H200 A/B
+** (kernels/sample.cu: sample_variant); 1, the candidate sort of
+** kernels/sample_fast.cuh (one pass fewer for greedy; top-k, top-p and
+** min-p sort the few ids near the max instead of radix selects over the
+** row, with the radix selects as the fallback); 3, variant 1 with its
+** passes over the row (z, the max, the penalty, the mass and the window
+** counts) spread over a grid of chunk blocks (kernels/sample_grid.cuh);
+** 0, the radix selects alone. All give the same ids for a seed where the
+** candidate path applies (the same integer masses). */
 extern int m40k_sample_variant;
 
 #ifdef __cplusplus

@@ -39,6 +39,19 @@ constexpr int kNWin = 5;
 static_assert(offsetof(Smem, wc) == 16 * kBins && kFastCap * 8 == 16 * kBins,
               "the candidate keys fill cnt, mlo, mhi and maxid exactly");
 
+/* Variant 3 (sample_grid.cuh): what a chunk block of the grid passes leaves
+** for the row's block (kernels/sample.h: M40K_SAMPLE_CHUNK_BYTES). */
+struct __align__(16) ChunkSum {
+    float m;           /* the chunk's max z (after the penalty) */
+    int id;            /* greedy: the lowest id of that max */
+    float sum;         /* greedy: Σ e^(z - m) over the chunk, in float */
+    unsigned pad;
+    u64 S;             /* sampling: Σ fixmass(z, M) over the chunk, M the row's max */
+    unsigned c[kNWin]; /* sampling: the chunk's ids with M - z <= win(j) */
+    unsigned pad2;
+};
+static_assert(sizeof(ChunkSum) == M40K_SAMPLE_CHUNK_BYTES, "kernels/sample.h: the summary's bytes");
+
 /* The windows M - z <= win(j), widest first (27.5: every id with a mass). */
 __device__ __forceinline__ float win(int j) {
     return j == 0 ? 27.5f : j == 1 ? 12.0f : j == 2 ? 8.0f : j == 3 ? 5.0f : 3.0f;
@@ -169,9 +182,14 @@ __device__ void bitonic_desc(u64 *key, int P) {
 ** Returns true when it wrote out[0..1]; false, the same in every thread,
 ** when the window cannot hold the answer (the caller runs the radix
 ** selects, after a barrier). */
-template <class U>
+/* PRE (variant 3): pass 2 was done by the chunk blocks; S and the window
+** counts are the sums of the row's nc summaries cs, and pass 3 places the
+** window's ids with a shared counter (the order they land in does not
+** matter: the sort orders them, and no two keys are equal). */
+template <bool PRE = false, class U>
 __device__ __forceinline__ bool fast_select(const float *w, int V, float M, int top_k, float top_p,
-                                            float min_p, U draw_u, float *out, Smem &s) {
+                                            float min_p, U draw_u, float *out, Smem &s,
+                                            const ChunkSum *cs = NULL, int nc = 0) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const bool topk = top_k > 0 && top_k < V;
     if (M == -INFINITY || (topk && top_k > kFastCap)) return false;
@@ -180,12 +198,20 @@ __device__ __forceinline__ bool fast_select(const float *w, int V, float M, int 
     unsigned c[kNWin];
 #pragma unroll
     for (int j = 0; j < kNWin; j++) c[j] = 0;
-    for_row(w, V, [&](int, float z) {
-        S += fixmass(z, M);
-        const float d = M - z;
+    if constexpr (PRE) {
+        for (int k = tid; k < nc; k += kThreads) {
+            S += cs[k].S;
 #pragma unroll
-        for (int j = 0; j < kNWin; j++) c[j] += d <= win(j) ? 1u : 0u;
-    });
+            for (int j = 0; j < kNWin; j++) c[j] += cs[k].c[j];
+        }
+    } else {
+        for_row(w, V, [&](int, float z) {
+            S += fixmass(z, M);
+            const float d = M - z;
+#pragma unroll
+            for (int j = 0; j < kNWin; j++) c[j] += d <= win(j) ? 1u : 0u;
+        });
+    }
     {
         unsigned r[kNWin];
         u64 rs = S;
@@ -224,13 +250,23 @@ __device__ __forceinline__ bool fast_select(const float *w, int V, float M, int 
     /* pass 3: the window's ids, each thread's at its exclusive prefix */
     u64 *key = reinterpret_cast<u64 *>(s.cnt);
     unsigned tc;
-    u64 tm, sink = 0;
-    unsigned at = cc;
-    block_scan(at, sink, tc, tm, s);
-    at -= cc;
-    for_row(w, V, [&](int i, float z) {
-        if (M - z <= D) key[at++] = ((u64)ord(z) << 32) | (unsigned)~i;
-    });
+    u64 tm;
+    if constexpr (PRE) {
+        (void)cc;
+        if (tid == 0) s.cfill = 0;
+        __syncthreads();
+        for_row(w, V, [&](int i, float z) {
+            if (M - z <= D) key[atomicAdd(&s.cfill, 1)] = ((u64)ord(z) << 32) | (unsigned)~i;
+        });
+    } else {
+        u64 sink = 0;
+        unsigned at = cc;
+        block_scan(at, sink, tc, tm, s);
+        at -= cc;
+        for_row(w, V, [&](int i, float z) {
+            if (M - z <= D) key[at++] = ((u64)ord(z) << 32) | (unsigned)~i;
+        });
+    }
     int P = 32;
     while (P < (int)n) P <<= 1;
     for (int q = (int)n + tid; q < P; q += kThreads) key[q] = 0; /* below every real key */

@@ -11,8 +11,8 @@
 
 #define SAMPLE_V_MAX ((int64_t)1 << 24) /* ids travel as exact floats */
 
-/* kernels/sample.h: which GPU kernel runs (1 candidate sort, 0 radix selects
-** alone). Here, not in the .cu, so that tools and tests link without CUDA. */
+/* kernels/sample.h: which GPU kernel runs (2 auto, 3 grid passes + candidate
+** sort, 1 candidate sort, 0 radix selects alone). Here, not in the .cu, so that tools and tests link without CUDA. */
 int m40k_sample_variant = 2;
 
 void m40_sampler_desc_init(m40_sampler_desc *d) {
@@ -119,11 +119,14 @@ static m40_status sample_gpu(m40_ctx *ctx, const m40__op_run *r) {
         .temperature = run_temperature(s), .top_p = s->top_p, .min_p = s->min_p,
         .penalty = s->repetition_penalty, .seed = s->seed};
     uint64_t ws = m40k_sample_scratch(a.B, a.V, a.temperature, h != NULL, s->repetition_penalty);
-    if (ws) {
+    if (ws) { /* the z rows (when sampling or penalizing), then the chunk summaries */
+        const uint64_t rows = m40k_sample_rows(a.B, a.V, a.temperature, h != NULL,
+                                               s->repetition_penalty);
         void *wsp = NULL;
         m40_status st = m40__cuda_workspace(ctx, (size_t)ws, &wsp);
         if (st != M40_OK) return st;
-        a.scratch = wsp;
+        a.scratch = rows ? wsp : NULL;
+        a.chunks = (char *)wsp + rows;
     }
     if (h) ctx->guard_armed = true; /* the kernel checks each history id */
     return m40__launched(ctx, m40k_sample(ctx->stream, &a), r->fn);

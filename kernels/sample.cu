@@ -640,16 +640,19 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
 
 } // namespace
 
-/* Variant 2 (auto, the default): the kernel that was faster for the call's
-** kind in the H200 A/B of 2026-12-02 (`M40_SAMPLE_AB=1 m40-bench sample`,
-** bench/NOTES.md): the candidate sort for greedy (19.1 against 22.9 us) and
-** for one row with top-p (52.5 against 64.6; with a repetition penalty 53.4
-** against 83.6); the radix selects for top-k or min-p (53.3 / 48.1 against
-** 61.6 / 61.9) and for several rows (8 rows of top-p: 65.0 against 78.5). */
+/* Variant 2 (auto, the default): the kernel that was fastest for the
+** call's kind in the H200 A/B of 2026-12-03 (`M40_SAMPLE_AB=1 m40-bench
+** sample`, bench/NOTES.md "Session 15"; µs per call, v3 / v1 / v0): one
+** row, the grid passes for every sampler (greedy 13.7 / 20.1 / 24.1, top-k
+** 40 44.8 / 63.3 / 55.8, top-p 34.0 / 54.5 / 66.0, min-p 44.9 / 63.9 /
+** 50.0, top-p + penalty 34.0 / 55.9 / 85.4); 8 rows, the radix selects for
+** top-k and min-p (54.8 and 50.0 against v3's 64.0 and 65.5), the grid
+** passes for the rest (greedy 13.9, top-p 62.6 against v0's 67.2, with the
+** penalty 61.8 against 85.1). */
 static int sample_variant(const m40k_sample_args *a) {
     if (m40k_sample_variant != 2) return m40k_sample_variant;
-    if (!(a->temperature > 0.0f)) return 1;
-    return a->B == 1 && a->top_k <= 0 && !(a->min_p > 0.0f) && a->top_p < 1.0f ? 1 : 0;
+    if (a->B > 1 && a->temperature > 0.0f && (a->top_k > 0 || a->min_p > 0.0f)) return 0;
+    return 3;
 }
 
 extern "C" int m40k_sample(void *stream, const m40k_sample_args *a) {

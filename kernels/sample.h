@@ -16,7 +16,7 @@ typedef struct m40k_sample_args {
     const int32_t *history; /* [B, W] or NULL */
     const int32_t *pos;     /* [B] or NULL (step 0) */
     float *out;             /* [B, 2]: id, probability */
-    float *scratch;         /* [B, V] when m40k_sample_scratch says so, else NULL */
+    float *scratch;         /* [B, V] when m40k_sample_rows says so, else NULL */
     void *chunks;           /* variant 3: B · m40k_sample_chunks(V) summaries of
                             ** M40K_SAMPLE_CHUNK_BYTES, after the rows (16-byte
                             ** aligned); NULL: variant 3 falls back to 1 */
@@ -48,7 +48,7 @@ static inline uint64_t m40k_sample_rows(int64_t B, int64_t V, float temperature,
 
 /* Scratch bytes the launcher needs: the z rows, then B · chunks summaries
 ** (variant 3). B·V < 2^62 / 4 holds: the logits tensor exists, and the
-** summaries are 48 / 4096 of the logits' bytes at most (+ 48 a row). */
+** summaries are 48 / 16384 of the logits' bytes (+ 48 a row) at most. */
 static inline uint64_t m40k_sample_scratch(int64_t B, int64_t V, float temperature,
                                            int has_history, float penalty) {
     return m40k_sample_rows(B, V, temperature, has_history, penalty) +

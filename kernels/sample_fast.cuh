@@ -256,7 +256,10 @@ __device__ __forceinline__ bool fast_select(const float *w, int V, float M, int 
         if (tid == 0) s.cfill = 0;
         __syncthreads();
         for_row(w, V, [&](int i, float z) {
-            if (M - z <= D) key[atomicAdd(&s.cfill, 1)] = ((u64)ord(z) << 32) | (unsigned)~i;
+            if (M - z <= D) { /* n of them, by the chunks' counts; checked anyway */
+                const int k = atomicAdd(&s.cfill, 1);
+                if (k < (int)n) key[k] = ((u64)ord(z) << 32) | (unsigned)~i;
+            }
         });
     } else {
         u64 sink = 0;

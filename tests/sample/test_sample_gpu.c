@@ -335,16 +335,17 @@ static float gauss(float sigma) { /* Box-Muller on frand */
 ** gives the same ids and probabilities bit for bit (the same integer masses
 ** and targets), greedy the same ids and p within 1e-5. V 65024 (float4
 ** loads), 4099 (scalar loads), 1000 (every id in the widest window); every
-** other row has its argmax in the history (variant 1's max re-scan). */
+** other row has its argmax in the history (variant 1's max re-scan); 8192
+** (variant 3: two whole chunks) and 100 (most of a chunk block idle). */
 static void test_variants(void) {
     enum { B = 16, W = 8, NS = 10, NR = 8 };
-    static const int vs[3] = {V, 4099, 1000};
+    static const int vs[5] = {V, 4099, 1000, 8192, 100}; /* 8192: whole chunks; 100: idle threads */
     float *l = malloc((size_t)B * V * 4), o0[2 * B], o1[2 * B], o3[2 * B];
     int h[B * W], p[B];
     if (!l) abort();
     const int v_saved = m40k_sample_variant;
     int checked = 0, differ = 0;
-    for (int iv = quick > 1 ? 2 : 0; iv < 3; iv++)
+    for (int iv = quick > 1 ? 2 : 0; iv < 5; iv++)
         for (int r = 0; r < NR; r++) {
             const int nv = vs[iv];
             for (int b = 0; b < B; b++) {

@@ -660,9 +660,15 @@ __device__ __noinline__ void fc_arrive(const FcArgs p, float *w) {
 ** (4: 128, the decode tiles, memory-bound, want many loads in flight; 3:
 ** 170, the prefill tiles) */
 template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB, typename TC, bool PF = false,
-          bool PAIR = false, bool ROPE = false>
+          bool PAIR = false, bool ROPE = false, bool WPV = false>
 __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     static_assert(!PF || sizeof(TC) == 2, "prefetch: f16 caches");
+    /* WPV (m40k_attn_warp_pv): P·V split over the warps by key, a lane 4 rows
+    ** × 16 dims (one float4 of P and four of V a key: 64 FMA for 5 shared
+    ** loads, against 16 for 3), the warps' partial O summed at the end */
+    static_assert(!WPV || (BM == 16 && DP == 128 && NT == 128 && !PAIR && BN % 4 == 0 &&
+                           BN * (DP + 4) >= 2 * 16 * 128),
+                  "warp-split P·V: the decode tiles at D 128, its reduction buffers in kvs");
     static_assert(!ROPE || (PF && !PAIR && DP / 2 <= ATT_FUSED_HALF_MAX), "fused RoPE: decode, PF");
     constexpr int DS = DP + 4;
     constexpr int SCG = BN / SC;          /* S: column groups */
@@ -795,14 +801,18 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     split_keys<BN>(kend, p.splits, split, &k_lo, &k_hi);
     if (!PAIR && p.skip && split > 0 && k_lo >= k_hi) return; /* the whole block: no partial */
 
-    /* S-tile and O-tile coordinates */
+    /* S-tile and O-tile coordinates (WPV: warp wv takes keys wv, wv + 4, ..;
+    ** its lane rows orow..orow+3, dims ocol + 32q + c) */
     const int srg = tid / SCG, scg = tid % SCG;
     const int org = tid / OCG, ocg = tid % OCG;
-    float o[OR][8];
+    const int wv = tid >> 5, orow = ((tid & 31) >> 3) * 4, ocol = (tid & 7) * 4;
+    (void)wv, (void)orow, (void)ocol;
+    constexpr int OI = WPV ? 4 : OR, OK = WPV ? 16 : 8;
+    float o[OI][OK];
 #pragma unroll
-    for (int i = 0; i < OR; i++)
+    for (int i = 0; i < OI; i++)
 #pragma unroll
-        for (int k = 0; k < 8; k++) o[i][k] = 0.0f;
+        for (int k = 0; k < OK; k++) o[i][k] = 0.0f;
 
     for (int64_t k0 = k_lo; k0 < k_hi; k0 += BN) {
         __syncthreads(); /* the previous tile's P·V is done with kvs and ps */
@@ -892,6 +902,32 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
         }
         __syncthreads();
 
+        if constexpr (WPV) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const float a = row_a[orow + i];
+#pragma unroll
+                for (int k = 0; k < 16; k++) o[i][k] *= a;
+            }
+#pragma unroll
+            for (int j = wv; j < BN; j += NT / 32) {
+                float4 v[4];
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    v[q] = *reinterpret_cast<const float4 *>(kvs + j * DS + ocol + 32 * q);
+                float pr[4]; /* P[j][orow..orow+3]: one broadcast load */
+                lds<4>(ps + j * PSTR + orow, pr);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        o[i][4 * q] = fmaf(pr[i], v[q].x, o[i][4 * q]);
+                        o[i][4 * q + 1] = fmaf(pr[i], v[q].y, o[i][4 * q + 1]);
+                        o[i][4 * q + 2] = fmaf(pr[i], v[q].z, o[i][4 * q + 2]);
+                        o[i][4 * q + 3] = fmaf(pr[i], v[q].w, o[i][4 * q + 3]);
+                    }
+            }
+        } else {
 #pragma unroll
         for (int i = 0; i < OR; i++) {
             float a = row_a[org * OR + i];
@@ -917,9 +953,63 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
                 o[i][7] = fmaf(pv, v1.w, o[i][7]);
             }
         }
+        } /* WPV */
     }
-    __syncthreads(); /* row_l, row_m final */
+    __syncthreads(); /* row_l, row_m final; kvs free */
 
+    if constexpr (WPV) {
+        /* the warps' O summed into warp 0's: warps 2, 3 into 0, 1, then 1
+        ** into 0, through two 16 × 128 buffers in kvs */
+        auto put = [&](float *b) {
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    *reinterpret_cast<float4 *>(b + (orow + i) * 128 + ocol + 32 * q) =
+                        make_float4(o[i][4 * q], o[i][4 * q + 1], o[i][4 * q + 2], o[i][4 * q + 3]);
+        };
+        auto add = [&](const float *b) {
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    const float4 t = *reinterpret_cast<const float4 *>(b + (orow + i) * 128 + ocol + 32 * q);
+                    o[i][4 * q] += t.x, o[i][4 * q + 1] += t.y;
+                    o[i][4 * q + 2] += t.z, o[i][4 * q + 3] += t.w;
+                }
+        };
+        if (wv >= 2) put(kvs + (wv - 2) * 2048);
+        __syncthreads();
+        if (wv < 2) add(kvs + wv * 2048);
+        __syncthreads();
+        if (wv == 1) put(kvs);
+        __syncthreads();
+        if (wv == 0) {
+            add(kvs);
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int r = orow + i;
+                const int64_t rr = mt * BM + r;
+                if (rr >= nrows) continue;
+                const int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
+                const int64_t row = (b * p.T + t) * p.H + h;
+                float *dst;
+                float mul = 1.0f;
+                if (p.splits > 1) {
+                    dst = p.ws_o + (row * p.splits + split) * p.D;
+                } else {
+                    const float l = row_l[r];
+                    mul = l > 0.0f ? 1.0f / l : 0.0f; /* pos -1: a zero row */
+                    dst = p.y + row * p.D;
+                }
+#pragma unroll
+                for (int k = 0; k < 16; k++) {
+                    const int d = ocol + 32 * (k >> 2) + (k & 3);
+                    if (d < p.D) dst[d] = o[i][k] * mul;
+                }
+            }
+        }
+    } else {
 #pragma unroll
     for (int i = 0; i < OR; i++) {
         int r = org * OR + i;
@@ -942,6 +1032,7 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
             if (d < p.D) dst[d] = o[i][k] * mul;
         }
     }
+    } /* WPV */
     if (p.splits > 1 && tid < BM) {
         int64_t rr = mt * BM + tid;
         if (rr < nrows) {
@@ -953,7 +1044,7 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     }
     static_assert(BM != M40K_ATTN_DECODE_BM || PAIR || 2 * BM * 64 <= BN * DS,
                   "the decode tiles' fused combine: its fold's weights in kvs");
-    if constexpr (!PAIR && 2 * BM * 64 <= BN * DS) {
+    if constexpr (!PAIR && !WPV && 2 * BM * 64 <= BN * DS) {
         if (p.cnt) { /* the combine, by the last blocks (kvs is free: the loop is done) */
             const FcArgs fa = {p.ws_ml, p.ws_o, p.y, p.cnt, p.pos, p.slot, p.T, p.H, p.G,
                                p.D, p.S, p.L, p.hpg, p.splits, p.fc_ng, p.skip};
@@ -1437,14 +1528,14 @@ template <typename K> void pair_tiles(K kernel, Params &p, int64_t &nblocks) {
 
 /* PAIR: the prefill-only configurations, which may pair tiles (the decode
 ** ones stay as they were: the pass loop costs registers they have not) */
-template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB, bool PAIR = false>
+template <int DP, int BM, int BN, int SR, int SC, int OR, int MINB, bool PAIR = false, bool WPV = false>
 cudaError_t launch(cudaStream_t st, Params p, int64_t nblocks, int f16) {
     if (f16) {
         if (PAIR) pair_tiles(attn_kernel<DP, BM, BN, SR, SC, OR, MINB, __half, false, PAIR>, p, nblocks);
-        attn_kernel<DP, BM, BN, SR, SC, OR, MINB, __half, false, PAIR><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        attn_kernel<DP, BM, BN, SR, SC, OR, MINB, __half, false, PAIR, false, WPV><<<(unsigned)nblocks, NT, 0, st>>>(p);
     } else {
         if (PAIR) pair_tiles(attn_kernel<DP, BM, BN, SR, SC, OR, MINB, float, false, PAIR>, p, nblocks);
-        attn_kernel<DP, BM, BN, SR, SC, OR, MINB, float, false, PAIR><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        attn_kernel<DP, BM, BN, SR, SC, OR, MINB, float, false, PAIR, false, WPV><<<(unsigned)nblocks, NT, 0, st>>>(p);
     }
     return cudaGetLastError();
 }
@@ -1600,7 +1691,10 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     const bool v34 = small && p.vec && DP <= 128 &&
                      (s->decode_variant == 2 || s->decode_variant == 3 || s->decode_variant == 8 ||
                       s->decode_variant == 9);
-    if (sync && m40k_attn_fuse_combine && small && !v34 && splits > 1) {
+    /* P·V split over the warps (m40k_attn_warp_pv): the 32- and 64-key decode tiles at D 128 */
+    const bool wpv = m40k_attn_warp_pv && small && DP == 128 && !v34 && s->decode_variant != 4 &&
+                     s->decode_variant != 6 && m40k_attention_chunk(s, slots) != 16;
+    if (sync && m40k_attn_fuse_combine && small && !v34 && !wpv && splits > 1) {
         const int64_t ng = (splits + FC_G - 1) / FC_G;
         if (s->B * s->G * (1 + ng) <= M40K_SYNC_WORDS) p.cnt = sync, p.fc_ng = ng;
     }
@@ -1610,7 +1704,8 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
                          (s->decode_variant == 7 || s->decode_variant == 0);
     if (ra && !(k_first && s->T == 1 && splits >= 1)) return (int)cudaErrorInvalidValue;
     if (ra) {
-        attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        if (wpv) attn_kernel<128, 16, 32, 2, 2, 2, 3, __half, true, false, true, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        else attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (small && p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3)) {
         /* decode v3 (4 rows a warp, a lane a key), one block per (b, g, split) */
@@ -1651,15 +1746,19 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     } else if (k_first) {
         /* the 32-key tile with its loads a phase early and the first K tile
         ** fetched before the prologue (f16, 16-byte rows) */
-        attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        if (wpv) attn_kernel<128, 16, 32, 2, 2, 2, 3, __half, true, false, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        else attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (DP == 256) e = launch<256, 16, 16, 1, 2, 4, 3>(st, p, nblocks, s->cache_f16);
     else if (small && DP == 128 && m40k_attention_chunk(s, slots) == 32)
         /* the default's choice at short L or many SMs (kernels/attention.h) */
-        e = launch<128, 16, 32, 2, 2, 2, 4>(st, p, nblocks, s->cache_f16);
+        e = wpv ? launch<128, 16, 32, 2, 2, 2, 3, false, true>(st, p, nblocks, s->cache_f16)
+                : launch<128, 16, 32, 2, 2, 2, 4>(st, p, nblocks, s->cache_f16);
     else if (small && DP == 128 && m40k_attention_chunk(s, slots) == 16)
         e = launch<128, 16, 16, 2, 1, 2, 4>(st, p, nblocks, s->cache_f16);
-    else if (small && DP == 128) e = launch<128, 16, 64, 2, 4, 2, 4>(st, p, nblocks, s->cache_f16);
+    else if (small && DP == 128)
+        e = wpv ? launch<128, 16, 64, 2, 4, 2, 3, false, true>(st, p, nblocks, s->cache_f16)
+                : launch<128, 16, 64, 2, 4, 2, 4>(st, p, nblocks, s->cache_f16);
     else if (small) e = launch<64, 16, 64, 2, 4, 1, 4>(st, p, nblocks, s->cache_f16);
     else if (pf64 && s->cache_f16) e = launch_prefill64<__half>(st, p, nblocks);
     else if (pf64) e = launch_prefill64<float>(st, p, nblocks);
@@ -1682,6 +1781,7 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
 }
 
 extern "C" int m40k_attn_fuse_rope = 1;
+extern "C" int m40k_attn_warp_pv = 0;
 
 extern "C" int m40k_rope_attention_fuses(const m40k_attn_shape *s, int rope_dims, int pairs,
                                          int slots, const void *k_cache, const void *v_cache) {

@@ -153,6 +153,14 @@ extern int m40k_attn_skip_empty;
 ** a call at ctx 128, +50-75 µs from 1K (session 14, bench/NOTES.md). Same
 ** kind of knob (M40_ATTN_AB, M40_BENCH_GLM_FUSE_COMBINE, tests). */
 extern int m40k_attn_fuse_combine;
+/* 1: the decode tile kernels at D 128 with 32 or 64 keys a tile (the
+** defaults' tiles, the fused RoPE one included) split P·V over their four
+** warps by key, a lane 4 rows × 16 dims: 64 FMA for 5 shared-memory loads
+** a key (against 16 for 3), the warps' partial O summed at the end of the
+** split; the shared-memory path is what holds the M40's 64-key tile at long
+** contexts (bench/NOTES.md, session 12). 0 (default): as before. Same kind
+** of knob (M40_ATTN_AB, M40_BENCH_GLM_WARP_PV, tests). */
+extern int m40k_attn_warp_pv;
 
 /* cache[slot[b], pos[b,t], :GD] = kv[b, t, :] converted to the cache dtype:
 ** kv rows at b·kvs0 + t·kvs1 floats; pos I32 [B,T] (-1 skips the row),

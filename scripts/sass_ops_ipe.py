@@ -376,13 +376,13 @@ SPECS = [
 # 64 keys from L >= 3072 on 48 slots; the 32-key tile below that and on the H200)
 # the instances an M40 runs: decode at a long cache (the 64-key tile; the
 # 32-key tile with its loads early below L = 3072) and prefill (the BM-32
-# tile, PAIR); template tails (PF, PAIR, ROPE: session 10) as Lb0E/Lb1E
-ATT_USED = [(r"attn_kernelILi128ELi16ELi64ELi2ELi4ELi2ELi4E6__halfLb0ELb0ELb0EE", "attention decode (f16 cache)"),
+# tile, PAIR); template tails (PF, PAIR, ROPE: session 10; WPV: session 15) as Lb0E/Lb1E
+ATT_USED = [(r"attn_kernelILi128ELi16ELi64ELi2ELi4ELi2ELi4E6__halfLb0ELb0ELb0ELb0EE", "attention decode (f16 cache)"),
             # the 32-key tile counted without PF (the same instructions a tile; PF
             # moves the loads a phase early, and its split load/store path is not
             # the loop shape hot_path follows)
-            (r"attn_kernelILi128ELi16ELi32ELi2ELi2ELi2ELi4E6__halfLb0ELb0ELb0EE", "attention decode 32 keys (f16 cache)"),
-            (r"attn_kernelILi128ELi32ELi32ELi2ELi4ELi4ELi3E6__halfLb0ELb1ELb0EE", "attention prefill (f16 cache)")]
+            (r"attn_kernelILi128ELi16ELi32ELi2ELi2ELi2ELi4E6__halfLb0ELb0ELb0ELb0EE", "attention decode 32 keys (f16 cache)"),
+            (r"attn_kernelILi128ELi32ELi32ELi2ELi4ELi4ELi3E6__halfLb0ELb1ELb0ELb0EE", "attention prefill (f16 cache)")]
 
 
 # decode v4 (variants 8, 9), reported beside the tile (bench/NOTES.md, session 12)

@@ -543,6 +543,7 @@ extern int m40k_attn_prefill_pair __attribute__((weak));
 extern int m40k_attn_skip_empty __attribute__((weak));
 extern int m40k_attn_fuse_rope __attribute__((weak));
 extern int m40k_attn_fuse_combine __attribute__((weak));
+extern int m40k_attn_warp_pv __attribute__((weak));
 
 int main(void) {
     const char *qe = getenv("M40_ATTN_QUICK");
@@ -614,6 +615,23 @@ int main(void) {
             m40k_attn_skip_empty = 1;
         }
         m40k_attn_fuse_combine = saved;
+    }
+    if (&m40k_attn_warp_pv) { /* P·V split over the warps: the 32- and 64-key tiles (+ RoPE) */
+        const int saved = m40k_attn_warp_pv;
+        m40k_attn_warp_pv = !saved;
+        static const int wv[] = {0, 1, 7, 5};
+        for (int i = 0; i < 4; i++) {
+            m40__attn_decode_variant = wv[i];
+            printf("decode kernel variant %d, P·V split over the warps %d\n", wv[i], m40k_attn_warp_pv);
+            kernels_vs_reference();
+            decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
+            decode_equals_prefill(70, 4, 4, 64, M40_DTYPE_F32);
+            decode_equals_prefill(90, 16, 1, 128, M40_DTYPE_F32); /* 16 rows a group */
+            graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
+            graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+        }
+        m40__attn_decode_variant = 0;
+        m40k_attn_warp_pv = saved;
     }
     if (&m40k_attn_fuse_rope) { /* the node's RoPE + append as their own launch */
         m40k_attn_fuse_rope = 0;

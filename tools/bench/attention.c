@@ -27,6 +27,7 @@
 
 /* kernels/attention.h's combine knob (weak: absent from a CPU-only build) */
 extern int m40k_attn_fuse_combine __attribute__((weak));
+extern int m40k_attn_warp_pv __attribute__((weak));
 
 
 #define ATT_H 32
@@ -206,19 +207,25 @@ static void decode_one(bench_env *e, int L) {
             {4, "m40_attention tile, loads early"}, {1, "m40_attention tile 64 keys"},
             {6, "m40_attention tile 16 keys"}, {7, "m40_attention tile 32, K first"},
             {5, "m40_attention tile 32 keys"}, {8, "m40_attention v4 4 rows, 4 keys"},
-            {9, "m40_attention v4 8 rows, 4 keys"}, {0, "m40_attention, combine in kernel"}};
-        for (int i = 0; i < (int)(sizeof alt / sizeof alt[0]); i++) {
+            {9, "m40_attention v4 8 rows, 4 keys"}, {0, "m40_attention, combine in kernel"},
+            {0, "m40_attention, warp P.V"}, {1, "m40_attention tile 64, warp P.V"}};
+        const int nalt = (int)(sizeof alt / sizeof alt[0]);
+        for (int i = 0; i < nalt; i++) {
             m40__bench_result *r1 = new_result(e, "attention", alt[i].impl, label, "GB/s");
             if (!r1) continue;
             r1->batch = L;
             r1->work = kv;
             m40__attn_decode_variant = alt[i].v;
-            /* the last row: the default with the combine inside the tile kernel */
-            const int fused = i + 1 == (int)(sizeof alt / sizeof alt[0]) && &m40k_attn_fuse_combine;
+            /* the default with the combine inside the tile kernel; the last
+            ** two rows: P·V split over the warps (m40k_attn_warp_pv) */
+            const int fused = i == nalt - 3 && &m40k_attn_fuse_combine;
+            const int wpv = i >= nalt - 2 && &m40k_attn_warp_pv;
             const int saved = fused ? m40k_attn_fuse_combine : 0;
             if (fused) m40k_attn_fuse_combine = 1;
+            if (wpv) m40k_attn_warp_pv = 1;
             att_measure(e, &a, r1, base, base_value, 1, L, &row0, 1);
             if (fused) m40k_attn_fuse_combine = saved;
+            if (wpv) m40k_attn_warp_pv = 0;
             m40__attn_decode_variant = 0;
         }
     }
@@ -244,8 +251,9 @@ static void decode_one(bench_env *e, int L) {
         /* the default; with M40_ATTN_AB=1 decode v4 (variants 8, 9) too */
         static const struct { int v; const char *impl; } gv[] = {
             {0, "m40_attention"}, {0, "m40_attention, combine in kernel"},
-            {8, "m40_attention v4 4 rows"}, {9, "m40_attention v4 8 rows"}};
-        const int ng = getenv("M40_ATTN_AB") ? 4 : 1;
+            {8, "m40_attention v4 4 rows"}, {9, "m40_attention v4 8 rows"},
+            {0, "m40_attention, warp P.V"}, {1, "m40_attention tile 64, warp P.V"}};
+        const int ng = getenv("M40_ATTN_AB") ? 6 : 1;
         for (int i = 0; i < ng; i++) {
             m40__bench_result *gr = new_result(e, "attention", gv[i].impl, label, "GB/s");
             if (!gr) break;
@@ -256,8 +264,10 @@ static void decode_one(bench_env *e, int L) {
             m40__attn_decode_variant = gv[i].v;
             const int saved = &m40k_attn_fuse_combine ? m40k_attn_fuse_combine : 0;
             if (i == 1 && &m40k_attn_fuse_combine) m40k_attn_fuse_combine = 1;
+            if (i >= 4 && &m40k_attn_warp_pv) m40k_attn_warp_pv = 1;
             const int grc = measure_graph(e, att_op, &a, gr);
             if (&m40k_attn_fuse_combine) m40k_attn_fuse_combine = saved;
+            if (&m40k_attn_warp_pv) m40k_attn_warp_pv = 0;
             m40__attn_decode_variant = 0;
             if (grc != 0) {
                 e->failed = 1;

@@ -679,7 +679,7 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     static_assert((BM / SR) * SCG == NT, "S tiling");
     static_assert((BM / OR) * OCG == NT, "O tiling");
     static_assert(TPR >= 1 && TPR <= 32 && CPT * TPR == BN, "softmax tiling");
-    static_assert(PSTR % 4 == 0 && (OR == 1 || OR == 2 || OR == 4), "P rows: aligned loads");
+    static_assert((PSTR % 4 == 0 || OR == 1) && (OR == 1 || OR == 2 || OR == 4), "P rows: aligned loads");
 
     __shared__ __align__(16) float qs[BM * DS];
     __shared__ __align__(16) float kvs[BN * DS];
@@ -1044,7 +1044,7 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     }
     static_assert(BM != M40K_ATTN_DECODE_BM || PAIR || 2 * BM * 64 <= BN * DS,
                   "the decode tiles' fused combine: its fold's weights in kvs");
-    if constexpr (!PAIR && !WPV && 2 * BM * 64 <= BN * DS) {
+    if constexpr (!PAIR && !WPV && BM == M40K_ATTN_DECODE_BM && 2 * BM * 64 <= BN * DS) {
         if (p.cnt) { /* the combine, by the last blocks (kvs is free: the loop is done) */
             const FcArgs fa = {p.ws_ml, p.ws_o, p.y, p.cnt, p.pos, p.slot, p.T, p.H, p.G,
                                p.D, p.S, p.L, p.hpg, p.splits, p.fc_ng, p.skip};
@@ -1672,7 +1672,12 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
                      (pv == 1 || (pv == 2 && (slots <= 0 || 2 * n64 >= 3 * (int64_t)slots ||
                                               (s->cache_f16 ? pairs_in_one_wave(attn_prefill64<__half>, n64)
                                                             : pairs_in_one_wave(attn_prefill64<float>, n64)))));
-    const int64_t BM = DP == 256 || small ? 16 : DP == 128 && !pf64 ? 32 : 64;
+    /* m40k_attn_rows8: the K-first 32-key decode tile (and its fused RoPE
+    ** form) in blocks of 8 query rows, two a (b, g, split) at ChatGLM2's 16 */
+    const bool r8 = m40k_attn_rows8 && small && DP == 128 && s->cache_f16 && p.vec &&
+                    m40k_attention_chunk(s, slots) == 32 &&
+                    (s->decode_variant == 7 || s->decode_variant == 0) && !m40k_attn_warp_pv;
+    const int64_t BM = r8 ? 8 : DP == 256 || small ? 16 : DP == 128 && !pf64 ? 32 : 64;
     p.mtiles = (nrows + BM - 1) / BM;
     const int64_t nblocks = s->B * s->G * p.mtiles * splits;
     /* skip the splits past a short context (one query tile a block: its
@@ -1694,7 +1699,7 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     /* P·V split over the warps (m40k_attn_warp_pv): the 32- and 64-key decode tiles at D 128 */
     const bool wpv = m40k_attn_warp_pv && small && DP == 128 && !v34 && s->decode_variant != 4 &&
                      s->decode_variant != 6 && m40k_attention_chunk(s, slots) != 16;
-    if (sync && m40k_attn_fuse_combine && small && !v34 && !wpv && splits > 1) {
+    if (sync && m40k_attn_fuse_combine && small && !v34 && !wpv && !r8 && splits > 1) {
         const int64_t ng = (splits + FC_G - 1) / FC_G;
         if (s->B * s->G * (1 + ng) <= M40K_SYNC_WORDS) p.cnt = sync, p.fc_ng = ng;
     }
@@ -1703,7 +1708,10 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
                          m40k_attention_chunk(s, slots) == 32 &&
                          (s->decode_variant == 7 || s->decode_variant == 0);
     if (ra && !(k_first && s->T == 1 && splits >= 1)) return (int)cudaErrorInvalidValue;
-    if (ra) {
+    if (ra && r8) {
+        attn_kernel<128, 8, 32, 1, 2, 1, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        e = cudaGetLastError();
+    } else if (ra) {
         if (wpv) attn_kernel<128, 16, 32, 2, 2, 2, 3, __half, true, false, true, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         else attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
@@ -1742,6 +1750,9 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
         ** (32 more registers: 3 blocks an SM by registers, the M40's 2 by
         ** shared memory unchanged) */
         attn_kernel<128, 16, 64, 2, 4, 2, 3, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        e = cudaGetLastError();
+    } else if (k_first && r8) {
+        attn_kernel<128, 8, 32, 1, 2, 1, 4, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (k_first) {
         /* the 32-key tile with its loads a phase early and the first K tile
@@ -1782,6 +1793,7 @@ extern "C" int m40k_attention(void *stream, const m40k_attn_shape *s, const floa
 
 extern "C" int m40k_attn_fuse_rope = 1;
 extern "C" int m40k_attn_warp_pv = 0;
+extern "C" int m40k_attn_rows8 = 0;
 
 extern "C" int m40k_rope_attention_fuses(const m40k_attn_shape *s, int rope_dims, int pairs,
                                          int slots, const void *k_cache, const void *v_cache) {

@@ -161,6 +161,14 @@ extern int m40k_attn_fuse_combine;
 ** contexts (bench/NOTES.md, session 12). 0 (default): as before. Same kind
 ** of knob (M40_ATTN_AB, M40_BENCH_GLM_WARP_PV, tests). */
 extern int m40k_attn_warp_pv;
+/* 1: the K-first 32-key decode tile (f16 caches, D 65..128, the H200's
+** default, and its fused RoPE form) runs 8 query rows a block instead of
+** 16: twice the blocks, each with half the chain of dependent
+** instructions (a short context's decode attention is that chain, not
+** bytes: bench/NOTES.md, session 6); K and V are read by both halves (from
+** L2). 0 (default): 16 rows. Same kind of knob (M40_ATTN_AB,
+** M40_BENCH_GLM_ROWS8, tests). */
+extern int m40k_attn_rows8;
 
 /* cache[slot[b], pos[b,t], :GD] = kv[b, t, :] converted to the cache dtype:
 ** kv rows at b·kvs0 + t·kvs1 floats; pos I32 [B,T] (-1 skips the row),

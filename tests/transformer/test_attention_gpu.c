@@ -544,6 +544,7 @@ extern int m40k_attn_skip_empty __attribute__((weak));
 extern int m40k_attn_fuse_rope __attribute__((weak));
 extern int m40k_attn_fuse_combine __attribute__((weak));
 extern int m40k_attn_warp_pv __attribute__((weak));
+extern int m40k_attn_rows8 __attribute__((weak));
 
 int main(void) {
     const char *qe = getenv("M40_ATTN_QUICK");
@@ -632,6 +633,23 @@ int main(void) {
         }
         m40__attn_decode_variant = 0;
         m40k_attn_warp_pv = saved;
+    }
+    if (&m40k_attn_rows8) { /* the K-first 32-key tile (+ RoPE) in blocks of 8 rows */
+        const int saved = m40k_attn_rows8;
+        m40k_attn_rows8 = !saved;
+        static const int rv[] = {0, 7};
+        for (int i = 0; i < 2; i++) {
+            m40__attn_decode_variant = rv[i];
+            printf("decode kernel variant %d, 8 rows a block %d\n", rv[i], m40k_attn_rows8);
+            kernels_vs_reference();
+            decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
+            decode_equals_prefill(90, 16, 1, 128, M40_DTYPE_F16); /* 16 rows a group: two blocks */
+            graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
+            graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+            graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
+        }
+        m40__attn_decode_variant = 0;
+        m40k_attn_rows8 = saved;
     }
     if (&m40k_attn_fuse_rope) { /* the node's RoPE + append as their own launch */
         m40k_attn_fuse_rope = 0;

@@ -28,6 +28,7 @@
 /* kernels/attention.h's combine knob (weak: absent from a CPU-only build) */
 extern int m40k_attn_fuse_combine __attribute__((weak));
 extern int m40k_attn_warp_pv __attribute__((weak));
+extern int m40k_attn_rows8 __attribute__((weak));
 
 
 #define ATT_H 32
@@ -208,7 +209,8 @@ static void decode_one(bench_env *e, int L) {
             {6, "m40_attention tile 16 keys"}, {7, "m40_attention tile 32, K first"},
             {5, "m40_attention tile 32 keys"}, {8, "m40_attention v4 4 rows, 4 keys"},
             {9, "m40_attention v4 8 rows, 4 keys"}, {0, "m40_attention, combine in kernel"},
-            {0, "m40_attention, warp P.V"}, {1, "m40_attention tile 64, warp P.V"}};
+            {0, "m40_attention, warp P.V"}, {1, "m40_attention tile 64, warp P.V"},
+            {0, "m40_attention, 8 rows a block"}};
         const int nalt = (int)(sizeof alt / sizeof alt[0]);
         for (int i = 0; i < nalt; i++) {
             m40__bench_result *r1 = new_result(e, "attention", alt[i].impl, label, "GB/s");
@@ -218,14 +220,17 @@ static void decode_one(bench_env *e, int L) {
             m40__attn_decode_variant = alt[i].v;
             /* the default with the combine inside the tile kernel; the last
             ** two rows: P·V split over the warps (m40k_attn_warp_pv) */
-            const int fused = i == nalt - 3 && &m40k_attn_fuse_combine;
-            const int wpv = i >= nalt - 2 && &m40k_attn_warp_pv;
+            const int fused = i == nalt - 4 && &m40k_attn_fuse_combine;
+            const int wpv = (i == nalt - 3 || i == nalt - 2) && &m40k_attn_warp_pv;
+            const int r8 = i == nalt - 1 && &m40k_attn_rows8;
             const int saved = fused ? m40k_attn_fuse_combine : 0;
             if (fused) m40k_attn_fuse_combine = 1;
             if (wpv) m40k_attn_warp_pv = 1;
+            if (r8) m40k_attn_rows8 = 1;
             att_measure(e, &a, r1, base, base_value, 1, L, &row0, 1);
             if (fused) m40k_attn_fuse_combine = saved;
             if (wpv) m40k_attn_warp_pv = 0;
+            if (r8) m40k_attn_rows8 = 0;
             m40__attn_decode_variant = 0;
         }
     }
@@ -252,8 +257,9 @@ static void decode_one(bench_env *e, int L) {
         static const struct { int v; const char *impl; } gv[] = {
             {0, "m40_attention"}, {0, "m40_attention, combine in kernel"},
             {8, "m40_attention v4 4 rows"}, {9, "m40_attention v4 8 rows"},
-            {0, "m40_attention, warp P.V"}, {1, "m40_attention tile 64, warp P.V"}};
-        const int ng = getenv("M40_ATTN_AB") ? 6 : 1;
+            {0, "m40_attention, warp P.V"}, {1, "m40_attention tile 64, warp P.V"},
+            {0, "m40_attention, 8 rows a block"}};
+        const int ng = getenv("M40_ATTN_AB") ? 7 : 1;
         for (int i = 0; i < ng; i++) {
             m40__bench_result *gr = new_result(e, "attention", gv[i].impl, label, "GB/s");
             if (!gr) break;
@@ -264,10 +270,12 @@ static void decode_one(bench_env *e, int L) {
             m40__attn_decode_variant = gv[i].v;
             const int saved = &m40k_attn_fuse_combine ? m40k_attn_fuse_combine : 0;
             if (i == 1 && &m40k_attn_fuse_combine) m40k_attn_fuse_combine = 1;
-            if (i >= 4 && &m40k_attn_warp_pv) m40k_attn_warp_pv = 1;
+            if ((i == 4 || i == 5) && &m40k_attn_warp_pv) m40k_attn_warp_pv = 1;
+            if (i == 6 && &m40k_attn_rows8) m40k_attn_rows8 = 1;
             const int grc = measure_graph(e, att_op, &a, gr);
             if (&m40k_attn_fuse_combine) m40k_attn_fuse_combine = saved;
             if (&m40k_attn_warp_pv) m40k_attn_warp_pv = 0;
+            if (&m40k_attn_rows8) m40k_attn_rows8 = 0;
             m40__attn_decode_variant = 0;
             if (grc != 0) {
                 e->failed = 1;

@@ -33,7 +33,8 @@
 ** M40_BENCH_GLM_FUSE_COMBINE=1 (the decode splits' combine inside the tile
 ** kernel, m40k_attn_fuse_combine; off by default: slower, session 14),
 ** M40_BENCH_GLM_WARP_PV=1 (decode attention's P·V split over the warps,
-** m40k_attn_warp_pv),
+** m40k_attn_warp_pv), M40_BENCH_GLM_ROWS8=1 (decode attention in blocks of 8
+** query rows, m40k_attn_rows8),
 ** M40_BENCH_GLM_V2WHOLE=-1/0/1 / M40_BENCH_GLM_SMALLV2_Q8=0 (kernels/quant.h's v2
 ** knobs: int4's small GEMVs with x staged whole (-1: when EZ); int8's back on v3),
 ** M40_BENCH_GLM_V2EZ=0/1/2 (batch-1 v2 GEMVs with the exponent-zero decode, 2 chunked too,
@@ -53,6 +54,7 @@ extern int m40k_attn_skip_empty __attribute__((weak));
 extern int m40k_attn_fuse_rope __attribute__((weak));
 extern int m40k_attn_fuse_combine __attribute__((weak));
 extern int m40k_attn_warp_pv __attribute__((weak));
+extern int m40k_attn_rows8 __attribute__((weak));
 extern int m40k_quant_gemv_v2_whole __attribute__((weak));
 extern int m40k_quant_gemv_small_v2_q8 __attribute__((weak));
 extern int m40k_quant_gemv_v2_deep __attribute__((weak));
@@ -375,6 +377,7 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_FUSE_ROPE", &m40k_attn_fuse_rope, "decode RoPE + append fused into the attention kernel"},
         {"M40_BENCH_GLM_FUSE_COMBINE", &m40k_attn_fuse_combine, "decode splits combined inside the attention kernel"},
         {"M40_BENCH_GLM_WARP_PV", &m40k_attn_warp_pv, "decode attention's P.V split over the warps"},
+        {"M40_BENCH_GLM_ROWS8", &m40k_attn_rows8, "decode attention in blocks of 8 query rows"},
         {"M40_BENCH_GLM_V2WHOLE", &m40k_quant_gemv_v2_whole, "int4 small GEMVs, x staged whole (-1 auto)"},
         {"M40_BENCH_GLM_V2EZ", &m40k_quant_gemv_v2_ez, "batch-1 v2 GEMVs, exponent-zero decode"},
         {"M40_BENCH_GLM_Q4SPLIT", &m40k_quant_gemv_q4_split, "int4 batch-1 GEMVs with large K on v3 split-K"},

@@ -615,20 +615,7 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
     }
     __syncthreads(); /* the z row is complete */
     if (FAST) {
-        const float Mp = fast_penalty(lrow, w, V, M, T, a, b, s);
-        auto draw_u = [&] { return s.fu; };
-        if (!fast_select(w, V, Mp, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s)) {
-            __syncthreads(); /* its shared memory is the radix selects' */
-            radix_sample(w, V, Mp, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s);
-        }
-        if (tid == 0) { /* thread 0 wrote fres */
-            /* the row's address from a fresh read of ctaid: b's address,
-            ** shared with the greedy exit, was hoisted and spilled */
-            unsigned bx;
-            asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(bx));
-            float *o = a.out + 2 * (int64_t)bx;
-            o[0] = s.fres[0], o[1] = s.fres[1];
-        }
+        select_and_write<false>(w, V, fast_penalty(lrow, w, V, M, T, a, b, s), a, s);
         return;
     }
 

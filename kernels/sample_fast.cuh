@@ -365,3 +365,25 @@ __device__ __forceinline__ bool fast_select(const float *w, int V, float M, int 
     }
     return true;
 }
+
+/* The candidate path, else (after a barrier: its shared memory is the radix
+** selects') the radix selects over the z row w; then thread 0 writes the
+** answer it left in s.fres. The row's output address comes from a fresh
+** read of ctaid: b's address, held across both paths, was hoisted and
+** spilled at 64 registers. Variants 1 and 3 (PRE: the chunks' summaries). */
+template <bool PRE>
+__device__ __forceinline__ void select_and_write(const float *w, int V, float M,
+                                                 const m40k_sample_args &a, Smem &s,
+                                                 const ChunkSum *cs = NULL, int nc = 0) {
+    auto draw_u = [&] { return s.fu; };
+    if (!fast_select<PRE>(w, V, M, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s, cs, nc)) {
+        __syncthreads();
+        radix_sample(w, V, M, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s);
+    }
+    if (threadIdx.x == 0) {
+        unsigned bx;
+        asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(bx));
+        float *o = a.out + 2 * (int64_t)bx;
+        o[0] = s.fres[0], o[1] = s.fres[1];
+    }
+}

@@ -226,16 +226,5 @@ __global__ void __launch_bounds__(kThreads, 1) sample_post_kernel(m40k_sample_ar
         s.fu = m40__rand_u01(a.seed, p, (uint64_t)b); /* lib/ref/sample.c draws the same u */
     }
     const float M = chunks_max<kThreads>(cs, nc, s.rv);
-    const float *w = a.scratch + b * V;
-    auto draw_u = [&] { return s.fu; };
-    if (!fast_select<true>(w, V, M, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s, cs, nc)) {
-        __syncthreads(); /* its shared memory is the radix selects' */
-        radix_sample(w, V, M, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s);
-    }
-    if (tid == 0) { /* thread 0 wrote fres */
-        unsigned bx;
-        asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(bx));
-        float *o = a.out + 2 * (int64_t)bx;
-        o[0] = s.fres[0], o[1] = s.fres[1];
-    }
+    select_and_write<true>(a.scratch + b * V, V, M, a, s, cs, nc);
 }

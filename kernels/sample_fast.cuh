@@ -73,6 +73,26 @@ __device__ __forceinline__ void merge_sum(float &m, float &sum, int &id, float m
     sum = x + y;
 }
 
+/* merge_sum over the warp's lanes, in a fixed butterfly: every lane ends
+** with the same (max, Σ, lowest id). */
+__device__ __forceinline__ void warp_merge_sum(float &m, float &sum, int &id) {
+    for (int o = 16; o > 0; o >>= 1)
+        merge_sum(m, sum, id, __shfl_xor_sync(0xffffffffu, m, o),
+                  __shfl_xor_sync(0xffffffffu, sum, o), __shfl_xor_sync(0xffffffffu, id, o));
+}
+
+/* greedy's running (max m, its lowest id, Σ e^(z - m)) after z = element i,
+** visited in increasing i (sum rescaled when the max grows). */
+__device__ __forceinline__ void greedy_step(float &m, float &sum, int &id, float z, int i) {
+    if (z > m) {
+        sum = sum * expf(m - z) + 1.0f; /* m = -inf: sum is 0 */
+        m = z, id = i;
+    } else {
+        if (z == m && i < id) id = i;
+        if (z > -INFINITY) sum += expf(z - m);
+    }
+}
+
 /* Each window count r[j] and the mass rs summed over the warp, in every
 ** lane (pass 2's warp step and then its block step over the warps' sums). */
 __device__ __forceinline__ void warp_sum_windows(unsigned (&r)[kNWin], u64 &rs) {
@@ -92,24 +112,14 @@ __device__ void greedy_fast(const float *src, int V, float *out, Smem &s) {
     for_row(src, V, [&](int i, float x) {
         float z = sanitize(x);
         z = z == 0.0f ? 0.0f : z; /* zval(x, 1): x / 1 is x */
-        if (z > m) {
-            sum = sum * expf(m - z) + 1.0f; /* m = -inf: sum is 0 */
-            m = z, id = i;
-        } else {
-            if (z == m && i < id) id = i;
-            if (z > -INFINITY) sum += expf(z - m);
-        }
+        greedy_step(m, sum, id, z, i);
     });
-    for (int o = 16; o > 0; o >>= 1)
-        merge_sum(m, sum, id, __shfl_xor_sync(0xffffffffu, m, o),
-                  __shfl_xor_sync(0xffffffffu, sum, o), __shfl_xor_sync(0xffffffffu, id, o));
+    warp_merge_sum(m, sum, id);
     if (lane == 0) s.rv[warp] = m, s.cz[warp] = sum, s.ri[warp] = id;
     __syncthreads();
     if (warp != 0) return;
     m = s.rv[lane], sum = s.cz[lane], id = s.ri[lane];
-    for (int o = 16; o > 0; o >>= 1)
-        merge_sum(m, sum, id, __shfl_xor_sync(0xffffffffu, m, o),
-                  __shfl_xor_sync(0xffffffffu, sum, o), __shfl_xor_sync(0xffffffffu, id, o));
+    warp_merge_sum(m, sum, id);
     if (lane == 0) {
         out[0] = (float)id;
         out[1] = (float)(sum > 0.0f ? 1.0 / (double)sum : 1.0 / (double)V);

@@ -91,34 +91,23 @@ __global__ void __launch_bounds__(kGT) grid_a_kernel(m40k_sample_args a, int nc)
     }
     ChunkSum *cs = reinterpret_cast<ChunkSum *>(a.chunks) + g.b * nc + g.c;
     if constexpr (GREEDY) {
-        /* greedy_fast's running (max, lowest id, Σ e), in increasing id */
+        /* greedy_fast's running (max, lowest id, Σ e): greedy_step, in increasing id */
         float m = -INFINITY, sum = 0.0f;
         int id = INT_MAX;
 #pragma unroll
         for (int k = 0; k < kGPer; k++) {
             const int i = k * kGT + tid;
             if (i >= g.n) break;
-            const float x = z[k];
-            if (x > m) {
-                sum = sum * expf(m - x) + 1.0f; /* m = -inf: sum is 0 */
-                m = x, id = g.base + i;
-            } else {
-                if (x == m && g.base + i < id) id = g.base + i;
-                if (x > -INFINITY) sum += expf(x - m);
-            }
+            greedy_step(m, sum, id, z[k], g.base + i);
         }
-        for (int o = 16; o > 0; o >>= 1)
-            merge_sum(m, sum, id, __shfl_xor_sync(0xffffffffu, m, o),
-                      __shfl_xor_sync(0xffffffffu, sum, o), __shfl_xor_sync(0xffffffffu, id, o));
+        warp_merge_sum(m, sum, id);
         if (lane == 0) rm[warp] = m, rsum[warp] = sum, rid[warp] = id;
         __syncthreads();
         if (warp != 0) return;
         m = lane < kGWarps ? rm[lane] : -INFINITY;
         sum = lane < kGWarps ? rsum[lane] : 0.0f;
         id = lane < kGWarps ? rid[lane] : INT_MAX;
-        for (int o = 16; o > 0; o >>= 1)
-            merge_sum(m, sum, id, __shfl_xor_sync(0xffffffffu, m, o),
-                      __shfl_xor_sync(0xffffffffu, sum, o), __shfl_xor_sync(0xffffffffu, id, o));
+        warp_merge_sum(m, sum, id);
         if (lane == 0) cs->m = m, cs->sum = sum, cs->id = id;
     } else {
         float *w = a.scratch + g.b * V + g.base;
@@ -212,9 +201,7 @@ __global__ void __launch_bounds__(kThreads, 1) sample_post_kernel(m40k_sample_ar
         float m = -INFINITY, sum = 0.0f;
         int id = INT_MAX;
         for (int k = lane; k < nc; k += 32) merge_sum(m, sum, id, cs[k].m, cs[k].sum, cs[k].id);
-        for (int o = 16; o > 0; o >>= 1)
-            merge_sum(m, sum, id, __shfl_xor_sync(0xffffffffu, m, o),
-                      __shfl_xor_sync(0xffffffffu, sum, o), __shfl_xor_sync(0xffffffffu, id, o));
+        warp_merge_sum(m, sum, id);
         if (lane == 0) {
             a.out[2 * b] = (float)id;
             a.out[2 * b + 1] = (float)(sum > 0.0f ? 1.0 / (double)sum : 1.0 / (double)V);

@@ -30,6 +30,18 @@ extern int m40k_attn_fuse_combine __attribute__((weak));
 extern int m40k_attn_warp_pv __attribute__((weak));
 extern int m40k_attn_rows8 __attribute__((weak));
 
+/* An A/B row's kernel knob (kernels/attention.h; NULL: none, or absent from
+** a CPU-only build): set to 1 for the row, its value before returned. */
+static int knob_on(int *knob) {
+    if (!knob) return 0;
+    const int saved = *knob;
+    *knob = 1;
+    return saved;
+}
+static void knob_restore(int *knob, int saved) {
+    if (knob) *knob = saved;
+}
+
 
 #define ATT_H 32
 #define ATT_G 2
@@ -202,35 +214,27 @@ static void decode_one(bench_env *e, int L) {
     if (getenv("M40_ATTN_AB") && e->info.is_gpu) {
         /* the other decode kernels (kernels/attention.h's decode_variant),
         ** same inputs, for the A/B: decode v3 with 4 and 8 rows a warp, the
-        ** tile kernel with its loads a phase early */
-        static const struct { int v; const char *impl; } alt[] = {
-            {2, "m40_attention v3 4 rows/warp"}, {3, "m40_attention v3 8 rows/warp"},
-            {4, "m40_attention tile, loads early"}, {1, "m40_attention tile 64 keys"},
-            {6, "m40_attention tile 16 keys"}, {7, "m40_attention tile 32, K first"},
-            {5, "m40_attention tile 32 keys"}, {8, "m40_attention v4 4 rows, 4 keys"},
-            {9, "m40_attention v4 8 rows, 4 keys"}, {0, "m40_attention, combine in kernel"},
-            {0, "m40_attention, warp P.V"}, {1, "m40_attention tile 64, warp P.V"},
-            {0, "m40_attention, 8 rows a block"}};
-        const int nalt = (int)(sizeof alt / sizeof alt[0]);
-        for (int i = 0; i < nalt; i++) {
+        ** tile kernel with its loads a phase early, ...; a row with a knob
+        ** runs with it on */
+        static const struct { int v; const char *impl; int *knob; } alt[] = {
+            {2, "m40_attention v3 4 rows/warp", NULL}, {3, "m40_attention v3 8 rows/warp", NULL},
+            {4, "m40_attention tile, loads early", NULL}, {1, "m40_attention tile 64 keys", NULL},
+            {6, "m40_attention tile 16 keys", NULL}, {7, "m40_attention tile 32, K first", NULL},
+            {5, "m40_attention tile 32 keys", NULL}, {8, "m40_attention v4 4 rows, 4 keys", NULL},
+            {9, "m40_attention v4 8 rows, 4 keys", NULL},
+            {0, "m40_attention, combine in kernel", &m40k_attn_fuse_combine},
+            {0, "m40_attention, warp P.V", &m40k_attn_warp_pv},
+            {1, "m40_attention tile 64, warp P.V", &m40k_attn_warp_pv},
+            {0, "m40_attention, 8 rows a block", &m40k_attn_rows8}};
+        for (int i = 0; i < (int)(sizeof alt / sizeof alt[0]); i++) {
             m40__bench_result *r1 = new_result(e, "attention", alt[i].impl, label, "GB/s");
             if (!r1) continue;
             r1->batch = L;
             r1->work = kv;
             m40__attn_decode_variant = alt[i].v;
-            /* the default with the combine inside the tile kernel; the last
-            ** two rows: P·V split over the warps (m40k_attn_warp_pv) */
-            const int fused = i == nalt - 4 && &m40k_attn_fuse_combine;
-            const int wpv = (i == nalt - 3 || i == nalt - 2) && &m40k_attn_warp_pv;
-            const int r8 = i == nalt - 1 && &m40k_attn_rows8;
-            const int saved = fused ? m40k_attn_fuse_combine : 0;
-            if (fused) m40k_attn_fuse_combine = 1;
-            if (wpv) m40k_attn_warp_pv = 1;
-            if (r8) m40k_attn_rows8 = 1;
+            const int saved = knob_on(alt[i].knob);
             att_measure(e, &a, r1, base, base_value, 1, L, &row0, 1);
-            if (fused) m40k_attn_fuse_combine = saved;
-            if (wpv) m40k_attn_warp_pv = 0;
-            if (r8) m40k_attn_rows8 = 0;
+            knob_restore(alt[i].knob, saved);
             m40__attn_decode_variant = 0;
         }
     }
@@ -253,13 +257,15 @@ static void decode_one(bench_env *e, int L) {
             }
         }
         a.mode = 0;
-        /* the default; with M40_ATTN_AB=1 decode v4 (variants 8, 9) too */
-        static const struct { int v; const char *impl; } gv[] = {
-            {0, "m40_attention"}, {0, "m40_attention, combine in kernel"},
-            {8, "m40_attention v4 4 rows"}, {9, "m40_attention v4 8 rows"},
-            {0, "m40_attention, warp P.V"}, {1, "m40_attention tile 64, warp P.V"},
-            {0, "m40_attention, 8 rows a block"}};
-        const int ng = getenv("M40_ATTN_AB") ? 7 : 1;
+        /* the default; with M40_ATTN_AB=1 decode v4 (variants 8, 9) and the
+        ** knob rows too */
+        static const struct { int v; const char *impl; int *knob; } gv[] = {
+            {0, "m40_attention", NULL}, {0, "m40_attention, combine in kernel", &m40k_attn_fuse_combine},
+            {8, "m40_attention v4 4 rows", NULL}, {9, "m40_attention v4 8 rows", NULL},
+            {0, "m40_attention, warp P.V", &m40k_attn_warp_pv},
+            {1, "m40_attention tile 64, warp P.V", &m40k_attn_warp_pv},
+            {0, "m40_attention, 8 rows a block", &m40k_attn_rows8}};
+        const int ng = getenv("M40_ATTN_AB") ? (int)(sizeof gv / sizeof gv[0]) : 1;
         for (int i = 0; i < ng; i++) {
             m40__bench_result *gr = new_result(e, "attention", gv[i].impl, label, "GB/s");
             if (!gr) break;
@@ -268,14 +274,9 @@ static void decode_one(bench_env *e, int L) {
             snprintf(gr->baseline, sizeof gr->baseline, "%s", base_impl);
             gr->baseline_value = bv;
             m40__attn_decode_variant = gv[i].v;
-            const int saved = &m40k_attn_fuse_combine ? m40k_attn_fuse_combine : 0;
-            if (i == 1 && &m40k_attn_fuse_combine) m40k_attn_fuse_combine = 1;
-            if ((i == 4 || i == 5) && &m40k_attn_warp_pv) m40k_attn_warp_pv = 1;
-            if (i == 6 && &m40k_attn_rows8) m40k_attn_rows8 = 1;
+            const int saved = knob_on(gv[i].knob);
             const int grc = measure_graph(e, att_op, &a, gr);
-            if (&m40k_attn_fuse_combine) m40k_attn_fuse_combine = saved;
-            if (&m40k_attn_warp_pv) m40k_attn_warp_pv = 0;
-            if (&m40k_attn_rows8) m40k_attn_rows8 = 0;
+            knob_restore(gv[i].knob, saved);
             m40__attn_decode_variant = 0;
             if (grc != 0) {
                 e->failed = 1;

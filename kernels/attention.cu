@@ -1704,15 +1704,18 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
         if (s->B * s->G * (1 + ng) <= M40K_SYNC_WORDS) p.cnt = sync, p.fc_ng = ng;
     }
     cudaError_t e;
+    /* the K-first tiles: 32 keys (variants 0 and 7), 16 (variant 6) */
+    const int64_t kf_bn = m40k_attention_chunk(s, slots);
     const bool k_first = small && DP == 128 && s->cache_f16 && p.vec &&
-                         m40k_attention_chunk(s, slots) == 32 &&
-                         (s->decode_variant == 7 || s->decode_variant == 0);
+                         ((kf_bn == 32 && (s->decode_variant == 7 || s->decode_variant == 0)) ||
+                          (kf_bn == 16 && s->decode_variant == 6));
     if (ra && !(k_first && s->T == 1 && splits >= 1)) return (int)cudaErrorInvalidValue;
     if (ra && r8) {
         attn_kernel<128, 8, 32, 1, 2, 1, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (ra) {
-        if (wpv) attn_kernel<128, 16, 32, 2, 2, 2, 3, __half, true, false, true, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        if (kf_bn == 16) attn_kernel<128, 16, 16, 2, 1, 2, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        else if (wpv) attn_kernel<128, 16, 32, 2, 2, 2, 3, __half, true, false, true, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         else attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (small && p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3)) {
@@ -1755,9 +1758,10 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
         attn_kernel<128, 8, 32, 1, 2, 1, 4, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (k_first) {
-        /* the 32-key tile with its loads a phase early and the first K tile
-        ** fetched before the prologue (f16, 16-byte rows) */
-        if (wpv) attn_kernel<128, 16, 32, 2, 2, 2, 3, __half, true, false, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        /* the 32-key (16-key) tile with its loads a phase early and the
+        ** first K tile fetched before the prologue (f16, 16-byte rows) */
+        if (kf_bn == 16) attn_kernel<128, 16, 16, 2, 1, 2, 4, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        else if (wpv) attn_kernel<128, 16, 32, 2, 2, 2, 3, __half, true, false, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         else attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (DP == 256) e = launch<256, 16, 16, 1, 2, 4, 3>(st, p, nblocks, s->cache_f16);
@@ -1801,7 +1805,8 @@ extern "C" int m40k_rope_attention_fuses(const m40k_attn_shape *s, int rope_dims
            s->H / s->G <= M40K_ATTN_DECODE_BM && s->D == 128 && s->cache_f16 && pairs == 0 &&
            rope_dims >= 2 && rope_dims % 2 == 0 && rope_dims <= s->D &&
            ((uintptr_t)k_cache % 16 == 0) && ((uintptr_t)v_cache % 16 == 0) &&
-           (s->decode_variant == 7 || s->decode_variant == 0) && m40k_attention_chunk(s, slots) == 32;
+           (((s->decode_variant == 7 || s->decode_variant == 0) && m40k_attention_chunk(s, slots) == 32) ||
+            (s->decode_variant == 6 && m40k_attention_chunk(s, slots) == 16));
 }
 
 extern "C" int m40k_rope_attention(void *stream, const m40k_attn_shape *s, int rope_dims, int pairs,

@@ -38,7 +38,8 @@ typedef struct m40k_attn_shape {
                            ** short context still spreads over several blocks and
                            ** each block's serial chain is short; 1: the tile kernel
                            ** with 64 keys (the default before 2026-12-02); 6: 16 keys
-                           ** (D 65..128); 2: decode v3 with 4 rows a warp, 3: with
+                           ** (D 65..128; f16 with 16-byte rows: the K-first form
+                           ** of 7, also with the fused RoPE); 2: decode v3 with 4 rows a warp, 3: with
                            ** 8; 4: the 64-key tile kernel with each tile's loads a
                            ** phase early (f16, D 128); 7: the 32-key tile with its
                            ** loads a phase early and the first K tile fetched

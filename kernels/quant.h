@@ -39,6 +39,13 @@ typedef struct m40k_qlinear_args {
     const void *nw;
     int nw_f16;
     float eps;
+    /* glu = F > 0 (N = 2F): y [M, F] = swiglu(x·Wᵀ + bias), silu of the
+    ** first F outputs times the last F (ChatGLM2's dense_h_to_4h then its
+    ** SwiGLU, kernels/swiglu.h) -- in the GEMV's store where the variant
+    ** can (m40k_quant_gemv_glu_ok: a warp's rows are gate rows and their up
+    ** rows), else through M·N floats at the front of ws (then ws must hold
+    ** m40k_quant_linear_workspace bytes). Not with res. */
+    int glu;
 } m40k_qlinear_args;
 /* Device scratch the GEMV's split-K path needs for this call (0: none);
 ** without it the launcher takes a kernel that needs none. */
@@ -147,6 +154,11 @@ int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a, int sm_cou
 ** refuses a->nw otherwise (cudaErrorInvalidValue); m40k_quant_linear then
 ** runs the norm as its own kernel first. */
 int m40k_quant_gemv_norm_fused(const m40k_qlinear_args *a, const m40k_qgemv_variant *v);
+/* 1 if variant v can fuse a->glu into its store: V2 or V3 at R >= 2 with
+** R·M a power of two <= 32 and F a multiple of R/2 (its rows: R/2 gate rows
+** and their R/2 up rows a warp), the vector loads' alignment, no res.
+** m40k_quant_gemv_variant refuses a->glu otherwise. */
+int m40k_quant_gemv_glu_ok(const m40k_qlinear_args *a, const m40k_qgemv_variant *v);
 /* 1 if V3 holds x for all of K in shared memory at batch M (int8/int4). */
 int m40k_quant_gemv_whole(int wtype, int M, int K);
 /* Tiled GEMM (128x128x16 tiles, weights dequantized into shared memory);

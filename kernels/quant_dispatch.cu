@@ -11,6 +11,7 @@
 #include "quant.h"
 #include "quant_plan.h"
 #include "sgemm.h"
+#include "swiglu.h"
 
 #include <cuda_runtime.h>
 
@@ -177,11 +178,17 @@ static size_t norm_rows_bytes(const m40k_qlinear_args *a) {
 
 static size_t linear_workspace(const m40k_qlinear_args *a, int sm_count);
 
+/* The outputs in front of the scratch when a->glu runs unfused. */
+static size_t glu_rows_bytes(const m40k_qlinear_args *a) {
+    return a->glu ? m40k_qglu_rows_bytes(a->M, a->N) : 0;
+}
+
 extern "C" size_t m40k_quant_linear_workspace(const m40k_qlinear_args *a, int sm_count) {
     if (a->M <= 0) return 0;
     m40k_qlinear_args b = *a;
     b.nw = nullptr;
-    return norm_rows_bytes(a) + linear_workspace(&b, sm_count);
+    b.glu = 0;
+    return norm_rows_bytes(a) + glu_rows_bytes(a) + linear_workspace(&b, sm_count);
 }
 
 static size_t linear_workspace(const m40k_qlinear_args *a, int sm_count) {
@@ -202,10 +209,12 @@ static size_t linear_workspace(const m40k_qlinear_args *a, int sm_count) {
 
 extern "C" int m40k_quant_linear(void *stream, const m40k_qlinear_args *a, int sm_count) {
     if (a->M <= 0 || a->N <= 0) return 0;
+    if (a->glu && (a->res || a->N != 2 * (int64_t)a->glu)) return (int)cudaErrorInvalidValue;
     if (a->nw) {
         if (a->M == 1) {
             const m40k_qgemv_variant v = m40k_quant_gemv_choose(a, sm_count);
-            if (m40k_quant_gemv_norm_fused(a, &v)) return m40k_quant_gemv_variant(stream, a, sm_count, &v);
+            if (m40k_quant_gemv_norm_fused(a, &v) && (!a->glu || m40k_quant_gemv_glu_ok(a, &v)))
+                return m40k_quant_gemv_variant(stream, a, sm_count, &v);
         }
         /* the norm as its own kernel, into the front of the scratch */
         const size_t nb = norm_rows_bytes(a);
@@ -219,6 +228,25 @@ extern "C" int m40k_quant_linear(void *stream, const m40k_qlinear_args *a, int s
         b.ws = a->ws_bytes > nb ? (float *)((char *)a->ws + nb) : nullptr;
         b.ws_bytes = a->ws_bytes - nb;
         return m40k_quant_linear(stream, &b, sm_count);
+    }
+    if (a->glu) {
+        /* SwiGLU in the GEMV's store where the variant pairs the rows (one
+        ** launch; the 2F outputs never written), else the outputs into the
+        ** front of the scratch and the SWIGLU kernel from there (the
+        ** workspace: the norm's rows, then these, then the GEMV's or SGEMM's) */
+        if (a->M <= 8) {
+            const m40k_qgemv_variant v = m40k_quant_gemv_choose(a, sm_count);
+            if (m40k_quant_gemv_glu_ok(a, &v)) return m40k_quant_gemv_variant(stream, a, sm_count, &v);
+        }
+        const size_t gb = glu_rows_bytes(a);
+        if (!a->ws || a->ws_bytes < gb) return (int)cudaErrorInvalidValue;
+        m40k_qlinear_args b = *a;
+        b.glu = 0;
+        b.y = a->ws;
+        b.ws = a->ws_bytes > gb ? (float *)((char *)a->ws + gb) : nullptr;
+        b.ws_bytes = a->ws_bytes - gb;
+        const int e = m40k_quant_linear(stream, &b, sm_count);
+        return e ? e : m40k_swiglu(stream, a->M, a->glu, a->ws, a->N, a->y);
     }
     if (a->M <= 8) {
         const m40k_qgemv_variant v = m40k_quant_gemv_choose(a, sm_count);

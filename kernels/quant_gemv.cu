@@ -189,6 +189,18 @@ extern "C" int m40k_quant_gemv_norm_fused(const m40k_qlinear_args *a, const m40k
     return !seg;
 }
 
+extern "C" int m40k_quant_gemv_glu_ok(const m40k_qlinear_args *a, const m40k_qgemv_variant *v) {
+    if (a->glu <= 0 || a->res || a->M < 1 || a->M > 8 || a->N != 2 * (int64_t)a->glu || a->K <= 0 ||
+        a->K % vec_cols(a->wtype) != 0 || ((uintptr_t)a->w & 15) != 0 || ((uintptr_t)a->x & 15) != 0)
+        return 0;
+    int R; /* launch_variant's rows a warp */
+    if (v->kernel == M40K_QGEMV_V2) R = v->R ? v->R : a->M >= 3 ? 4 : 2;
+    else if (v->kernel == M40K_QGEMV_V3 && a->M <= 2) R = v->R == 4 ? 4 : 2;
+    else return 0;
+    const int V = R * a->M; /* warp_store's values: one butterfly, gate and up a split apart */
+    return R >= 2 && V <= 32 && (V & (V - 1)) == 0 && a->glu % (R / 2) == 0;
+}
+
 extern "C" int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a, int sm_count,
                                        const m40k_qgemv_variant *v) {
     if (a->M <= 0 || a->N <= 0) return 0;
@@ -199,6 +211,7 @@ extern "C" int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a,
     bool fast = v->kernel != M40K_QGEMV_GENERIC && a->K > 0 && a->K % VC == 0 &&
                 ((uintptr_t)a->w & 15) == 0 && ((uintptr_t)a->x & 15) == 0;
     if (!fast) { /* also K == 0: y = bias (or 0) */
+        if (a->glu) return (int)cudaErrorInvalidValue;
         unsigned g = (unsigned)((a->N + kWarps - 1) / kWarps);
         if (a->wtype == M40_DTYPE_Q4) gemv_generic_kernel<M40_DTYPE_Q4><<<g, kThreads, 0, s>>>(*a);
         else if (a->wtype == M40_DTYPE_Q8) gemv_generic_kernel<M40_DTYPE_Q8><<<g, kThreads, 0, s>>>(*a);
@@ -211,6 +224,7 @@ extern "C" int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a,
         const size_t need = m40k_quant_gemv_workspace(a);
         if (need && (!a->ws || a->ws_bytes < need)) w.kernel = M40K_QGEMV_V2, w.R = 0, w.D = 0, w.depth = 0, w.ks = 0, w.ez = 0;
     }
+    if (a->glu && !m40k_quant_gemv_glu_ok(a, &w)) return (int)cudaErrorInvalidValue;
     switch (a->wtype) {
     case M40_DTYPE_Q4: return (int)launch_b<M40_DTYPE_Q4>(s, *a, w, sm_count);
     case M40_DTYPE_Q8: return (int)launch_b<M40_DTYPE_Q8>(s, *a, w, sm_count);

@@ -9,6 +9,7 @@
 
 #include "quant.h"
 #include "quant_bits.cuh" /* byte_to_f, kOffQ4/kOffQ8, load_scale */
+#include "swiglu_math.cuh"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -109,6 +110,14 @@ __host__ __device__ constexpr int pow2_at_least(int v) { return v <= 1 ? 1 : 2 *
 struct NoPost {
     __device__ float operator()(int, float v) const { return v; }
 };
+/* Row r of the R-row group that starts at row0 = g·R. With a.glu (F, the
+** SwiGLU pairs) the group is R/2 gate rows g·R/2 + r and their up rows F +
+** g·R/2 + r; else rows row0 + r, past N the last row (re-read, not stored). */
+template <int R> __device__ __forceinline__ int group_row(const m40k_qlinear_args &a, int row0, int r) {
+    if (R >= 2 && a.glu) return (r < R / 2 ? 0 : a.glu - R / 2) + row0 / 2 + r;
+    return min(row0 + r, a.N - 1);
+}
+
 template <int B, int R, class Post = NoPost>
 __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, int lane,
                                            const m40k_qlinear_args &a, Post post = Post()) {
@@ -131,6 +140,18 @@ __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, i
     warp_sum_many<V>(red, lane, &id);
     constexpr int split_bits = V == 1 ? 0 : V == 2 ? 1 : V == 4 ? 2 : V == 8 ? 3 : V == 16 ? 4 : 5;
     constexpr int low_mask = (1 << (5 - split_bits)) - 1;
+    if constexpr (R >= 2 && V == R * B) {
+        if (a.glu) {
+            /* SwiGLU pairs (group_row): value id (row r < R/2) and id + V/2
+            ** (its up row r + R/2) sit in lanes l and l ^ 16, warp_sum_many's
+            ** first split */
+            const int r = id / B, b = id % B;
+            const float v = post(r, red[0]) + (a.bias ? __ldg(a.bias + group_row<R>(a, row0, r)) : 0.0f);
+            const float u = __shfl_xor_sync(kFull, v, 16);
+            if ((lane & low_mask) == 0 && id < V / 2) a.y[(int64_t)b * a.glu + row0 / 2 + r] = swiglu1(v, u);
+            return;
+        }
+    }
     if ((lane & low_mask) == 0 && id < R * B) {
         const int r = id / B, b = id % B, row = row0 + r;
         if (row < a.N) {

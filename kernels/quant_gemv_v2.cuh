@@ -75,7 +75,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     static_assert(KS == 1 || (WHOLE && P == 1 && B == 1 && NW % KS == 0), "K slices: whole x, batch 1");
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int slice = KS > 1 ? warp % KS : 0; /* this warp's K slice */
-    const int N = a.N, K = a.K;
+    const int K = a.K;
     const int row0 = (blockIdx.x * (NW / KS) + warp / KS) * R;
     const int64_t rowvecs = (int64_t)K / VC;            /* uint4 per row */
     const uint4 *wv = (const uint4 *)a.w;
@@ -87,7 +87,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     const int64_t ng = GROUPED ? (K + a.group - 1) / a.group : 1;
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        int row = min(row0 + r, N - 1);
+        int row = group_row<R>(a, row0, r);
         wr[r] = wv + (int64_t)row * rowvecs;
         sbase[r] = (int64_t)row * ng;
     }
@@ -392,7 +392,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     if (!GROUPED && WT != M40_DTYPE_F16) {
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            float s = load_scale(a.scale, min(row0 + r, N - 1), sf16);
+            float s = load_scale(a.scale, group_row<R>(a, row0, r), sf16);
 #pragma unroll
             for (int b = 0; b < B; b++) acc[r][b] *= s;
         }

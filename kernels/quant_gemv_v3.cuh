@@ -272,7 +272,7 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
     auto rows_of = [&](int g, const uint4 *(&wr)[R], int64_t(&sr)[R], float(&sc)[R]) {
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const int row = min(g * R + r, N - 1);
+            const int row = group_row<R>(a, g * R, r);
             wr[r] = wv + (int64_t)row * (vlast + 1);
             sr[r] = (int64_t)row * ng;
             if (!GROUPED) sc[r] = load_scale(a.scale, row, a.scale_f16 != 0);

@@ -24,6 +24,11 @@ static inline size_t m40k_qnorm_rows_bytes(long long M, long long K) {
     return ((size_t)M * (size_t)K * sizeof(float) + 255) & ~(size_t)255;
 }
 
+/* The M x N outputs a LINEAR_Q with a fused SwiGLU (glu) puts in front of
+** its scratch, for the kernels that cannot pair the rows in their store
+** (then a SWIGLU kernel reads them); the same rounding. */
+static inline size_t m40k_qglu_rows_bytes(long long M, long long N) { return m40k_qnorm_rows_bytes(M, N); }
+
 /* Rows up to which m40k_quant_linear runs 8-row GEMV slices, not a GEMM
 ** (kernels/quant_dispatch.cu says why). */
 #define M40K_QSLICE_MAX 64

@@ -646,8 +646,8 @@ extern "C" int m40k_sample(void *stream, const m40k_sample_args *a) {
     if (a->B <= 0) return 0;
     int v = sample_variant(a);
     const int64_t nc = m40k_sample_chunks(a->V);
-    if (v == 3 && (!a->chunks || a->B * nc >= INT_MAX)) v = 1; /* a grid of B·nc blocks */
-    if (v == 3) {
+    if ((v == 3 || v == 4) && (!a->chunks || a->B * nc >= INT_MAX)) v = 1; /* a grid of B·nc blocks */
+    if (v == 3 || v == 4) {
         cudaStream_t st = (cudaStream_t)stream;
         const unsigned nb = (unsigned)(a->B * nc);
         if (!(a->temperature > 0.0f)) {
@@ -656,7 +656,7 @@ extern "C" int m40k_sample(void *stream, const m40k_sample_args *a) {
             grid_a_kernel<false><<<nb, kGT, 0, st>>>(*a, (int)nc);
             grid_b_kernel<<<nb, kGT, 0, st>>>(*a, (int)nc);
         }
-        sample_post_kernel<<<(unsigned)a->B, kThreads, 0, st>>>(*a, (int)nc);
+        sample_post_kernel<<<(unsigned)a->B, kThreads, 0, st>>>(*a, (int)nc, v == 4);
     } else if (v == 1)
         sample_kernel<true><<<(unsigned)a->B, kThreads, 0, (cudaStream_t)stream>>>(*a);
     else

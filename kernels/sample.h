@@ -30,9 +30,10 @@ typedef struct m40k_sample_args {
 
 /* Variant 3's grid passes: a row in chunks of M40K_SAMPLE_CHUNK logits, one
 ** block each; a chunk's summary (its max, argmax and sum of e for greedy,
-** its exact mass and window counts for sampling) is M40K_SAMPLE_CHUNK_BYTES. */
+** its exact mass, window counts and window masses for sampling) is
+** M40K_SAMPLE_CHUNK_BYTES. */
 #define M40K_SAMPLE_CHUNK 4096
-#define M40K_SAMPLE_CHUNK_BYTES 48
+#define M40K_SAMPLE_CHUNK_BYTES 96
 static inline int64_t m40k_sample_chunks(int64_t V) {
     return (V + M40K_SAMPLE_CHUNK - 1) / M40K_SAMPLE_CHUNK;
 }
@@ -48,7 +49,7 @@ static inline uint64_t m40k_sample_rows(int64_t B, int64_t V, float temperature,
 
 /* Scratch bytes the launcher needs: the z rows, then B · chunks summaries
 ** (variant 3). B·V < 2^62 / 4 holds: the logits tensor exists, and the
-** summaries are 48 / 16384 of the logits' bytes (+ 48 a row) at most. */
+** summaries are 96 / 16384 of the logits' bytes (+ 96 a row) at most. */
 static inline uint64_t m40k_sample_scratch(int64_t B, int64_t V, float temperature,
                                            int has_history, float penalty) {
     return m40k_sample_rows(B, V, temperature, has_history, penalty) +
@@ -67,6 +68,8 @@ int m40k_sample(void *stream, const m40k_sample_args *a);
 ** row, with the radix selects as the fallback); 3, variant 1 with its
 ** passes over the row (z, the max, the penalty, the mass and the window
 ** counts) spread over a grid of chunk blocks (kernels/sample_grid.cuh);
+** 4, variant 3 sorting the narrowest window that holds the answer (by the
+** windows' masses) instead of the widest that fits;
 ** 0, the radix selects alone. All give the same ids for a seed where the
 ** candidate path applies (the same integer masses). */
 extern int m40k_sample_variant;

@@ -49,6 +49,8 @@ struct __align__(16) ChunkSum {
     u64 S;             /* sampling: Σ fixmass(z, M) over the chunk, M the row's max */
     unsigned c[kNWin]; /* sampling: the chunk's ids with M - z <= win(j) */
     unsigned pad2;
+    u64 wm[kNWin];     /* sampling: their mass (variant 4's choice of window) */
+    u64 pad3;
 };
 static_assert(sizeof(ChunkSum) == M40K_SAMPLE_CHUNK_BYTES, "kernels/sample.h: the summary's bytes");
 
@@ -199,7 +201,8 @@ __device__ void bitonic_desc(u64 *key, int P) {
 template <bool PRE = false, class U>
 __device__ __forceinline__ bool fast_select(const float *w, int V, float M, int top_k, float top_p,
                                             float min_p, U draw_u, float *out, Smem &s,
-                                            const ChunkSum *cs = NULL, int nc = 0) {
+                                            const ChunkSum *cs = NULL, int nc = 0,
+                                            bool narrow = false) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const bool topk = top_k > 0 && top_k < V;
     if (M == -INFINITY || (topk && top_k > kFastCap)) return false;
@@ -251,6 +254,47 @@ __device__ __forceinline__ bool fast_select(const float *w, int V, float M, int 
     int jw = -1;
     unsigned n = 0, cc = 0;
     float D = 0.0f;
+    if constexpr (PRE) {
+        /* variant 4: the narrowest window that holds the answer, by the
+        ** windows' exact masses (the chunks'): k ids for top-k (top-p and
+        ** the draw then lie inside the kept k), the top-p target's mass,
+        ** or the plain draw's; min-p alone keeps the widest. The checks
+        ** below still stand: a window short of the answer falls back. */
+        if (narrow) {
+            if (warp == 0) {
+                u64 m[kNWin];
+#pragma unroll
+                for (int j = 0; j < kNWin; j++) m[j] = 0;
+                for (int k = lane; k < nc; k += 32)
+#pragma unroll
+                    for (int j = 0; j < kNWin; j++) m[j] += cs[k].wm[j];
+                for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+                    for (int j = 0; j < kNWin; j++) m[j] += __shfl_xor_sync(0xffffffffu, m[j], o);
+                if (lane == 0) {
+                    u64 t = 0; /* the mass the window must hold; 0: a count (top-k) or none */
+                    if (!topk && !(top_p < 1.0f) && !(min_p > 0.0f)) {
+                        t = (u64)((double)draw_u() * (double)Sall) + 1;
+                    } else if (!topk && top_p < 1.0f) {
+                        t = (u64)ceil((double)top_p * (double)Sall);
+                        if (t < 1) t = 1;
+                    }
+                    int pick = -1;
+                    if (topk || top_p < 1.0f || !(min_p > 0.0f))
+                        for (int j = kNWin - 1; j >= 0 && pick < 0; j--) {
+                            const unsigned nj = (unsigned)s.cid[kNWin * kWarps + j];
+                            if (nj == 0 || nj > (unsigned)kFastCap) continue;
+                            if (topk ? nj >= (unsigned)top_k : m[j] >= t) pick = j;
+                        }
+                    s.cfill = pick;
+                }
+            }
+            __syncthreads();
+            jw = s.cfill;
+            __syncthreads(); /* cfill is the gather's counter below */
+            if (jw >= 0) n = (unsigned)s.cid[kNWin * kWarps + jw], D = win(jw);
+        }
+    }
 #pragma unroll
     for (int j = 0; j < kNWin; j++) { /* widest first; the max's own window holds >= 1 */
         const unsigned t = (unsigned)s.cid[kNWin * kWarps + j];
@@ -384,9 +428,10 @@ __device__ __forceinline__ bool fast_select(const float *w, int V, float M, int 
 template <bool PRE>
 __device__ __forceinline__ void select_and_write(const float *w, int V, float M,
                                                  const m40k_sample_args &a, Smem &s,
-                                                 const ChunkSum *cs = NULL, int nc = 0) {
+                                                 const ChunkSum *cs = NULL, int nc = 0,
+                                                 bool narrow = false) {
     auto draw_u = [&] { return s.fu; };
-    if (!fast_select<PRE>(w, V, M, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s, cs, nc)) {
+    if (!fast_select<PRE>(w, V, M, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s, cs, nc, narrow)) {
         __syncthreads();
         radix_sample(w, V, M, a.top_k, a.top_p, a.min_p, draw_u, s.fres, s);
     }

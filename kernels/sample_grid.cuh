@@ -146,7 +146,7 @@ __device__ __forceinline__ float chunks_max(const ChunkSum *cs, int nc, float *r
 __global__ void __launch_bounds__(kGT) grid_b_kernel(m40k_sample_args a, int nc) {
     __shared__ float red[kGWarps];
     __shared__ unsigned rc[kNWin][kGWarps];
-    __shared__ u64 rs[kGWarps];
+    __shared__ u64 rs[kGWarps], rw[kNWin][kGWarps];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, V = a.V;
     const GridChunk g = grid_chunk(V, nc);
     ChunkSum *row = reinterpret_cast<ChunkSum *>(a.chunks) + g.b * nc;
@@ -158,22 +158,30 @@ __global__ void __launch_bounds__(kGT) grid_b_kernel(m40k_sample_args a, int nc)
         z[k] = i < g.n ? w[i] : -INFINITY;
     }
     const float M = chunks_max<kGT>(row, nc, red);
-    u64 S = 0;
+    u64 S = 0, wm[kNWin];
     unsigned c[kNWin];
 #pragma unroll
-    for (int j = 0; j < kNWin; j++) c[j] = 0;
+    for (int j = 0; j < kNWin; j++) c[j] = 0, wm[j] = 0;
 #pragma unroll
     for (int k = 0; k < kGPer; k++) {
         if (k * kGT + tid >= g.n) break;
-        S += fixmass(z[k], M);
+        const u64 e = fixmass(z[k], M);
+        S += e;
         const float d = M - z[k];
 #pragma unroll
-        for (int j = 0; j < kNWin; j++) c[j] += d <= win(j) ? 1u : 0u;
+        for (int j = 0; j < kNWin; j++) {
+            const bool in = d <= win(j);
+            c[j] += in ? 1u : 0u;
+            wm[j] += in ? e : 0u;
+        }
     }
     warp_sum_windows(c, S);
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int j = 0; j < kNWin; j++) wm[j] += __shfl_xor_sync(0xffffffffu, wm[j], o);
     if (lane == 0) {
 #pragma unroll
-        for (int j = 0; j < kNWin; j++) rc[j][warp] = c[j];
+        for (int j = 0; j < kNWin; j++) rc[j][warp] = c[j], rw[j][warp] = wm[j];
         rs[warp] = S;
     }
     __syncthreads();
@@ -182,16 +190,17 @@ __global__ void __launch_bounds__(kGT) grid_b_kernel(m40k_sample_args a, int nc)
         for (int k = 1; k < kGWarps; k++) {
             S += rs[k];
 #pragma unroll
-            for (int j = 0; j < kNWin; j++) c[j] += rc[j][k];
+            for (int j = 0; j < kNWin; j++) c[j] += rc[j][k], wm[j] += rw[j][k];
         }
         cs->S = S;
 #pragma unroll
-        for (int j = 0; j < kNWin; j++) cs->c[j] = c[j];
+        for (int j = 0; j < kNWin; j++) cs->c[j] = c[j], cs->wm[j] = wm[j];
     }
 }
 
-/* C: one block a row. */
-__global__ void __launch_bounds__(kThreads, 1) sample_post_kernel(m40k_sample_args a, int nc) {
+/* C: one block a row; narrow: variant 4's choice of window (fast_select). */
+__global__ void __launch_bounds__(kThreads, 1) sample_post_kernel(m40k_sample_args a, int nc,
+                                                                  int narrow) {
     __shared__ Smem s;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, V = a.V;
     const int64_t b = blockIdx.x;
@@ -213,5 +222,5 @@ __global__ void __launch_bounds__(kThreads, 1) sample_post_kernel(m40k_sample_ar
         s.fu = m40__rand_u01(a.seed, p, (uint64_t)b); /* lib/ref/sample.c draws the same u */
     }
     const float M = chunks_max<kThreads>(cs, nc, s.rv);
-    select_and_write<true>(a.scratch + b * V, V, M, a, s, cs, nc);
+    select_and_write<true>(a.scratch + b * V, V, M, a, s, cs, nc, narrow != 0);
 }

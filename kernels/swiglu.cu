@@ -15,14 +15,13 @@
 ** ptxas (sm_52, CUDA 11.8, -v): V 1: 25 registers, V 4: 37 registers; 0
 ** bytes stack frame, 0 spills, no shared memory. */
 #include "swiglu.h"
+#include "swiglu_math.cuh"
 
 #include <cuda_runtime.h>
 
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ float swiglu1(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 
 template <int V>
 __global__ void __launch_bounds__(kThreads) swiglu_kernel(int64_t rows, int64_t F,

@@ -137,10 +137,13 @@ m40_status m40__cuda_memset(m40_ctx *ctx, void *p, int value, size_t bytes);
 ** K and V are appended) instead of a ROPE node; M40__FUSE_NORM, each
 ** RMSNorm inside the LINEAR_Q that follows it and each residual add in the
 ** epilogue of the LINEAR_Q before it (the stream an activation, no STATE
-** "hidden"; f16/int8/int4 weights on one GPU). Tests and m40-bench clear
-** bits to compare (M40_BENCH_GLM_FUSE); set before the graphs are built. */
+** "hidden"; f16/int8/int4 weights on one GPU); M40__FUSE_GLU (with
+** M40__FUSE_NORM), a decode graph's SwiGLU inside dense_h_to_4h's LINEAR_Q
+** (glu) instead of a SWIGLU node. Tests and m40-bench clear bits to compare
+** (M40_BENCH_GLM_FUSE); set before the graphs are built. */
 #define M40__FUSE_ROPE 1u
 #define M40__FUSE_NORM 2u
+#define M40__FUSE_GLU 4u
 extern unsigned m40__chatglm2_fuse;
 
 /* lib/ops/attention.c: which decode attention kernel runs (0 the tile

@@ -193,6 +193,9 @@ typedef struct m40_node_desc {
     m40_sampler_desc sampler; /* SAMPLE (default: m40_sampler_desc_init) */
     struct m40_comm *comm; /* ALLREDUCE: the communicator (m40/comm.h), not owned */
     int rank;              /* ALLREDUCE: this graph's rank in it */
+    int glu;               /* LINEAR_Q: 1 = y [...,N/2] = swiglu(x·Wᵀ + bias), silu of
+                           ** the first N/2 outputs times the last N/2 (SWIGLU fused;
+                           ** N even, no residual); 0 (default) = y [...,N] */
 } m40_node_desc;
 
 /* Zeroes nd, then sets struct_size, op, output = M40_TENSOR_NEW, every

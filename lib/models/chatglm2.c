@@ -17,7 +17,7 @@
 
 static const char FN[] = "m40_chatglm2_graph";
 
-unsigned m40__chatglm2_fuse = M40__FUSE_ROPE | M40__FUSE_NORM;
+unsigned m40__chatglm2_fuse = M40__FUSE_ROPE | M40__FUSE_NORM | M40__FUSE_GLU;
 
 #define MAX_BATCH (1 << 20)
 #define MAX_CTX ((int64_t)1 << 22)
@@ -356,7 +356,7 @@ static void quantized(gb *g, const char *wn, const char *sn, int bits, int group
 ** with per-row f16 scales. The bias is f32. LINEAR_Q's fusions: nw >= 0, x
 ** is first rmsnorm(x)·nw (the config's eps); res >= 0, y += res. */
 static int linear_fused(gb *g, const char *prefix, int x, int64_t N, int64_t K, m40_wformat f,
-                        int has_bias, const tp_part *part, int nw, int res) {
+                        int has_bias, const tp_part *part, int nw, int res, int glu) {
     char wn[160], sn[160], bn[160];
     snprintf(wn, sizeof wn, "%s.weight", prefix);
     snprintf(sn, sizeof sn, "%s.weight_scale", prefix);
@@ -400,6 +400,7 @@ static int linear_fused(gb *g, const char *prefix, int x, int64_t N, int64_t K, 
         if (res >= 0) nd.inputs[n++] = res;
         nd.eps = g->c.eps;
     }
+    nd.glu = glu; /* LINEAR_Q only (the caller's rule) */
     g->part = NULL;
     nd.ninputs = n;
     nd.name = prefix;
@@ -408,7 +409,7 @@ static int linear_fused(gb *g, const char *prefix, int x, int64_t N, int64_t K, 
 
 static int linear(gb *g, const char *prefix, int x, int64_t N, int64_t K, m40_wformat f,
                   int has_bias, const tp_part *part) {
-    return linear_fused(g, prefix, x, N, K, f, has_bias, part, -1, -1);
+    return linear_fused(g, prefix, x, N, K, f, has_bias, part, -1, -1, 0);
 }
 
 /* x summed over the tensor-parallel ranks, in place (no node when there is
@@ -482,6 +483,10 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
     ** cleared): the STATE tensor "hidden", updated in place by each
     ** RMSNORM's residual step. */
     const int fuse = (m40__chatglm2_fuse & M40__FUSE_NORM) && f != M40_WFMT_FP32 && !tp;
+    /* SwiGLU in dense_h_to_4h's GEMV store (LINEAR_Q glu; M40__FUSE_GLU):
+    ** decode graphs only, where the GEMV runs (a prefill's M rows would
+    ** take the SGEMM, then the SWIGLU kernel from M·2F floats of scratch) */
+    const int glu = fuse && (m40__chatglm2_fuse & M40__FUSE_GLU) && d->phase == M40_PHASE_DECODE;
     int h = fuse ? -1 : tensor(b, M40_ROLE_STATE, "hidden", M40_DTYPE_F32, 3, B, T, C, 0);
     int r; /* unfused: what the next RMSNORM adds into h (alpha 0 at the stage's first block);
            ** fused: the stream */
@@ -500,7 +505,7 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
         if (fuse) {
             int nw = weight(g, w, small, 1, C, 0);
             snprintf(n, sizeof n, "%s.self_attention.query_key_value", p);
-            qkv = linear_fused(g, n, r, (H + 2 * G) * D, C, f, 1, NULL, nw, -1);
+            qkv = linear_fused(g, n, r, (H + 2 * G) * D, C, f, 1, NULL, nw, -1, 0);
         } else {
             int a = rmsnorm(g, n, w, h, r, l == g->l0, small);
             snprintf(n, sizeof n, "%s.self_attention.query_key_value", p);
@@ -563,11 +568,11 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
         snprintf(n, sizeof n, "%s.self_attention.dense", p);
         int u;
         if (fuse) {
-            r = linear_fused(g, n, o, C, H * D, f, 0, NULL, -1, r); /* + the stream */
+            r = linear_fused(g, n, o, C, H * D, f, 0, NULL, -1, r, 0); /* + the stream */
             snprintf(w, sizeof w, "%s.post_attention_layernorm.weight", p);
             int nw = weight(g, w, small, 1, C, 0);
             snprintf(n, sizeof n, "%s.mlp.dense_h_to_4h", p);
-            u = linear_fused(g, n, r, 2 * F, C, f, 0, NULL, nw, -1);
+            u = linear_fused(g, n, r, 2 * F, C, f, 0, NULL, nw, -1, glu);
         } else {
             int dense = allreduce(g, n, linear(g, n, o, C, H * D, f, 0, tp ? &dense_part : NULL), d);
             snprintf(n, sizeof n, "%s.post_attention_layernorm", p);
@@ -577,9 +582,9 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
             u = linear(g, n, m, 2 * F, C, f, 0, tp ? &up_part : NULL);
         }
         snprintf(n, sizeof n, "%s.mlp.swiglu", p);
-        int sw = m40__mb_op(b, M40_OP_SWIGLU, n, u, -1);
+        int sw = glu ? u : m40__mb_op(b, M40_OP_SWIGLU, n, u, -1);
         snprintf(n, sizeof n, "%s.mlp.dense_4h_to_h", p);
-        if (fuse) r = linear_fused(g, n, sw, C, F, f, 0, NULL, -1, r); /* + the stream */
+        if (fuse) r = linear_fused(g, n, sw, C, F, f, 0, NULL, -1, r, 0); /* + the stream */
         else r = allreduce(g, n, linear(g, n, sw, C, F, f, 0, tp ? &down_part : NULL), d);
     }
     if (fuse) { /* r is the stream */
@@ -593,7 +598,7 @@ static void declare(gb *g, const m40_chatglm2_desc *d, m40_chatglm2_info *info) 
             x = m40__mb_op(b, M40_OP_TAKE_LAST, "last_position", x, -1);
         int nw = weight(g, "transformer.encoder.final_layernorm.weight", small, 1, C, 0);
         info->logits = linear_fused(g, "transformer.output_layer", x, c->vocab, C, M40_WFMT_FP16,
-                                    0, NULL, nw, -1);
+                                    0, NULL, nw, -1, 0);
         m40__mb_output(b, info->logits);
         return;
     }

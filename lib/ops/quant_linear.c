@@ -1,8 +1,10 @@
 /* Weight-only quantized linear (LINEAR_Q, m40_quant_linear):
 ** y[...,N] = x[...,K] · Wᵀ + bias, W int8 / int4 with f16 or f32 scales per
-** row or per K-group, or f16 (include/m40/quant.h). Two optional fusions of
-** a transformer layer (graph nodes only): norm_w [K] (x is first
-** rmsnorm(x)·norm_w, eps the node's) and residual [...,N] (y += residual).
+** row or per K-group, or f16 (include/m40/quant.h). Three optional fusions
+** of a transformer layer (graph nodes only): norm_w [K] (x is first
+** rmsnorm(x)·norm_w, eps the node's), residual [...,N] (y += residual) and
+** glu (y [...,N/2] = swiglu of the N outputs, as SWIGLU; not with a
+** residual).
 ** CPU: lib/ref/quant.c; GPU: kernels/quant.h (GEMV for M <= 8, with split-K
 ** partial sums in the context's workspace; 9..64 rows as 8-row GEMV slices;
 ** above, the SGEMM converting W as it loads, or the quantized GEMM:
@@ -80,13 +82,18 @@ static m40_status qlinear_rule(const m40__op_call *c, m40_tensor_desc *out) {
             return m40__rule_fail(c, M40_ERR_INVALID_ARG, "eps must be finite and > 0 (the norm "
                                   "of x)");
     }
+    if (nd->glu != 0 && nd->glu != 1)
+        return m40__rule_fail(c, M40_ERR_INVALID_ARG, "glu %d: must be 0 or 1", nd->glu);
     const int64_t K = x->shape[x->ndim - 1], N = w->shape[0];
+    if (nd->glu && (N % 2 != 0 || res))
+        return m40__rule_fail(c, M40_ERR_INVALID_ARG, "glu: needs an even N (gate rows, then up "
+                              "rows; N = %lld) and no residual", (long long)N);
     bool ok = w->shape[1] == (bits == 4 ? K / 2 + K % 2 : K) && (!bias || bias->shape[0] == N);
     if (scale) ok = ok && scale->shape[0] == N && (!group || scale->shape[1] == K / group + (K % group != 0));
     if (!ok)
         return m40__rule_shape(c, "need x [...,K], wq [N,K] (8 bit), [N,(K+1)/2] (4 bit) or "
                                "f16 [N,K], scale [N] or [N,ceil(K/group)], bias [N]");
-    if ((st = m40__rule_linear_out(c, N, out))) return st;
+    if ((st = m40__rule_linear_out(c, nd->glu ? N / 2 : N, out))) return st;
     if (res) {
         if ((st = m40__rule_dtype(c, IRES, M40_DTYPE_F32, M40_DTYPE_F32))) return st;
         if (!m40__same_shape(res, out)) return m40__rule_shape(c, "the residual must have y's shape");
@@ -112,7 +119,8 @@ static m40_status qlinear_run_check(const m40__op_call *c, const m40_tensor_desc
 
 /* The fusions on the CPU are the unfused ops' references in turn: RMSNORM
 ** (lib/ref/transformer.c) into a temporary, the linear, then + residual as
-** the ADD the residual step was: the same bits as the separate nodes. */
+** the ADD the residual step was, or SWIGLU from a temporary: the same bits
+** as the separate nodes. */
 static m40_status qlinear_cpu(m40_ctx *ctx, const m40__op_run *r) {
     const int n = r->nd->ninputs;
     const m40_tensor *x = r->in[IX], *w = r->in[IW];
@@ -129,9 +137,16 @@ static m40_status qlinear_cpu(m40_ctx *ctx, const m40__op_run *r) {
                          nw->desc.dtype == M40_DTYPE_F16, xn, K);
         xin = xn;
     }
+    float *yu = NULL; /* glu: the N outputs before SWIGLU */
+    if (r->nd->glu && !(yu = malloc((size_t)(M * N > 0 ? M * N : 1) * sizeof *yu))) {
+        free(xn);
+        return m40__err(ctx, M40_ERR_OOM_HOST, "%s: out of host memory", r->fn);
+    }
     int e = m40__ref_quant_linear(&f, M, N, K, xin, w->data, scale ? scale->data : NULL,
-                                  bias ? bias->data : NULL, r->out->data);
+                                  bias ? bias->data : NULL, yu ? yu : r->out->data);
     free(xn);
+    if (!e && yu) m40__ref_swiglu(M, N / 2, yu, N, r->out->data);
+    free(yu);
     if (e) return m40__err(ctx, M40_ERR_OOM_HOST, "%s: out of host memory", r->fn);
     if (res) {
         float *y = r->out->data;
@@ -169,6 +184,7 @@ static m40_status qlinear_gpu(m40_ctx *ctx, const m40__op_run *r) {
         a.eps = r->nd->eps;
     }
     a.res = res ? res->data : NULL;
+    a.glu = r->nd->glu ? a.N / 2 : 0;
     /* split-K partial sums (the GEMV's, or the SGEMM's for a prefill) go to
     ** the context's workspace, grown on first need (graphs reserve it at
     ** alloc); if it cannot grow, the launchers take kernels without split-K */
@@ -206,9 +222,11 @@ static m40_status qlinear_workspace(const m40__op_call *c, const m40_tensor_desc
 #ifdef M40_HAVE_CUDA
     m40k_qlinear_args a = qargs(c->nd, x, w, c->nd->ninputs > ISCALE ? c->in[ISCALE] : NULL);
     if (has_norm) a.nw = &a; /* any non-NULL: sizing only */
+    a.glu = c->nd->glu ? (int)(N / 2) : 0;
     *bytes = m40k_quant_linear_workspace(&a, sm_count);
 #else
     *bytes = has_norm ? m40k_qnorm_rows_bytes(M, K) : 0;
+    if (c->nd->glu) *bytes += m40k_qglu_rows_bytes(M, N);
     if (M > M40K_QSLICE_MAX) return M40_OK;
     if (M > 8) M = 8; /* 8-row slices */
     if (c->nd->bits != 16 && N > 0 && K > 0)

@@ -1,5 +1,7 @@
-/* LINEAR_Q's two fusions, as graph nodes (lib/ops/quant_linear.c):
-** norm_w (x is first rmsnorm(x)·norm_w) and residual (y += residual).
+/* LINEAR_Q's three fusions, as graph nodes (lib/ops/quant_linear.c):
+** norm_w (x is first rmsnorm(x)·norm_w), residual (y += residual) and glu
+** (y = SWIGLU of the outputs: in the GEMV's store, or through scratch and
+** the SWIGLU kernel where the kernel cannot pair the rows).
 ** - CPU (always): the fused node equals RMSNORM, then LINEAR_Q, then ADD,
 **   bit for bit, for every format, with and without each fusion.
 ** - GPU (--gpu; exits 77 without one): the GPU graph against the CPU graph
@@ -53,6 +55,7 @@ typedef struct qcase {
     m40_quant_format f;
     int64_t M, N, K;
     int bias, norm, res, nw_f16;
+    int glu; /* fused: LINEAR_Q glu 1; unfused: LINEAR_Q then SWIGLU */
 } qcase;
 
 /* One graph on ctx: fused (one LINEAR_Q with its norm_w and residual
@@ -66,6 +69,7 @@ static void run_graph(m40_ctx *ctx, const qcase *c, int fused, int capture, cons
     CHECK_ST(m40_graph_create(ctx, &g), M40_OK);
     if (!g) return;
     m40_tensor_desc dx, dr, dn, db;
+    const int64_t NY = c->glu ? c->N / 2 : c->N; /* y's columns */
     const int64_t xs[2] = {c->M, c->K}, rs[2] = {c->M, c->N};
     m40_tensor_desc_make(&dx, M40_DTYPE_F32, 2, xs);
     m40_tensor_desc_make(&dr, M40_DTYPE_F32, 2, rs);
@@ -108,7 +112,15 @@ static void run_graph(m40_ctx *ctx, const qcase *c, int fused, int capture, cons
         nd.ninputs = 5;
         if (c->res) nd.inputs[5] = ir, nd.ninputs = 6;
     }
+    if (fused) nd.glu = c->glu;
     CHECK_ST(m40_graph_node(g, &nd, &iy), M40_OK);
+    if (!fused && c->glu) {
+        int y0 = iy;
+        m40_node_desc_init(&nd, M40_OP_SWIGLU);
+        nd.ninputs = 1;
+        nd.inputs[0] = y0;
+        CHECK_ST(m40_graph_node(g, &nd, &iy), M40_OK);
+    }
     if (!fused && c->res) {
         int y0 = iy;
         m40_node_desc_init(&nd, M40_OP_ADD);
@@ -121,29 +133,29 @@ static void run_graph(m40_ctx *ctx, const qcase *c, int fused, int capture, cons
     m40_tensor *gx = NULL, *gr = NULL, *gy = NULL;
     CHECK_ST(m40_graph_get_tensor(g, ix, &gx), M40_OK);
     CHECK_ST(m40_graph_get_tensor(g, iy, &gy), M40_OK);
-    const size_t ybytes = (size_t)(c->M * c->N) * 4;
+    const size_t ybytes = (size_t)(c->M * NY) * 4;
     if (gx) CHECK_ST(m40_tensor_upload(ctx, gx, x, (size_t)(c->M * c->K) * 4), M40_OK);
     if (c->res) {
         CHECK_ST(m40_graph_get_tensor(g, ir, &gr), M40_OK);
-        if (gr) CHECK_ST(m40_tensor_upload(ctx, gr, res, ybytes), M40_OK);
+        if (gr) CHECK_ST(m40_tensor_upload(ctx, gr, res, (size_t)(c->M * c->N) * 4), M40_OK);
     }
     CHECK_ST(m40_graph_run(g), M40_OK);
     if (capture) {
         CHECK_ST(m40_graph_capture(g, 1), M40_OK);
         float *poison = malloc(ybytes);
-        m40t_poison(poison, c->M * c->N);
+        m40t_poison(poison, c->M * NY);
         if (gy) CHECK_ST(m40_tensor_upload(ctx, gy, poison, ybytes), M40_OK);
         free(poison);
         CHECK_ST(m40_graph_run(g), M40_OK);
     }
-    m40t_poison(out, c->M * c->N);
+    m40t_poison(out, c->M * NY);
     if (gy) CHECK_ST(m40_tensor_download(ctx, gy, out, ybytes), M40_OK);
     m40_graph_destroy(g);
 }
 
 static void one_case(qcase c) {
     const int f16 = c.f.wtype == M40_DTYPE_F16;
-    const int64_t M = c.M, N = c.N, K = c.K;
+    const int64_t M = c.M, N = c.N, K = c.K, NY = c.glu ? N / 2 : N;
     m40_tensor_desc dd, ds;
     CHECK_ST(m40_quant_descs(&c.f, N, K, &dd, &ds), M40_OK);
     m40_tensor *w = m40t_f32(CPU, 2, N, K, 0, 0), *hd = NULL, *hs = NULL;
@@ -171,24 +183,24 @@ static void one_case(qcase c) {
     snprintf(name, sizeof name, "%s M%lld N%lld K%lld%s%s%s%s", m40_quant_format_name(&c.f),
              (long long)M, (long long)N, (long long)K, c.bias ? " bias" : "",
              c.norm ? (c.nw_f16 ? " norm(f16 w)" : " norm(f32 w)") : "", c.res ? " residual" : "",
-             "");
+             c.glu ? " glu" : "");
     /* CPU: fused == the separate nodes, bit for bit */
     run_graph(CPU, &c, 1, 0, hd, hs, x, nw, b, r, y[0]);
     run_graph(CPU, &c, 0, 0, hd, hs, x, nw, b, r, y[1]);
     char n2[200];
     snprintf(n2, sizeof n2, "cpu fused == unfused: %s", name);
-    CHECK(m40t_compare(n2, y[0], y[1], M * N, (m40t_tol){0, 0, 0}));
+    CHECK(m40t_compare(n2, y[0], y[1], M * NY, (m40t_tol){0, 0, 0}));
     if (GPU) {
         /* the GPU graphs (the same host weights, set as graph data) against the CPU */
         run_graph(GPU, &c, 1, 1, hd, hs, x, nw, b, r, y[2]);
         run_graph(GPU, &c, 0, 0, hd, hs, x, nw, b, r, y[3]);
         double mx = 0;
-        for (int64_t i = 0; i < M * N; i++) mx = fmax(mx, fabs(y[0][i]));
+        for (int64_t i = 0; i < M * NY; i++) mx = fmax(mx, fabs(y[0][i]));
         const m40t_tol tol = {1e-5 * mx + 1e-6, 1e-4, 1e-9};
         snprintf(n2, sizeof n2, "gpu fused vs cpu: %s", name);
-        CHECK(m40t_compare(n2, y[2], y[0], M * N, tol));
+        CHECK(m40t_compare(n2, y[2], y[0], M * NY, tol));
         snprintf(n2, sizeof n2, "gpu fused vs gpu unfused: %s", name);
-        CHECK(m40t_compare(n2, y[2], y[3], M * N, tol));
+        CHECK(m40t_compare(n2, y[2], y[3], M * NY, tol));
     }
     for (int i = 0; i < 4; i++) free(y[i]);
     free(x), free(b), free(r), free(nwf), free(nwh);
@@ -202,15 +214,16 @@ static void one_case(qcase c) {
 static void batch1_cases(void) {
     const m40_quant_format q8 = {M40_DTYPE_Q8, 0, M40_DTYPE_F16}, q4 = {M40_DTYPE_Q4, 0, M40_DTYPE_F16},
                            q4g = {M40_DTYPE_Q4, 128, M40_DTYPE_F16}, q8g = {M40_DTYPE_Q8, 64, M40_DTYPE_F32};
-    one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
-    one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0});
-    one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
-    one_case((qcase){q8g, 1, 301, 1792, 1, 1, 1, 1});
-    one_case((qcase){q4, 1, 7, 96, 1, 1, 1, 0});
+    one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1, 0});
+    one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0, 0});
+    one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0, 0});
+    one_case((qcase){q8g, 1, 301, 1792, 1, 1, 1, 1, 0});
+    one_case((qcase){q4, 1, 7, 96, 1, 1, 1, 0, 0});
 }
 
 /* Bad fused inputs: a norm weight of the wrong length or dtype, a residual
-** of the wrong shape, eps <= 0: statuses with messages at m40_graph_node. */
+** of the wrong shape, eps <= 0, glu not 0/1, with a residual or an odd N:
+** statuses with messages at m40_graph_node. */
 static void bad_inputs(m40_ctx *ctx) {
     m40_graph *g = NULL;
     CHECK_ST(m40_graph_create(ctx, &g), M40_OK);
@@ -224,9 +237,13 @@ static void bad_inputs(m40_ctx *ctx) {
     m40_tensor_desc_make(&dni, M40_DTYPE_I32, 1, &ns);
     m40_tensor_desc_make(&dr, M40_DTYPE_F32, 2, rs);
     m40_tensor_desc_make(&dr2, M40_DTYPE_F32, 2, rs2);
-    int ix, iw, in, in2, ini, ir, ir2, y;
+    int ix, iw, iw15, in, in2, ini, ir, ir2, y;
+    m40_tensor_desc dw15;
+    const int64_t ws15[2] = {15, 64};
+    m40_tensor_desc_make(&dw15, M40_DTYPE_F16, 2, ws15);
     m40_graph_tensor(g, M40_ROLE_INPUT, "x", &dx, &ix);
     m40_graph_tensor(g, M40_ROLE_WEIGHT, "w", &dw, &iw);
+    m40_graph_tensor(g, M40_ROLE_WEIGHT, "w15", &dw15, &iw15);
     m40_graph_tensor(g, M40_ROLE_WEIGHT, "n", &dn, &in);
     m40_graph_tensor(g, M40_ROLE_WEIGHT, "n2", &dn2, &in2);
     m40_graph_tensor(g, M40_ROLE_WEIGHT, "ni", &dni, &ini);
@@ -250,6 +267,18 @@ static void bad_inputs(m40_ctx *ctx) {
     CHECK_ST(m40_graph_node(g, &nd, &y), M40_ERR_INVALID_ARG);
     CHECK(strstr(m40_errmsg(ctx), "eps") != NULL);
     nd.eps = 1e-5f;
+    nd.glu = 1; /* glu with a residual */
+    CHECK_ST(m40_graph_node(g, &nd, &y), M40_ERR_INVALID_ARG);
+    CHECK(strstr(m40_errmsg(ctx), "glu") != NULL);
+    nd.ninputs = 5, nd.glu = 2;
+    CHECK_ST(m40_graph_node(g, &nd, &y), M40_ERR_INVALID_ARG);
+    CHECK(strstr(m40_errmsg(ctx), "glu") != NULL);
+    nd.glu = 1;
+    CHECK_ST(m40_graph_node(g, &nd, &y), M40_OK); /* N 16: y [2, 8] */
+    nd.inputs[1] = iw15; /* N 15: odd */
+    CHECK_ST(m40_graph_node(g, &nd, &y), M40_ERR_INVALID_ARG);
+    CHECK(strstr(m40_errmsg(ctx), "even") != NULL);
+    nd.inputs[1] = iw, nd.ninputs = 6, nd.glu = 0;
     CHECK_ST(m40_graph_node(g, &nd, &y), M40_OK); /* still usable */
     m40_graph_destroy(g);
 }
@@ -271,39 +300,39 @@ int main(int argc, char **argv) {
         for (int mi = 0; mi < 5; mi++) {
             const int64_t M = Ms[mi];
             if (!gpu && M > 5) continue; /* the CPU's check is the same code at any M */
-            one_case((qcase){fmts[fi], M, 300, 1024, fi != 4, 1, 1, fi % 2});
+            one_case((qcase){fmts[fi], M, 300, 1024, fi != 4, 1, 1, fi % 2, 0});
         }
     /* each fusion alone, the bias absent; an odd K (int4's generic kernel);
     ** K past the v3 staging's budget at M 1 (int8 13696: the norm kernel
     ** first) */
-    one_case((qcase){q4, 1, 70, 512, 0, 1, 0, 1});
-    one_case((qcase){q8, 1, 70, 512, 1, 0, 1, 0});
-    one_case((qcase){h, 3, 70, 512, 0, 0, 1, 1});
-    one_case((qcase){q4, 1, 40, 200, 1, 1, 1, 1});
-    one_case((qcase){h, 1, 40, 200, 1, 1, 1, 0});
+    one_case((qcase){q4, 1, 70, 512, 0, 1, 0, 1, 0});
+    one_case((qcase){q8, 1, 70, 512, 1, 0, 1, 0, 0});
+    one_case((qcase){h, 3, 70, 512, 0, 0, 1, 1, 0});
+    one_case((qcase){q4, 1, 40, 200, 1, 1, 1, 1, 0});
+    one_case((qcase){h, 1, 40, 200, 1, 1, 1, 0, 0});
     if (gpu) {
-        one_case((qcase){q8, 1, 4096, 13696, 0, 1, 1, 1});
-        one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1}); /* ChatGLM2's query_key_value */
-        one_case((qcase){h, 1, 4608, 4096, 1, 1, 0, 1});
-        one_case((qcase){q4g, 1, 4096, 4096, 0, 0, 1, 1}); /* its dense */
-        one_case((qcase){q4, 1, 4096, 4096, 1, 0, 1, 0});  /* int4's dense: v2 */
+        one_case((qcase){q8, 1, 4096, 13696, 0, 1, 1, 1, 0});
+        one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1, 0}); /* ChatGLM2's query_key_value */
+        one_case((qcase){h, 1, 4608, 4096, 1, 1, 0, 1, 0});
+        one_case((qcase){q4g, 1, 4096, 4096, 0, 0, 1, 1, 0}); /* its dense */
+        one_case((qcase){q4, 1, 4096, 4096, 1, 0, 1, 0, 0});  /* int4's dense: v2 */
         /* int4 at M 1: v2 with the norm up to N 8192 (f32 norm weights
         ** here), v3 with it above */
-        one_case((qcase){q4, 1, 300, 2048, 1, 1, 1, 0});
-        one_case((qcase){q4, 1, 9000, 1024, 1, 1, 1, 1});
-        one_case((qcase){q4g, 1, 9000, 1024, 0, 1, 0, 0});
+        one_case((qcase){q4, 1, 300, 2048, 1, 1, 1, 0, 0});
+        one_case((qcase){q4, 1, 9000, 1024, 1, 1, 1, 1, 0});
+        one_case((qcase){q4g, 1, 9000, 1024, 0, 1, 0, 0, 0});
         if (&m40k_quant_gemv_small_v2_q8 && &m40k_quant_gemv_v2_whole) {
             /* int8's small shapes (v2 with x staged whole by default) on
             ** v3, then int4's on v2 with x staged whole (the A/B knobs) */
-            one_case((qcase){q8g, 1, 300, 1024, 1, 1, 1, 1});
-            one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0});
+            one_case((qcase){q8g, 1, 300, 1024, 1, 1, 1, 1, 0});
+            one_case((qcase){q8, 1, 4096, 4096, 0, 0, 1, 0, 0});
             m40k_quant_gemv_small_v2_q8 = 0;
-            one_case((qcase){q8, 1, 4608, 4096, 1, 1, 0, 1});
+            one_case((qcase){q8, 1, 4608, 4096, 1, 1, 0, 1, 0});
             m40k_quant_gemv_small_v2_q8 = 1;
             const int wh0 = m40k_quant_gemv_v2_whole;
             m40k_quant_gemv_v2_whole = 1;
-            one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
-            one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
+            one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1, 0});
+            one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0, 0});
             m40k_quant_gemv_v2_whole = wh0;
         }
         if (&m40k_quant_gemv_v2_deep) {
@@ -312,13 +341,13 @@ int main(int argc, char **argv) {
             ** x staged whole and by chunk, K past the ring */
             const int d0 = m40k_quant_gemv_v2_deep;
             m40k_quant_gemv_v2_deep = !d0;
-            one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1});
-            one_case((qcase){q8, 1, 4608, 4096, 1, 1, 0, 1});
-            one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0});
-            one_case((qcase){q4, 1, 4096, 13696, 0, 1, 1, 1});
-            one_case((qcase){q4g, 1, 4096, 13696, 0, 0, 1, 0});
-            one_case((qcase){h, 1, 4608, 4096, 1, 1, 0, 1});
-            one_case((qcase){q4, 1, 300, 1760, 1, 1, 1, 1}); /* fewer chunks than the ring */
+            one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1, 0});
+            one_case((qcase){q8, 1, 4608, 4096, 1, 1, 0, 1, 0});
+            one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0, 0});
+            one_case((qcase){q4, 1, 4096, 13696, 0, 1, 1, 1, 0});
+            one_case((qcase){q4g, 1, 4096, 13696, 0, 0, 1, 0, 0});
+            one_case((qcase){h, 1, 4608, 4096, 1, 1, 0, 1, 0});
+            one_case((qcase){q4, 1, 300, 1760, 1, 1, 1, 1, 0}); /* fewer chunks than the ring */
             m40k_quant_gemv_v2_deep = d0;
         }
         if (&m40k_quant_gemv_v2_ez && &m40k_quant_gemv_v2_whole) {
@@ -331,8 +360,8 @@ int main(int argc, char **argv) {
                     m40k_quant_gemv_v2_ez = e;
                     m40k_quant_gemv_v2_whole = w;
                     batch1_cases();
-                    one_case((qcase){q4, 1, 4096, 13696, 0, 1, 1, 1});
-                    one_case((qcase){q4g, 1, 4096, 13696, 0, 0, 1, 0});
+                    one_case((qcase){q4, 1, 4096, 13696, 0, 1, 1, 1, 0});
+                    one_case((qcase){q4g, 1, 4096, 13696, 0, 0, 1, 0, 0});
                 }
             /* ez whole with two and four chunks of weights in flight */
             const int d0 = &m40k_quant_gemv_v2_deep ? m40k_quant_gemv_v2_deep : 0;
@@ -355,8 +384,8 @@ int main(int argc, char **argv) {
         if (&m40k_quant_gemv_q4_split) { /* int4's large-K GEMV on v3 split-K (the knob) */
             const int q0 = m40k_quant_gemv_q4_split;
             m40k_quant_gemv_q4_split = 1;
-            one_case((qcase){q4, 1, 4096, 13696, 0, 1, 1, 1});
-            one_case((qcase){q4g, 1, 4096, 13696, 0, 0, 1, 0});
+            one_case((qcase){q4, 1, 4096, 13696, 0, 1, 1, 1, 0});
+            one_case((qcase){q4g, 1, 4096, 13696, 0, 0, 1, 0, 0});
             m40k_quant_gemv_q4_split = q0;
         }
         if (&m40k_quant_gemv_v2_ks) {
@@ -368,6 +397,23 @@ int main(int argc, char **argv) {
             }
             m40k_quant_gemv_v2_ks = k0;
         }
+    }
+    /* glu: every format at M 1, 2 (the GEMV's paired store: v3, v2 at R 2
+    ** or 4), 5 (v2 R 4: 20 values, not a power of two: the SWIGLU kernel
+    ** after it), 20 (slices) and 130 (the SGEMM, then SWIGLU); the norm and
+    ** bias with it; F odd (R 4 cannot pair: the kernel after it) */
+    for (int fi = 0; fi < 5; fi++)
+        for (int mi = 0; mi < 5; mi++) {
+            const int64_t M = Ms[mi];
+            if (!gpu && M > 2) continue;
+            one_case((qcase){fmts[fi], M, 300, 1024, fi != 4, mi != 1, 0, fi % 2, 1});
+        }
+    one_case((qcase){q4g, 2, 14, 512, 1, 0, 0, 0, 1});
+    if (gpu) {
+        /* ChatGLM2's dense_h_to_4h (F 13696) with its norm, each format */
+        for (int fi = 0; fi < 4; fi++) one_case((qcase){fmts[fi], 1, 2 * 13696, 4096, 0, 1, 0, 1, 1});
+        one_case((qcase){q4, 4, 2 * 13696, 4096, 0, 0, 0, 0, 1}); /* v2 R 4 at M 4: 16 values */
+        one_case((qcase){q8, 8, 2 * 1000, 1024, 1, 1, 0, 0, 1});  /* split-K at M 8: the kernel after it */
     }
     bad_inputs(CPU);
     m40_ctx_destroy(GPU);

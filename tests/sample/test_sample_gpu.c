@@ -329,9 +329,9 @@ static float gauss(float sigma) { /* Box-Muller on frand */
     return sigma * sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
 }
 
-/* Kernel variants 1 (the candidate sort) and 3 (its grid passes) against 0
-** (the radix selects) on rows where 1 and 3 take their own path and rows
-** where they fall back: sampling
+/* Kernel variants 1 (the candidate sort), 3 (its grid passes) and 4 (the
+** narrowest window) against 0 (the radix selects) on rows where they take
+** their own path and rows where they fall back: sampling
 ** gives the same ids and probabilities bit for bit (the same integer masses
 ** and targets), greedy the same ids and p within 1e-5. V 65024 (float4
 ** loads), 4099 (scalar loads), 1000 (every id in the widest window); every
@@ -340,7 +340,7 @@ static float gauss(float sigma) { /* Box-Muller on frand */
 static void test_variants(void) {
     enum { B = 16, W = 8, NS = 10, NR = 8 };
     static const int vs[5] = {V, 4099, 1000, 8192, 100}; /* 8192: whole chunks; 100: idle threads */
-    float *l = malloc((size_t)B * V * 4), o0[2 * B], o1[2 * B], o3[2 * B];
+    float *l = malloc((size_t)B * V * 4), o0[2 * B], o1[2 * B], o3[2 * B], o4[2 * B];
     int h[B * W], p[B];
     if (!l) abort();
     const int v_saved = m40k_sample_variant;
@@ -398,8 +398,10 @@ static void test_variants(void) {
                 CHECK_ST(run_v(gpu, &d, B, nv, l, hw ? h : NULL, hw, p, o1), M40_OK);
                 m40k_sample_variant = 3;
                 CHECK_ST(run_v(gpu, &d, B, nv, l, hw ? h : NULL, hw, p, o3), M40_OK);
-                for (int v = 1; v <= 3; v += 2) {
-                    const float *ov = v == 1 ? o1 : o3;
+                m40k_sample_variant = 4;
+                CHECK_ST(run_v(gpu, &d, B, nv, l, hw ? h : NULL, hw, p, o4), M40_OK);
+                for (int v = 1; v <= 4; v += v == 1 ? 2 : 1) {
+                    const float *ov = v == 1 ? o1 : v == 3 ? o3 : o4;
                     for (int b = 0; b < B; b++) {
                         int bad = o0[2 * b] != ov[2 * b] ||
                                   (c == NS - 1 ? !(fabsf(o0[2 * b + 1] - ov[2 * b + 1]) <= 1e-5f * o0[2 * b + 1])
@@ -415,7 +417,7 @@ static void test_variants(void) {
             }
         }
     m40k_sample_variant = v_saved;
-    printf("variants 1 and 3 vs 0: %d draws, %d differ\n", checked, differ);
+    printf("variants 1, 3 and 4 vs 0: %d draws, %d differ\n", checked, differ);
     CHECK(differ == 0);
     free(l);
 }
@@ -455,10 +457,12 @@ int main(void) {
         return 1;
     }
     /* every check for both kernels (kernels/sample.h: m40k_sample_variant) */
-    for (int v = 3; v >= 0; v--) { /* 2: auto, the default's choice per call */
+    for (int v = 4; v >= 0; v--) { /* 2: auto, the default's choice per call */
         m40k_sample_variant = v;
         printf("== kernel variant %d (%s)\n", v,
-               v == 3 ? "grid passes + candidate sort" : v == 2 ? "auto" : v ? "candidate sort" : "radix selects");
+               v == 4   ? "grid passes + the narrowest window's sort"
+               : v == 3 ? "grid passes + candidate sort"
+               : v == 2 ? "auto" : v ? "candidate sort" : "radix selects");
         test_greedy();
         test_distributions();
         test_tied_boundary();

@@ -568,7 +568,7 @@ int main(void) {
     ** applies (16-byte aligned rows, T·HPG <= 16, D <= 128); 4 the tile
     ** kernel with its loads a phase early (f16, D 128); 0 is the tile kernel
     ** with 32 keys a tile and a split at D 65..128, 1 with 64 (the old
-    ** default), 6 with 16, 5 with 32 (the default's tile), 7 the 32-key tile
+    ** default), 6 with 16 (f16: K-first, + RoPE), 5 with 32 (the default's tile), 7 the 32-key tile
     ** with its loads early and the first K before Q (f16); 8 and 9 decode v4
     ** (v3 with 4 keys a lane: 128-key steps, 4 and 8 rows a warp) */
     static const int variants[] = {0, 2, 3, 4, 1, 6, 7, 5, 8, 9};

@@ -141,14 +141,16 @@ int run_sample(bench_env *e) {
                 a.d.temperature = 0.8f, a.d.top_p = 0.8f, a.d.repetition_penalty = 1.1f;
                 a.with_history = 1;
             }
-            /* M40_SAMPLE_AB=1: each case with each kernel (3, 1, 0;
+            /* M40_SAMPLE_AB=1: each case with each kernel (4, 3, 1, 0;
             ** kernels/sample.h: m40k_sample_variant), for A/B in one run */
-            static const char *vname[4] = {" [v0 radix]", " [v1 sort]", "", " [v3 grid]"};
-            const int ab = e->info.is_gpu && getenv("M40_SAMPLE_AB") ? 3 : 1;
+            static const char *vname[5] = {" [v0 radix]", " [v1 sort]", "", " [v3 grid]",
+                                           " [v4 narrow]"};
+            static const int vorder[4] = {4, 3, 1, 0};
+            const int ab = e->info.is_gpu && getenv("M40_SAMPLE_AB") ? 4 : 1;
             const int v0 = m40k_sample_variant;
             for (int v = 0; v < ab; v++) {
                 char name[64];
-                m40k_sample_variant = ab == 1 ? v0 : v == 0 ? 3 : v == 1 ? 1 : 0;
+                m40k_sample_variant = ab == 1 ? v0 : vorder[v];
                 snprintf(name, sizeof name, "%s%s", names[c], ab == 1 ? "" : vname[m40k_sample_variant]);
                 for (int g = 0; g < modes; g++)
                     sample_case(e, &a, name, label, base_impl[g], base_value[g], N, g);

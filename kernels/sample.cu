@@ -59,13 +59,16 @@
 ** within 27.5 of the max (one spread bin) stay exact but serialize on one
 ** bin's atomics in the spread digit.
 **
-** Three forms (kernels/sample.h: m40k_sample_variant): 1 runs greedy in
+** Four forms (kernels/sample.h: m40k_sample_variant): 1 runs greedy in
 ** one pass and, for sampling, sorts the few ids near the max
-** (sample_fast.cuh) with the radix selects above as its fallback; 3 (auto's
-** choice) is 1 with its passes over the row (z, max, penalty, mass, window
-** counts) done by a grid of chunk blocks first (sample_grid.cuh), so that
-** one SM is left only the gather, the sort and the lookups; 0 runs the
-** radix selects alone (A/B runs, tests). Same ids for a seed.
+** (sample_fast.cuh) with the radix selects above as its fallback; 3 is 1
+** with its passes over the row (z, max, penalty, mass, window counts) done
+** by a grid of chunk blocks first (sample_grid.cuh), so that one SM is left
+** only the gather, the sort and the lookups; 4 (auto's choice but for
+** several rows with min-p) is 3 sorting the narrowest window that holds
+** the answer, by the windows' masses the grid also sums; 0 runs the radix
+** selects alone (A/B runs, tests; auto's choice for several rows with
+** min-p). Same ids for a seed.
 ** Resources (sm_52, CUDA 11.8, ptxas -v): both 64 registers (the cap of
 ** __launch_bounds__(1024, 1)), 0 bytes stack, no spills, 41,664 B static
 ** shared (2048 bins × (count 4 + mass 4 + 4 + max id 4), 1024 gathered ids
@@ -636,10 +639,14 @@ __global__ void __launch_bounds__(kThreads, 1) sample_kernel(m40k_sample_args a)
 ** top-k and min-p (54.8 and 50.0 against v3's 64.0 and 65.5), the grid
 ** passes for the rest (greedy 13.9, top-p 62.6 against v0's 67.2, with the
 ** penalty 61.8 against 85.1). */
+/* auto (2): variant 4, but the radix selects for several rows with min-p
+** (H200, session 16, µs a call, v4 / v3 / v0: 1 row top-k 40 28.7 / 41.7 /
+** 53.2, top-p 31.7 / 30.9 / 64.3, min-p 42.8 / 41.9 / 48.1; 8 rows top-k
+** 32.9 / 62.1 / 53.6, top-p 44.1 / 59.2 / 65.1, min-p 63.9 / 62.5 / 49.0) */
 static int sample_variant(const m40k_sample_args *a) {
     if (m40k_sample_variant != 2) return m40k_sample_variant;
-    if (a->B > 1 && a->temperature > 0.0f && (a->top_k > 0 || a->min_p > 0.0f)) return 0;
-    return 3;
+    if (a->B > 1 && a->temperature > 0.0f && a->min_p > 0.0f) return 0;
+    return 4;
 }
 
 extern "C" int m40k_sample(void *stream, const m40k_sample_args *a) {

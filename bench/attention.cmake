@@ -27,6 +27,15 @@ if(M40_HAVE_CUDA)
     set_tests_properties(m40_attn_versions PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
   endif()
 endif()
+# m40-fence-cost (bench/attention/fence_cost.cu): what the "last block
+# folds" pattern (the fused decode combine) costs a kernel, fence or not
+if(M40_HAVE_CUDA)
+  add_executable(m40-fence-cost ${PROJECT_SOURCE_DIR}/bench/attention/fence_cost.cu)
+  if(M40_CUDA_OVERLAY_DIR)
+    target_include_directories(m40-fence-cost BEFORE PRIVATE ${M40_CUDA_OVERLAY_DIR})
+  endif()
+  target_link_libraries(m40-fence-cost PRIVATE CUDA::cudart_static)
+endif()
 # m40-bench attention (tools/bench/attention.c):
 # the harness on the CPU reference, and a short GPU run (77 without a GPU)
 if(M40_BUILD_TESTS AND M40_BUILD_EXAMPLES)

@@ -111,10 +111,11 @@ struct NoPost {
     __device__ float operator()(int, float v) const { return v; }
 };
 /* Row r of the R-row group that starts at row0 = g·R. With a.glu (F, the
-** SwiGLU pairs) the group is R/2 gate rows g·R/2 + r and their up rows F +
-** g·R/2 + r; else rows row0 + r, past N the last row (re-read, not stored). */
+** SwiGLU pairs; N = 2F, F a multiple of R/2) the group is R/2 gate rows
+** g·R/2 + r and their up rows F + g·R/2 + r; else rows row0 + r. Groups past
+** N (a grid's last block) re-read the last rows and store nothing. */
 template <int R> __device__ __forceinline__ int group_row(const m40k_qlinear_args &a, int row0, int r) {
-    if (R >= 2 && a.glu) return (r < R / 2 ? 0 : a.glu - R / 2) + row0 / 2 + r;
+    if (R >= 2 && a.glu) return (r < R / 2 ? 0 : a.glu - R / 2) + min(row0, a.N - R) / 2 + r;
     return min(row0 + r, a.N - 1);
 }
 
@@ -148,7 +149,8 @@ __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, i
             const int r = id / B, b = id % B;
             const float v = post(r, red[0]) + (a.bias ? __ldg(a.bias + group_row<R>(a, row0, r)) : 0.0f);
             const float u = __shfl_xor_sync(kFull, v, 16);
-            if ((lane & low_mask) == 0 && id < V / 2) a.y[(int64_t)b * a.glu + row0 / 2 + r] = swiglu1(v, u);
+            if ((lane & low_mask) == 0 && id < V / 2 && row0 < a.N)
+                a.y[(int64_t)b * a.glu + row0 / 2 + r] = swiglu1(v, u);
             return;
         }
     }

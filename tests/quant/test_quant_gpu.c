@@ -364,6 +364,97 @@ static void test_x_range(void) {
     }
 }
 
+/* The fused SwiGLU (kernels/quant.h: a->glu = F, N = 2F) on every GEMV
+** variant the library carries, against the same variant's unfused outputs
+** put through silu(g)·u on the host (expf: a few ulp): where
+** m40k_quant_gemv_glu_ok, y [M, F] matches and 64 poisoned floats past it
+** stay untouched (a v2 grid's last block holds warps past N: they must
+** store nothing); elsewhere cudaErrorInvalidValue and y untouched. N 300
+** (F 150: R 2 and 4 pair), 14 (F 7: R 4 cannot), 2·13696 (ChatGLM2's). */
+static void test_glu(void) {
+    static const struct { int64_t N, K; } shapes[] = {{300, 1024}, {14, 512}, {2 * 13696, 4096}};
+    static const m40_quant_format fmts[3] = {{M40_DTYPE_Q4, 0, M40_DTYPE_F16},
+                                             {M40_DTYPE_Q8, 0, M40_DTYPE_F16},
+                                             {M40_DTYPE_F16, 0, M40_DTYPE_F16}};
+    static const m40_quant_format q4g = {M40_DTYPE_Q4, 128, M40_DTYPE_F16};
+    static const int64_t Ms[] = {1, 2, 4, 5, 8};
+    int fused = 0, refused = 0;
+    for (int si = 0; si < 3; si++)
+        for (int fi = 0; fi < 4; fi++) {
+            const int64_t N = shapes[si].N, K = shapes[si].K, F = N / 2, G2 = 64;
+            if (si == 2 && fi == 3) continue;
+            qpair q = make_weight(fi == 3 ? q4g : fmts[fi], N, K, 900 + (uint64_t)(si * 4 + fi));
+            for (int mi = 0; mi < 5; mi++) {
+                const int64_t M = Ms[mi];
+                if (si == 2 && M > 2) continue;
+                int64_t xs[2] = {M, K}, y0s[1] = {M * N}, y1s[1] = {M * F + G2};
+                m40_tensor *xh = tnew(C, M40_DTYPE_F32, 2, xs), *xg = tnew(G, M40_DTYPE_F32, 2, xs);
+                CHECK_ST(m40_fill_random(C, 77 + (uint64_t)mi, M40_RANDOM_UNIFORM, -1.0f, 1.0f, xh), M40_OK);
+                upload_copy(xg, xh);
+                m40_tensor *y0 = tnew(G, M40_DTYPE_F32, 1, y0s), *y1 = tnew(G, M40_DTYPE_F32, 1, y1s);
+                float *h0 = malloc((size_t)(M * N) * 4), *h1 = malloc((size_t)(M * F + G2) * 4),
+                      *p1 = malloc((size_t)(M * F + G2) * 4);
+                m40t_poison(p1, M * F + G2);
+                for (int v = V_GENERIC; v <= V_SPLIT_R8; v++) {
+                    m40k_qlinear_args a = {
+                        .M = (int)M, .N = (int)N, .K = (int)K, .x = m40_tensor_get_data(xg),
+                        .wtype = (int)q.fmt.wtype, .w = m40_tensor_get_data(q.gd),
+                        .scale = q.gs ? m40_tensor_get_data(q.gs) : NULL, .scale_f16 = 1,
+                        .group = q.fmt.group, .y = m40_tensor_get_data(y0)};
+                    const size_t wsb = m40k_quant_gemv_workspace(&a);
+                    int64_t wn = wsb ? (int64_t)(wsb / 4) : 1;
+                    m40_tensor *ws = tnew(G, M40_DTYPE_F32, 1, &wn);
+                    a.ws = m40_tensor_get_data(ws), a.ws_bytes = wsb;
+                    void *st = m40_ctx_get_stream(G);
+                    const int e0 = m40k_quant_gemv_variant(st, &a, VARIANTS[v].sms, &VARIANTS[v].v);
+                    CHECK_ST(m40_ctx_sync(G), M40_OK);
+                    if (e0) { /* the variant does not take this shape or format */
+                        m40_tensor_destroy(ws);
+                        continue;
+                    }
+                    CHECK_ST(m40_tensor_download(G, y0, h0, (size_t)(M * N) * 4), M40_OK);
+                    CHECK_ST(m40_tensor_upload(G, y1, p1, (size_t)(M * F + G2) * 4), M40_OK);
+                    a.glu = (int)F;
+                    a.y = m40_tensor_get_data(y1);
+                    const int ok = m40k_quant_gemv_glu_ok(&a, &VARIANTS[v].v);
+                    const int e1 = m40k_quant_gemv_variant(st, &a, VARIANTS[v].sms, &VARIANTS[v].v);
+                    CHECK_ST(m40_ctx_sync(G), M40_OK);
+                    CHECK_ST(m40_tensor_download(G, y1, h1, (size_t)(M * F + G2) * 4), M40_OK);
+                    char name[200];
+                    snprintf(name, sizeof name, "glu %s %s [%lld,%lld] M=%lld", VARIANTS[v].name,
+                             m40_quant_format_name(&q.fmt), (long long)N, (long long)K, (long long)M);
+                    const int64_t from = ok ? M * F : 0; /* what must be untouched */
+                    int64_t touched = 0;
+                    for (int64_t i = from; i < M * F + G2; i++) touched += memcmp(&h1[i], &p1[i], 4) != 0;
+                    if (ok) {
+                        fused++;
+                        CHECK(e1 == 0);
+                        float *ref = malloc((size_t)(M * F) * 4);
+                        for (int64_t m = 0; m < M; m++)
+                            for (int64_t c = 0; c < F; c++) {
+                                const float g = h0[m * N + c], u = h0[m * N + F + c];
+                                ref[m * F + c] = g / (1.0f + expf(-g)) * u;
+                            }
+                        m40t_compare(name, h1, ref, M * F, (m40t_tol){1e-6, 1e-5, 1e-12});
+                        free(ref);
+                    } else {
+                        refused++;
+                        CHECK(e1 == 1); /* cudaErrorInvalidValue */
+                    }
+                    if (touched) printf("FAIL %s: %lld floats written %s\n", name, (long long)touched,
+                                        ok ? "past y" : "by a refused call");
+                    CHECK(touched == 0);
+                    m40_tensor_destroy(ws);
+                }
+                free(h0), free(h1), free(p1);
+                m40_tensor_destroy(xh), m40_tensor_destroy(xg), m40_tensor_destroy(y0), m40_tensor_destroy(y1);
+            }
+            qpair_free(q);
+        }
+    printf("glu: %d variant calls fused, %d refused\n", fused, refused);
+    CHECK(fused > 0 && refused > 0);
+}
+
 int main(void) {
     G = m40t_gpu_ctx_or_skip("test_quant_gpu");
     if (!G) return M40T_SKIP;
@@ -373,6 +464,7 @@ int main(void) {
     if (m40_ctx_create(&d, &C) != M40_OK) return 1;
     test_odd_shapes();
     test_x_range();
+    test_glu();
     /* M40_QUANT_QUICK=1: odd shapes only (compute-sanitizer runs); 2: fewer */
     const char *quick = getenv("M40_QUANT_QUICK");
     if (!quick || (strcmp(quick, "1") != 0 && strcmp(quick, "2") != 0)) test_chatglm_shapes();

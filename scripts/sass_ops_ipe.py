@@ -539,8 +539,9 @@ def decode_items(k, fmt, ctx, sampling="top-p"):
     RMSNorm inside the int8/int4 linears after it (fp16: its own kernel),
     the residual in the epilogues of dense and dense_4h_to_h, RoPE and the
     K/V append in one kernel, or (the 32-key tile, session 10) in the
-    attention kernel itself; 7-8 launches a layer for int4, 8-9 int8 (v3's
-    split-K sum where it runs), 9-10 fp16 (two norms)."""
+    attention kernel itself; SwiGLU in h_to_4h's store (session 16); 6-7
+    launches a layer for int4, 7-8 int8 (v3's split-K sum where it runs),
+    8-9 fp16 (two norms)."""
     C, H, G, D, F, V, L = (GLM[x] for x in "CHGDFVL")
     short = ctx < 128 * -(-2 * SMS // G)  # kernels/attention.h: 32-key tile below one wave x 128
     ad = k["att_dec32"] if short else k["att_dec"]
@@ -566,7 +567,9 @@ def decode_items(k, fmt, ctx, sampling="top-p"):
                    (H + 2 * G) * D * 4 + H * D * 4 + 2 * G * D * 2,
                    pairs * k["rope (shared table)"] + G * D * 2 * k["kv_append (f16 cache)"],
                    launches=0 if short else 1))
-    it.append(Item("swiglu", L, F * 12, F * k["swiglu"]))
+    # SwiGLU in h_to_4h's GEMV store (session 16, every format of the fused
+    # graph): no launch; its bytes and instructions still counted
+    it.append(Item("swiglu (in h_to_4h's store)", L, F * 12, F * k["swiglu"], launches=0))
     # K and V of `ctx` keys per group; partials (m, l, out[D]) per head and split
     it.append(Item("attention decode", L, ctx * G * 2 * D * 2 + H * D * 4 + H * s * (D + 2) * 4,
                    ctx * G * ad["per_key_per_group_weighted"], ctx * G * ad["ffma_per_row_key"] * 16,

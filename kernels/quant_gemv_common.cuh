@@ -123,6 +123,7 @@ template <int B, int R, class Post = NoPost>
 __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, int lane,
                                            const m40k_qlinear_args &a, Post post = Post()) {
     if constexpr (R * B > 32) { /* more values than lanes: two halves of the rows */
+        if (a.glu) return; /* never pairs (m40k_quant_gemv_glu_ok): y holds F columns, not N */
         constexpr int H = R / 2;
         float lo[H][B], hi[H][B];
 #pragma unroll
@@ -154,7 +155,7 @@ __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, i
             return;
         }
     }
-    if ((lane & low_mask) == 0 && id < R * B) {
+    if ((lane & low_mask) == 0 && id < R * B && !a.glu) { /* glu here: refused on the host */
         const int r = id / B, b = id % B, row = row0 + r;
         if (row < a.N) {
             const int64_t i = (int64_t)b * a.N + row;

@@ -219,6 +219,8 @@ static m40_status qlinear_workspace(const m40__op_call *c, const m40_tensor_desc
     int64_t nrow;
     if (has_norm && m40__mul_ok(M * 4, K, M40__OP_BYTES_MAX, &nrow))
         return m40__rule_fail(c, M40_ERR_SHAPE, "the normalized rows would take 2^62 bytes or more");
+    if (c->nd->glu && m40__mul_ok(M * 4, N, M40__OP_BYTES_MAX, &nrow))
+        return m40__rule_fail(c, M40_ERR_SHAPE, "the SwiGLU's N outputs would take 2^62 bytes or more");
 #ifdef M40_HAVE_CUDA
     m40k_qlinear_args a = qargs(c->nd, x, w, c->nd->ninputs > ISCALE ? c->in[ISCALE] : NULL);
     if (has_norm) a.nw = &a; /* any non-NULL: sizing only */

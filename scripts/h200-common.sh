@@ -34,6 +34,21 @@ gpu_tests() {
         [ $rc = 0 ] || grep -E "FAIL|CHECK failed" "$O/$1.log" | head -10
     done
 }
+# jit52_tests "prog args"...: the CUDA 11.8 sm_52 build's tests carried in
+# .carry/jit52.tar.xz (.jit52/), run through the driver's PTX JIT (quick
+# modes), a note line each (missing programs skipped)
+jit52_tests() {
+    local t s
+    tar xJf .carry/jit52.tar.xz || return 1
+    for t in "$@"; do
+        set -- $t
+        [ -x .jit52/$1 ] || continue
+        s=$SECONDS
+        M40_QUANT_QUICK=1 M40_ATTN_QUICK=1 CUDA_MODULE_LOADING=LAZY timeout 150 .jit52/$t > "$O/jit52-$1.log" 2>&1
+        note "jit52 $t rc=$? ($((SECONDS - s)) s) $(grep -E 'checks' "$O/jit52-$1.log" | tail -1)"
+        grep -E "FAIL|differ" "$O/jit52-$1.log" | head -5 >> "$SUM"
+    done
+}
 SUM=$O/summary.txt
 note() { echo "[$((SECONDS - T0)) s] $*" | tee -a "$SUM"; }
 setup_arch90() {

@@ -12,16 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session16b 540 "$@"
-if tar xJf .carry/jit52.tar.xz; then
-    for t in "test_qlinear_fused --gpu" "test_sample_gpu" "test_chatglm2 --gpu" "test_quant_gpu" "test_attention_gpu"; do
-        set -- $t
-        [ -x .jit52/$1 ] || continue
-        s=$SECONDS
-        M40_QUANT_QUICK=1 M40_ATTN_QUICK=1 CUDA_MODULE_LOADING=LAZY timeout 150 .jit52/$t > "$O/jit52-$1.log" 2>&1
-        note "jit52 $t rc=$? ($((SECONDS - s)) s) $(grep -E 'checks' "$O/jit52-$1.log" | tail -1)"
-        grep -E "FAIL|differ" "$O/jit52-$1.log" | head -5 >> "$SUM"
-    done
-fi
+jit52_tests "test_qlinear_fused --gpu" "test_sample_gpu" "test_chatglm2 --gpu" "test_quant_gpu" "test_attention_gpu"
 B=build-gpu
 build_arch90 m40-bench test_sample_gpu
 TEST_TIMEOUT=90 gpu_tests "test_sample_gpu" | tee -a "$SUM" >/dev/null

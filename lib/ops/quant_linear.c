@@ -188,13 +188,19 @@ static m40_status qlinear_gpu(m40_ctx *ctx, const m40__op_run *r) {
     /* split-K partial sums (the GEMV's, or the SGEMM's for a prefill) go to
     ** the context's workspace, grown on first need (graphs reserve it at
     ** alloc); if it cannot grow, the launchers take kernels without split-K */
-    size_t ws_bytes = m40k_quant_linear_workspace(&a, ctx->sm_count);
+    const size_t need = m40k_quant_linear_workspace(&a, ctx->sm_count);
+    size_t ws_bytes = need;
     void *ws;
     m40_status st = m40__cuda_scratch(ctx, &ws_bytes, &ws);
     if (st != M40_OK) return st;
     a.ws = ws;
     a.ws_bytes = ws_bytes;
     int e = m40k_quant_linear(ctx->stream, &a, ctx->sm_count);
+    /* glu where the kernel cannot pair the rows goes through the scratch:
+    ** without it there is no slower way, so say what is missing */
+    if (e == 1 /* cudaErrorInvalidValue */ && a.glu && ws_bytes < need)
+        return m40__err(ctx, M40_ERR_OOM_DEVICE, "%s: the SwiGLU's %d x %d outputs need %zu bytes "
+                        "of device scratch, which could not be had", r->fn, a.M, a.N, need);
     return e ? m40__cuda_check(ctx, e, "m40_quant_linear") : M40_OK;
 }
 #endif

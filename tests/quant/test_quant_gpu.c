@@ -9,6 +9,7 @@
 ** and 8), unaligned x, with
 ** poisoned outputs. For the large shapes the CPU reference covers a slice of
 ** rows at each end; the whole output is checked for unwritten (NaN) values.
+** The fused SwiGLU (a->glu) on every GEMV variant: test_glu.
 ** Exits 77 without a GPU. */
 #include "check.h"
 #include "m40/quant.h"

@@ -10,7 +10,10 @@
 ** Each timed output is also compared with version 1's (same run, same
 ** inputs). Exit 0 all match, 1 a mismatch or CUDA error, 77 no GPU.
 **
-**   m40-attn-versions [--check] [--repeats N]   (--check: the check only) */
+**   m40-attn-versions [--check] [--repeats N] [--graph N] [--decode-ctx L,...]
+** (--check: the check only; --graph N: each op timed as N calls in one
+** captured CUDA graph, as a decode step runs it; --decode-ctx: the decode
+** contexts, default 1024,8192,32768) */
 #define _POSIX_C_SOURCE 200809L
 #include "attn_versions.h"
 #include "m40/m40.h"
@@ -205,15 +208,53 @@ static void check_case(int T, int H, int G, int L, int p0, int f16) {
 
 typedef int (*op_fn)(void *arg);
 static int reps = 10;
+static int graph_calls = 0; /* --graph N: N calls captured in one CUDA graph, replay / N */
 
 static int cmp_f(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);
 }
 
+/* With --graph N: the median of `reps` replays of N calls captured in one
+** CUDA graph, divided by N (a decode step's view: no host launch, no event
+** per call); after one call outside the capture (the library's scratch
+** grows there, never inside it) and one warm-up replay. -1 on failure. */
+static double time_graph(op_fn op, void *arg) {
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t ge = NULL;
+    cudaEvent_t e0, e1;
+    float ms[1000];
+    if (op(arg) || cudaStreamSynchronize(S)) return -1;
+    if (cudaStreamBeginCapture(S, cudaStreamCaptureModeThreadLocal)) return -1;
+    int fail = 0;
+    for (int i = 0; i < graph_calls; i++) fail |= op(arg) != 0;
+    if (cudaStreamEndCapture(S, &g) || fail || !g || cudaGraphInstantiateWithFlags(&ge, g, 0)) {
+        if (g) cudaGraphDestroy(g);
+        cudaGetLastError();
+        return -1;
+    }
+    if (cudaEventCreate(&e0) || cudaEventCreate(&e1)) die("cudaEventCreate");
+    fail = cudaGraphLaunch(ge, S) || cudaStreamSynchronize(S);
+    const int n = reps;
+    for (int i = 0; i < n && !fail; i++) {
+        cudaEventRecord(e0, S);
+        fail = cudaGraphLaunch(ge, S) != cudaSuccess;
+        cudaEventRecord(e1, S);
+        if (cudaEventSynchronize(e1) || cudaEventElapsedTime(&ms[i], e0, e1)) fail = 1;
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    if (fail || cudaGetLastError() != cudaSuccess) return -1;
+    qsort(ms, (size_t)n, sizeof ms[0], cmp_f);
+    return (n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2])) / graph_calls;
+}
+
 /* median ms of `reps` event-timed runs after warm-up; a version slower than
-** half a second a run gets 3 */
+** half a second a run gets 3 (--graph N: time_graph) */
 static double time_op(op_fn op, void *arg) {
+    if (graph_calls > 0) return time_graph(op, arg);
     cudaEvent_t e0, e1;
     float ms[1000];
     if (cudaEventCreate(&e0) || cudaEventCreate(&e1)) die("cudaEventCreate");
@@ -329,15 +370,35 @@ static void time_shape(int T, int L) {
     prob_free(&b);
 }
 
+/* "a,b,c" of contexts in [16, 65536] into v (at most 8); 0 on a bad list */
+static int parse_ctxs(const char *s, int *v) {
+    int n = 0;
+    while (*s && n < 8) {
+        char *end;
+        long x = strtol(s, &end, 10);
+        if (end == s || x < 16 || x > 65536 || (*end && *end != ',')) return 0;
+        v[n++] = (int)x;
+        s = *end ? end + 1 : end;
+    }
+    return *s ? 0 : n;
+}
+
 int main(int argc, char **argv) {
-    int check_only = 0;
+    int check_only = 0, nctx = 3;
+    int ctxs[8] = {1024, 8192, 32768};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--check")) check_only = 1;
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc && atoi(argv[i + 1]) >= 1 &&
                  atoi(argv[i + 1]) <= 1000)
             reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--graph") && i + 1 < argc && atoi(argv[i + 1]) >= 1 &&
+                 atoi(argv[i + 1]) <= 100)
+            graph_calls = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--decode-ctx") && i + 1 < argc && (nctx = parse_ctxs(argv[i + 1], ctxs)) > 0)
+            i++;
         else {
-            fprintf(stderr, "usage: m40-attn-versions [--check] [--repeats N (1..1000)]\n");
+            fprintf(stderr, "usage: m40-attn-versions [--check] [--repeats N (1..1000)] [--graph N "
+                            "(1..100)] [--decode-ctx L,L,... (16..65536, at most 8)]\n");
             return 2;
         }
     }
@@ -370,8 +431,11 @@ int main(int argc, char **argv) {
         printf("\ntimes: median of %d after 2 warm-up runs (3 for a run over 0.5 s); 32 heads, "
                "2 KV groups, D = 128; 'vs v1': worst diff to version 1's output in units of "
                "tolerance\n", reps);
-        static const int ctxs[] = {1024, 8192, 32768}, pre[] = {512, 2048};
-        for (int i = 0; i < 3; i++) time_shape(1, ctxs[i]);
+        if (graph_calls)
+            printf("each time: %d calls captured in one CUDA graph, the replay / %d (the copy too)\n",
+                   graph_calls, graph_calls);
+        static const int pre[] = {512, 2048};
+        for (int i = 0; i < nctx; i++) time_shape(1, ctxs[i]);
         for (int i = 0; i < 2; i++) time_shape(pre[i], pre[i]);
         printf("\nm40-attn-versions: timing %s\n", failed ? "had failures" : "done");
     }

@@ -15,6 +15,7 @@
 #include "../../kernels/quant_plan.h"
 #ifdef M40_HAVE_CUDA
 #include "../../kernels/quant.h"
+#include <cuda_runtime_api.h>
 #endif
 
 #include <limits.h>
@@ -198,7 +199,7 @@ static m40_status qlinear_gpu(m40_ctx *ctx, const m40__op_run *r) {
     int e = m40k_quant_linear(ctx->stream, &a, ctx->sm_count);
     /* glu where the kernel cannot pair the rows goes through the scratch:
     ** without it there is no slower way, so say what is missing */
-    if (e == 1 /* cudaErrorInvalidValue */ && a.glu && ws_bytes < need)
+    if (e == (int)cudaErrorInvalidValue && a.glu && ws_bytes < need)
         return m40__err(ctx, M40_ERR_OOM_DEVICE, "%s: the SwiGLU's %d x %d outputs need %zu bytes "
                         "of device scratch, which could not be had", r->fn, a.M, a.N, need);
     return e ? m40__cuda_check(ctx, e, "m40_quant_linear") : M40_OK;

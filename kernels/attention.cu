@@ -571,7 +571,9 @@ __device__ __forceinline__ void fc_fold(const FcArgs &p, int64_t b, int64_t g, i
     }
     __syncthreads();
     /* pass 2: a thread a dim, FR rows × FK slots of loads in flight */
-    for (int64_t d = tid; d < p.D; d += NT) {
+    /* a slot's stride in 32 bits (cs·D <= splits·D < 2^31); a row's base once */
+    const int sstride = (int)(cs * p.D), D32 = (int)p.D;
+    for (int d = tid; d < D32; d += NT) {
         for (int r0 = 0; r0 < nrows; r0 += FR) {
             float a[FR];
 #pragma unroll
@@ -581,10 +583,10 @@ __device__ __forceinline__ void fc_fold(const FcArgs &p, int64_t b, int64_t g, i
 #pragma unroll
                 for (int i = 0; i < FR; i++) {
                     const int r = r0 + i;
-                    const float *src = p.ws_o + frow[r < nrows ? r : 0] * rs + c0 * p.D + d;
+                    const float *src = p.ws_o + frow[r < nrows ? r : 0] * rs + c0 * p.D + d + k0 * sstride;
 #pragma unroll
                     for (int j = 0; j < FK; j++)
-                        v[i][j] = r < nrows && k0 + j < n ? __ldcg(src + (k0 + j) * cs * p.D) : 0.0f;
+                        v[i][j] = r < nrows && k0 + j < n ? __ldcg(src + j * sstride) : 0.0f;
                 }
 #pragma unroll
                 for (int i = 0; i < FR; i++)

@@ -1091,7 +1091,44 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
 ** tile kernel runs. */
 constexpr int DR = 16; /* query rows a block */
 
-template <typename TC> struct VLoad;
+/* A decode block's (b, g, split) from blockIdx (= (b·G + g)·splits + split),
+** its cache slot, and row_pos[DR] (the positions of its T·HPG rows, -1 for
+** a pad row, a bad slot or a bad position: those reported once, by the
+** first split of group 0), set by threads 0..DR-1 (a barrier follows in the
+** caller): decode v3/v4's and v5's prologue. */
+struct DecodeBlock {
+    int64_t split, g, b, s;
+    int nrows;
+};
+__device__ __forceinline__ DecodeBlock decode_block(const Params &p, int *row_pos) {
+    const int tid = threadIdx.x;
+    DecodeBlock d;
+    int64_t bx = blockIdx.x;
+    d.split = bx % p.splits;
+    bx /= p.splits;
+    d.g = bx % p.G, d.b = bx / p.G;
+    d.nrows = (int)(p.T * p.hpg);
+    d.s = p.slot ? (int64_t)p.slot[d.b] : d.b;
+    const bool bad_slot = d.s < 0 || d.s >= p.S;
+    if (bad_slot && tid == 0 && d.g == 0 && d.split == 0)
+        m40k_guard_report(p.guard, M40K_GUARD_ATTN_SLOT, d.s, p.S);
+    if (tid < DR) {
+        int pp = -1;
+        if (tid < d.nrows && !bad_slot) {
+            int64_t v = p.pos[d.b * p.T + tid / p.hpg];
+            if (v < -1 || v >= p.L) {
+                if (tid % p.hpg == 0 && d.g == 0 && d.split == 0)
+                    m40k_guard_report(p.guard, M40K_GUARD_ATTN_POS, v, p.L);
+            } else {
+                pp = (int)v;
+            }
+        }
+        row_pos[tid] = pp;
+    }
+    return d;
+}
+
+template <typename TC> struct VLoad;template <typename TC> struct VLoad;
 template <> struct VLoad<__half> {
     /* N (2 or 4) consecutive values of a row, read-only path, as floats */
     template <int N> static __device__ __forceinline__ void get(const __half *c, float *f) {
@@ -1206,29 +1243,9 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
     __shared__ int row_pos[DR];
 
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
-    int64_t bx = blockIdx.x;
-    const int64_t split = bx % p.splits;
-    bx /= p.splits;
-    const int64_t g = bx % p.G, b = bx / p.G;
-    const int nrows = (int)(p.T * p.hpg);
-
-    const int64_t s = p.slot ? (int64_t)p.slot[b] : b;
-    const bool bad_slot = s < 0 || s >= p.S;
-    if (bad_slot && tid == 0 && g == 0 && split == 0)
-        m40k_guard_report(p.guard, M40K_GUARD_ATTN_SLOT, s, p.S);
-    if (tid < DR) {
-        int pp = -1;
-        if (tid < nrows && !bad_slot) {
-            int64_t v = p.pos[b * p.T + tid / p.hpg];
-            if (v < -1 || v >= p.L) {
-                if (tid % p.hpg == 0 && g == 0 && split == 0)
-                    m40k_guard_report(p.guard, M40K_GUARD_ATTN_POS, v, p.L);
-            } else {
-                pp = (int)v;
-            }
-        }
-        row_pos[tid] = pp;
-    }
+    const DecodeBlock db = decode_block(p, row_pos);
+    const int64_t split = db.split, g = db.g, b = db.b, s = db.s;
+    const int nrows = db.nrows;
     for (int it = tid; it < DR * DP; it += NW * 32) {
         const int r = it / DP, d = it % DP;
         float v = 0.0f;
@@ -1455,29 +1472,9 @@ template <typename TC>
 __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
     __shared__ int row_pos[DR];
     const int tid = threadIdx.x, lane = tid & 31, r = tid >> 5; /* this warp's row */
-    int64_t bx = blockIdx.x;
-    const int64_t split = bx % p.splits;
-    bx /= p.splits;
-    const int64_t g = bx % p.G, b = bx / p.G;
-    const int nrows = (int)(p.T * p.hpg);
-
-    const int64_t s = p.slot ? (int64_t)p.slot[b] : b;
-    const bool bad_slot = s < 0 || s >= p.S;
-    if (bad_slot && tid == 0 && g == 0 && split == 0)
-        m40k_guard_report(p.guard, M40K_GUARD_ATTN_SLOT, s, p.S);
-    if (tid < DR) {
-        int pp = -1;
-        if (tid < nrows && !bad_slot) {
-            int64_t v = p.pos[b * p.T + tid / p.hpg];
-            if (v < -1 || v >= p.L) {
-                if (tid % p.hpg == 0 && g == 0 && split == 0)
-                    m40k_guard_report(p.guard, M40K_GUARD_ATTN_POS, v, p.L);
-            } else {
-                pp = (int)v;
-            }
-        }
-        row_pos[tid] = pp;
-    }
+    const DecodeBlock db = decode_block(p, row_pos);
+    const int64_t split = db.split, g = db.g, b = db.b, s = db.s;
+    const int nrows = db.nrows;
     /* q's 4 dims of this lane, pre-scaled (the row's query t, head h) */
     int64_t t = 0, h = 0;
     float q[4] = {0.0f, 0.0f, 0.0f, 0.0f};

@@ -1101,6 +1101,43 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
 ** tile kernel runs. */
 constexpr int DR = 16; /* query rows a block */
 
+/* A decode block's (b, g, split) from blockIdx (= (b·G + g)·splits + split),
+** its cache slot, and row_pos[DR] (the positions of its T·HPG rows, -1 for
+** a pad row, a bad slot or a bad position: those reported once, by the
+** first split of group 0), set by threads 0..DR-1 (a barrier follows in the
+** caller): decode v3/v4's and v5's prologue. */
+struct DecodeBlock {
+    int64_t split, g, b, s;
+    int nrows;
+};
+__device__ __forceinline__ DecodeBlock decode_block(const Params &p, int *row_pos) {
+    const int tid = threadIdx.x;
+    DecodeBlock d;
+    int64_t bx = blockIdx.x;
+    d.split = mod32(bx, p.splits);
+    bx = div32(bx, p.splits);
+    d.g = mod32(bx, p.G), d.b = div32(bx, p.G);
+    d.nrows = (int)(p.T * p.hpg);
+    d.s = p.slot ? (int64_t)p.slot[d.b] : d.b;
+    const bool bad_slot = d.s < 0 || d.s >= p.S;
+    if (bad_slot && tid == 0 && d.g == 0 && d.split == 0)
+        m40k_guard_report(p.guard, M40K_GUARD_ATTN_SLOT, d.s, p.S);
+    if (tid < DR) {
+        int pp = -1;
+        if (tid < d.nrows && !bad_slot) {
+            int64_t v = p.pos[d.b * p.T + div32(tid, p.hpg)];
+            if (v < -1 || v >= p.L) {
+                if (mod32(tid, p.hpg) == 0 && d.g == 0 && d.split == 0)
+                    m40k_guard_report(p.guard, M40K_GUARD_ATTN_POS, v, p.L);
+            } else {
+                pp = (int)v;
+            }
+        }
+        row_pos[tid] = pp;
+    }
+    return d;
+}
+
 template <typename TC> struct VLoad;
 template <> struct VLoad<__half> {
     /* N (2 or 4) consecutive values of a row, read-only path, as floats */
@@ -1216,29 +1253,9 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
     __shared__ int row_pos[DR];
 
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
-    int64_t bx = blockIdx.x;
-    const int64_t split = mod32(bx, p.splits);
-    bx = div32(bx, p.splits);
-    const int64_t g = mod32(bx, p.G), b = div32(bx, p.G);
-    const int nrows = (int)(p.T * p.hpg);
-
-    const int64_t s = p.slot ? (int64_t)p.slot[b] : b;
-    const bool bad_slot = s < 0 || s >= p.S;
-    if (bad_slot && tid == 0 && g == 0 && split == 0)
-        m40k_guard_report(p.guard, M40K_GUARD_ATTN_SLOT, s, p.S);
-    if (tid < DR) {
-        int pp = -1;
-        if (tid < nrows && !bad_slot) {
-            int64_t v = p.pos[b * p.T + div32(tid, p.hpg)];
-            if (v < -1 || v >= p.L) {
-                if (mod32(tid, p.hpg) == 0 && g == 0 && split == 0)
-                    m40k_guard_report(p.guard, M40K_GUARD_ATTN_POS, v, p.L);
-            } else {
-                pp = (int)v;
-            }
-        }
-        row_pos[tid] = pp;
-    }
+    const DecodeBlock db = decode_block(p, row_pos);
+    const int64_t split = db.split, g = db.g, b = db.b, s = db.s;
+    const int nrows = db.nrows;
     for (int it = tid; it < DR * DP; it += NW * 32) {
         const int r = it / DP, d = it % DP;
         float v = 0.0f;
@@ -1446,6 +1463,106 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
         }
     }
 }
+
+/* ---- decode v5: a warp a query row, a lane 4 dims, 4 keys a step ----
+** (decode_variant 10, opt-in; f16 caches with 16-byte rows, D 128, T·HPG
+** <= 16 rows a (b, g).) For short contexts, where the tile kernel's blocks
+** are few and each warp's chain is long (ctx 128: 8 blocks of 4 warps, ~4,000
+** instructions a warp, one warp a scheduler; ncu, session 16): a block per
+** (b, g, split) of one warp per row, 16 warps at ChatGLM2's shape, so the
+** same keys run on 4x the warps with ~1/4 of the chain. A lane holds q's
+** dims 4·lane..+3; a key is one 8-byte K load a lane (the row coalesced, the
+** block's warps share it through L1), 4 FMA and a butterfly; the online
+** softmax runs in the warp; P·V adds into the lane's 4 dims. Each warp
+** converts its own K and V (16x the tile kernel's conversions), so long
+** contexts keep the tile kernel. The split rule (32-key shares) and the
+** partial layout are the tile kernel's; attn_combine folds the splits. */
+constexpr int V5_CHUNK = 32;
+template <typename TC>
+__global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
+    __shared__ int row_pos[DR];
+    const int tid = threadIdx.x, lane = tid & 31, r = tid >> 5; /* this warp's row */
+    const DecodeBlock db = decode_block(p, row_pos);
+    const int64_t split = db.split, g = db.g, b = db.b, s = db.s;
+    const int nrows = db.nrows;
+    /* q's 4 dims of this lane, pre-scaled (the row's query t, head h) */
+    float q[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (r < nrows) {
+        const int64_t t = div32(r, p.hpg), h = g * p.hpg + mod32(r, p.hpg);
+        const float4 v = __ldg(reinterpret_cast<const float4 *>(p.q + b * p.qs0 + t * p.qs1 + h * p.D) + lane);
+        q[0] = v.x * p.qscale, q[1] = v.y * p.qscale, q[2] = v.z * p.qscale, q[3] = v.w * p.qscale;
+    }
+    __syncthreads();
+
+    int kend = 0;
+#pragma unroll
+    for (int i = 0; i < DR; i++) kend = max(kend, row_pos[i] + 1);
+    int k_lo = 0, k_hi = kend;
+    if (p.splits > 1) { /* the tile kernel's rule; attn_combine's count (chunk V5_CHUNK) */
+        const int per = (int)split_share(kend, p.splits, V5_CHUNK);
+        k_lo = (int)min((int64_t)kend, split * per);
+        k_hi = min(kend, k_lo + per);
+    }
+    if (p.skip && split > 0 && k_lo >= k_hi) return; /* no keys: no partial */
+    if (r >= nrows) return;                          /* no barrier follows */
+    const int kh = min(k_hi, row_pos[r] + 1);        /* this row's keys: [k_lo, kh) */
+
+    const TC *kc = reinterpret_cast<const TC *>(p.kc) + (s * p.L * p.G + g) * p.D + 4 * lane;
+    const TC *vc = reinterpret_cast<const TC *>(p.vc) + (s * p.L * p.G + g) * p.D + 4 * lane;
+    float m = -INFINITY, l = 0.0f, o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int k0 = k_lo; k0 < kh; k0 += 4) {
+        float sc[4], kv[4][4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) /* past kh: the last key again, masked below */
+            VLoad<TC>::template get<4>(kc + (int64_t)min(k0 + j, kh - 1) * p.gd, kv[j]);
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            sc[j] = fmaf(q[3], kv[j][3], fmaf(q[2], kv[j][2], fmaf(q[1], kv[j][1], q[0] * kv[j][0])));
+#pragma unroll
+        for (int w = 16; w > 0; w >>= 1)
+#pragma unroll
+            for (int j = 0; j < 4; j++) sc[j] += __shfl_xor_sync(0xffffffffu, sc[j], w);
+        float mx = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if (k0 + j >= kh) sc[j] = -INFINITY;
+            mx = fmaxf(mx, sc[j]);
+        }
+        const float m_new = fmaxf(m, mx); /* finite: key k0 < kh counts */
+        const float a = exp2f(m - m_new); /* m -inf (the first step): 0 */
+        float pj[4], ps = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 4; j++) pj[j] = exp2f(sc[j] - m_new), ps += pj[j];
+        l = l * a + ps;
+#pragma unroll
+        for (int e = 0; e < 4; e++) o[e] *= a;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            float vv[4];
+            VLoad<TC>::template get<4>(vc + (int64_t)min(k0 + j, kh - 1) * p.gd, vv);
+#pragma unroll
+            for (int e = 0; e < 4; e++) o[e] = fmaf(pj[j], vv[e], o[e]);
+        }
+        m = m_new;
+    }
+
+    /* y (one split) or the partial (m, l, O), in attn_combine's layout */
+    const int64_t row = (b * p.T + div32(r, p.hpg)) * p.H + g * p.hpg + mod32(r, p.hpg);
+    if (p.splits > 1) {
+        float *dst = p.ws_o + (row * p.splits + split) * p.D + 4 * lane;
+#pragma unroll
+        for (int e = 0; e < 4; e++) dst[e] = o[e];
+        if (lane == 0) {
+            p.ws_ml[(row * p.splits + split) * 2] = m;
+            p.ws_ml[(row * p.splits + split) * 2 + 1] = l;
+        }
+    } else {
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4; e++) p.y[row * p.D + 4 * lane + e] = o[e] * inv;
+    }
+}
+/* ---- end decode v5 ---- */
 
 /* y[row, :] = Σ_c 2^(m_c - M) out_c / Σ_c 2^(m_c - M) l_c. A block per
 ** (query row, 32 dims): 16 warps each fold every 16th split into a running
@@ -1692,7 +1809,11 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     const int64_t nblocks = s->B * s->G * p.mtiles * splits;
     /* skip the splits past a short context (one query tile a block: its
     ** key end is its T positions'); the combine needs the tile's BN */
+    /* decode v5 (variant 10): f16 with 16-byte rows at D 128, else the tile kernel */
+    const bool v5 = small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 && s->decode_variant == 10 &&
+                    (uintptr_t)q % 16 == 0 && s->qs0 % 4 == 0 && s->qs1 % 4 == 0; /* q's float4 loads */
     const int64_t chunk = !small || splits == 1 || !m40k_attn_skip_empty ? 0
+                          : v5 ? V5_CHUNK
                           : p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3) ? 32
                           : p.vec && DP <= 128 && (s->decode_variant == 8 || s->decode_variant == 9) ? 128
                           : DP == 128 && s->decode_variant == 4 && s->cache_f16 ? 64
@@ -1709,7 +1830,7 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     /* P·V split over the warps (m40k_attn_warp_pv): the 32- and 64-key decode tiles at D 128 */
     const bool wpv = m40k_attn_warp_pv && small && DP == 128 && !v34 && s->decode_variant != 4 &&
                      s->decode_variant != 6 && m40k_attention_chunk(s, slots) != 16;
-    if (sync && m40k_attn_fuse_combine && small && !v34 && !wpv && !r8 && splits > 1) {
+    if (sync && m40k_attn_fuse_combine && small && !v34 && !v5 && !wpv && !r8 && splits > 1) {
         const int64_t ng = (splits + FC_G - 1) / FC_G;
         if (s->B * s->G * (1 + ng) <= M40K_SYNC_WORDS) p.cnt = sync, p.fc_ng = ng;
     }
@@ -1727,6 +1848,10 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
         if (kf_bn == 16) attn_kernel<128, 16, 16, 2, 1, 2, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         else if (wpv) attn_kernel<128, 16, 32, 2, 2, 2, 3, __half, true, false, true, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         else attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        e = cudaGetLastError();
+    } else if (v5) {
+        /* decode v5: a warp a row, one block per (b, g, split) */
+        attn_decode_v5<__half><<<(unsigned)(s->B * s->G * splits), (unsigned)(nrows * 32), 0, st>>>(p);
         e = cudaGetLastError();
     } else if (small && p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3)) {
         /* decode v3 (4 rows a warp, a lane a key), one block per (b, g, split) */

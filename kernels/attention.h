@@ -45,6 +45,8 @@ typedef struct m40k_attn_shape {
                            ** loads a phase early and the first K tile fetched
                            ** before Q (f16, D 65..128, 16-byte rows; variant 0
                            ** runs it there too; 5 is the 32-key tile without)
+                           ** 10: decode v5, a warp a query row, a lane 4 dims
+                           ** (f16, 16-byte rows, D 128; short contexts; opt-in)
                            ** 8 and 9: decode v4, v3 with 4 keys a lane (128-key
                            ** steps; 4 and 8 rows a warp), whose shared-memory
                            ** traffic a key is a third of the tile kernel's
@@ -97,6 +99,7 @@ static inline int64_t m40k_attention_chunk(const m40k_attn_shape *s, int slots) 
     if (s->D > 64 && s->D <= 128 && s->T <= M40K_ATTN_DECODE_T && s->B >= 1 && s->T >= 1 &&
         s->G >= 1) {
         if (s->decode_variant == 6) return 16;
+        if (s->decode_variant == 10) return 32; /* decode v5's shares (kernels/attention.cu V5_CHUNK) */
         if (s->decode_variant == 8 || s->decode_variant == 9) return 128; /* a v4 step */
         if (s->decode_variant == 5 || s->decode_variant == 7) return 32;
         if (s->decode_variant == 0) return s->L < 128 * m40k_attention_wave(s, slots) ? 32 : 64;

@@ -1,5 +1,6 @@
 /* A host emulation of attn_decode_kernel (kernels/attention.cu: decode v3,
-** C = 1, and v4, C = 4 keys a lane), for machines without a GPU: the
+** C = 1, and v4, C = 4 keys a lane) and attn_decode_v5 (a warp a row), for
+** machines without a GPU: the
 ** kernel's source as it is in the tree (decode_v4_emu.sh extracts it), each
 ** block run as 64 or 128 std::threads with a barrier for __syncthreads and
 ** per-warp barriers for the shuffles and __syncwarp, the splits' partials
@@ -12,7 +13,8 @@ constexpr int ATT_FUSED_HALF_MAX = 64;
 #include "params.inc" /* decode_v4_emu.sh: from kernels/attention.cu */
 #include "kernel.inc"
 
-template <typename TC, int DP, int RW, int C>
+/* V5: attn_decode_v5<TC> (decode v5, a warp a row) instead of attn_decode_kernel */
+template <typename TC, int DP, int RW, int C, bool V5 = false>
 static double run(int B, int T, int H, int G, int D, int S, int L, int splits, const int *posv) {
     const int hpg = H / G, nrows = T * hpg;
     std::vector<float> q((size_t)B * T * H * D), y((size_t)B * T * H * D, -7.0f);
@@ -36,7 +38,7 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
     p.qscale = scale * 1.4426950408889634f;
     p.vec = D % 8 == 0;
     p.gd = G * D;
-    const int nt = 16 / RW * 32, nw = nt / 32;
+    const int nt = V5 ? nrows * 32 : 16 / RW * 32, nw = nt / 32;
     for (int64_t blk = 0; blk < (int64_t)B * G * splits; blk++) {
         pthread_barrier_init(&bar, NULL, nt);
         for (int w = 0; w < nw; w++) pthread_barrier_init(&wbar[w], NULL, 32);
@@ -45,7 +47,8 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
             th.emplace_back([=] {
                 threadIdx.x = t;
                 blockIdx.x = (unsigned)blk;
-                attn_decode_kernel<DP, RW, C, TC>(p);
+                if (V5) attn_decode_v5<TC>(p);
+                else attn_decode_kernel<DP, RW, C, TC>(p);
             });
         for (auto &x : th) x.join();
         pthread_barrier_destroy(&bar);
@@ -87,6 +90,12 @@ int main() {
     check("v4 8 rows f16 D64 T2 pad, 1 split", run<__half, 64, 8, 4>(2, 2, 16, 2, 64, 2, 400, 1, p3));
     check("v4 8 rows f16 D128 ctx 130, 64 splits", run<__half, 128, 8, 4>(1, 1, 32, 2, 128, 1, 8192 / 16, 64, p4));
     check("v3 4 rows f16 D128 B2 L700 3 splits", run<__half, 128, 4, 1>(2, 1, 32, 2, 128, 2, 700, 3, p1));
+    /* decode v5 (a warp a row): one split, several, a short context's skip, T 2 with a pad row */
+    check("v5 f16 D128 B2 L700 1 split", run<__half, 128, 4, 1, true>(2, 1, 32, 2, 128, 2, 700, 1, p1));
+    check("v5 f16 D128 B2 L700 3 splits", run<__half, 128, 4, 1, true>(2, 1, 32, 2, 128, 2, 700, 3, p1));
+    check("v5 f16 D128 short ctx, 6 splits (skip)", run<__half, 128, 4, 1, true>(2, 1, 32, 2, 128, 2, 700, 6, p2));
+    check("v5 f16 D128 T2 pad, 2 splits", run<__half, 128, 4, 1, true>(2, 2, 16, 2, 128, 2, 400, 2, p3));
+    check("v5 f16 D128 ctx 130, 64 splits", run<__half, 128, 4, 1, true>(1, 1, 32, 2, 128, 1, 8192 / 16, 64, p4));
     printf("guard reports: %d (the pad row's pos -1 is no report)\n", guards);
     return fails != 0;
 }

@@ -34,8 +34,8 @@ static inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
 template <typename T> static inline T __ldg(const T *p) { return *p; }
 struct D3 { unsigned x; };
 thread_local D3 threadIdx, blockIdx;
-static pthread_barrier_t bar, wbar[4];
-static float xbuf[4][32];
+static pthread_barrier_t bar, wbar[16]; /* up to 16 warps a block (decode v5) */
+static float xbuf[16][32];
 static void __syncthreads() { pthread_barrier_wait(&bar); }
 /* lane src's v, every lane of the warp taking part */
 static float shfl_from(float v, int src) {

@@ -221,7 +221,7 @@ static void decode_one(bench_env *e, int L) {
             {4, "m40_attention tile, loads early", NULL}, {1, "m40_attention tile 64 keys", NULL},
             {6, "m40_attention tile 16 keys", NULL}, {7, "m40_attention tile 32, K first", NULL},
             {5, "m40_attention tile 32 keys", NULL}, {8, "m40_attention v4 4 rows, 4 keys", NULL},
-            {9, "m40_attention v4 8 rows, 4 keys", NULL},
+            {9, "m40_attention v4 8 rows, 4 keys", NULL}, {10, "m40_attention v5 a warp a row", NULL},
             {0, "m40_attention, combine in kernel", &m40k_attn_fuse_combine},
             {0, "m40_attention, warp P.V", &m40k_attn_warp_pv},
             {1, "m40_attention tile 64, warp P.V", &m40k_attn_warp_pv},
@@ -262,6 +262,7 @@ static void decode_one(bench_env *e, int L) {
         static const struct { int v; const char *impl; int *knob; } gv[] = {
             {0, "m40_attention", NULL}, {0, "m40_attention, combine in kernel", &m40k_attn_fuse_combine},
             {8, "m40_attention v4 4 rows", NULL}, {9, "m40_attention v4 8 rows", NULL},
+            {10, "m40_attention v5 a warp a row", NULL},
             {0, "m40_attention, warp P.V", &m40k_attn_warp_pv},
             {1, "m40_attention tile 64, warp P.V", &m40k_attn_warp_pv},
             {0, "m40_attention, 8 rows a block", &m40k_attn_rows8}};

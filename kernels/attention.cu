@@ -1477,7 +1477,72 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
 ** converts its own K and V (16x the tile kernel's conversions), so long
 ** contexts keep the tile kernel. The split rule (32-key shares) and the
 ** partial layout are the tile kernel's; attn_combine folds the splits. */
-constexpr int V5_CHUNK = 32;
+constexpr int V5_CHUNK = 16;
+/* decode v5's combine in its own last block (Params::cnt, splits > 1; the
+** m40k_attn_fuse_combine knob): every block with a partial counts in on
+** (b, g)'s word (one fence a block, after a barrier: fc_arrive's order);
+** the last to arrive folds the partials, a warp a row and a lane its 4
+** dims, every load independent (through L2: other SMs wrote them), and
+** writes y; it also zeroes the word for the next launch. The arrivals are
+** attn_combine's count: the first ceil(kend / per) splits (split 0 always),
+** or every split without the skip. */
+__device__ __forceinline__ void v5_fold(const Params &p, int64_t b, int64_t g, int kend, int64_t row,
+                                     bool live) {
+    __shared__ int last;
+    const int tid = threadIdx.x, lane = tid & 31;
+    int64_t na = p.splits;
+    if (p.skip) {
+        const int64_t per = split_share(kend, p.splits, V5_CHUNK);
+        na = per > 0 ? div32(kend + per - 1, per) : 1;
+        if (na < 1) na = 1;
+    }
+    __syncthreads(); /* this block's partial, before its count */
+    if (tid == 0) {
+        unsigned *c = p.cnt + b * p.G + g;
+        __threadfence();
+        const unsigned old = atomicAdd(c, 1u);
+        last = old == (unsigned)(na - 1);
+        if (last) {
+            atomicExch(c, 0u);
+            __threadfence(); /* the others' partials, before this block's reads */
+        }
+    }
+    __syncthreads();
+    if (!last || !live) return;
+    const int n = (int)na;
+    const float *ml = p.ws_ml + row * p.splits * 2;
+    const float *wo = p.ws_o + row * p.splits * p.D + 4 * lane;
+    float M = -INFINITY;
+    for (int c = lane; c < n; c += 32) M = fmaxf(M, __ldcg(ml + 2 * c));
+#pragma unroll
+    for (int w = 16; w > 0; w >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, w));
+    const float ms = M == -INFINITY ? 0.0f : M;
+    float Ls = 0.0f, acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int c0 = 0; c0 < n; c0 += 32) {
+        const int c = c0 + lane;
+        const float wc = c < n ? exp2f(__ldcg(ml + 2 * c) - ms) : 0.0f; /* m -inf: 0 */
+        if (c < n) Ls = fmaf(wc, __ldcg(ml + 2 * c + 1), Ls);
+        const int nc = min(32, n - c0);
+        for (int j0 = 0; j0 < nc; j0 += 4) { /* 4 partials' loads in flight */
+            float4 ov[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                ov[u] = j0 + u < nc ? __ldcg(reinterpret_cast<const float4 *>(wo + (int64_t)(c0 + j0 + u) * p.D))
+                                    : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const float wu = __shfl_sync(0xffffffffu, wc, (j0 + u) & 31);
+                acc[0] = fmaf(wu, ov[u].x, acc[0]), acc[1] = fmaf(wu, ov[u].y, acc[1]);
+                acc[2] = fmaf(wu, ov[u].z, acc[2]), acc[3] = fmaf(wu, ov[u].w, acc[3]);
+            }
+        }
+    }
+#pragma unroll
+    for (int w = 16; w > 0; w >>= 1) Ls += __shfl_xor_sync(0xffffffffu, Ls, w);
+    const float inv = Ls > 0.0f ? 1.0f / Ls : 0.0f; /* no keys: a zero row */
+#pragma unroll
+    for (int e = 0; e < 4; e++) p.y[row * p.D + 4 * lane + e] = acc[e] * inv;
+}
 template <typename TC>
 __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
     __shared__ int row_pos[DR];
@@ -1504,17 +1569,32 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
         k_hi = min(kend, k_lo + per);
     }
     if (p.skip && split > 0 && k_lo >= k_hi) return; /* no keys: no partial */
-    if (r >= nrows) return;                          /* no barrier follows */
-    const int kh = min(k_hi, row_pos[r] + 1);        /* this row's keys: [k_lo, kh) */
+    const bool live = r < nrows;
+    if (!live && !p.cnt) return;                     /* no barrier follows */
+    const int kh = live ? min(k_hi, row_pos[r] + 1) : k_lo; /* this row's keys: [k_lo, kh) */
 
     const TC *kc = reinterpret_cast<const TC *>(p.kc) + (s * p.L * p.G + g) * p.D + 4 * lane;
     const TC *vc = reinterpret_cast<const TC *>(p.vc) + (s * p.L * p.G + g) * p.D + 4 * lane;
+    /* a key's row (past kh: the last key again, masked below; in L1 already) */
+    const auto at = [&](const TC *c, int k) { return c + (int64_t)min(k, kh - 1) * p.gd; };
+    using R = Raw<TC>;
+    /* a software pipeline: a step's V and the next step's K are asked for
+    ** at its top, so a step waits on one round trip at most, not two (K,
+    ** then V after the scores), and not at all once the loads run ahead */
+    typename R::V4 kr[4], vr[4];
+    if (k_lo < kh)
+#pragma unroll
+        for (int j = 0; j < 4; j++) kr[j] = R::template v<4>(at(kc, k_lo + j));
     float m = -INFINITY, l = 0.0f, o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int k0 = k_lo; k0 < kh; k0 += 4) {
         float sc[4], kv[4][4];
 #pragma unroll
-        for (int j = 0; j < 4; j++) /* past kh: the last key again, masked below */
-            VLoad<TC>::template get<4>(kc + (int64_t)min(k0 + j, kh - 1) * p.gd, kv[j]);
+        for (int j = 0; j < 4; j++) vr[j] = R::template v<4>(at(vc, k0 + j));
+#pragma unroll
+        for (int j = 0; j < 4; j++) R::template cvt<4>(kr[j], kv[j]);
+        if (k0 + 4 < kh)
+#pragma unroll
+            for (int j = 0; j < 4; j++) kr[j] = R::template v<4>(at(kc, k0 + 4 + j));
 #pragma unroll
         for (int j = 0; j < 4; j++)
             sc[j] = fmaf(q[3], kv[j][3], fmaf(q[2], kv[j][2], fmaf(q[1], kv[j][1], q[0] * kv[j][0])));
@@ -1539,7 +1619,7 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             float vv[4];
-            VLoad<TC>::template get<4>(vc + (int64_t)min(k0 + j, kh - 1) * p.gd, vv);
+            R::template cvt<4>(vr[j], vv);
 #pragma unroll
             for (int e = 0; e < 4; e++) o[e] = fmaf(pj[j], vv[e], o[e]);
         }
@@ -1548,7 +1628,7 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
 
     /* y (one split) or the partial (m, l, O), in attn_combine's layout */
     const int64_t row = (b * p.T + div32(r, p.hpg)) * p.H + g * p.hpg + mod32(r, p.hpg);
-    if (p.splits > 1) {
+    if (live && p.splits > 1) {
         float *dst = p.ws_o + (row * p.splits + split) * p.D + 4 * lane;
 #pragma unroll
         for (int e = 0; e < 4; e++) dst[e] = o[e];
@@ -1556,11 +1636,12 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
             p.ws_ml[(row * p.splits + split) * 2] = m;
             p.ws_ml[(row * p.splits + split) * 2 + 1] = l;
         }
-    } else {
+    } else if (live) {
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
 #pragma unroll
         for (int e = 0; e < 4; e++) p.y[row * p.D + 4 * lane + e] = o[e] * inv;
     }
+    if (p.cnt) v5_fold(p, b, g, kend, row, live);
 }
 /* ---- end decode v5 ---- */
 
@@ -1830,7 +1911,9 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     /* P·V split over the warps (m40k_attn_warp_pv): the 32- and 64-key decode tiles at D 128 */
     const bool wpv = m40k_attn_warp_pv && small && DP == 128 && !v34 && s->decode_variant != 4 &&
                      s->decode_variant != 6 && m40k_attention_chunk(s, slots) != 16;
-    if (sync && m40k_attn_fuse_combine && small && !v34 && !v5 && !wpv && !r8 && splits > 1) {
+    if (sync && m40k_attn_fuse_combine && v5 && splits > 1 && s->B * s->G <= M40K_SYNC_WORDS)
+        p.cnt = sync; /* decode v5 folds in its last block (v5_fold) */
+    else if (sync && m40k_attn_fuse_combine && small && !v34 && !v5 && !wpv && !r8 && splits > 1) {
         const int64_t ng = (splits + FC_G - 1) / FC_G;
         if (s->B * s->G * (1 + ng) <= M40K_SYNC_WORDS) p.cnt = sync, p.fc_ng = ng;
     }

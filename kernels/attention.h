@@ -99,7 +99,7 @@ static inline int64_t m40k_attention_chunk(const m40k_attn_shape *s, int slots) 
     if (s->D > 64 && s->D <= 128 && s->T <= M40K_ATTN_DECODE_T && s->B >= 1 && s->T >= 1 &&
         s->G >= 1) {
         if (s->decode_variant == 6) return 16;
-        if (s->decode_variant == 10) return 32; /* decode v5's shares (kernels/attention.cu V5_CHUNK) */
+        if (s->decode_variant == 10) return 16; /* decode v5's shares (kernels/attention.cu V5_CHUNK) */
         if (s->decode_variant == 8 || s->decode_variant == 9) return 128; /* a v4 step */
         if (s->decode_variant == 5 || s->decode_variant == 7) return 32;
         if (s->decode_variant == 0) return s->L < 128 * m40k_attention_wave(s, slots) ? 32 : 64;

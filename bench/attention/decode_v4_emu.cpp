@@ -13,8 +13,10 @@ constexpr int ATT_FUSED_HALF_MAX = 64;
 #include "params.inc" /* decode_v4_emu.sh: from kernels/attention.cu */
 #include "kernel.inc"
 
-/* V5: attn_decode_v5<TC> (decode v5, a warp a row) instead of attn_decode_kernel */
-template <typename TC, int DP, int RW, int C, bool V5 = false>
+/* V5: attn_decode_v5<TC> (decode v5, a warp a row) instead of attn_decode_kernel;
+** FUSED (v5): its last block folds the partials (Params::cnt, v5_fold), no host fold */
+static int counters_left = 0; /* fused runs whose counter words did not return to 0 */
+template <typename TC, int DP, int RW, int C, bool V5 = false, bool FUSED = false>
 static double run(int B, int T, int H, int G, int D, int S, int L, int splits, const int *posv) {
     const int hpg = H / G, nrows = T * hpg;
     std::vector<float> q((size_t)B * T * H * D), y((size_t)B * T * H * D, -7.0f);
@@ -38,6 +40,8 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
     p.qscale = scale * 1.4426950408889634f;
     p.vec = D % 8 == 0;
     p.gd = G * D;
+    std::vector<unsigned> cnt((size_t)B * G, 0u);
+    if (FUSED) p.cnt = cnt.data();
     const int nt = V5 ? nrows * 32 : 16 / RW * 32, nw = nt / 32;
     for (int64_t blk = 0; blk < (int64_t)B * G * splits; blk++) {
         pthread_barrier_init(&bar, NULL, nt);
@@ -54,7 +58,8 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
         pthread_barrier_destroy(&bar);
         for (int w = 0; w < nw; w++) pthread_barrier_destroy(&wbar[w]);
     }
-    if (splits > 1) /* attn_combine's fold, in double */
+    for (unsigned c : cnt) counters_left += c != 0;
+    if (splits > 1 && !FUSED) /* attn_combine's fold, in double */
         for (int64_t row = 0; row < (int64_t)B * T * H; row++) {
             double M = -INFINITY;
             for (int c = 0; c < splits; c++) M = std::max(M, (double)ml[(row * splits + c) * 2]);
@@ -96,6 +101,13 @@ int main() {
     check("v5 f16 D128 short ctx, 6 splits (skip)", run<__half, 128, 4, 1, true>(2, 1, 32, 2, 128, 2, 700, 6, p2));
     check("v5 f16 D128 T2 pad, 2 splits", run<__half, 128, 4, 1, true>(2, 2, 16, 2, 128, 2, 400, 2, p3));
     check("v5 f16 D128 ctx 130, 64 splits", run<__half, 128, 4, 1, true>(1, 1, 32, 2, 128, 1, 8192 / 16, 64, p4));
+    /* decode v5 with its combine in the last block (v5_fold) */
+    check("v5 fused f16 D128 B2 L700 3 splits", run<__half, 128, 4, 1, true, true>(2, 1, 32, 2, 128, 2, 700, 3, p1));
+    check("v5 fused f16 D128 short ctx, 6 splits (skip)", run<__half, 128, 4, 1, true, true>(2, 1, 32, 2, 128, 2, 700, 6, p2));
+    check("v5 fused f16 D128 T2 pad, 2 splits", run<__half, 128, 4, 1, true, true>(2, 2, 16, 2, 128, 2, 400, 2, p3));
+    check("v5 fused f16 D128 ctx 130, 64 splits", run<__half, 128, 4, 1, true, true>(1, 1, 32, 2, 128, 1, 8192 / 16, 64, p4));
+    printf("fused counters left non-zero: %d\n", counters_left);
+    fails += counters_left != 0;
     printf("guard reports: %d (the pad row's pos -1 is no report)\n", guards);
     return fails != 0;
 }

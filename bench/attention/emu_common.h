@@ -32,6 +32,12 @@ static inline float4 make_float4(float a, float b, float c, float d) { return {a
 static inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
 static inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
 template <typename T> static inline T __ldg(const T *p) { return *p; }
+template <typename T> static inline T __ldcg(const T *p) { return *p; }
+/* blocks run one after another here: a fence orders nothing, atomics are
+** the ones of a shared word (only a block's thread 0 touches them) */
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline unsigned atomicAdd(unsigned *a, unsigned v) { return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); }
+static inline unsigned atomicExch(unsigned *a, unsigned v) { return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); }
 struct D3 { unsigned x; };
 thread_local D3 threadIdx, blockIdx;
 static pthread_barrier_t bar, wbar[16]; /* up to 16 warps a block (decode v5) */

@@ -615,6 +615,22 @@ int main(void) {
             graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
             m40k_attn_skip_empty = 1;
         }
+        /* decode v5 (variant 10) with its combine in its last block (v5_fold) */
+        m40__attn_decode_variant = 10;
+        printf("decode kernel variant 10, combine in its last block\n");
+        kernels_vs_reference();
+        decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
+        decode_equals_prefill(90, 16, 1, 64, M40_DTYPE_F16);
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+        if (&m40k_attn_skip_empty) {
+            m40k_attn_skip_empty = 0;
+            printf("decode kernel variant 10, combine in its last block, empty splits not skipped\n");
+            decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
+            graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+            m40k_attn_skip_empty = 1;
+        }
+        m40__attn_decode_variant = 0;
         m40k_attn_fuse_combine = saved;
     }
     if (&m40k_attn_warp_pv) { /* P·V split over the warps: the 32- and 64-key tiles (+ RoPE) */

@@ -222,6 +222,7 @@ static void decode_one(bench_env *e, int L) {
             {6, "m40_attention tile 16 keys", NULL}, {7, "m40_attention tile 32, K first", NULL},
             {5, "m40_attention tile 32 keys", NULL}, {8, "m40_attention v4 4 rows, 4 keys", NULL},
             {9, "m40_attention v4 8 rows, 4 keys", NULL}, {10, "m40_attention v5 a warp a row", NULL},
+            {10, "m40_attention v5, combine in kernel", &m40k_attn_fuse_combine},
             {0, "m40_attention, combine in kernel", &m40k_attn_fuse_combine},
             {0, "m40_attention, warp P.V", &m40k_attn_warp_pv},
             {1, "m40_attention tile 64, warp P.V", &m40k_attn_warp_pv},
@@ -263,6 +264,7 @@ static void decode_one(bench_env *e, int L) {
             {0, "m40_attention", NULL}, {0, "m40_attention, combine in kernel", &m40k_attn_fuse_combine},
             {8, "m40_attention v4 4 rows", NULL}, {9, "m40_attention v4 8 rows", NULL},
             {10, "m40_attention v5 a warp a row", NULL},
+            {10, "m40_attention v5, combine in kernel", &m40k_attn_fuse_combine},
             {0, "m40_attention, warp P.V", &m40k_attn_warp_pv},
             {1, "m40_attention tile 64, warp P.V", &m40k_attn_warp_pv},
             {0, "m40_attention, 8 rows a block", &m40k_attn_rows8}};

@@ -177,6 +177,21 @@ static void target_line(bench_env *e, const m40__bench_result *r, double want, i
            !applies ? " (no target at this size)" : x >= want ? " met" : " NOT MET");
 }
 
+/* M40_ATTN_AB_ONLY="a|b|...": only the A/B rows whose name holds one of
+** these (a device call's time is short; the default row always runs) */
+static int ab_pick(const char *impl) {
+    const char *only = getenv("M40_ATTN_AB_ONLY");
+    if (!only || !*only) return 1;
+    for (const char *t = only; *t;) {
+        size_t n = strcspn(t, "|");
+        char want[128];
+        snprintf(want, sizeof want, "%.*s", (int)(n < sizeof want ? n : sizeof want - 1), t);
+        if (n > 0 && strstr(impl, want)) return 1;
+        t += n + (t[n] == '|');
+    }
+    return 0;
+}
+
 static void decode_one(bench_env *e, int L) {
     att_arg a;
     char label[48];
@@ -228,6 +243,7 @@ static void decode_one(bench_env *e, int L) {
             {1, "m40_attention tile 64, warp P.V", &m40k_attn_warp_pv},
             {0, "m40_attention, 8 rows a block", &m40k_attn_rows8}};
         for (int i = 0; i < (int)(sizeof alt / sizeof alt[0]); i++) {
+            if (!ab_pick(alt[i].impl)) continue;
             m40__bench_result *r1 = new_result(e, "attention", alt[i].impl, label, "GB/s");
             if (!r1) continue;
             r1->batch = L;
@@ -270,6 +286,7 @@ static void decode_one(bench_env *e, int L) {
             {0, "m40_attention, 8 rows a block", &m40k_attn_rows8}};
         const int ng = getenv("M40_ATTN_AB") ? (int)(sizeof gv / sizeof gv[0]) : 1;
         for (int i = 0; i < ng; i++) {
+            if (i > 0 && !ab_pick(gv[i].impl)) continue;
             m40__bench_result *gr = new_result(e, "attention", gv[i].impl, label, "GB/s");
             if (!gr) break;
             gr->batch = L;

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.." || exit 1
 setup_arch90
 MB=/tmp/main-build
 mkdir -p /tmp/main-src && tar xJf .carry/main.tar.xz -C /tmp/main-src
-(cmake -S /tmp/main-src -B $MB -G Ninja -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" \
+(cmake -S /tmp/main-src -B $MB $(command -v ninja >/dev/null && echo -G Ninja) -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DM40_CUDA=ON -DCMAKE_BUILD_TYPE=Release > "$O/configure-main.log" 2>&1 &&
     cmake --build $MB -j16 --target m40-bench > "$O/build-main.log" 2>&1
  echo "main build rc=$?" > "$O/main-built.txt") &

@@ -318,14 +318,6 @@ __device__ __forceinline__ int decode_kend(const int32_t *pos, const int32_t *sl
     return kend;
 }
 
-/* a / b and a % b where the launcher bounds 0 <= a < 2^32 and 0 < b < 2^32
-** (block indices, splits, rows, key counts < L < 2^31): 32-bit unsigned, a
-** ~20-instruction sequence, where an int64 division is a ~70-instruction
-** routine (XMAD chains on sm_52) that the decode tile's prologue and epilogue
-** ran a dozen times a block (ncu, session 16). */
-__device__ __forceinline__ int64_t div32(int64_t a, int64_t b) { return (int64_t)((unsigned)a / (unsigned)b); }
-__device__ __forceinline__ int64_t mod32(int64_t a, int64_t b) { return (int64_t)((unsigned)a % (unsigned)b); }
-
 /* 8 halves (one 16-byte load) as 8 floats: every f16 cache path's conversion. */
 __device__ __forceinline__ void half8_to_float(const uint4 &u, float *f) {
     const __half2 *h = reinterpret_cast<const __half2 *>(&u);
@@ -416,7 +408,7 @@ __device__ __forceinline__ void fetch_tile(const Params &p, const void *cache, i
         const int it = threadIdx.x + k * NT;
         const int c = it / CH, d = (it % CH) * 8;
         u[k] = (BN * CH % NT == 0 || it < BN * CH) && c < nk && d < p.D
-                   ? *reinterpret_cast<const uint4 *>(tile + (c * (int)p.gd + d)) /* < BN·G·D < 2^31 */
+                   ? *reinterpret_cast<const uint4 *>(tile + (c * p.gd + d))
                    : make_uint4(0u, 0u, 0u, 0u);
     }
 }
@@ -469,9 +461,9 @@ __device__ __forceinline__ int64_t tile_prologue(const Params &p, int64_t b, int
         const int64_t r = mt * BM + tid;
         int pp = -1;
         if (r < nrows && !*bad_slot) {
-            const int64_t v = p.pos[b * p.T + div32(r, p.hpg)];
+            const int64_t v = p.pos[b * p.T + r / p.hpg];
             if (v < -1 || v >= p.L) {
-                if (mod32(r, p.hpg) == 0 && g == 0 && report)
+                if (r % p.hpg == 0 && g == 0 && report)
                     m40k_guard_report(p.guard, M40K_GUARD_ATTN_POS, v, p.L);
             } else {
                 pp = (int)v;
@@ -486,7 +478,7 @@ __device__ __forceinline__ int64_t tile_prologue(const Params &p, int64_t b, int
         const int64_t rr = mt * BM + r;
         float f[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (rr < nrows) {
-            const int64_t t = div32(rr, p.hpg), h = g * p.hpg + mod32(rr, p.hpg);
+            const int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
             const float *qr = p.q + b * p.qs0 + t * p.qs1 + h * p.D;
 #pragma unroll
             for (int k = 0; k < 4; k++) f[k] = d + k < p.D ? (RAW ? qr[d + k] : qr[d + k] * p.qscale) : 0.0f;
@@ -499,8 +491,8 @@ __device__ __forceinline__ int64_t tile_prologue(const Params &p, int64_t b, int
 /* The keys [lo, hi) of split `split` of [0, kend): an even share rounded up
 ** to the BN-key tile (the early K fetch and the tile loop agree on it). */
 __device__ __forceinline__ int64_t split_share(int64_t kend, int64_t splits, int64_t chunk) {
-    const int64_t per = div32(kend + splits - 1, splits); /* kend <= L < 2^31, splits <= 1024 */
-    return div32(per + chunk - 1, chunk) * chunk;
+    const int64_t per = (kend + splits - 1) / splits;
+    return (per + chunk - 1) / chunk * chunk;
 }
 template <int BN>
 __device__ __forceinline__ void split_keys(int64_t kend, int64_t splits, int64_t split, int64_t *lo,
@@ -550,14 +542,14 @@ __device__ __forceinline__ void fc_fold(const FcArgs &p, int64_t b, int64_t g, i
 #pragma unroll 4
     for (int i = tid; i < nrows * n; i += NT) {
         const int r = i / n, k = i - r * n;
-        const int64_t row = (b * p.T + div32(r, p.hpg)) * p.H + g * p.hpg + mod32(r, p.hpg);
+        const int64_t row = (b * p.T + r / p.hpg) * p.H + g * p.hpg + r % p.hpg;
         const float *ml = p.ws_ml + (row * p.splits + c0 + k * cs) * 2;
         w[r * 64 + k] = __ldcg(ml);
         wl[r * 64 + k] = __ldcg(ml + 1);
     }
     __syncthreads();
     if (tid < nrows) { /* a row's max, weights and sum */
-        frow[tid] = (b * p.T + div32(tid, p.hpg)) * p.H + g * p.hpg + mod32(tid, p.hpg);
+        frow[tid] = (b * p.T + tid / p.hpg) * p.H + g * p.hpg + tid % p.hpg;
         float M = -INFINITY, L = 0.0f;
         for (int k = 0; k < n; k++) M = fmaxf(M, w[tid * 64 + k]);
         const float ms = M == -INFINITY ? 0.0f : M;
@@ -571,9 +563,7 @@ __device__ __forceinline__ void fc_fold(const FcArgs &p, int64_t b, int64_t g, i
     }
     __syncthreads();
     /* pass 2: a thread a dim, FR rows × FK slots of loads in flight */
-    /* a slot's stride in 32 bits (cs·D <= splits·D < 2^31); a row's base once */
-    const int sstride = (int)(cs * p.D), D32 = (int)p.D;
-    for (int d = tid; d < D32; d += NT) {
+    for (int64_t d = tid; d < p.D; d += NT) {
         for (int r0 = 0; r0 < nrows; r0 += FR) {
             float a[FR];
 #pragma unroll
@@ -583,10 +573,10 @@ __device__ __forceinline__ void fc_fold(const FcArgs &p, int64_t b, int64_t g, i
 #pragma unroll
                 for (int i = 0; i < FR; i++) {
                     const int r = r0 + i;
-                    const float *src = p.ws_o + frow[r < nrows ? r : 0] * rs + c0 * p.D + d + k0 * sstride;
+                    const float *src = p.ws_o + frow[r < nrows ? r : 0] * rs + c0 * p.D + d;
 #pragma unroll
                     for (int j = 0; j < FK; j++)
-                        v[i][j] = r < nrows && k0 + j < n ? __ldcg(src + j * sstride) : 0.0f;
+                        v[i][j] = r < nrows && k0 + j < n ? __ldcg(src + (k0 + j) * cs * p.D) : 0.0f;
                 }
 #pragma unroll
                 for (int i = 0; i < FR; i++)
@@ -624,13 +614,13 @@ __device__ __noinline__ void fc_arrive(const FcArgs p, float *w) {
     __shared__ int fc_last;
     const int tid = threadIdx.x;
     /* the block's (b, g, split) from blockIdx (one query tile: mtiles 1) */
-    const int64_t bx = blockIdx.x, split = mod32(bx, p.splits), bg = div32(bx, p.splits);
-    const int64_t g = mod32(bg, p.G), b = div32(bg, p.G);
+    const int64_t bx = blockIdx.x, split = bx % p.splits, bg = bx / p.splits;
+    const int64_t g = bg % p.G, b = bg / p.G;
     int64_t na = p.splits;
     if (p.skip) {
         const int64_t kend = decode_kend(p.pos, p.slot, b, p.T, p.S, p.L);
         const int64_t per = split_share(kend, p.splits, BN);
-        na = per > 0 ? div32(kend + per - 1, per) : 0;
+        na = per > 0 ? (kend + per - 1) / per : 0;
         if (na < 1) na = 1; /* split 0 always writes */
     }
     const int64_t ng = (na + FC_G - 1) / FC_G, q = split / FC_G, c0 = q * FC_G;
@@ -705,12 +695,12 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     ** mtiles-1-j, the last tiles (most keys) first; with p.pair then tile j
     ** too, so every block has the keys of ~1 + 1/mtiles tiles (pair_tiles) */
     int64_t bx = blockIdx.x;
-    const int64_t split = mod32(bx, p.splits);
-    bx = div32(bx, p.splits);
+    const int64_t split = bx % p.splits;
+    bx /= p.splits;
     const int64_t nt = PAIR && p.pair ? (p.mtiles + 1) / 2 : p.mtiles;
-    const int64_t j = mod32(bx, nt);
-    bx = div32(bx, nt);
-    const int64_t g = mod32(bx, p.G), b = div32(bx, p.G);
+    const int64_t j = bx % nt;
+    bx /= nt;
+    const int64_t g = bx % p.G, b = bx / p.G;
     const int64_t nrows = p.T * p.hpg;
     const int npass = PAIR && p.pair && 2 * j + 1 != p.mtiles ? 2 : 1;
 #pragma unroll 1
@@ -1001,7 +991,7 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
                 const int r = orow + i;
                 const int64_t rr = mt * BM + r;
                 if (rr >= nrows) continue;
-                const int64_t t = div32(rr, p.hpg), h = g * p.hpg + mod32(rr, p.hpg);
+                const int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
                 const int64_t row = (b * p.T + t) * p.H + h;
                 float *dst;
                 float mul = 1.0f;
@@ -1025,7 +1015,7 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
         int r = org * OR + i;
         int64_t rr = mt * BM + r;
         if (rr >= nrows) continue;
-        int64_t t = div32(rr, p.hpg), h = g * p.hpg + mod32(rr, p.hpg);
+        int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
         int64_t row = (b * p.T + t) * p.H + h;
         float *dst;
         float mul = 1.0f;
@@ -1046,7 +1036,7 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
     if (p.splits > 1 && tid < BM) {
         int64_t rr = mt * BM + tid;
         if (rr < nrows) {
-            int64_t t = div32(rr, p.hpg), h = g * p.hpg + mod32(rr, p.hpg);
+            int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
             int64_t row = (b * p.T + t) * p.H + h;
             p.ws_ml[(row * p.splits + split) * 2] = row_m[tid];
             p.ws_ml[(row * p.splits + split) * 2 + 1] = row_l[tid];
@@ -1100,6 +1090,13 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
 ** 16-byte aligned rows (p.vec), T·HPG <= 16 and DP 64 or 128; else the
 ** tile kernel runs. */
 constexpr int DR = 16; /* query rows a block */
+
+/* a / b and a % b where 0 <= a < 2^32 and 0 < b < 2^32 (block indices,
+** splits, rows, key counts < L < 2^31): 32-bit unsigned, a ~20-instruction
+** sequence against the int64 division routine (decode v3/v4/v5 only: the
+** same change in the tile kernels measured slower, session 17) */
+__device__ __forceinline__ int64_t div32(int64_t a, int64_t b) { return (int64_t)((unsigned)a / (unsigned)b); }
+__device__ __forceinline__ int64_t mod32(int64_t a, int64_t b) { return (int64_t)((unsigned)a % (unsigned)b); }
 
 /* A decode block's (b, g, split) from blockIdx (= (b·G + g)·splits + split),
 ** its cache slot, and row_pos[DR] (the positions of its T·HPG rows, -1 for
@@ -1260,7 +1257,7 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
         const int r = it / DP, d = it % DP;
         float v = 0.0f;
         if (r < nrows && d < p.D) {
-            const int64_t t = div32(r, p.hpg), h = g * p.hpg + mod32(r, p.hpg);
+            const int64_t t = r / p.hpg, h = g * p.hpg + r % p.hpg;
             v = p.q[b * p.qs0 + t * p.qs1 + h * p.D + d] * p.qscale;
         }
         qs[d * DR + r] = v;
@@ -1445,7 +1442,7 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
         const int r = r0 + i;
         const float M = __shfl_sync(0xffffffffu, m_mine, i), L = __shfl_sync(0xffffffffu, l_mine, i);
         if (r >= nrows) continue;
-        const int64_t t = div32(r, p.hpg), h = g * p.hpg + mod32(r, p.hpg);
+        const int64_t t = r / p.hpg, h = g * p.hpg + r % p.hpg;
         const int64_t row = (b * p.T + t) * p.H + h;
         if (p.splits > 1) {
             float *dst = p.ws_o + (row * p.splits + split) * p.D;
@@ -1679,9 +1676,9 @@ __global__ void __launch_bounds__(CNT) attn_combine(const float *ws_ml, const fl
     const float *ml = ws_ml + row * splits * 2, *src = ws_o + row * splits * D + d;
     int64_t nact = splits;
     if (sk.chunk > 0) { /* split c has keys iff c·per < kend */
-        const int64_t kend = decode_kend(sk.pos, sk.slot, div32(row, sk.T * sk.H), sk.T, sk.S, sk.L);
+        const int64_t kend = decode_kend(sk.pos, sk.slot, row / (sk.T * sk.H), sk.T, sk.S, sk.L);
         const int64_t per = split_share(kend, splits, sk.chunk);
-        nact = per > 0 ? div32(kend + per - 1, per) : 0;
+        nact = per > 0 ? (kend + per - 1) / per : 0;
     }
     float m = -INFINITY, l = 0.0f, acc = 0.0f;
     for (int64_t c = warp; c < nact; c += 4 * CW) {

@@ -9,7 +9,6 @@ trap 'rm -rf "$dir"' EXIT
 cu=kernels/attention.cu
 sed -n '/^struct Params {/,/^};/p' "$cu" > "$dir/params.inc"
 {
-    sed -n '/^__device__ __forceinline__ int64_t div32/p; /^__device__ __forceinline__ int64_t mod32/p' "$cu"
     sed -n '/^__device__ __forceinline__ void half8_to_float/,/^}/p' "$cu"
     sed -n '/^__device__ __forceinline__ int64_t split_share/,/^}/p' "$cu"
     sed -n '/^constexpr int DR = 16;/,/^\/\* y\[row, :\]/p' "$cu" | sed '$d'

@@ -9,7 +9,6 @@ trap 'rm -rf "$dir"' EXIT
 cu=kernels/attention.cu
 sed -n '/^struct Params {/,/^};/p' "$cu" > "$dir/params.inc"
 {   # the helpers it calls from kernels/attention.cu, then the kernel
-    sed -n '/^__device__ __forceinline__ int64_t div32/p; /^__device__ __forceinline__ int64_t mod32/p' "$cu"
     sed -n '/^__device__ __forceinline__ void half8_to_float/,/^}/p' "$cu"
     sed -n '/^template <int DP, int BM, bool RAW = false>/,/^}/p' "$cu"
     cat kernels/attention_prefill64.cuh

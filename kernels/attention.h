@@ -110,6 +110,11 @@ static inline int64_t m40k_attention_chunk(const m40k_attn_shape *s, int slots) 
 static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int slots) {
     if (s->T > M40K_ATTN_DECODE_T || s->B < 1 || s->T < 1 || s->G < 1) return 1;
     int64_t n = m40k_attention_wave(s, slots);
+    /* decode v5 (short contexts): at most 32 splits a (b, g), so a short
+    ** context in a long cache is not hundreds of 16-warp blocks that only
+    ** find they have no keys (ncu, session 17: 528 such blocks cost v5 its
+    ** whole gain in an 8192-token cache) */
+    if (s->decode_variant == 10 && n > 32) n = 32;
     const int64_t chunk = m40k_attention_chunk(s, slots);
     int64_t cap = (s->L + chunk - 1) / chunk;
     if (n > cap) n = cap;

@@ -159,8 +159,10 @@ extern int m40k_attn_skip_empty;
 ** per (b, g), each reset by the block that completes it), so no
 ** attn_combine launch follows; 0 (default): attn_combine as before. Correct
 ** (test_attention_gpu runs both) and slower on the H200 as written: +10 µs
-** a call at ctx 128, +50-75 µs from 1K (session 14, bench/NOTES.md). Same
-** kind of knob (M40_ATTN_AB, M40_BENCH_GLM_FUSE_COMBINE, tests). */
+** a call at ctx 128, +50-75 µs from 1K (session 14, bench/NOTES.md). With
+** decode v5 (decode_variant 10) its own last block folds them (v5_fold, one
+** counter a (b, g)): slower too (session 17). Same kind of knob (M40_ATTN_AB,
+** M40_BENCH_GLM_FUSE_COMBINE, tests). */
 extern int m40k_attn_fuse_combine;
 /* 1: the decode tile kernels at D 128 with 32 or 64 keys a tile (the
 ** defaults' tiles, the fused RoPE one included) split P·V over their four

@@ -1472,8 +1472,10 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
 ** block's warps share it through L1), 4 FMA and a butterfly; the online
 ** softmax runs in the warp; P·V adds into the lane's 4 dims. Each warp
 ** converts its own K and V (16x the tile kernel's conversions), so long
-** contexts keep the tile kernel. The split rule (32-key shares) and the
-** partial layout are the tile kernel's; attn_combine folds the splits. */
+** contexts keep the tile kernel. The split rule is the tile kernel's with
+** V5_CHUNK-key shares and at most 32 splits a (b, g) (kernels/attention.h),
+** the partial layout the tile kernel's; attn_combine folds the splits, or
+** v5_fold in the last block (m40k_attn_fuse_combine). */
 constexpr int V5_CHUNK = 16;
 /* decode v5's combine in its own last block (Params::cnt, splits > 1; the
 ** m40k_attn_fuse_combine knob): every block with a partial counts in on

@@ -600,35 +600,30 @@ int main(void) {
         graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
         m40k_attn_skip_empty = 1;
     }
-    if (&m40k_attn_fuse_combine) { /* the decode splits' combine inside the tile kernel */
+    if (&m40k_attn_fuse_combine) {
+        /* the decode splits' combine inside the decode kernel: the tile
+        ** kernel's last blocks (variant 0), decode v5's last block (10,
+        ** v5_fold); each with every split in too (no skip: all count) */
         const int saved = m40k_attn_fuse_combine;
+        static const int fv[] = {0, 10};
         m40k_attn_fuse_combine = !saved;
-        printf("decode kernel variant 0, combine inside the tile kernel %d\n", m40k_attn_fuse_combine);
-        kernels_vs_reference();
-        decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
-        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
-        m40k_attn_fuse_combine = 1;
-        if (&m40k_attn_skip_empty) { /* fused, every split in (no skip): all of them count */
-            m40k_attn_skip_empty = 0;
-            printf("decode kernel variant 0, combine inside, empty splits not skipped\n");
+        for (int i = 0; i < 2; i++) {
+            m40__attn_decode_variant = fv[i];
+            printf("decode kernel variant %d, combine inside the kernel %d\n", fv[i], m40k_attn_fuse_combine);
+            kernels_vs_reference();
             decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
+            if (fv[i] == 10) {
+                decode_equals_prefill(90, 16, 1, 64, M40_DTYPE_F16);
+                graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
+            }
             graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
-            m40k_attn_skip_empty = 1;
-        }
-        /* decode v5 (variant 10) with its combine in its last block (v5_fold) */
-        m40__attn_decode_variant = 10;
-        printf("decode kernel variant 10, combine in its last block\n");
-        kernels_vs_reference();
-        decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
-        decode_equals_prefill(90, 16, 1, 64, M40_DTYPE_F16);
-        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
-        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
-        if (&m40k_attn_skip_empty) {
-            m40k_attn_skip_empty = 0;
-            printf("decode kernel variant 10, combine in its last block, empty splits not skipped\n");
-            decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
-            graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
-            m40k_attn_skip_empty = 1;
+            if (&m40k_attn_skip_empty) {
+                m40k_attn_skip_empty = 0;
+                printf("decode kernel variant %d, combine inside, empty splits not skipped\n", fv[i]);
+                decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
+                graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+                m40k_attn_skip_empty = 1;
+            }
         }
         m40__attn_decode_variant = 0;
         m40k_attn_fuse_combine = saved;

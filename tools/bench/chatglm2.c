@@ -362,15 +362,14 @@ int run_chatglm2(bench_env *e) {
     }
     const char *dv = getenv("M40_ATTN_DECODE_VARIANT");
     if (dv && *dv) {
-        if (!strcmp(dv, "10")) {
-            m40__attn_decode_variant = 10;
-        } else if (dv[0] < '0' || dv[0] > '9' || dv[1]) {
+        char *end;
+        const long v = strtol(dv, &end, 10); /* digits only, no leading zero, 0..10 */
+        if (dv[0] < '0' || dv[0] > '9' || *end || v > 10 || (dv[0] == '0' && dv[1])) {
             fprintf(stderr, "m40-bench chatglm2: M40_ATTN_DECODE_VARIANT is 0..10 "
                             "(kernels/attention.h's decode_variant), not '%s'\n", dv);
             return 2;
-        } else {
-            m40__attn_decode_variant = dv[0] - '0';
         }
+        m40__attn_decode_variant = (int)v;
         if (e->text) printf("decode attention variant %d (M40_ATTN_DECODE_VARIANT)\n", m40__attn_decode_variant);
     }
     /* the kernels' A/B knobs (weak: NULL in a CPU-only build) */

@@ -121,9 +121,11 @@ extern int m40k_quant_gemv_v2_whole;
 ** barriers a pass and no exposed round trip for x (the chunked staging:
 ** two barriers and an L2 round trip a chunk, 14 at int4's K 13696).
 ** m40k_quant_gemv_v2_pass (0 default, knob M40_BENCH_GLM_V2PASS): 1 = the
-** chooser takes it for K > M40K_QGEMV_V2_WHOLE_K at M = 1, N <= 8192
-** without a norm (dense_4h_to_h: int4 instead of chunked v2, int8 instead
-** of split-K). */
+** chooser takes it at M = 1, N <= 8192, without a fused norm, for int4
+** with K > M40K_QGEMV_V2_WHOLE_K where v2 runs (m40k_quant_gemv_small_v2
+** on, m40k_quant_gemv_q4_split off: else the knob does nothing) and for
+** int8 where v3 cannot stage x whole (split-K before); dense_4h_to_h in
+** ChatGLM2-6B. */
 extern int m40k_quant_gemv_v2_pass;
 /* V2 at M = 1 and R = 2 with depth 4: a ring of four chunks of weights in
 ** flight (else one chunk ahead). m40k_quant_gemv_v2_deep (knob,

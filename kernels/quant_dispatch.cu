@@ -110,9 +110,8 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
         v.D = a->K <= M40K_QGEMV_V2_WHOLE_K &&
               (m40k_quant_gemv_v2_whole > 0 || m40k_quant_gemv_v2_ks > 1 || (m40k_quant_gemv_v2_whole < 0 && ez));
         if (a->K > M40K_QGEMV_V2_WHOLE_K && m40k_quant_gemv_v2_pass && !a->nw) v.D = 2; /* x in passes */
-    } else if (!q4 && a->M == 1 && a->N <= 8192 && a->K > M40K_QGEMV_V2_WHOLE_K && m40k_quant_gemv_v2_pass &&
-               !a->nw) {
-        v.kernel = M40K_QGEMV_V2; /* int8, large K: v2 with x in passes (else split-K) */
+    } else if (!q4 && a->M == 1 && a->N <= 8192 && !whole && m40k_quant_gemv_v2_pass && !a->nw) {
+        v.kernel = M40K_QGEMV_V2; /* int8 past v3's whole staging: v2 with x in passes (else split-K) */
         v.R = 2;
         v.D = 2;
     } else if (!q4 && a->M == 1 && a->N <= 8192 && a->K <= M40K_QGEMV_V2_WHOLE_K &&

@@ -185,7 +185,8 @@ extern "C" int m40k_quant_gemv_norm_fused(const m40k_qlinear_args *a, const m40k
     ** occupancy (H200, session 8: ChatGLM2-6B fp16 decode 6% slower) */
     if (a->wtype == M40_DTYPE_F16) return 0;
     /* v2 at R = 2 (int4's small shapes): the norm on each chunk's staging */
-    if (v->kernel == M40K_QGEMV_V2) return v->R == 0 || v->R == 2 || (v->R == 1 && v->ez && v->D == 1);
+    if (v->kernel == M40K_QGEMV_V2) /* x in passes (D 2): no norm */
+        return v->D != 2 && (v->R == 0 || v->R == 2 || (v->R == 1 && v->ez && v->D == 1));
     if (v->kernel != M40K_QGEMV_V3 || (v->R != 0 && v->R != 2 && v->R != 4)) return 0;
     const bool seg = a->wtype == M40_DTYPE_Q4
                          ? (v->R == 4 ? v3_plan<M40_DTYPE_Q4, 1, 4, 4>(a->K) : v3_plan<M40_DTYPE_Q4, 1, 2, 4>(a->K)).seg

@@ -346,7 +346,7 @@ int main(int argc, char **argv) {
             one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0}); /* dense_4h_to_h */
             one_case((qcase){q8, 1, 4096, 13696, 1, 0, 1, 0, 0});
             one_case((qcase){q4g, 1, 300, 13696, 0, 0, 1, 0, 0});
-            one_case((qcase){q8g, 1, 300, 8192, 1, 0, 0, 0, 0});
+            one_case((qcase){q8g, 1, 300, 13696, 1, 0, 0, 0, 0});
             one_case((qcase){q4, 1, 300, 4128, 1, 0, 0, 0, 0});
             one_case((qcase){q4, 1, 300, 4128, 1, 1, 1, 0, 0}); /* the norm: not in passes */
             m40k_quant_gemv_v2_pass = p0;

@@ -457,6 +457,30 @@ static void test_glu(void) {
     CHECK(fused > 0 && refused > 0);
 }
 
+static float x_dummy_nw[4] __attribute__((aligned(16)));
+/* The chooser under m40k_quant_gemv_v2_pass: dense_4h_to_h's shape (M 1,
+** K 13696) goes to v2 with x in passes for int4 and int8, not with a fused
+** norm, not with the knob off (so the knob's A/B times the kernel it names) */
+static void test_pass_choice(void) {
+    const int p0 = m40k_quant_gemv_v2_pass;
+    m40k_qlinear_args a = {0};
+    a.M = 1, a.N = 4096, a.K = 13696, a.wtype = M40_DTYPE_Q4;
+    m40k_quant_gemv_v2_pass = 1;
+    m40k_qgemv_variant v = m40k_quant_gemv_choose(&a, 132);
+    CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2 && v.R == 2 && !v.ez && v.depth <= 1);
+    a.wtype = M40_DTYPE_Q8;
+    v = m40k_quant_gemv_choose(&a, 132);
+    CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2);
+    a.K = 4096; /* int8 that v2 stages whole already: unchanged */
+    CHECK(m40k_quant_gemv_choose(&a, 132).D != 2);
+    a.K = 13696, a.nw = x_dummy_nw, a.wtype = M40_DTYPE_Q4;
+    CHECK(m40k_quant_gemv_choose(&a, 132).D != 2);
+    a.nw = NULL;
+    m40k_quant_gemv_v2_pass = 0;
+    CHECK(m40k_quant_gemv_choose(&a, 132).D != 2);
+    m40k_quant_gemv_v2_pass = p0;
+}
+
 int main(void) {
     G = m40t_gpu_ctx_or_skip("test_quant_gpu");
     if (!G) return M40T_SKIP;
@@ -464,6 +488,7 @@ int main(void) {
     m40_ctx_desc_init(&d);
     d.device = M40_DEVICE_CPU;
     if (m40_ctx_create(&d, &C) != M40_OK) return 1;
+    test_pass_choice();
     test_odd_shapes();
     test_x_range();
     test_glu();

@@ -32,3 +32,12 @@ if(M40_HAVE_CUDA AND M40_CUBLAS)  # the baselines are cuBLAS
   target_link_libraries(m40-bench-quant PRIVATE m40_static CUDA::cudart_static CUDA::cublas m)
   target_compile_options(m40-bench-quant PRIVATE -Wall -Wextra $<$<BOOL:${M40_WERROR}>:-Werror>)
 endif()
+# the batch-1 GEMV v2 (kernels/quant_gemv_v2.cuh gemv_v2_kernel) emulated on
+# the host from its own source against a double reference: x staged in passes
+# and the forms the GPU tests pass (no GPU needed; bench/quant/gemv_v2_emu.sh)
+if(M40_BUILD_TESTS AND UNIX)
+  enable_testing()
+  add_test(NAME quant_gemv_v2_emu COMMAND sh ${PROJECT_SOURCE_DIR}/bench/quant/gemv_v2_emu.sh
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(quant_gemv_v2_emu PROPERTIES LABELS cpu TIMEOUT 300)
+endif()

@@ -92,7 +92,7 @@ enum m40k_qgemv_kernel {
 typedef struct m40k_qgemv_variant {
     int kernel; /* enum m40k_qgemv_kernel */
     int R;      /* rows of W per warp */
-    int D;      /* V3: chunks of weights in flight per warp; V2: 1 = x staged whole */
+    int D;      /* V3: chunks of weights in flight per warp; V2: 1 = x staged whole, 2 = in passes */
     int blocks_per_sm;
     int depth;  /* V2 at M = 1, R = 2 (0: 1): chunks of weights in flight, 1 or 4 (2: ez whole only) */
     int ks;     /* V2 whole (D = 1) at M = 1, R = 2, depth 1 (0: 1): warps a row's K is split over, 1, 2 or 4 */
@@ -115,6 +115,18 @@ extern int m40k_quant_gemv_small_v2;
 ** (M40_BENCH_GLM_SMALLV2_Q8, M40_BENCH_GLM_V2WHOLE). */
 #define M40K_QGEMV_V2_WHOLE_K 4096
 extern int m40k_quant_gemv_v2_whole;
+/* V2 with D = 2 (int8/int4 at M = 1, R = 2, depth 1, v2's own decode, no
+** fused norm; any K): x staged M40K_QGEMV_V2_WHOLE_K columns at a time, the
+** next pass's x loaded into registers during this pass's chunks, so two
+** barriers a pass and no exposed round trip for x (the chunked staging:
+** two barriers and an L2 round trip a chunk, 14 at int4's K 13696).
+** m40k_quant_gemv_v2_pass (0 default, knob M40_BENCH_GLM_V2PASS): 1 = the
+** chooser takes it at M = 1, N <= 8192, without a fused norm, for int4
+** with K > M40K_QGEMV_V2_WHOLE_K where v2 runs (m40k_quant_gemv_small_v2
+** on, m40k_quant_gemv_q4_split off: else the knob does nothing) and for
+** int8 where v3 cannot stage x whole (split-K before); dense_4h_to_h in
+** ChatGLM2-6B. */
+extern int m40k_quant_gemv_v2_pass;
 /* V2 at M = 1 and R = 2 with depth 4: a ring of four chunks of weights in
 ** flight (else one chunk ahead). m40k_quant_gemv_v2_deep (knob,
 ** M40_BENCH_GLM_V2DEEP): the chooser's V2 variants at M = 1 take it. */

@@ -85,6 +85,10 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
     if (v.ez && (B != 1 || WT == M40_DTYPE_F16 || !v2b1 || (v.depth > 1 && v.D != 1) || v.ks > 1))
         return cudaErrorInvalidValue;
     if constexpr (B == 1 && WT != M40_DTYPE_F16) { /* the norm fused (m40k_quant_gemv_norm_fused) */
+        if (v.kernel == M40K_QGEMV_V2 && v.D == 2) { /* x staged in passes (any K): R 2, depth 1, no norm */
+            if (!(v.R == 0 || v.R == 2) || v.depth > 1 || v.ks > 1 || v.ez || a.nw) return cudaErrorInvalidValue;
+            return launch_v2<WT, 1, 2, false, true, 1, 1, false, kWarps, true>(s, a);
+        }
         if (v.ez) { /* the exponent-zero decode, x staged whole (D = 1) or a chunk at a time */
             if (v.R == 1) /* R = 1 in 16-warp blocks */
                 return a.nw ? launch_v2<WT, 1, 1, true, true, 1, 1, true, 16>(s, a)
@@ -120,7 +124,7 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
     }
     if constexpr (B == 1 && WT == M40_DTYPE_F16) /* fp16: the ring too (no norm) */
         if (deep && v.D == 0) return launch_v2<WT, 1, 2, false, false, 4>(s, a);
-    if (v.kernel == M40K_QGEMV_V2 && v.D == 1) return cudaErrorInvalidValue; /* B 1, int8/int4 only */
+    if (v.kernel == M40K_QGEMV_V2 && v.D >= 1) return cudaErrorInvalidValue; /* B 1, int8/int4 only */
     if (v.kernel == M40K_QGEMV_V2) {
         if (v.R == 0 || v.R == RB) return launch_v2<WT, B, RB>(s, a);
         if constexpr (WT == M40_DTYPE_F16 && B <= 2)
@@ -181,7 +185,8 @@ extern "C" int m40k_quant_gemv_norm_fused(const m40k_qlinear_args *a, const m40k
     ** occupancy (H200, session 8: ChatGLM2-6B fp16 decode 6% slower) */
     if (a->wtype == M40_DTYPE_F16) return 0;
     /* v2 at R = 2 (int4's small shapes): the norm on each chunk's staging */
-    if (v->kernel == M40K_QGEMV_V2) return v->R == 0 || v->R == 2 || (v->R == 1 && v->ez && v->D == 1);
+    if (v->kernel == M40K_QGEMV_V2) /* x in passes (D 2): no norm */
+        return v->D != 2 && (v->R == 0 || v->R == 2 || (v->R == 1 && v->ez && v->D == 1));
     if (v->kernel != M40K_QGEMV_V3 || (v->R != 0 && v->R != 2 && v->R != 4)) return 0;
     const bool seg = a->wtype == M40_DTYPE_Q4
                          ? (v->R == 4 ? v3_plan<M40_DTYPE_Q4, 1, 4, 4>(a->K) : v3_plan<M40_DTYPE_Q4, 1, 2, 4>(a->K)).seg

@@ -46,8 +46,14 @@ constexpr int kV2WholeK = 4096;
 ** vector, (-OFF 2^-S sum x, 2^(S/2), 2^(S - S/2)): S reaches 152, past a
 ** float's 2^127, hence two factors. NW: warps a block (8; 16 at R = 1
 ** with EZ staged whole: the same 16 rows a block, twice the warps). */
+/* PASS (with WHOLE; batch 1, v2's own decode, P 1, KS 1): any K, x staged
+** kV2WholeK columns at a time ("passes"), the next pass's x loaded into
+** registers while this pass's chunks are computed, so a pass costs two
+** barriers and no exposed round trip for x, where the chunked staging
+** costs two barriers and an L2 round trip every chunk (int4 at K 13696: 14
+** chunks against 4 passes). The chunk loop inside a pass has no barrier. */
 template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,
-          bool EZ = false, int NW = kWarps>
+          bool EZ = false, int NW = kWarps, bool PASS = false>
 __global__ void __launch_bounds__(NW * 32, 1)
 gemv_v2_kernel(m40k_qlinear_args a) {
     constexpr int NT = NW * 32; /* threads a block */
@@ -57,6 +63,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     constexpr int XS = 32 * LS;        /* floats per batch row in xs */
     constexpr int NCW = WHOLE ? kV2WholeK / KC : 1; /* chunks xs holds */
     static_assert(!WHOLE || (WT != M40_DTYPE_F16 && kV2WholeK % KC == 0), "whole: int8/int4");
+    static_assert(!PASS || (WHOLE && !EZ && P == 1 && KS == 1 && B == 1), "passes: whole staging, batch 1, v2's decode");
     /* XG: fp16 weights at batch <= 2 read x straight from global memory (L1
     ** hits), with no barrier in the loop: +2-9% on the H200. For int8/int4
     ** (2-4x more weights per byte, so 2-4x more x reads per byte) it was
@@ -153,19 +160,21 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     };
     /* x staging: NF float4 per chunk, a compile-time number of rounds */
     constexpr int F4 = KC / 4, NF = B * F4, ITERS = (NF + NT - 1) / NT;
-    if constexpr (WHOLE) { /* all of x: the loads, then the norm and the stores */
-        /* this thread's items: per chunk when a chunk's items fill the
-        ** block (int4: compile-time chunks, fewer registers), else over the
-        ** whole row (int8: 128 a chunk) */
-        constexpr bool BYC = NF % NT == 0;
-        constexpr int K4 = kV2WholeK / 4, TOT = B * K4, WI = (TOT + NT - 1) / NT;
-        static_assert(!BYC || WI == NCW * ITERS, "whole staging: items");
-        static_assert(!EZ || BYC || TOT % NT == 0, "EZ: every lane stages");
-        float4 xv[WI], nv[NORM ? WI : 1];
+    /* WHOLE: x's columns kb .. kb + kV2WholeK - 1 (kb 0 without PASS): xload
+    ** asks for them into registers, xstore applies the norm's weights (and
+    ** sums x²), EZ's scaling, and writes them to xs. This thread's items:
+    ** per chunk when a chunk's items fill the block (int4: compile-time
+    ** chunks, fewer registers), else over the whole span (int8: 128 a chunk) */
+    constexpr bool BYC = NF % NT == 0;
+    constexpr int K4 = kV2WholeK / 4, TOT = B * K4, WI = WHOLE ? (TOT + NT - 1) / NT : 1;
+    static_assert(!WHOLE || !BYC || WI == NCW * ITERS, "whole staging: items");
+    static_assert(!WHOLE || !EZ || BYC || TOT % NT == 0, "EZ: every lane stages");
+    float4 xv[WI], nv[NORM ? WI : 1];
+    auto xload = [&](int kb) {
 #pragma unroll
         for (int it = 0; it < WI; it++) {
             const int f = threadIdx.x + (BYC ? it % ITERS : it) * NT;
-            const int b = BYC ? f / F4 : f / K4, col = BYC ? (it / ITERS) * KC + 4 * (f % F4) : 4 * (f % K4);
+            const int b = BYC ? f / F4 : f / K4, col = kb + (BYC ? (it / ITERS) * KC + 4 * (f % F4) : 4 * (f % K4));
             float4 v = make_float4(0.f, 0.f, 0.f, 0.f), w = v;
             if ((BYC || TOT % NT == 0 || f < TOT) && col < K) {
                 v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
@@ -174,6 +183,8 @@ gemv_v2_kernel(m40k_qlinear_args a) {
             xv[it] = v;
             if (NORM) nv[it] = w;
         }
+    };
+    auto xstore = [&]() {
 #pragma unroll
         for (int it = 0; it < WI; it++) {
             const int f = threadIdx.x + (BYC ? it % ITERS : it) * NT;
@@ -191,6 +202,10 @@ gemv_v2_kernel(m40k_qlinear_args a) {
             if constexpr (EZ) ez_item(v, c4, c * B + b);
             *(float4 *)&xs[(c * B + b) * XS + (c4 / (VC / 4)) * LS + 4 * (c4 % (VC / 4))] = v;
         }
+    };
+    if constexpr (WHOLE) { /* all of x (PASS: its first pass): the loads, then the norm and the stores */
+        xload(0);
+        xstore();
         __syncthreads();
     }
     /* chunk c's x into xs (chunked staging: two barriers a chunk) */
@@ -226,7 +241,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
 #pragma unroll
             for (int r = 0; r < R; r++) gs[r] = load_scale(a.scale, sbase[r] + g, sf16);
         }
-        const float *xl = xs + (WHOLE ? c * B * XS : 0) + lane * LS;
+        const float *xl = xs + (WHOLE ? (PASS ? c % NCW : c) * B * XS : 0) + lane * LS;
         const float *xg = a.x + kc0 + lane * VC; /* XG: this lane's columns of x row 0 */
         /* x[b][lane's column + off] */
         auto xv4 = [&](int b, int off) -> float4 {
@@ -342,7 +357,26 @@ gemv_v2_kernel(m40k_qlinear_args a) {
             }
         }
     };
-    if constexpr (P <= 1) { /* one chunk ahead: two buffers, one load in flight during a chunk */
+    if constexpr (PASS) { /* x in passes of NCW chunks; weights one chunk ahead, across passes too */
+        const int npass = (nchunks + NCW - 1) / NCW;
+#pragma unroll 1
+        for (int ps = 0; ps < npass; ps++) {
+            if (ps > 0) {
+                __syncthreads(); /* every warp is done with the last pass's x */
+                xstore();
+                __syncthreads();
+            }
+            if (ps + 1 < npass) xload((ps + 1) * kV2WholeK); /* in flight during this pass */
+            const int c1 = min(nchunks, (ps + 1) * NCW);
+#pragma unroll 2
+            for (int c = ps * NCW; c < c1; c++) {
+                load_w(wnext, c + 1);
+                compute(wcur, c);
+#pragma unroll
+                for (int r = 0; r < R; r++) wcur[r] = wnext[r];
+            }
+        }
+    } else if constexpr (P <= 1) { /* one chunk ahead: two buffers, one load in flight during a chunk */
 #pragma unroll 2
         for (int c = slice; c < nchunks; c += KS) {
             stage(c);
@@ -417,18 +451,18 @@ gemv_v2_kernel(m40k_qlinear_args a) {
 }
 
 template <int WT, int B, int R, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1, bool EZ = false,
-          int NW = kWarps>
+          int NW = kWarps, bool PASS = false>
 cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
     constexpr int NT = NW * 32;
     constexpr int RPB = NW / KS * R; /* rows a block */
     dim3 grid((unsigned)((a.N + RPB - 1) / RPB));
-    if (WHOLE && a.K > kV2WholeK) return cudaErrorInvalidValue;
+    if (WHOLE && !PASS && a.K > kV2WholeK) return cudaErrorInvalidValue;
     if constexpr (WT != M40_DTYPE_F16) /* fp16 has no scales, so no group instance */
         if (a.group) {
-            gemv_v2_kernel<WT, B, R, true, NORM, WHOLE, P, KS, EZ, NW><<<grid, NT, 0, s>>>(a);
+            gemv_v2_kernel<WT, B, R, true, NORM, WHOLE, P, KS, EZ, NW, PASS><<<grid, NT, 0, s>>>(a);
             return cudaGetLastError();
         }
-    gemv_v2_kernel<WT, B, R, false, NORM, WHOLE, P, KS, EZ, NW><<<grid, NT, 0, s>>>(a);
+    gemv_v2_kernel<WT, B, R, false, NORM, WHOLE, P, KS, EZ, NW, PASS><<<grid, NT, 0, s>>>(a);
     return cudaGetLastError();
 }
 

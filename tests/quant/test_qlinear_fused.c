@@ -38,6 +38,7 @@ extern int m40k_quant_gemv_v2_deep __attribute__((weak));
 extern int m40k_quant_gemv_v2_ks __attribute__((weak));
 extern int m40k_quant_gemv_v2_ez __attribute__((weak));
 extern int m40k_quant_gemv_q4_split __attribute__((weak));
+extern int m40k_quant_gemv_v2_pass __attribute__((weak));
 extern int m40k_quant_gemv_v2_r1 __attribute__((weak));
 
 /* binary16 of v (round to nearest even; |v| < 65504, no subnormals needed here) */
@@ -334,6 +335,21 @@ int main(int argc, char **argv) {
             one_case((qcase){q4, 1, 4608, 4096, 1, 1, 0, 1, 0});
             one_case((qcase){q4g, 1, 300, 2048, 1, 1, 1, 0, 0});
             m40k_quant_gemv_v2_whole = wh0;
+        }
+        if (&m40k_quant_gemv_v2_pass) {
+            /* batch-1 GEMVs with K past 4096 on v2 with x staged in passes
+            ** (the knob): int4 and int8 (instead of split-K), group scales,
+            ** bias and residual, a 32-column second pass, rows past N; with
+            ** the norm the chooser keeps its own path */
+            const int p0 = m40k_quant_gemv_v2_pass;
+            m40k_quant_gemv_v2_pass = 1;
+            one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0}); /* dense_4h_to_h */
+            one_case((qcase){q8, 1, 4096, 13696, 1, 0, 1, 0, 0});
+            one_case((qcase){q4g, 1, 300, 13696, 0, 0, 1, 0, 0});
+            one_case((qcase){q8g, 1, 300, 13696, 1, 0, 0, 0, 0});
+            one_case((qcase){q4, 1, 300, 4128, 1, 0, 0, 0, 0});
+            one_case((qcase){q4, 1, 300, 4128, 1, 1, 1, 0, 0}); /* the norm: not in passes */
+            m40k_quant_gemv_v2_pass = p0;
         }
         if (&m40k_quant_gemv_v2_deep) {
             /* batch-1 v2 with the other depth of weights in flight (a

@@ -98,7 +98,7 @@ static m40t_tol tol_for(int64_t K) {
 ** generic loader. The teaching versions (every other setting) are checked
 ** by bench/quant/gemv_check.c (m40-quant-versions). */
 enum {
-    V_OP, V_GENERIC, V_V2, V_V2_R1, V_V2_WHOLE, V_V2_DEEP, V_V2_WHOLE_DEEP, V_V2_KS2, V_V2_KS4, V_V2_EZ, V_V2_WHOLE_EZ, V_V2_WHOLE_EZ_D2, V_V2_WHOLE_EZ_D4, V_V2_WHOLE_EZ_R1, V_V3, V_V3_R4_2SM, V_V3_D4, V_V3_R4_D4, V_SPLIT, V_SPLIT_R8,
+    V_OP, V_GENERIC, V_V2, V_V2_R1, V_V2_WHOLE, V_V2_DEEP, V_V2_WHOLE_DEEP, V_V2_KS2, V_V2_KS4, V_V2_EZ, V_V2_WHOLE_EZ, V_V2_WHOLE_EZ_D2, V_V2_WHOLE_EZ_D4, V_V2_WHOLE_EZ_R1, V_V2_PASS, V_V3, V_V3_R4_2SM, V_V3_D4, V_V3_R4_D4, V_SPLIT, V_SPLIT_R8,
     V_GEMM, V_GEMM_GENERIC, V_COUNT
 };
 static const struct {
@@ -120,6 +120,7 @@ static const struct {
     [V_V2_WHOLE_EZ_D2] = {"gemv v2 whole x exponent-zero 2 in flight", {M40K_QGEMV_V2, 2, 1, 0, 2, 0, 1}, 24},
     [V_V2_WHOLE_EZ_D4] = {"gemv v2 whole x exponent-zero 4 in flight", {M40K_QGEMV_V2, 2, 1, 0, 4, 0, 1}, 24},
     [V_V2_WHOLE_EZ_R1] = {"gemv v2 whole x exponent-zero R1 16 warps", {M40K_QGEMV_V2, 1, 1, 0, 0, 0, 1}, 24},
+    [V_V2_PASS] = {"gemv v2 x in passes", {M40K_QGEMV_V2, 2, 2, 0}, 24},
     [V_V3] = {"gemv v3 R2", {M40K_QGEMV_V3, 2, 2, 0}, 24},
     /* each warp walks many row groups */
     [V_V3_R4_2SM] = {"gemv v3 R4 2x1 blocks", {M40K_QGEMV_V3, 4, 2, 1}, 2},
@@ -144,7 +145,7 @@ static int carried(int variant, m40_dtype wt, int64_t M, int64_t K, int unaligne
     case V_V2_R1: return !isq && M <= 2;
     case V_V2_WHOLE: case V_V2_WHOLE_DEEP: case V_V2_KS2: case V_V2_KS4: case V_V2_WHOLE_EZ: case V_V2_WHOLE_EZ_D2: case V_V2_WHOLE_EZ_D4: case V_V2_WHOLE_EZ_R1:
         return isq && M == 1 && K <= M40K_QGEMV_V2_WHOLE_K;
-    case V_V2_EZ: return isq && M == 1;
+    case V_V2_EZ: case V_V2_PASS: return isq && M == 1;
     case V_V2_DEEP: return M == 1;
     case V_SPLIT: case V_SPLIT_R8: return isq;
     default: { /* v3: whole K in shared memory; int8 at batch 1, R = 2 also in segments */
@@ -456,6 +457,30 @@ static void test_glu(void) {
     CHECK(fused > 0 && refused > 0);
 }
 
+static float x_dummy_nw[4] __attribute__((aligned(16)));
+/* The chooser under m40k_quant_gemv_v2_pass: dense_4h_to_h's shape (M 1,
+** K 13696) goes to v2 with x in passes for int4 and int8, not with a fused
+** norm, not with the knob off (so the knob's A/B times the kernel it names) */
+static void test_pass_choice(void) {
+    const int p0 = m40k_quant_gemv_v2_pass;
+    m40k_qlinear_args a = {0};
+    a.M = 1, a.N = 4096, a.K = 13696, a.wtype = M40_DTYPE_Q4;
+    m40k_quant_gemv_v2_pass = 1;
+    m40k_qgemv_variant v = m40k_quant_gemv_choose(&a, 132);
+    CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2 && v.R == 2 && !v.ez && v.depth <= 1);
+    a.wtype = M40_DTYPE_Q8;
+    v = m40k_quant_gemv_choose(&a, 132);
+    CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2);
+    a.K = 4096; /* int8 that v2 stages whole already: unchanged */
+    CHECK(m40k_quant_gemv_choose(&a, 132).D != 2);
+    a.K = 13696, a.nw = x_dummy_nw, a.wtype = M40_DTYPE_Q4;
+    CHECK(m40k_quant_gemv_choose(&a, 132).D != 2);
+    a.nw = NULL;
+    m40k_quant_gemv_v2_pass = 0;
+    CHECK(m40k_quant_gemv_choose(&a, 132).D != 2);
+    m40k_quant_gemv_v2_pass = p0;
+}
+
 int main(void) {
     G = m40t_gpu_ctx_or_skip("test_quant_gpu");
     if (!G) return M40T_SKIP;
@@ -463,6 +488,7 @@ int main(void) {
     m40_ctx_desc_init(&d);
     d.device = M40_DEVICE_CPU;
     if (m40_ctx_create(&d, &C) != M40_OK) return 1;
+    test_pass_choice();
     test_odd_shapes();
     test_x_range();
     test_glu();

@@ -44,7 +44,9 @@
 ** M40_BENCH_GLM_V2DEEP=0/1 (batch-1 v2 GEMVs with a ring of four chunks of
 ** weights in flight, m40k_quant_gemv_v2_deep), M40_BENCH_GLM_V2KS=1/2/4 (a
 ** row's K over that many warps in the batch-1 v2-whole GEMVs, int4's small
-** shapes then staged whole; m40k_quant_gemv_v2_ks). */
+** shapes then staged whole; m40k_quant_gemv_v2_ks), M40_BENCH_GLM_V2PASS=1
+** (dense_4h_to_h on v2 with x staged in 4096-column passes,
+** m40k_quant_gemv_v2_pass). */
 #include "bench/harness.h"
 #include "internal.h" /* m40__attn_decode_variant, m40__chatglm2_fuse */
 
@@ -60,6 +62,7 @@ extern int m40k_quant_gemv_small_v2_q8 __attribute__((weak));
 extern int m40k_quant_gemv_v2_deep __attribute__((weak));
 extern int m40k_quant_gemv_v2_ks __attribute__((weak));
 extern int m40k_quant_gemv_v2_ez __attribute__((weak));
+extern int m40k_quant_gemv_v2_pass __attribute__((weak));
 extern int m40k_quant_gemv_q4_split __attribute__((weak));
 extern int m40k_quant_gemv_v2_r1 __attribute__((weak));
 
@@ -386,7 +389,8 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_V2R1", &m40k_quant_gemv_v2_r1, "batch-1 v2 ez-whole GEMVs at R 1 in 16-warp blocks"},
         {"M40_BENCH_GLM_SMALLV2_Q8", &m40k_quant_gemv_small_v2_q8, "int8 small GEMVs on v2"},
         {"M40_BENCH_GLM_V2DEEP", &m40k_quant_gemv_v2_deep, "batch-1 v2 GEMVs with four chunks of weights in flight"},
-        {"M40_BENCH_GLM_V2KS", &m40k_quant_gemv_v2_ks, "batch-1 v2-whole GEMVs, warps a row's K is split over (1, 2, 4)"}};
+        {"M40_BENCH_GLM_V2KS", &m40k_quant_gemv_v2_ks, "batch-1 v2-whole GEMVs, warps a row's K is split over (1, 2, 4)"},
+        {"M40_BENCH_GLM_V2PASS", &m40k_quant_gemv_v2_pass, "batch-1 large-K GEMVs on v2, x staged in passes"}};
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const char *v = getenv(knobs[i].env);
         if (!v || !*v || !knobs[i].knob) continue;

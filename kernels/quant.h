@@ -120,8 +120,9 @@ extern int m40k_quant_gemv_v2_whole;
 ** next pass's x loaded into registers during this pass's chunks, so two
 ** barriers a pass and no exposed round trip for x (the chunked staging:
 ** two barriers and an L2 round trip a chunk, 14 at int4's K 13696).
-** m40k_quant_gemv_v2_pass (0 default, knob M40_BENCH_GLM_V2PASS): 1 = the
-** chooser takes it at M = 1, N <= 8192, without a fused norm, for int4
+** m40k_quant_gemv_v2_pass (1 default since session 18: ChatGLM2-6B +1.8%
+** int4, +2.1% int8 on the H200; knob M40_BENCH_GLM_V2PASS, 0 = the chunked
+** staging / split-K as before): 1 = the chooser takes it at M = 1, N <= 8192, without a fused norm, for int4
 ** with K > M40K_QGEMV_V2_WHOLE_K where v2 runs (m40k_quant_gemv_small_v2
 ** on, m40k_quant_gemv_q4_split off: else the knob does nothing) and for
 ** int8 where v3 cannot stage x whole (split-K before); dense_4h_to_h in

@@ -340,15 +340,18 @@ int main(int argc, char **argv) {
             /* batch-1 GEMVs with K past 4096 on v2 with x staged in passes
             ** (the knob): int4 and int8 (instead of split-K), group scales,
             ** bias and residual, a 32-column second pass, rows past N; with
-            ** the norm the chooser keeps its own path */
+            ** the norm the chooser keeps its own path. Both settings: 1 is
+            ** the default, 0 the chunked staging and int8's split-K */
             const int p0 = m40k_quant_gemv_v2_pass;
-            m40k_quant_gemv_v2_pass = 1;
-            one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0}); /* dense_4h_to_h */
-            one_case((qcase){q8, 1, 4096, 13696, 1, 0, 1, 0, 0});
-            one_case((qcase){q4g, 1, 300, 13696, 0, 0, 1, 0, 0});
-            one_case((qcase){q8g, 1, 300, 13696, 1, 0, 0, 0, 0});
-            one_case((qcase){q4, 1, 300, 4128, 1, 0, 0, 0, 0});
-            one_case((qcase){q4, 1, 300, 4128, 1, 1, 1, 0, 0}); /* the norm: not in passes */
+            for (int pv = 0; pv < 2; pv++) {
+                m40k_quant_gemv_v2_pass = pv;
+                one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0}); /* dense_4h_to_h */
+                one_case((qcase){q8, 1, 4096, 13696, 1, 0, 1, 0, 0});
+                one_case((qcase){q4g, 1, 300, 13696, 0, 0, 1, 0, 0});
+                one_case((qcase){q8g, 1, 300, 13696, 1, 0, 0, 0, 0});
+                one_case((qcase){q4, 1, 300, 4128, 1, 0, 0, 0, 0});
+                one_case((qcase){q4, 1, 300, 4128, 1, 1, 1, 0, 0}); /* the norm: not in passes */
+            }
             m40k_quant_gemv_v2_pass = p0;
         }
         if (&m40k_quant_gemv_v2_deep) {

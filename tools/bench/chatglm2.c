@@ -44,9 +44,9 @@
 ** M40_BENCH_GLM_V2DEEP=0/1 (batch-1 v2 GEMVs with a ring of four chunks of
 ** weights in flight, m40k_quant_gemv_v2_deep), M40_BENCH_GLM_V2KS=1/2/4 (a
 ** row's K over that many warps in the batch-1 v2-whole GEMVs, int4's small
-** shapes then staged whole; m40k_quant_gemv_v2_ks), M40_BENCH_GLM_V2PASS=1
-** (dense_4h_to_h on v2 with x staged in 4096-column passes,
-** m40k_quant_gemv_v2_pass). */
+** shapes then staged whole; m40k_quant_gemv_v2_ks), M40_BENCH_GLM_V2PASS=0
+** (dense_4h_to_h back on the chunked staging / int8's split-K instead of
+** v2 with x staged in 4096-column passes, m40k_quant_gemv_v2_pass, the default). */
 #include "bench/harness.h"
 #include "internal.h" /* m40__attn_decode_variant, m40__chatglm2_fuse */
 

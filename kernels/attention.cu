@@ -397,20 +397,25 @@ __device__ __forceinline__ void load_tile(const Params &p, const void *cache, in
 ** previous one is computed (decode variant 4: V during QKᵀ, the next K
 ** during P·V). */
 template <int DP, int BN>
-__device__ __forceinline__ void fetch_tile(const Params &p, const void *cache, int64_t s,
-                                           int64_t g, int64_t k0, int64_t kend, uint4 *u) {
+__device__ __forceinline__ void fetch_rows(const Params &p, const __half *tile, int nk, uint4 *u) {
     constexpr int CH = DP / 8, ITEMS = (BN * CH + NT - 1) / NT;
-    const __half *tile = reinterpret_cast<const __half *>(cache) + ((s * p.L + k0) * p.G + g) * p.D;
-    const int64_t left = kend - k0;
-    const int nk = left < BN ? (int)left : BN;
+    const int D = (int)p.D; /* <= 256 */
 #pragma unroll
     for (int k = 0; k < ITEMS; k++) {
         const int it = threadIdx.x + k * NT;
         const int c = it / CH, d = (it % CH) * 8;
-        u[k] = (BN * CH % NT == 0 || it < BN * CH) && c < nk && d < p.D
+        u[k] = (BN * CH % NT == 0 || it < BN * CH) && c < nk && d < D
                    ? *reinterpret_cast<const uint4 *>(tile + (c * p.gd + d))
                    : make_uint4(0u, 0u, 0u, 0u);
     }
+}
+/* the rows [k0, min(kend, k0 + BN)) of (slot s, group g) */
+template <int DP, int BN>
+__device__ __forceinline__ void fetch_tile(const Params &p, const void *cache, int64_t s,
+                                           int64_t g, int64_t k0, int64_t kend, uint4 *u) {
+    const __half *tile = reinterpret_cast<const __half *>(cache) + ((s * p.L + k0) * p.G + g) * p.D;
+    const int64_t left = kend - k0;
+    fetch_rows<DP, BN>(p, tile, left < BN ? (int)left : BN, u);
 }
 template <int DP, int BN>
 __device__ __forceinline__ void store_tile(const uint4 *u, float *dst) {
@@ -814,12 +819,19 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
 #pragma unroll
         for (int k = 0; k < OK; k++) o[i][k] = 0.0f;
 
+    /* PF: the tile's first rows in the caches, advanced a tile at a time
+    ** (not (s·L + k0)·G + g)·D each fetch: int64 products in the loop) */
+    const int64_t sg0 = PF ? (s * p.L * p.G + g) * p.D + k_lo * (int64_t)p.gd : 0;
+    const __half *kt = PF ? reinterpret_cast<const __half *>(p.kc) + sg0 : nullptr;
+    const __half *vt = PF ? reinterpret_cast<const __half *>(p.vc) + sg0 : nullptr;
+    const int64_t tstep = PF ? (int64_t)BN * p.gd : 0;
     for (int64_t k0 = k_lo; k0 < k_hi; k0 += BN) {
         __syncthreads(); /* the previous tile's P·V is done with kvs and ps */
+        const int nk = k_hi - k0 < BN ? (int)(k_hi - k0) : BN;
         if (pf) {
-            if (!have_k) fetch_tile<DP, BN>(p, p.kc, s, g, k0, k_hi, pre);
+            if (!have_k) fetch_rows<DP, BN>(p, kt, nk, pre);
             store_tile<DP, BN>(pre, kvs);
-            fetch_tile<DP, BN>(p, p.vc, s, g, k0, k_hi, pre);
+            fetch_rows<DP, BN>(p, vt, nk, pre);
         } else {
             load_tile<DP, BN, TC>(p, p.kc, s, g, k0, k_hi, kvs);
         }
@@ -896,7 +908,8 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
         if (pf) {
             store_tile<DP, BN>(pre, kvs); /* V: every warp is past QKᵀ (the barrier above) */
             have_k = k0 + BN < k_hi;
-            if (have_k) fetch_tile<DP, BN>(p, p.kc, s, g, k0 + BN, k_hi, pre);
+            kt += tstep, vt += tstep;
+            if (have_k) fetch_rows<DP, BN>(p, kt, k_hi - k0 - BN < BN ? (int)(k_hi - k0 - BN) : BN, pre);
         } else {
             load_tile<DP, BN, TC>(p, p.vc, s, g, k0, k_hi, kvs);
         }
@@ -1107,6 +1120,7 @@ struct DecodeBlock {
     int64_t split, g, b, s;
     int nrows;
 };
+template <bool ROPE = false>
 __device__ __forceinline__ DecodeBlock decode_block(const Params &p, int *row_pos) {
     const int tid = threadIdx.x;
     DecodeBlock d;
@@ -1117,6 +1131,13 @@ __device__ __forceinline__ DecodeBlock decode_block(const Params &p, int *row_po
     d.nrows = (int)(p.T * p.hpg);
     d.s = p.slot ? (int64_t)p.slot[d.b] : d.b;
     const bool bad_slot = d.s < 0 || d.s >= p.S;
+    if (ROPE && tid == 0 && d.g == 0 && d.split == 0) {
+        /* the fused RoPE + append (T 1): rope_kv_vec_kernel's reports first,
+        ** as the tile kernel's fused form makes them */
+        const int64_t p0 = p.pos[d.b];
+        if (bad_slot) m40k_guard_report(p.guard, M40K_GUARD_KV_SLOT, d.s, p.S);
+        else if (p0 < -1 || p0 >= p.L) m40k_guard_report(p.guard, M40K_GUARD_KV_POS, p0, p.L);
+    }
     if (bad_slot && tid == 0 && d.g == 0 && d.split == 0)
         m40k_guard_report(p.guard, M40K_GUARD_ATTN_SLOT, d.s, p.S);
     if (tid < DR) {
@@ -1542,21 +1563,82 @@ __device__ __forceinline__ void v5_fold(const Params &p, int64_t b, int64_t g, i
 #pragma unroll
     for (int e = 0; e < 4; e++) p.y[row * p.D + 4 * lane + e] = acc[e] * inv;
 }
-template <typename TC>
+/* ROPE (T 1): a lane's dims d..d+3 of a row read raw from qkv (scalar loads:
+** no alignment asked of qkv) and turned as turn_pairs4 turns them, the
+** angles of pairs d/2 and d/2 + 1 its own (the same expression as the
+** shared table's, so the same bits) */
+__device__ __forceinline__ float4 v5_turn(const float *src, bool rot, int d, int rd, float c0,
+                                          float s0, float c1, float s1) {
+    float4 x = make_float4(src[0], src[1], src[2], src[3]);
+    if (rot && d < rd) {
+        const float ra = x.x * c0 - x.y * s0, rb = x.y * c0 + x.x * s0;
+        x.x = ra, x.y = rb;
+        if (d + 2 < rd) {
+            const float rc = x.z * c1 - x.w * s1, rw = x.w * c1 + x.z * s1;
+            x.z = rc, x.w = rw;
+        }
+    }
+    return x;
+}
+
+/* ROPE: the fused RoPE + append (m40k_rope_attention at T 1, f16 caches):
+** every warp turns its row's q as it loads it (p.q is qkv), and warp 0 of
+** the block whose keys hold the new position writes the group's K (turned)
+** and V rows before the barrier that precedes every cache read; K and V
+** are then read with plain loads (not the read-only path: this launch wrote
+** them). Same results and reports as rope_kv_vec_kernel + decode v5. */
+template <typename TC, bool ROPE = false>
 __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
+    static_assert(!ROPE || sizeof(TC) == 2, "fused RoPE: f16 caches");
     __shared__ int row_pos[DR];
     const int tid = threadIdx.x, lane = tid & 31, r = tid >> 5; /* this warp's row */
-    const DecodeBlock db = decode_block(p, row_pos);
+    const DecodeBlock db = decode_block<ROPE>(p, row_pos);
     const int64_t split = db.split, g = db.g, b = db.b, s = db.s;
     const int nrows = db.nrows;
     /* q's 4 dims of this lane, pre-scaled (the row's query t, head h) */
     float q[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (r < nrows) {
+    if constexpr (ROPE) {
+        const int64_t p0 = p.pos[b];
+        const bool rot = p0 >= 0;
+        const int d = 4 * lane, rd = 2 * p.rhalf;
+        float c0 = 1.0f, s0 = 0.0f, c1 = 1.0f, s1 = 0.0f;
+        if (rot && d < rd) {
+            sincosf((float)p0 * p.rpos_scale * p.rth[d / 2], &s0, &c0);
+            if (d + 2 < rd) sincosf((float)p0 * p.rpos_scale * p.rth[d / 2 + 1], &s1, &c1);
+        }
+        const float *row = p.q + b * p.qs0;
+        if (r < nrows) {
+            const float4 v = v5_turn(row + (g * p.hpg + r) * p.D + d, rot, d, rd, c0, s0, c1, s1);
+            q[0] = v.x * p.qscale, q[1] = v.y * p.qscale, q[2] = v.z * p.qscale, q[3] = v.w * p.qscale;
+        }
+        /* the append: the split that holds position p0 (the last key) */
+        if (r == 0 && s >= 0 && s < p.S && p0 >= 0 && p0 < p.L) {
+            const int kend0 = (int)p0 + 1;
+            int lo = 0, hi = kend0;
+            if (p.splits > 1) {
+                const int per = (int)split_share(kend0, p.splits, V5_CHUNK);
+                lo = (int)min((int64_t)kend0, split * per);
+                hi = min(kend0, lo + per);
+            }
+            if (p0 >= lo && p0 < hi) {
+                const float4 kx = v5_turn(row + (p.H + g) * p.D + d, rot, d, rd, c0, s0, c1, s1);
+                const float4 vx = v5_turn(row + (p.H + p.G + g) * p.D + d, false, d, rd, c0, s0, c1, s1);
+                const int64_t o = ((s * p.L + p0) * p.G + g) * p.D + d;
+                const __half2 k01 = __floats2half2_rn(kx.x, kx.y), k23 = __floats2half2_rn(kx.z, kx.w);
+                const __half2 v01 = __floats2half2_rn(vx.x, vx.y), v23 = __floats2half2_rn(vx.z, vx.w);
+                uint2 pk, pv;
+                pk.x = *reinterpret_cast<const unsigned *>(&k01), pk.y = *reinterpret_cast<const unsigned *>(&k23);
+                pv.x = *reinterpret_cast<const unsigned *>(&v01), pv.y = *reinterpret_cast<const unsigned *>(&v23);
+                *reinterpret_cast<uint2 *>(reinterpret_cast<__half *>(const_cast<void *>(p.kc)) + o) = pk;
+                *reinterpret_cast<uint2 *>(reinterpret_cast<__half *>(const_cast<void *>(p.vc)) + o) = pv;
+            }
+        }
+    } else if (r < nrows) {
         const int64_t t = div32(r, p.hpg), h = g * p.hpg + mod32(r, p.hpg);
         const float4 v = __ldg(reinterpret_cast<const float4 *>(p.q + b * p.qs0 + t * p.qs1 + h * p.D) + lane);
         q[0] = v.x * p.qscale, q[1] = v.y * p.qscale, q[2] = v.z * p.qscale, q[3] = v.w * p.qscale;
     }
-    __syncthreads();
+    __syncthreads(); /* row_pos; ROPE: the new K and V rows in the caches */
 
     int kend = 0;
 #pragma unroll
@@ -1577,23 +1659,33 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
     /* a key's row (past kh: the last key again, masked below; in L1 already) */
     const auto at = [&](const TC *c, int k) { return c + (int64_t)min(k, kh - 1) * p.gd; };
     using R = Raw<TC>;
+    /* ROPE: plain loads (this launch wrote a row) */
+    const auto ld = [&](const TC *c) {
+        if constexpr (ROPE) {
+            typename R::V4 v;
+            v.u = *reinterpret_cast<const uint2 *>(c);
+            return v;
+        } else {
+            return R::template v<4>(c);
+        }
+    };
     /* a software pipeline: a step's V and the next step's K are asked for
     ** at its top, so a step waits on one round trip at most, not two (K,
     ** then V after the scores), and not at all once the loads run ahead */
     typename R::V4 kr[4], vr[4];
     if (k_lo < kh)
 #pragma unroll
-        for (int j = 0; j < 4; j++) kr[j] = R::template v<4>(at(kc, k_lo + j));
+        for (int j = 0; j < 4; j++) kr[j] = ld(at(kc, k_lo + j));
     float m = -INFINITY, l = 0.0f, o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int k0 = k_lo; k0 < kh; k0 += 4) {
         float sc[4], kv[4][4];
 #pragma unroll
-        for (int j = 0; j < 4; j++) vr[j] = R::template v<4>(at(vc, k0 + j));
+        for (int j = 0; j < 4; j++) vr[j] = ld(at(vc, k0 + j));
 #pragma unroll
         for (int j = 0; j < 4; j++) R::template cvt<4>(kr[j], kv[j]);
         if (k0 + 4 < kh)
 #pragma unroll
-            for (int j = 0; j < 4; j++) kr[j] = R::template v<4>(at(kc, k0 + 4 + j));
+            for (int j = 0; j < 4; j++) kr[j] = ld(at(kc, k0 + 4 + j));
 #pragma unroll
         for (int j = 0; j < 4; j++)
             sc[j] = fmaf(q[3], kv[j][3], fmaf(q[2], kv[j][2], fmaf(q[1], kv[j][1], q[0] * kv[j][0])));
@@ -1890,8 +1982,9 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     /* skip the splits past a short context (one query tile a block: its
     ** key end is its T positions'); the combine needs the tile's BN */
     /* decode v5 (variant 10): f16 with 16-byte rows at D 128, else the tile kernel */
+    /* (q's float4 loads; with the fused RoPE, q = qkv is read a float at a time) */
     const bool v5 = small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 && s->decode_variant == 10 &&
-                    (uintptr_t)q % 16 == 0 && s->qs0 % 4 == 0 && s->qs1 % 4 == 0; /* q's float4 loads */
+                    (ra || ((uintptr_t)q % 16 == 0 && s->qs0 % 4 == 0 && s->qs1 % 4 == 0));
     const int64_t chunk = !small || splits == 1 || !m40k_attn_skip_empty ? 0
                           : v5 ? V5_CHUNK
                           : p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3) ? 32
@@ -1922,8 +2015,12 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     const bool k_first = small && DP == 128 && s->cache_f16 && p.vec &&
                          ((kf_bn == 32 && (s->decode_variant == 7 || s->decode_variant == 0)) ||
                           (kf_bn == 16 && s->decode_variant == 6));
-    if (ra && !(k_first && s->T == 1 && splits >= 1)) return (int)cudaErrorInvalidValue;
-    if (ra && r8) {
+    if (ra && !((k_first || v5) && s->T == 1 && splits >= 1)) return (int)cudaErrorInvalidValue;
+    if (ra && v5) {
+        /* decode v5 with the RoPE + append inside */
+        attn_decode_v5<__half, true><<<(unsigned)(s->B * s->G * splits), (unsigned)(nrows * 32), 0, st>>>(p);
+        e = cudaGetLastError();
+    } else if (ra && r8) {
         attn_kernel<128, 8, 32, 1, 2, 1, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (ra) {
@@ -2023,7 +2120,8 @@ extern "C" int m40k_rope_attention_fuses(const m40k_attn_shape *s, int rope_dims
            rope_dims >= 2 && rope_dims % 2 == 0 && rope_dims <= s->D &&
            ((uintptr_t)k_cache % 16 == 0) && ((uintptr_t)v_cache % 16 == 0) &&
            (((s->decode_variant == 7 || s->decode_variant == 0) && m40k_attention_chunk(s, slots) == 32) ||
-            (s->decode_variant == 6 && m40k_attention_chunk(s, slots) == 16));
+            (s->decode_variant == 6 && m40k_attention_chunk(s, slots) == 16) ||
+            s->decode_variant == 10 /* decode v5 (session 18) */);
 }
 
 extern "C" int m40k_rope_attention(void *stream, const m40k_attn_shape *s, int rope_dims, int pairs,

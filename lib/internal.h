@@ -25,6 +25,7 @@ struct m40_ctx {
     bool matmul_cublas; /* desc.matmul (or M40_MATMUL=cublas): m40_matmul runs cuBLAS */
     char device_name[256];
     m40_conv_engine conv_engine; /* m40_ctx_set_conv_engine (lib/conv_engine/) */
+    int64_t attn_keys;  /* the running graph's m40_graph_set_attention_keys (0: none) */
     void *cudnn;        /* cuDNN handle + eager plan cache, created on first use */
     /* Lifetime (core.c): children hold the context; m40_ctx_destroy with live
     ** children only closes it, the last child's release frees it. */

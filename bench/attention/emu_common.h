@@ -85,10 +85,13 @@ static unsigned short f2h(float f) { /* test data: |f| < 2, rounded to the f16 g
     return (unsigned short)(s << 15 | E << 10 | M);
 }
 static float2 __half22float2(__half2 h) { return {h2f(h.x.b), h2f(h.y.b)}; }
+static __half2 __floats2half2_rn(float a, float b) { return {{f2h(a)}, {f2h(b)}}; }
 static int guards = 0;
 static void m40k_guard_report(unsigned *, unsigned, long long, long long) { guards++; }
 #define M40K_GUARD_ATTN_SLOT 1
 #define M40K_GUARD_ATTN_POS 2
+#define M40K_GUARD_KV_SLOT 3
+#define M40K_GUARD_KV_POS 4
 
 /* A cache of random values (f16: on its grid) and its values as doubles. */
 template <typename TC>

@@ -70,6 +70,7 @@ struct glm_model {
     m40_chatglm2_info di[MAX_DG];
     int dbatch[MAX_DG];
     int captured[MAX_DG];
+    int64_t dkeys[MAX_DG];     /* decode graph k's attention key bound (0: none) */
     glm_seq *seq;              /* [P] */
     m40_tensor *pview;         /* [1,V] view of the prefill graph's last logits row */
     m40_tensor **drow[MAX_DG]; /* [dbatch[k]] views of decode graph k's logits rows */
@@ -895,6 +896,24 @@ int glm_step_batch(glm_model *m, int n, const int *seqs, const int32_t *ids) {
         m->ids_buf[i] = i < n ? ids[i] : 0;
         m->pos_buf[i] = i < n ? m->seq[seqs[i]].pos : -1;
         m->slot_buf[i] = i < n ? seqs[i] : 0;
+    }
+    /* the attention key bound of this step (m40_graph_set_attention_keys):
+    ** 512, then powers of two, none from the cache length; a change drops
+    ** the captured CUDA graph, captured again below (a few times as a
+    ** conversation grows, and after a rewind) */
+    int64_t keys = 0, kb = 512;
+    for (int i = 0; i < n; i++)
+        if (m->seq[seqs[i]].pos + 1 > keys) keys = m->seq[seqs[i]].pos + 1;
+    while (kb < keys) kb *= 2;
+    if (kb >= m->L) kb = m->L <= 512 ? 512 : 0;
+    if (kb != m->dkeys[k]) {
+        for (int r = 0; r < m->R; r++) {
+            const m40_chatglm2_info *in;
+            if (m40_graph_set_attention_keys(rank_graph(m, r, 1 + k, &in), kb) != M40_OK)
+                return lib_fail(m, "attention key bound");
+        }
+        m->dkeys[k] = kb;
+        m->captured[k] = 0;
     }
     if (feed(m, 1 + k, B, m->slot_buf)) return -1;
     /* on a GPU each step graph becomes one captured CUDA graph after its

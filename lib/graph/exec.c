@@ -144,7 +144,18 @@ static m40_status exec_node(m40_graph *g, const m40__gnode *n) {
                          n->d.op == M40_OP_CONV2D ? &n->sel : NULL);
 }
 
+static m40_status run_nodes(m40_graph *g);
+/* the graph's attention key bound is the context's while its nodes run
+** (lib/ops/attention.c reads it; eager ops see 0) */
 m40_status m40__graph_run_nodes(m40_graph *g) {
+    const int64_t k0 = g->ctx->attn_keys;
+    g->ctx->attn_keys = g->attn_keys;
+    const m40_status st = run_nodes(g);
+    g->ctx->attn_keys = k0;
+    return st;
+}
+
+static m40_status run_nodes(m40_graph *g) {
     for (int s = 0; s < g->nnodes; s++) {
         const m40__gnode *n = &g->nodes[g->order[s]];
         m40_status st = exec_node(g, n);
@@ -169,6 +180,18 @@ m40_status m40_graph_run(m40_graph *g) {
     if (g->cuda_exec) return m40__graph_cuda_replay(g);
 #endif
     return m40__graph_run_nodes(g);
+}
+
+m40_status m40_graph_set_attention_keys(m40_graph *g, int64_t keys) {
+    if (!g) return M40_ERR_INVALID_ARG;
+    if (keys < 0)
+        return m40__err(g->ctx, M40_ERR_INVALID_ARG,
+                        "m40_graph_set_attention_keys: keys %lld (0: no bound, else >= 1)", (long long)keys);
+#ifdef M40_HAVE_CUDA
+    if (keys != g->attn_keys) m40__graph_cuda_drop(g); /* its kernels were chosen for the old bound */
+#endif
+    g->attn_keys = keys;
+    return M40_OK;
 }
 
 m40_status m40_graph_capture(m40_graph *g, int enable) {

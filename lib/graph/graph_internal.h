@@ -48,6 +48,7 @@ struct m40_graph {
     void *cuda_graph, *cuda_exec; /* cudaGraph_t, cudaGraphExec_t */
     int cuda_nodes;               /* the captured CUDA graph's nodes (launches, copies) */
     m40_conv_engine conv_engine;  /* the conv nodes' default (DEFAULT: the context's) */
+    int64_t attn_keys;            /* m40_graph_set_attention_keys (0: no bound) */
     unsigned checks;              /* m40_graph_set_check; the last finding (check.c) */
     m40_check_report check_found;
 };

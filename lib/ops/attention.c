@@ -182,6 +182,19 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
     return s;
 }
 
+/* m40_graph_set_attention_keys: decode steps whose keys stay at most
+** ATTN_SHORT_KEYS take decode v5 (variant 10, a warp a query row; with RoPE
+** its fused form) where the knob is the default. H200, session 18 (int4
+** ChatGLM2-6B step, 8192-token cache): +3.2% at ctx 128, even at 1K, -34%
+** at 8K, so the bound, not the cache length, decides. v5 takes f16 caches
+** with D 128; elsewhere attention_impl runs the tile kernel. */
+#define ATTN_SHORT_KEYS 512
+static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s) {
+    if (s->decode_variant == 0 && ctx->attn_keys > 0 && ctx->attn_keys <= ATTN_SHORT_KEYS &&
+        s->T == 1 && s->cache_f16 && s->D == 128)
+        s->decode_variant = 10;
+}
+
 /* Decode blocks the device keeps resident (kernels/attention.h's split rule) */
 static int attn_slots(const m40_ctx *ctx, const m40k_attn_shape *s) {
     return m40k_attention_slots(s, ctx->sm_count, ctx->smem_per_sm);
@@ -194,6 +207,7 @@ static m40_status attend_run(m40_ctx *ctx, const char *fn, int H, float scale,
                              const m40_tensor *pos, const m40_tensor *slot, m40_tensor *y,
                              void *ws_in, size_t ws_in_bytes) {
     m40k_attn_shape s = attn_shape(H, &q->desc, &kc->desc, scale);
+    attn_bound(ctx, &s);
     const int32_t *sp = slot ? slot->data : NULL;
     if (s.B * s.T == 0) return M40_OK; /* no queries: an empty y */
 #ifdef M40_HAVE_CUDA
@@ -341,6 +355,12 @@ static m40_status attention_workspace(const m40__op_call *c, const m40_tensor_de
     *bytes = 0;
     m40k_attn_shape s = attn_shape(c->nd->heads, out, c->in[1], c->nd->attn_scale);
     int64_t n = m40k_attention_splits(&s, sm_count ? attn_slots(c->ctx, &s) : 0), b = 0;
+    if (s.decode_variant == 0 && s.T == 1) { /* a key bound may choose decode v5 at run time (attn_bound) */
+        m40k_attn_shape s5 = s;
+        s5.decode_variant = 10;
+        const int64_t n5 = m40k_attention_splits(&s5, sm_count ? attn_slots(c->ctx, &s5) : 0);
+        if (n5 > n) n = n5;
+    }
     if (n > 1 && (m40__mul_ok(s.B * s.T, s.H * n, M40__OP_BYTES_MAX, &b) ||
                   m40__mul_ok(b, (s.D + 2) * 4, M40__OP_BYTES_MAX, &b)))
         return m40__rule_fail(c, M40_ERR_SHAPE, "the decode scratch would take 2^62 bytes or more");
@@ -372,6 +392,7 @@ static m40_status rope_attention_run(m40_ctx *ctx, const m40__op_run *r) {
     if (ctx->is_gpu) {
         const m40_tensor_desc *cd = &kc->desc;
         m40k_attn_shape s = attn_shape(nd->heads, &r->out->desc, cd, nd->attn_scale);
+        attn_bound(ctx, &s);
         const size_t qb = (size_t)rope_q_bytes(&r->out->desc);
         const size_t want = qb + (size_t)m40k_attention_workspace(&s, attn_slots(ctx, &s));
         size_t got = want;

@@ -147,6 +147,13 @@ static void test_budget_and_states(void) {
     CHECK_ST(m40_graph_capture(g, 1), M40_ERR_NO_DEVICE);
     CHECK_ST(m40_graph_capture(g, 0), M40_OK);
     CHECK(m40_graph_get_launch_count(g) == -1 && m40_graph_get_launch_count(NULL) == -1);
+    /* the attention key bound: a hint, any time; negative refused */
+    CHECK_ST(m40_graph_set_attention_keys(NULL, 512), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_graph_set_attention_keys(g, -1), M40_ERR_INVALID_ARG);
+    CHECK(has("keys -1"));
+    CHECK_ST(m40_graph_set_attention_keys(g, 512), M40_OK);
+    CHECK_ST(m40_graph_run(g), M40_OK);
+    CHECK_ST(m40_graph_set_attention_keys(g, 0), M40_OK);
     m40_budget dev;
     CHECK_ST(m40_budget_device(C, &dev), M40_ERR_NO_DEVICE);
     m40_graph_destroy(g);

@@ -451,6 +451,10 @@ static void guard_rope_node(void) {
 ** new positions (the next decode step) and a run again, captured on the GPU.
 ** rope_dims > 0: the node turns Q and K first (m40k_rope_kv_append on the
 ** GPU, the ROPE reference on the CPU); pairs: its layout. */
+/* graph_node's attention key bound (m40_graph_set_attention_keys) on both
+** graphs; the GPU graph's is dropped to none at step 2 (its CUDA graph with
+** it), so a run with the bound, a replay and a run without all compare */
+static int64_t g_keys;
 static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt, int rope_dims,
                        m40_rope_pairs pairs) {
     const int64_t W = (int64_t)(H + 2 * G) * D, HD = (int64_t)H * D, BT = (int64_t)B * T;
@@ -484,6 +488,7 @@ static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt, 
         CHECK_ST(m40_graph_node(g[s], &nd, &yid[s]), M40_OK);
         CHECK_ST(m40_graph_mark_output(g[s], yid[s]), M40_OK);
         CHECK_ST(m40_graph_alloc(g[s]), M40_OK);
+        if (g_keys) CHECK_ST(m40_graph_set_attention_keys(g[s], g_keys), M40_OK);
     }
     for (int step = 0; step < 3; step++) {
         fill(x, BT * W, 1000 + (uint64_t)step);
@@ -493,6 +498,10 @@ static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt, 
             CHECK_ST(m40_tensor_upload(ctx[s], ins[s][0], x, (size_t)(BT * W) * sizeof *x), M40_OK);
             CHECK_ST(m40_tensor_upload(ctx[s], ins[s][1], p, (size_t)BT * sizeof *p), M40_OK);
             if (s == 1 && step == 1) CHECK_ST(m40_graph_capture(g[s], 1), M40_OK);
+            if (s == 1 && step == 2 && g_keys) {
+                CHECK_ST(m40_graph_set_attention_keys(g[s], 0), M40_OK);
+                CHECK(m40_graph_get_launch_count(g[s]) == -1); /* the CUDA graph dropped */
+            }
             CHECK_ST(m40_graph_run(g[s]), M40_OK);
             m40_tensor *yt = NULL;
             CHECK_ST(m40_graph_get_tensor(g[s], yid[s], &yt), M40_OK);
@@ -669,6 +678,18 @@ int main(void) {
         graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
         m40k_attn_fuse_rope = 1;
     }
+    /* a key bound (decode v5 where it applies: T 1, f16, D 128): the
+    ** positions (<= 103) under it, and past a bound of 16 (the same results) */
+    static const int64_t kbs[] = {512, 16};
+    for (int i = 0; i < 2; i++) {
+        g_keys = kbs[i];
+        printf("attention key bound %lld\n", (long long)g_keys);
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
+        graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
+        graph_node(2, 1, 8, 2, 64, 256, M40_DTYPE_F32, 0, M40_ROPE_ADJACENT); /* the tile kernel */
+    }
+    g_keys = 0;
     /* fused: every dim turned, 8 heads a group, a short cache */
     graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
     graph_node(1, 1, 2, 2, 128, 40, M40_DTYPE_F16, 32, M40_ROPE_ADJACENT);

@@ -276,7 +276,11 @@ static void one_format(bench_env *e, m40_wformat f, const m40_chatglm2_config *c
             snprintf(r->baseline, sizeof r->baseline, "device copy");
             r->baseline_value = gbs;
         }
-        if (set_inputs(e->ctx, dg, &di, 1, N - 1) != M40_OK || m40_graph_run(dg) != M40_OK ||
+        /* the key bound a caller that knows its context gives (chatglm2's
+        ** glm_step_batch); M40_BENCH_GLM_KEYS=0: none, for an A/B */
+        const char *kenv = getenv("M40_BENCH_GLM_KEYS");
+        if (m40_graph_set_attention_keys(dg, kenv && !strcmp(kenv, "0") ? 0 : N) != M40_OK ||
+            set_inputs(e->ctx, dg, &di, 1, N - 1) != M40_OK || m40_graph_run(dg) != M40_OK ||
             (e->info.is_gpu && m40_graph_capture(dg, 1) != M40_OK) ||
             measure(e, run_graph, &a, r) != 0) {
             fprintf(stderr, "m40-bench chatglm2 %s: %s\n", label, m40_errmsg(e->ctx));

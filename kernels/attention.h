@@ -46,7 +46,8 @@ typedef struct m40k_attn_shape {
                            ** before Q (f16, D 65..128, 16-byte rows; variant 0
                            ** runs it there too; 5 is the 32-key tile without)
                            ** 10: decode v5, a warp a query row, a lane 4 dims
-                           ** (f16, 16-byte rows, D 128; short contexts; opt-in)
+                           ** (f16, 16-byte rows, D 128; short contexts: the node
+                           ** takes it under a key bound <= 512, lib/ops/attention.c)
                            ** 8 and 9: decode v4, v3 with 4 keys a lane (128-key
                            ** steps; 4 and 8 rows a warp), whose shared-memory
                            ** traffic a key is a third of the tile kernel's

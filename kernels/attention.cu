@@ -1736,6 +1736,224 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
 }
 /* ---- end decode v5 ---- */
 
+/* ---- decode v6: a key's dims over 16 lanes, HH query rows a lane ----
+** (decode_variant 11, opt-in; f16 caches with 16-byte rows, D 128, T·HPG
+** <= 16.) Long contexts, where the tile kernels are held by shared memory's
+** return path (one register a lane a clock: their register tiles take
+** 0.6-1.0 shared operands an FMA, ~100 SM-cycles a key and KV group against
+** the FMA's 32; docs/attention.md, session 9 and 12) and decode v4/v5 by
+** their long per-warp chains. Here no operand of an FMA comes from shared
+** memory:
+**   - a lane holds 8 dims (8·dc..+7, dc = lane & 15) of HH query rows in
+**     registers (q, and the HH×8 accumulators), and half-warp par = lane >> 4
+**     takes every other key: a key's K row is one coalesced 16-byte load a
+**     lane over 16 lanes;
+**   - Q·Kᵀ: 8·HH FMA a key, then a transposing butterfly over the 16 lanes
+**     (log2 HH rounds that halve the values a lane holds, then plain sums):
+**     HH shuffles a key for HH scores; lane dc ends with the score of row
+**     dc >> (4 - log2 HH);
+**   - the online softmax on those lanes, per chunk of V6_NS keys a half;
+**   - P·V: HH shuffles give a lane its key's p of every row, V's row is
+**     one 16-byte load a lane, 8·HH FMA.
+** Per key and KV group at HH 8 (16 rows): 2 warps × 16 lanes × (128 FMA, 16
+** shuffles, 2 loads, 16 conversions), ~44 SM-cycles of issue against the
+** tile kernel's ~100 of shared memory. A block: 16/HH row groups × V6_ST
+** key streams (a warp each; stream st takes keys 8·st.. of each 8·V6_ST-key
+** step); at the end of a split the streams' (m, l, O) fold through shared
+** memory, and the split's partial goes out in attn_combine's layout. */
+constexpr int V6_ST = 4;                 /* key streams a block */
+constexpr int V6_NS = 4;                 /* keys a half-warp a chunk */
+constexpr int V6_CHUNK = 2 * V6_NS * V6_ST; /* a block's keys a step; the split rounding */
+template <int HH> constexpr int v6_lg() { return HH == 8 ? 3 : HH == 4 ? 2 : HH == 2 ? 1 : 0; }
+
+/* Σ over the 16 lanes of a half-warp of s[0..HH), transposed: the lane
+** with dc = lane & 15 ends holding row dc >> (4 - log2 HH)'s sum. */
+template <int HH> __device__ __forceinline__ float v6_reduce(float *s, int lane) {
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const int w = 8 >> r, nr = HH >> r;
+        if (nr > 1) {
+            const bool up = (lane & w) != 0;
+#pragma unroll
+            for (int i = 0; i < nr / 2; i++) {
+                const float send = up ? s[i] : s[i + nr / 2];
+                const float keep = up ? s[i + nr / 2] : s[i];
+                s[i] = keep + __shfl_xor_sync(0xffffffffu, send, w);
+            }
+        } else {
+            s[0] += __shfl_xor_sync(0xffffffffu, s[0], w);
+        }
+    }
+    return s[0];
+}
+
+template <int HH>
+__global__ void __launch_bounds__(DR / HH * V6_ST * 32, 1) attn_decode_v6(Params p) {
+    constexpr int NRG = DR / HH, LG = v6_lg<HH>(), SH = 4 - LG, NW = NRG * V6_ST;
+    static_assert(HH == 8 || HH == 4, "decode v6: 4 or 8 rows a lane");
+    __shared__ int row_pos[DR];
+    __shared__ float s_o[V6_ST][DR][128 + 4]; /* the streams' O, then folded */
+    __shared__ float s_m[V6_ST][DR], s_l[V6_ST][DR];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int rg = warp % NRG, st = warp / NRG, dc = lane & 15, par = lane >> 4;
+    const DecodeBlock db = decode_block<false>(p, row_pos);
+    const int64_t split = db.split, g = db.g, b = db.b, s = db.s;
+    const int nrows = db.nrows;
+    /* q: dims 8·dc..+7 of rows rg·HH + j, pre-scaled */
+    float q[HH][8];
+#pragma unroll
+    for (int j = 0; j < HH; j++) {
+        const int r = rg * HH + j;
+        if (r < nrows) {
+            const int64_t t = div32(r, p.hpg), h = g * p.hpg + mod32(r, p.hpg);
+            const float4 *src = reinterpret_cast<const float4 *>(p.q + b * p.qs0 + t * p.qs1 + h * p.D + 8 * dc);
+            const float4 a = __ldg(src), c = __ldg(src + 1);
+            q[j][0] = a.x * p.qscale, q[j][1] = a.y * p.qscale, q[j][2] = a.z * p.qscale, q[j][3] = a.w * p.qscale;
+            q[j][4] = c.x * p.qscale, q[j][5] = c.y * p.qscale, q[j][6] = c.z * p.qscale, q[j][7] = c.w * p.qscale;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; e++) q[j][e] = 0.0f;
+        }
+    }
+    __syncthreads(); /* row_pos */
+
+    int kend = 0;
+#pragma unroll
+    for (int i = 0; i < DR; i++) kend = max(kend, row_pos[i] + 1);
+    int k_lo = 0, k_hi = kend;
+    if (p.splits > 1) { /* attn_combine's count (chunk V6_CHUNK) */
+        const int per = (int)split_share(kend, p.splits, V6_CHUNK);
+        k_lo = (int)min((int64_t)kend, split * per);
+        k_hi = min(kend, k_lo + per);
+    }
+    if (p.skip && split > 0 && k_lo >= k_hi) return; /* no keys: no partial (the whole block) */
+    const int jr = dc >> SH;                          /* this lane's row after a reduction */
+    const int rr = rg * HH + jr;
+    const int khr = min(k_hi, row_pos[rr] + 1); /* its keys end (pad rows: -1 + 1 = 0) */
+
+    const __half *kc = reinterpret_cast<const __half *>(p.kc) + (s * p.L * p.G + g) * p.D + 8 * dc;
+    const __half *vc = reinterpret_cast<const __half *>(p.vc) + (s * p.L * p.G + g) * p.D + 8 * dc;
+    const int klast = max(k_hi - 1, 0);
+    /* key k's 8 dims (past the split: its last key again, masked) */
+    const auto ld = [&](const __half *c, int k) {
+        return __ldg(reinterpret_cast<const uint4 *>(c + (int64_t)min(k, klast) * p.gd));
+    };
+    float acc[HH][8];
+#pragma unroll
+    for (int j = 0; j < HH; j++)
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[j][e] = 0.0f;
+    float m = -INFINITY, l = 0.0f;
+    /* a step: keys k0 + 2i + par, i < V6_NS; this stream's steps start at
+    ** k_lo + 2·V6_NS·st and go V6_CHUNK keys at a time */
+    uint4 kr[V6_NS], vr[V6_NS];
+    int k0 = k_lo + 2 * V6_NS * st;
+    if (k0 < k_hi)
+#pragma unroll
+        for (int i = 0; i < V6_NS; i++) kr[i] = ld(kc, k0 + 2 * i + par);
+    for (; k0 < k_hi; k0 += V6_CHUNK) {
+#pragma unroll
+        for (int i = 0; i < V6_NS; i++) vr[i] = ld(vc, k0 + 2 * i + par);
+        float sc[V6_NS];
+#pragma unroll
+        for (int i = 0; i < V6_NS; i++) {
+            float kf[8], sj[HH];
+            half8_to_float(kr[i], kf);
+#pragma unroll
+            for (int j = 0; j < HH; j++) {
+                float a = q[j][0] * kf[0];
+#pragma unroll
+                for (int e = 1; e < 8; e++) a = fmaf(q[j][e], kf[e], a);
+                sj[j] = a;
+            }
+            sc[i] = v6_reduce<HH>(sj, lane);
+        }
+        if (k0 + V6_CHUNK < k_hi)
+#pragma unroll
+            for (int i = 0; i < V6_NS; i++) kr[i] = ld(kc, k0 + V6_CHUNK + 2 * i + par);
+        float mx = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < V6_NS; i++) {
+            if (k0 + 2 * i + par >= khr) sc[i] = -INFINITY;
+            mx = fmaxf(mx, sc[i]);
+        }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+        const float m_new = fmaxf(m, mx);
+        const float ms = m_new == -INFINITY ? 0.0f : m_new;
+        const float a = exp2f(m - ms); /* m -inf: 0 */
+        float pr[V6_NS], ps = 0.0f;
+#pragma unroll
+        for (int i = 0; i < V6_NS; i++) pr[i] = exp2f(sc[i] - ms), ps += pr[i];
+        ps += __shfl_xor_sync(0xffffffffu, ps, 16);
+        l = l * a + ps;
+        m = m_new;
+        if (__any_sync(0xffffffffu, a != 1.0f)) {
+#pragma unroll
+            for (int j = 0; j < HH; j++) {
+                const float aj = __shfl_sync(0xffffffffu, a, j << SH);
+#pragma unroll
+                for (int e = 0; e < 8; e++) acc[j][e] *= aj;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < V6_NS; i++) {
+            float vf[8];
+            half8_to_float(vr[i], vf);
+#pragma unroll
+            for (int j = 0; j < HH; j++) {
+                const float pj = __shfl_sync(0xffffffffu, pr[i], (par << 4) + (j << SH));
+#pragma unroll
+                for (int e = 0; e < 8; e++) acc[j][e] = fmaf(pj, vf[e], acc[j][e]);
+            }
+        }
+    }
+    /* the two halves' keys, then the streams through shared memory */
+#pragma unroll
+    for (int j = 0; j < HH; j++)
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[j][e] += __shfl_xor_sync(0xffffffffu, acc[j][e], 16);
+    if (par == 0) {
+#pragma unroll
+        for (int j = 0; j < HH; j++) {
+            float4 *o = reinterpret_cast<float4 *>(&s_o[st][rg * HH + j][8 * dc]);
+            o[0] = make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
+            o[1] = make_float4(acc[j][4], acc[j][5], acc[j][6], acc[j][7]);
+        }
+        if ((dc & ((1 << SH) - 1)) == 0) s_m[st][rr] = m, s_l[st][rr] = l;
+    }
+    __syncthreads();
+    /* fold: thread tid takes (row, dims) pairs tid, tid + NT, ... */
+    for (int i = tid; i < nrows * 32; i += NW * 32) {
+        const int r = i >> 5, d = 4 * (i & 31);
+        float M = -INFINITY;
+#pragma unroll
+        for (int c = 0; c < V6_ST; c++) M = fmaxf(M, s_m[c][r]);
+        const float Ms = M == -INFINITY ? 0.0f : M;
+        float L = 0.0f, o0 = 0.0f, o1 = 0.0f, o2 = 0.0f, o3 = 0.0f;
+#pragma unroll
+        for (int c = 0; c < V6_ST; c++) {
+            const float w = exp2f(s_m[c][r] - Ms);
+            const float4 v = *reinterpret_cast<const float4 *>(&s_o[c][r][d]);
+            L = fmaf(w, s_l[c][r], L);
+            o0 = fmaf(w, v.x, o0), o1 = fmaf(w, v.y, o1), o2 = fmaf(w, v.z, o2), o3 = fmaf(w, v.w, o3);
+        }
+        const int64_t row = (b * p.T + div32(r, p.hpg)) * p.H + g * p.hpg + mod32(r, p.hpg);
+        if (p.splits > 1) {
+            float *dst = p.ws_o + (row * p.splits + split) * p.D + d;
+            dst[0] = o0, dst[1] = o1, dst[2] = o2, dst[3] = o3;
+            if (d == 0) {
+                p.ws_ml[(row * p.splits + split) * 2] = M;
+                p.ws_ml[(row * p.splits + split) * 2 + 1] = L;
+            }
+        } else {
+            const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+            float *dst = p.y + row * p.D + d;
+            dst[0] = o0 * inv, dst[1] = o1 * inv, dst[2] = o2 * inv, dst[3] = o3 * inv;
+        }
+    }
+}
+/* ---- end decode v6 ---- */
+
 /* y[row, :] = Σ_c 2^(m_c - M) out_c / Σ_c 2^(m_c - M) l_c. A block per
 ** (query row, 32 dims): 16 warps each fold every 16th split into a running
 ** (max, sum, out) -- the online softmax's rescaling, so no first pass for
@@ -1985,8 +2203,13 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     /* (q's float4 loads; with the fused RoPE, q = qkv is read a float at a time) */
     const bool v5 = small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 && s->decode_variant == 10 &&
                     (ra || ((uintptr_t)q % 16 == 0 && s->qs0 % 4 == 0 && s->qs1 % 4 == 0));
+    /* decode v6 (variants 11 and 12: 8 and 4 rows a lane): the same conditions, no fused RoPE */
+    const bool v6 = !ra && small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 &&
+                    (s->decode_variant == 11 || s->decode_variant == 12) &&
+                    (uintptr_t)q % 16 == 0 && s->qs0 % 4 == 0 && s->qs1 % 4 == 0;
     const int64_t chunk = !small || splits == 1 || !m40k_attn_skip_empty ? 0
                           : v5 ? V5_CHUNK
+                          : v6 ? V6_CHUNK
                           : p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3) ? 32
                           : p.vec && DP <= 128 && (s->decode_variant == 8 || s->decode_variant == 9) ? 128
                           : DP == 128 && s->decode_variant == 4 && s->cache_f16 ? 64
@@ -2005,7 +2228,7 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
                      s->decode_variant != 6 && m40k_attention_chunk(s, slots) != 16;
     if (sync && m40k_attn_fuse_combine && v5 && splits > 1 && s->B * s->G <= M40K_SYNC_WORDS)
         p.cnt = sync; /* decode v5 folds in its last block (v5_fold) */
-    else if (sync && m40k_attn_fuse_combine && small && !v34 && !v5 && !wpv && !r8 && splits > 1) {
+    else if (sync && m40k_attn_fuse_combine && small && !v34 && !v5 && !v6 && !wpv && !r8 && splits > 1) {
         const int64_t ng = (splits + FC_G - 1) / FC_G;
         if (s->B * s->G * (1 + ng) <= M40K_SYNC_WORDS) p.cnt = sync, p.fc_ng = ng;
     }
@@ -2027,6 +2250,12 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
         if (kf_bn == 16) attn_kernel<128, 16, 16, 2, 1, 2, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         else if (wpv) attn_kernel<128, 16, 32, 2, 2, 2, 3, __half, true, false, true, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         else attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
+        e = cudaGetLastError();
+    } else if (v6) {
+        /* decode v6: a key's dims over 16 lanes, one block per (b, g, split) */
+        const unsigned nb = (unsigned)(s->B * s->G * splits);
+        if (s->decode_variant == 12) attn_decode_v6<4><<<nb, DR / 4 * V6_ST * 32, 0, st>>>(p);
+        else attn_decode_v6<8><<<nb, DR / 8 * V6_ST * 32, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (v5) {
         /* decode v5: a warp a row, one block per (b, g, split) */

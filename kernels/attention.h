@@ -73,6 +73,7 @@ static inline int m40k_attention_v3(const m40k_attn_shape *s) {
 static inline int m40k_attention_slots(const m40k_attn_shape *s, int sm_count, int smem_per_sm) {
     if (sm_count <= 0) return 0;
     if (m40k_attention_v3(s)) return sm_count * (s->decode_variant >= 8 ? 4 : 6);
+    if (s->decode_variant == 11 || s->decode_variant == 12) return sm_count; /* decode v6: a block an SM */
     int per = smem_per_sm / (48 * 1024);
     return sm_count * (per < 2 ? 2 : per > 4 ? 4 : per);
 }
@@ -101,6 +102,7 @@ static inline int64_t m40k_attention_chunk(const m40k_attn_shape *s, int slots) 
         s->G >= 1) {
         if (s->decode_variant == 6) return 16;
         if (s->decode_variant == 10) return 16; /* decode v5's shares (kernels/attention.cu V5_CHUNK) */
+        if (s->decode_variant == 11 || s->decode_variant == 12) return 32; /* decode v6's V6_CHUNK */
         if (s->decode_variant == 8 || s->decode_variant == 9) return 128; /* a v4 step */
         if (s->decode_variant == 5 || s->decode_variant == 7) return 32;
         if (s->decode_variant == 0) return s->L < 128 * m40k_attention_wave(s, slots) ? 32 : 64;

@@ -16,7 +16,8 @@ constexpr int ATT_FUSED_HALF_MAX = 64;
 /* V5: attn_decode_v5<TC> (decode v5, a warp a row) instead of attn_decode_kernel;
 ** FUSED (v5): its last block folds the partials (Params::cnt, v5_fold), no host fold */
 static int counters_left = 0; /* fused runs whose counter words did not return to 0 */
-template <typename TC, int DP, int RW, int C, bool V5 = false, bool FUSED = false>
+/* V6 (4 or 8): attn_decode_v6<V6> (decode v6, V6 rows a lane) */
+template <typename TC, int DP, int RW, int C, bool V5 = false, bool FUSED = false, int V6 = 0>
 static double run(int B, int T, int H, int G, int D, int S, int L, int splits, const int *posv) {
     const int hpg = H / G, nrows = T * hpg;
     std::vector<float> q((size_t)B * T * H * D), y((size_t)B * T * H * D, -7.0f);
@@ -42,7 +43,7 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
     p.gd = G * D;
     std::vector<unsigned> cnt((size_t)B * G, 0u);
     if (FUSED) p.cnt = cnt.data();
-    const int nt = V5 ? nrows * 32 : 16 / RW * 32, nw = nt / 32;
+    const int nt = V6 ? 16 / V6 * V6_ST * 32 : V5 ? nrows * 32 : 16 / RW * 32, nw = nt / 32;
     for (int64_t blk = 0; blk < (int64_t)B * G * splits; blk++) {
         pthread_barrier_init(&bar, NULL, nt);
         for (int w = 0; w < nw; w++) pthread_barrier_init(&wbar[w], NULL, 32);
@@ -51,7 +52,8 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
             th.emplace_back([=] {
                 threadIdx.x = t;
                 blockIdx.x = (unsigned)blk;
-                if (V5) attn_decode_v5<TC>(p);
+                if constexpr (V6 > 0) attn_decode_v6<V6>(p);
+                else if (V5) attn_decode_v5<TC>(p);
                 else attn_decode_kernel<DP, RW, C, TC>(p);
             });
         for (auto &x : th) x.join();
@@ -101,6 +103,14 @@ int main() {
     check("v5 f16 D128 short ctx, 6 splits (skip)", run<__half, 128, 4, 1, true>(2, 1, 32, 2, 128, 2, 700, 6, p2));
     check("v5 f16 D128 T2 pad, 2 splits", run<__half, 128, 4, 1, true>(2, 2, 16, 2, 128, 2, 400, 2, p3));
     check("v5 f16 D128 ctx 130, 64 splits", run<__half, 128, 4, 1, true>(1, 1, 32, 2, 128, 1, 8192 / 16, 64, p4));
+    /* decode v6 (a key's dims over 16 lanes, 8 or 4 rows a lane) */
+    check("v6 8 rows f16 D128 B2 L700 1 split", run<__half, 128, 4, 1, false, false, 8>(2, 1, 32, 2, 128, 2, 700, 1, p1));
+    check("v6 8 rows f16 D128 B2 L700 3 splits", run<__half, 128, 4, 1, false, false, 8>(2, 1, 32, 2, 128, 2, 700, 3, p1));
+    check("v6 4 rows f16 D128 B2 L700 3 splits", run<__half, 128, 4, 1, false, false, 4>(2, 1, 32, 2, 128, 2, 700, 3, p1));
+    check("v6 8 rows f16 D128 short ctx, 6 splits (skip)", run<__half, 128, 4, 1, false, false, 8>(2, 1, 32, 2, 128, 2, 700, 6, p2));
+    check("v6 8 rows f16 D128 T2 pad, 2 splits", run<__half, 128, 4, 1, false, false, 8>(2, 2, 16, 2, 128, 2, 400, 2, p3));
+    check("v6 4 rows f16 D128 T2 pad, 2 splits", run<__half, 128, 4, 1, false, false, 4>(2, 2, 16, 2, 128, 2, 400, 2, p3));
+    check("v6 8 rows f16 D128 ctx 130, 64 splits", run<__half, 128, 4, 1, false, false, 8>(1, 1, 32, 2, 128, 1, 8192 / 16, 64, p4));
     /* decode v5 with its combine in the last block (v5_fold) */
     check("v5 fused f16 D128 B2 L700 3 splits", run<__half, 128, 4, 1, true, true>(2, 1, 32, 2, 128, 2, 700, 3, p1));
     check("v5 fused f16 D128 short ctx, 6 splits (skip)", run<__half, 128, 4, 1, true, true>(2, 1, 32, 2, 128, 2, 700, 6, p2));

@@ -56,6 +56,14 @@ static float shfl_from(float v, int src) {
 static float __shfl_xor_sync(unsigned, float v, int w) { return shfl_from(v, (threadIdx.x % 32) ^ w); }
 static float __shfl_sync(unsigned, float v, int i) { return shfl_from(v, i); }
 static void __syncwarp() { pthread_barrier_wait(&wbar[threadIdx.x / 32]); }
+/* any lane's pred (decode v6), every lane of the warp taking part */
+static int __any_sync(unsigned, int pred) {
+    int r = 0;
+    const float v = shfl_from(pred ? 1.0f : 0.0f, 0); /* a barrier pair first */
+    (void)v;
+    for (int w = 0; w < 32; w++) r |= shfl_from(pred ? 1.0f : 0.0f, w) != 0.0f;
+    return r;
+}
 static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 struct __half { unsigned short b; };

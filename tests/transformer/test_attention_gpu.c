@@ -580,10 +580,10 @@ int main(void) {
     ** default), 6 with 16 (f16: K-first, + RoPE), 5 with 32 (the default's tile), 7 the 32-key tile
     ** with its loads early and the first K before Q (f16); 8 and 9 decode v4
     ** (v3 with 4 keys a lane: 128-key steps, 4 and 8 rows a warp) */
-    static const int variants[] = {0, 2, 3, 4, 1, 6, 7, 5, 8, 9, 10}; /* 10: decode v5, a warp a row */
+    static const int variants[] = {0, 2, 3, 4, 1, 6, 7, 5, 8, 9, 10, 11, 12}; /* 10: decode v5, a warp a row; 11, 12: v6 */
     for (int vi = 0; vi < 11; vi++) {
         const int variant = variants[vi];
-        static const int prefill_variant[] = {1, 0, 1, 2, 2, 1, 2, 0, 2, 1, 2};
+        static const int prefill_variant[] = {1, 0, 1, 2, 2, 1, 2, 0, 2, 1, 2, 0, 1};
         /* the small grids here fit one wave: paired query tiles (1) or not */
         static const int prefill_pair[] = {1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 1};
         m40__attn_decode_variant = variant;

@@ -1581,6 +1581,33 @@ __device__ __forceinline__ float4 v5_turn(const float *src, bool rot, int d, int
     return x;
 }
 
+/* The angles of pairs d/2 and d/2 + 1 at position p0 (below rd only; the
+** shared table's expression, so the same bits), and the fused append:
+** lane dims d..d+3 of group g's K row (turned) and V row from qkv row
+** `row` into the caches at (slot s, position p0), as halves. */
+__device__ __forceinline__ void rope_angles(const Params &p, int64_t p0, bool rot, int d, int rd,
+                                            float &c0, float &s0, float &c1, float &s1) {
+    c0 = 1.0f, s0 = 0.0f, c1 = 1.0f, s1 = 0.0f;
+    if (rot && d < rd) {
+        sincosf((float)p0 * p.rpos_scale * p.rth[d / 2], &s0, &c0);
+        if (d + 2 < rd) sincosf((float)p0 * p.rpos_scale * p.rth[d / 2 + 1], &s1, &c1);
+    }
+}
+__device__ __forceinline__ void rope_append4(const Params &p, const float *row, int64_t g, int64_t s,
+                                             int64_t p0, bool rot, int d, int rd, float c0, float s0,
+                                             float c1, float s1) {
+    const float4 kx = v5_turn(row + (p.H + g) * p.D + d, rot, d, rd, c0, s0, c1, s1);
+    const float4 vx = v5_turn(row + (p.H + p.G + g) * p.D + d, false, d, rd, c0, s0, c1, s1);
+    const int64_t o = ((s * p.L + p0) * p.G + g) * p.D + d;
+    const __half2 k01 = __floats2half2_rn(kx.x, kx.y), k23 = __floats2half2_rn(kx.z, kx.w);
+    const __half2 v01 = __floats2half2_rn(vx.x, vx.y), v23 = __floats2half2_rn(vx.z, vx.w);
+    uint2 pk, pv;
+    pk.x = *reinterpret_cast<const unsigned *>(&k01), pk.y = *reinterpret_cast<const unsigned *>(&k23);
+    pv.x = *reinterpret_cast<const unsigned *>(&v01), pv.y = *reinterpret_cast<const unsigned *>(&v23);
+    *reinterpret_cast<uint2 *>(reinterpret_cast<__half *>(const_cast<void *>(p.kc)) + o) = pk;
+    *reinterpret_cast<uint2 *>(reinterpret_cast<__half *>(const_cast<void *>(p.vc)) + o) = pv;
+}
+
 /* ROPE: the fused RoPE + append (m40k_rope_attention at T 1, f16 caches):
 ** every warp turns its row's q as it loads it (p.q is qkv), and warp 0 of
 ** the block whose keys hold the new position writes the group's K (turned)
@@ -1601,11 +1628,8 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
         const int64_t p0 = p.pos[b];
         const bool rot = p0 >= 0;
         const int d = 4 * lane, rd = 2 * p.rhalf;
-        float c0 = 1.0f, s0 = 0.0f, c1 = 1.0f, s1 = 0.0f;
-        if (rot && d < rd) {
-            sincosf((float)p0 * p.rpos_scale * p.rth[d / 2], &s0, &c0);
-            if (d + 2 < rd) sincosf((float)p0 * p.rpos_scale * p.rth[d / 2 + 1], &s1, &c1);
-        }
+        float c0, s0, c1, s1;
+        rope_angles(p, p0, rot, d, rd, c0, s0, c1, s1);
         const float *row = p.q + b * p.qs0;
         if (r < nrows) {
             const float4 v = v5_turn(row + (g * p.hpg + r) * p.D + d, rot, d, rd, c0, s0, c1, s1);
@@ -1620,18 +1644,7 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
                 lo = (int)min((int64_t)kend0, split * per);
                 hi = min(kend0, lo + per);
             }
-            if (p0 >= lo && p0 < hi) {
-                const float4 kx = v5_turn(row + (p.H + g) * p.D + d, rot, d, rd, c0, s0, c1, s1);
-                const float4 vx = v5_turn(row + (p.H + p.G + g) * p.D + d, false, d, rd, c0, s0, c1, s1);
-                const int64_t o = ((s * p.L + p0) * p.G + g) * p.D + d;
-                const __half2 k01 = __floats2half2_rn(kx.x, kx.y), k23 = __floats2half2_rn(kx.z, kx.w);
-                const __half2 v01 = __floats2half2_rn(vx.x, vx.y), v23 = __floats2half2_rn(vx.z, vx.w);
-                uint2 pk, pv;
-                pk.x = *reinterpret_cast<const unsigned *>(&k01), pk.y = *reinterpret_cast<const unsigned *>(&k23);
-                pv.x = *reinterpret_cast<const unsigned *>(&v01), pv.y = *reinterpret_cast<const unsigned *>(&v23);
-                *reinterpret_cast<uint2 *>(reinterpret_cast<__half *>(const_cast<void *>(p.kc)) + o) = pk;
-                *reinterpret_cast<uint2 *>(reinterpret_cast<__half *>(const_cast<void *>(p.vc)) + o) = pv;
-            }
+            if (p0 >= lo && p0 < hi) rope_append4(p, row, g, s, p0, rot, d, rd, c0, s0, c1, s1);
         }
     } else if (r < nrows) {
         const int64_t t = div32(r, p.hpg), h = g * p.hpg + mod32(r, p.hpg);
@@ -1787,7 +1800,13 @@ template <int HH> __device__ __forceinline__ float v6_reduce(float *s, int lane)
     return s[0];
 }
 
-template <int HH>
+/* ROPE (T 1, m40k_rope_attention): q turned as it loads (p.q is qkv; a
+** float at a time, no alignment asked), and warp 0 of the split that holds
+** the new position writes the group's turned K row and V row before the
+** barrier (rope_append4, v5's); the cache is then read with plain loads,
+** and a first-step K row at that position, fetched before the barrier, is
+** fetched again after it. */
+template <int HH, bool ROPE = false>
 __global__ void __launch_bounds__(DR / HH * V6_ST * 32, 1) attn_decode_v6(Params p) {
     constexpr int NRG = DR / HH, LG = v6_lg<HH>(), SH = 4 - LG, NW = NRG * V6_ST;
     static_assert(HH == 8 || HH == 4, "decode v6: 4 or 8 rows a lane");
@@ -1796,30 +1815,13 @@ __global__ void __launch_bounds__(DR / HH * V6_ST * 32, 1) attn_decode_v6(Params
     __shared__ float s_m[V6_ST][DR], s_l[V6_ST][DR];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int rg = warp % NRG, st = warp / NRG, dc = lane & 15, par = lane >> 4;
-    const DecodeBlock db = decode_block<false>(p, row_pos);
+    const DecodeBlock db = decode_block<ROPE>(p, row_pos);
     const int64_t split = db.split, g = db.g, b = db.b, s = db.s;
     const int nrows = db.nrows;
-    /* q: dims 8·dc..+7 of rows rg·HH + j, pre-scaled */
-    float q[HH][8];
-#pragma unroll
-    for (int j = 0; j < HH; j++) {
-        const int r = rg * HH + j;
-        if (r < nrows) {
-            const int64_t t = div32(r, p.hpg), h = g * p.hpg + mod32(r, p.hpg);
-            const float4 *src = reinterpret_cast<const float4 *>(p.q + b * p.qs0 + t * p.qs1 + h * p.D + 8 * dc);
-            const float4 a = __ldg(src), c = __ldg(src + 1);
-            q[j][0] = a.x * p.qscale, q[j][1] = a.y * p.qscale, q[j][2] = a.z * p.qscale, q[j][3] = a.w * p.qscale;
-            q[j][4] = c.x * p.qscale, q[j][5] = c.y * p.qscale, q[j][6] = c.z * p.qscale, q[j][7] = c.w * p.qscale;
-        } else {
-#pragma unroll
-            for (int e = 0; e < 8; e++) q[j][e] = 0.0f;
-        }
-    }
-    __syncthreads(); /* row_pos */
-
-    int kend = 0;
-#pragma unroll
-    for (int i = 0; i < DR; i++) kend = max(kend, row_pos[i] + 1);
+    /* K first: the keys of this split from the positions (decode_kend: the
+    ** rule of row_pos and attn_combine), the first step's K asked for
+    ** before q and the barrier */
+    const int kend = decode_kend(p.pos, p.slot, b, p.T, p.S, p.L);
     int k_lo = 0, k_hi = kend;
     if (p.splits > 1) { /* attn_combine's count (chunk V6_CHUNK) */
         const int per = (int)split_share(kend, p.splits, V6_CHUNK);
@@ -1827,23 +1829,16 @@ __global__ void __launch_bounds__(DR / HH * V6_ST * 32, 1) attn_decode_v6(Params
         k_hi = min(kend, k_lo + per);
     }
     if (p.skip && split > 0 && k_lo >= k_hi) return; /* no keys: no partial (the whole block) */
-    const int jr = dc >> SH;                          /* this lane's row after a reduction */
-    const int rr = rg * HH + jr;
-    const int khr = min(k_hi, row_pos[rr] + 1); /* its keys end (pad rows: -1 + 1 = 0) */
-
     const __half *kc = reinterpret_cast<const __half *>(p.kc) + (s * p.L * p.G + g) * p.D + 8 * dc;
     const __half *vc = reinterpret_cast<const __half *>(p.vc) + (s * p.L * p.G + g) * p.D + 8 * dc;
     const int klast = max(k_hi - 1, 0);
-    /* key k's 8 dims (past the split: its last key again, masked) */
+    /* key k's 8 dims (past the split: its last key again, masked); ROPE:
+    ** plain loads (this launch writes a row) */
     const auto ld = [&](const __half *c, int k) {
-        return __ldg(reinterpret_cast<const uint4 *>(c + (int64_t)min(k, klast) * p.gd));
+        const uint4 *a = reinterpret_cast<const uint4 *>(c + (int64_t)min(k, klast) * p.gd);
+        if constexpr (ROPE) return *a;
+        else return __ldg(a);
     };
-    float acc[HH][8];
-#pragma unroll
-    for (int j = 0; j < HH; j++)
-#pragma unroll
-        for (int e = 0; e < 8; e++) acc[j][e] = 0.0f;
-    float m = -INFINITY, l = 0.0f;
     /* a step: keys k0 + 2i + par, i < V6_NS; this stream's steps start at
     ** k_lo + 2·V6_NS·st and go V6_CHUNK keys at a time */
     uint4 kr[V6_NS], vr[V6_NS];
@@ -1851,6 +1846,66 @@ __global__ void __launch_bounds__(DR / HH * V6_ST * 32, 1) attn_decode_v6(Params
     if (k0 < k_hi)
 #pragma unroll
         for (int i = 0; i < V6_NS; i++) kr[i] = ld(kc, k0 + 2 * i + par);
+    /* q: dims 8·dc..+7 of rows rg·HH + j, pre-scaled */
+    float q[HH][8];
+    int64_t p0 = -1;
+    if constexpr (ROPE) {
+        p0 = p.pos[b];
+        const bool rot = p0 >= 0;
+        const int d = 8 * dc, rd = 2 * p.rhalf;
+        float c0, s0, c1, s1, c2, s2, c3, s3;
+        rope_angles(p, p0, rot, d, rd, c0, s0, c1, s1);
+        rope_angles(p, p0, rot, d + 4, rd, c2, s2, c3, s3);
+        const float *row = p.q + b * p.qs0;
+#pragma unroll
+        for (int j = 0; j < HH; j++) {
+            const int r = rg * HH + j;
+            float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f), y = x;
+            if (r < nrows) {
+                x = v5_turn(row + (g * p.hpg + r) * p.D + d, rot, d, rd, c0, s0, c1, s1);
+                y = v5_turn(row + (g * p.hpg + r) * p.D + d + 4, rot, d + 4, rd, c2, s2, c3, s3);
+            }
+            q[j][0] = x.x * p.qscale, q[j][1] = x.y * p.qscale, q[j][2] = x.z * p.qscale, q[j][3] = x.w * p.qscale;
+            q[j][4] = y.x * p.qscale, q[j][5] = y.y * p.qscale, q[j][6] = y.z * p.qscale, q[j][7] = y.w * p.qscale;
+        }
+        /* the append: warp 0 of the split that holds position p0 (the last key) */
+        if (warp == 0 && s >= 0 && s < p.S && p0 >= k_lo && p0 < k_hi) {
+            const int da = 4 * lane;
+            rope_angles(p, p0, rot, da, rd, c0, s0, c1, s1);
+            rope_append4(p, row, g, s, p0, rot, da, rd, c0, s0, c1, s1);
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < HH; j++) {
+            const int r = rg * HH + j;
+            if (r < nrows) {
+                const int64_t t = div32(r, p.hpg), h = g * p.hpg + mod32(r, p.hpg);
+                const float4 *src = reinterpret_cast<const float4 *>(p.q + b * p.qs0 + t * p.qs1 + h * p.D + 8 * dc);
+                const float4 a = __ldg(src), c = __ldg(src + 1);
+                q[j][0] = a.x * p.qscale, q[j][1] = a.y * p.qscale, q[j][2] = a.z * p.qscale, q[j][3] = a.w * p.qscale;
+                q[j][4] = c.x * p.qscale, q[j][5] = c.y * p.qscale, q[j][6] = c.z * p.qscale, q[j][7] = c.w * p.qscale;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) q[j][e] = 0.0f;
+            }
+        }
+    }
+    __syncthreads(); /* row_pos; ROPE: the new K and V rows in the caches */
+    if constexpr (ROPE)
+        if (k0 < k_hi)
+#pragma unroll
+            for (int i = 0; i < V6_NS; i++)
+                if (k0 + 2 * i + par == p0) kr[i] = ld(kc, (int)p0);
+    const int jr = dc >> SH; /* this lane's row after a reduction */
+    const int rr = rg * HH + jr;
+    const int khr = min(k_hi, row_pos[rr] + 1); /* its keys end (pad rows: -1 + 1 = 0) */
+
+    float acc[HH][8];
+#pragma unroll
+    for (int j = 0; j < HH; j++)
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[j][e] = 0.0f;
+    float m = -INFINITY, l = 0.0f;
     for (; k0 < k_hi; k0 += V6_CHUNK) {
 #pragma unroll
         for (int i = 0; i < V6_NS; i++) vr[i] = ld(vc, k0 + 2 * i + par);
@@ -2207,9 +2262,12 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     const bool v6 = !ra && small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 &&
                     (s->decode_variant == 11 || s->decode_variant == 12) &&
                     (uintptr_t)q % 16 == 0 && s->qs0 % 4 == 0 && s->qs1 % 4 == 0;
+    /* decode v6 with the fused RoPE (T 1, q = qkv read a float at a time) */
+    const bool v6r = ra && small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 && s->T == 1 &&
+                     (s->decode_variant == 11 || s->decode_variant == 12);
     const int64_t chunk = !small || splits == 1 || !m40k_attn_skip_empty ? 0
                           : v5 ? V5_CHUNK
-                          : v6 ? V6_CHUNK
+                          : v6 || v6r ? V6_CHUNK
                           : p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3) ? 32
                           : p.vec && DP <= 128 && (s->decode_variant == 8 || s->decode_variant == 9) ? 128
                           : DP == 128 && s->decode_variant == 4 && s->cache_f16 ? 64
@@ -2228,7 +2286,7 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
                      s->decode_variant != 6 && m40k_attention_chunk(s, slots) != 16;
     if (sync && m40k_attn_fuse_combine && v5 && splits > 1 && s->B * s->G <= M40K_SYNC_WORDS)
         p.cnt = sync; /* decode v5 folds in its last block (v5_fold) */
-    else if (sync && m40k_attn_fuse_combine && small && !v34 && !v5 && !v6 && !wpv && !r8 && splits > 1) {
+    else if (sync && m40k_attn_fuse_combine && small && !v34 && !v5 && !v6 && !v6r && !wpv && !r8 && splits > 1) {
         const int64_t ng = (splits + FC_G - 1) / FC_G;
         if (s->B * s->G * (1 + ng) <= M40K_SYNC_WORDS) p.cnt = sync, p.fc_ng = ng;
     }
@@ -2238,8 +2296,13 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     const bool k_first = small && DP == 128 && s->cache_f16 && p.vec &&
                          ((kf_bn == 32 && (s->decode_variant == 7 || s->decode_variant == 0)) ||
                           (kf_bn == 16 && s->decode_variant == 6));
-    if (ra && !((k_first || v5) && s->T == 1 && splits >= 1)) return (int)cudaErrorInvalidValue;
-    if (ra && v5) {
+    if (ra && !((k_first || v5 || v6r) && s->T == 1 && splits >= 1)) return (int)cudaErrorInvalidValue;
+    if (v6r) {
+        const unsigned nb = (unsigned)(s->B * s->G * splits);
+        if (s->decode_variant == 12) attn_decode_v6<4, true><<<nb, DR / 4 * V6_ST * 32, 0, st>>>(p);
+        else attn_decode_v6<8, true><<<nb, DR / 8 * V6_ST * 32, 0, st>>>(p);
+        e = cudaGetLastError();
+    } else if (ra && v5) {
         /* decode v5 with the RoPE + append inside */
         attn_decode_v5<__half, true><<<(unsigned)(s->B * s->G * splits), (unsigned)(nrows * 32), 0, st>>>(p);
         e = cudaGetLastError();
@@ -2350,7 +2413,8 @@ extern "C" int m40k_rope_attention_fuses(const m40k_attn_shape *s, int rope_dims
            ((uintptr_t)k_cache % 16 == 0) && ((uintptr_t)v_cache % 16 == 0) &&
            (((s->decode_variant == 7 || s->decode_variant == 0) && m40k_attention_chunk(s, slots) == 32) ||
             (s->decode_variant == 6 && m40k_attention_chunk(s, slots) == 16) ||
-            s->decode_variant == 10 /* decode v5 (session 18) */);
+            s->decode_variant == 10 /* decode v5 (session 18) */ ||
+            s->decode_variant == 11 || s->decode_variant == 12 /* decode v6 (session 19) */);
 }
 
 extern "C" int m40k_rope_attention(void *stream, const m40k_attn_shape *s, int rope_dims, int pairs,

@@ -150,5 +150,8 @@ extern unsigned m40__chatglm2_fuse;
 /* lib/ops/attention.c: which decode attention kernel runs (0 the tile
 ** kernel, 2 and 3 decode v3); tests and m40-bench set it to compare them */
 extern int m40__attn_decode_variant;
+/* lib/ops/attention.c: 1 (default) a key bound past 512 keys takes decode v6
+** (attn_bound); 0 keeps the tile kernel there (m40-bench's A/B) */
+extern int m40__attn_bound_v6;
 
 #endif /* M40_INTERNAL_H */

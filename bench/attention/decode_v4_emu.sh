@@ -11,6 +11,7 @@ sed -n '/^struct Params {/,/^};/p' "$cu" > "$dir/params.inc"
 {
     sed -n '/^__device__ __forceinline__ void half8_to_float/,/^}/p' "$cu"
     sed -n '/^__device__ __forceinline__ int64_t split_share/,/^}/p' "$cu"
+    sed -n '/^__device__ __forceinline__ int decode_kend/,/^}/p' "$cu"
     sed -n '/^constexpr int DR = 16;/,/^\/\* y\[row, :\]/p' "$cu" | sed '$d'
 } > "$dir/kernel.inc"
 grep -q attn_decode_kernel "$dir/kernel.inc" || { echo "decode_v4_emu: the kernel was not found in $cu" >&2; exit 1; }

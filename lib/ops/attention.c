@@ -188,11 +188,18 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 ** ChatGLM2-6B step, 8192-token cache): +3.2% at ctx 128, even at 1K, -34%
 ** at 8K, so the bound, not the cache length, decides. v5 takes f16 caches
 ** with D 128; elsewhere attention_impl runs the tile kernel. */
+/* Past ATTN_SHORT_KEYS the bound takes decode v6 (a key's dims over 16
+** lanes, no shared-memory operands; session 19): 4 rows a lane up to
+** ATTN_V6_ROWS4_KEYS keys, 8 beyond. Every M40__ATTN_BOUND_V6 = 0 keeps
+** the tile kernel there (m40-bench's A/B). */
 #define ATTN_SHORT_KEYS 512
+#define ATTN_V6_ROWS4_KEYS 8192
+int m40__attn_bound_v6 = 1;
 static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s) {
-    if (s->decode_variant == 0 && ctx->attn_keys > 0 && ctx->attn_keys <= ATTN_SHORT_KEYS &&
-        s->T == 1 && s->cache_f16 && s->D == 128)
-        s->decode_variant = 10;
+    if (s->decode_variant != 0 || ctx->attn_keys <= 0 || s->T != 1 || !s->cache_f16 || s->D != 128)
+        return;
+    if (ctx->attn_keys <= ATTN_SHORT_KEYS) s->decode_variant = 10;
+    else if (m40__attn_bound_v6) s->decode_variant = ctx->attn_keys <= ATTN_V6_ROWS4_KEYS ? 12 : 11;
 }
 
 /* Decode blocks the device keeps resident (kernels/attention.h's split rule) */
@@ -355,11 +362,14 @@ static m40_status attention_workspace(const m40__op_call *c, const m40_tensor_de
     *bytes = 0;
     m40k_attn_shape s = attn_shape(c->nd->heads, out, c->in[1], c->nd->attn_scale);
     int64_t n = m40k_attention_splits(&s, sm_count ? attn_slots(c->ctx, &s) : 0), b = 0;
-    if (s.decode_variant == 0 && s.T == 1) { /* a key bound may choose decode v5 at run time (attn_bound) */
-        m40k_attn_shape s5 = s;
-        s5.decode_variant = 10;
-        const int64_t n5 = m40k_attention_splits(&s5, sm_count ? attn_slots(c->ctx, &s5) : 0);
-        if (n5 > n) n = n5;
+    if (s.decode_variant == 0 && s.T == 1) { /* a key bound may choose decode v5 or v6 at run time (attn_bound) */
+        static const int bv[] = {10, 11, 12};
+        for (int i = 0; i < 3; i++) {
+            m40k_attn_shape s5 = s;
+            s5.decode_variant = bv[i];
+            const int64_t n5 = m40k_attention_splits(&s5, sm_count ? attn_slots(c->ctx, &s5) : 0);
+            if (n5 > n) n = n5;
+        }
     }
     if (n > 1 && (m40__mul_ok(s.B * s.T, s.H * n, M40__OP_BYTES_MAX, &b) ||
                   m40__mul_ok(b, (s.D + 2) * 4, M40__OP_BYTES_MAX, &b)))

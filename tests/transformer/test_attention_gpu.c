@@ -581,11 +581,11 @@ int main(void) {
     ** with its loads early and the first K before Q (f16); 8 and 9 decode v4
     ** (v3 with 4 keys a lane: 128-key steps, 4 and 8 rows a warp) */
     static const int variants[] = {0, 2, 3, 4, 1, 6, 7, 5, 8, 9, 10, 11, 12}; /* 10: decode v5, a warp a row; 11, 12: v6 */
-    for (int vi = 0; vi < 11; vi++) {
+    for (int vi = 0; vi < (int)(sizeof variants / sizeof variants[0]); vi++) {
         const int variant = variants[vi];
         static const int prefill_variant[] = {1, 0, 1, 2, 2, 1, 2, 0, 2, 1, 2, 0, 1};
         /* the small grids here fit one wave: paired query tiles (1) or not */
-        static const int prefill_pair[] = {1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 1};
+        static const int prefill_pair[] = {1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1};
         m40__attn_decode_variant = variant;
         if (&m40k_attn_prefill_variant)
             m40k_attn_prefill_variant = pv && *pv ? atoi(pv) : prefill_variant[vi];
@@ -678,10 +678,11 @@ int main(void) {
         graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
         m40k_attn_fuse_rope = 1;
     }
-    /* a key bound (decode v5 where it applies: T 1, f16, D 128): the
-    ** positions (<= 103) under it, and past a bound of 16 (the same results) */
-    static const int64_t kbs[] = {512, 16};
-    for (int i = 0; i < 2; i++) {
+    /* a key bound (where it applies: T 1, f16, D 128; decode v5 at <= 512
+    ** keys, v6 with 4 rows a lane at 1024, with 8 at 16384): the positions
+    ** (<= 103) under it, and past a bound of 16 (the same results) */
+    static const int64_t kbs[] = {512, 1024, 16384, 16};
+    for (int i = 0; i < 4; i++) {
         g_keys = kbs[i];
         printf("attention key bound %lld\n", (long long)g_keys);
         graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);

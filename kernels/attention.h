@@ -48,6 +48,10 @@ typedef struct m40k_attn_shape {
                            ** 10: decode v5, a warp a query row, a lane 4 dims
                            ** (f16, 16-byte rows, D 128; short contexts: the node
                            ** takes it under a key bound <= 512, lib/ops/attention.c)
+                           ** 11 and 12: decode v6, a key's dims over 16 lanes,
+                           ** 8 and 4 query rows a lane (f16, 16-byte rows, D
+                           ** 128; lib/ops/attention.c takes it for the default
+                           ** at T 1 past a 512-key bound or without one)
                            ** 8 and 9: decode v4, v3 with 4 keys a lane (128-key
                            ** steps; 4 and 8 rows a warp), whose shared-memory
                            ** traffic a key is a third of the tile kernel's

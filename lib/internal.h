@@ -150,8 +150,9 @@ extern unsigned m40__chatglm2_fuse;
 /* lib/ops/attention.c: which decode attention kernel runs (0 the tile
 ** kernel, 2 and 3 decode v3); tests and m40-bench set it to compare them */
 extern int m40__attn_decode_variant;
-/* lib/ops/attention.c: 1 (default) a key bound past 512 keys takes decode v6
-** (attn_bound); 0 keeps the tile kernel there (m40-bench's A/B) */
-extern int m40__attn_bound_v6;
+/* lib/ops/attention.c: 1 (default) decode v6 where the default decode kernel
+** would be the tile kernel at T 1, f16, D 128 (attn_bound); 0 keeps the
+** tile kernel there (m40-bench's A/B) */
+extern int m40__attn_v6;
 
 #endif /* M40_INTERNAL_H */

@@ -9,6 +9,7 @@
 #  2. m40-bench attention 128 / 512 / 1K / 8K / 32K: the default, v5, v6;
 #  3. the int4 and int8 steps (8192-token cache, ctx 128 / 1024 / 4096 /
 #     8192): the bound with v6 (default) against M40_BENCH_GLM_BOUND_V6=0.
+# (The knob is now M40_BENCH_GLM_V6, and v6 also runs without a bound.)
 #   OUT=DIR scripts/h200-session19b.sh [BUILD_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1

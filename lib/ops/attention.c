@@ -182,24 +182,28 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
     return s;
 }
 
-/* m40_graph_set_attention_keys: decode steps whose keys stay at most
-** ATTN_SHORT_KEYS take decode v5 (variant 10, a warp a query row; with RoPE
-** its fused form) where the knob is the default. H200, session 18 (int4
-** ChatGLM2-6B step, 8192-token cache): +3.2% at ctx 128, even at 1K, -34%
-** at 8K, so the bound, not the cache length, decides. v5 takes f16 caches
-** with D 128; elsewhere attention_impl runs the tile kernel. */
-/* Past ATTN_SHORT_KEYS the bound takes decode v6 (a key's dims over 16
-** lanes, no shared-memory operands; session 19): 4 rows a lane up to
-** ATTN_V6_ROWS4_KEYS keys, 8 beyond. Every M40__ATTN_BOUND_V6 = 0 keeps
-** the tile kernel there (m40-bench's A/B). */
+/* Which decode kernel runs where the knob is the default (variant 0), at
+** T 1 with f16 caches and D 128 (elsewhere the tile kernel):
+**   - under a key bound <= ATTN_SHORT_KEYS (m40_graph_set_attention_keys):
+**     decode v5 (variant 10, a warp a query row; with RoPE its fused form);
+**     H200, session 18 (int4 ChatGLM2-6B step, 8192-token cache): +3.2% at
+**     ctx 128, even at 1K, -34% at 8K, so the bound, not the cache length,
+**     decides;
+**   - else decode v6 (a key's dims over 16 lanes, no shared-memory operands;
+**     session 19): 4 rows a lane (12) up to ATTN_V6_ROWS4_KEYS keys (the
+**     bound, or without one the cache length), 8 (11) beyond. H200, in a
+**     graph of 20: 8.7 / 9.3 / 13.7 / 29.4 us at 128 / 1K / 8K / 32K keys
+**     against the 32-key tile's 9.9 / 10.7 / 18.7 / 41.9; the int4 step
+**     +3.9% / +5.1% / +6.0% at ctx 1K / 4K / 8K under the bound.
+** m40__attn_v6 = 0 keeps the tile kernel where v6 would run (A/B). */
 #define ATTN_SHORT_KEYS 512
 #define ATTN_V6_ROWS4_KEYS 8192
-int m40__attn_bound_v6 = 1;
+int m40__attn_v6 = 1;
 static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s) {
-    if (s->decode_variant != 0 || ctx->attn_keys <= 0 || s->T != 1 || !s->cache_f16 || s->D != 128)
-        return;
-    if (ctx->attn_keys <= ATTN_SHORT_KEYS) s->decode_variant = 10;
-    else if (m40__attn_bound_v6) s->decode_variant = ctx->attn_keys <= ATTN_V6_ROWS4_KEYS ? 12 : 11;
+    if (s->decode_variant != 0 || s->T != 1 || !s->cache_f16 || s->D != 128) return;
+    const int64_t keys = ctx->attn_keys > 0 ? ctx->attn_keys : s->L;
+    if (ctx->attn_keys > 0 && ctx->attn_keys <= ATTN_SHORT_KEYS) s->decode_variant = 10;
+    else if (m40__attn_v6) s->decode_variant = keys <= ATTN_V6_ROWS4_KEYS ? 12 : 11;
 }
 
 /* Decode blocks the device keeps resident (kernels/attention.h's split rule) */

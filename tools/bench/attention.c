@@ -279,6 +279,7 @@ static void decode_one(bench_env *e, int L) {
         ** knob rows too */
         static const struct { int v; const char *impl; int *knob; } gv[] = {
             {0, "m40_attention", NULL}, {0, "m40_attention, combine in kernel", &m40k_attn_fuse_combine},
+            {7, "m40_attention tile 32, K first", NULL},
             {8, "m40_attention v4 4 rows", NULL}, {9, "m40_attention v4 8 rows", NULL},
             {10, "m40_attention v5 a warp a row", NULL},
             {11, "m40_attention v6 8 rows a lane", NULL}, {12, "m40_attention v6 4 rows a lane", NULL},

@@ -387,7 +387,7 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_FUSE_COMBINE", &m40k_attn_fuse_combine, "decode splits combined inside the attention kernel"},
         {"M40_BENCH_GLM_WARP_PV", &m40k_attn_warp_pv, "decode attention's P.V split over the warps"},
         {"M40_BENCH_GLM_ROWS8", &m40k_attn_rows8, "decode attention in blocks of 8 query rows"},
-        {"M40_BENCH_GLM_BOUND_V6", &m40__attn_bound_v6, "a key bound past 512 keys takes decode v6"},
+        {"M40_BENCH_GLM_V6", &m40__attn_v6, "decode v6 where the tile kernel ran (past a 512-key bound, or no bound)"},
         {"M40_BENCH_GLM_V2WHOLE", &m40k_quant_gemv_v2_whole, "int4 small GEMVs, x staged whole (-1 auto)"},
         {"M40_BENCH_GLM_V2EZ", &m40k_quant_gemv_v2_ez, "batch-1 v2 GEMVs, exponent-zero decode"},
         {"M40_BENCH_GLM_Q4SPLIT", &m40k_quant_gemv_q4_split, "int4 batch-1 GEMVs with large K on v3 split-K"},

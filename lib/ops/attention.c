@@ -190,20 +190,28 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 **     ctx 128, even at 1K, -34% at 8K, so the bound, not the cache length,
 **     decides;
 **   - else decode v6 (a key's dims over 16 lanes, no shared-memory operands;
-**     session 19): 4 rows a lane (12) up to ATTN_V6_ROWS4_KEYS keys (the
-**     bound, or without one the cache length), 8 (11) beyond. H200, in a
-**     graph of 20: 8.7 / 9.3 / 13.7 / 29.4 us at 128 / 1K / 8K / 32K keys
-**     against the 32-key tile's 9.9 / 10.7 / 18.7 / 41.9; the int4 step
-**     +3.9% / +5.1% / +6.0% at ctx 1K / 4K / 8K under the bound.
+**     session 19). Its two forms trade warps for instructions: 4 rows a lane
+**     (12) has 16 warps a block, 8 rows (11) 8 warps and 21% fewer
+**     instructions a key (sm_52: 234 against 295 warp instructions a key and
+**     KV group; with F2F at a quarter rate 285 against 398). A short chain
+**     per SM is latency-bound (more warps win), a long one issue-bound
+**     (fewer instructions win), so 8 rows where the keys (the bound, or
+**     without one the cache length) give each SM >= ATTN_V6_ROWS8_KG
+**     key-groups: the H200 (132 SMs, 2 groups) from ~17K keys, an M40 (24
+**     SMs) from 3K. H200, in a graph of 20 (4 rows / 8 rows / the 32-key
+**     tile): 8.7 / 9.3 / 9.9 us at 128 keys, 9.3 / 10.0 / 10.7 at 1K, 13.7
+**     / 14.1 / 18.7 at 8K, 29.4 / 28.9 / 41.9 at 32K; the int4 step +3.9% /
+**     +5.1% / +6.0% at ctx 1K / 4K / 8K under the bound.
 ** m40__attn_v6 = 0 keeps the tile kernel where v6 would run (A/B). */
 #define ATTN_SHORT_KEYS 512
-#define ATTN_V6_ROWS4_KEYS 8192
+#define ATTN_V6_ROWS8_KG 256
 int m40__attn_v6 = 1;
 static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s) {
     if (s->decode_variant != 0 || s->T != 1 || !s->cache_f16 || s->D != 128) return;
-    const int64_t keys = ctx->attn_keys > 0 ? ctx->attn_keys : s->L;
+    const int64_t keys = ctx->attn_keys > 0 && ctx->attn_keys < s->L ? ctx->attn_keys : s->L;
     if (ctx->attn_keys > 0 && ctx->attn_keys <= ATTN_SHORT_KEYS) s->decode_variant = 10;
-    else if (m40__attn_v6) s->decode_variant = keys <= ATTN_V6_ROWS4_KEYS ? 12 : 11;
+    else if (m40__attn_v6) /* keys <= L, G: the caches' checked shape, no overflow */
+        s->decode_variant = keys * s->G >= (int64_t)ATTN_V6_ROWS8_KG * (ctx->sm_count > 0 ? ctx->sm_count : 1) ? 11 : 12;
 }
 
 /* Decode blocks the device keeps resident (kernels/attention.h's split rule) */

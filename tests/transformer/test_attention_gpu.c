@@ -679,8 +679,9 @@ int main(void) {
         m40k_attn_fuse_rope = 1;
     }
     /* a key bound (where it applies: T 1, f16, D 128; decode v5 at <= 512
-    ** keys, v6 with 4 rows a lane at 1024, with 8 at 16384): the positions
-    ** (<= 103) under it, and past a bound of 16 (the same results) */
+    ** keys, v6 beyond, its rows a lane by keys a SM: lib/ops/attention.c):
+    ** the positions (<= 103) under it, and past a bound of 16 (the same
+    ** results) */
     static const int64_t kbs[] = {512, 1024, 16384, 16};
     for (int i = 0; i < 4; i++) {
         g_keys = kbs[i];

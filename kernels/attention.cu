@@ -43,6 +43,7 @@
 **   decode DP 128   128 regs  47616 B
 **   combine          32 regs   4112 B;  kv_append 31 regs
 **   prefill64       168 regs  48128 B   (launch bounds 3 blocks/SM)
+**   decode v6 HH 8  222 regs  34368 B   (1 block/SM; HH 4: 128 regs, 512 threads)
 **
 ** Roofline (M40: 6.84 TFLOP/s, 288 GB/s, ridge 23.7 FLOP/B). Per key and
 ** KV group: 4·D bytes of f16 K and V read, 4·T·HPG·D FLOP. Decode T = 1,
@@ -1768,9 +1769,12 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
 **   - the online softmax on those lanes, per chunk of V6_NS keys a half;
 **   - P·V: HH shuffles give a lane its key's p of every row, V's row is
 **     one 16-byte load a lane, 8·HH FMA.
-** Per key and KV group at HH 8 (16 rows): 2 warps × 16 lanes × (128 FMA, 16
-** shuffles, 2 loads, 16 conversions), ~44 SM-cycles of issue against the
-** tile kernel's ~100 of shared memory. A block: 16/HH row groups × V6_ST
+** Per key and KV group at HH 8 (16 rows), sm_52 SASS of the hot loop: 234
+** warp instructions (481 FFMA, 64 F2F, 74 SHFL a step of 8 keys), ~58
+** SM-cycles of issue against the tile kernel's ~100 of shared memory; HH 4
+** 295 (16 warps a block: more latency hidden, more conversions). The
+** default at T 1, f16, D 128 (lib/ops/attention.c attn_bound; H200
+** numbers: docs/attention.md, "Decode v6"). A block: 16/HH row groups × V6_ST
 ** key streams (a warp each; stream st takes keys 8·st.. of each 8·V6_ST-key
 ** step); at the end of a split the streams' (m, l, O) fold through shared
 ** memory, and the split's partial goes out in attn_combine's layout. */

@@ -319,6 +319,31 @@ def attention_v4_row(fname, body, label):
             "ffma_per_row_key": (qk_ffma + pv_ffma) * nt / ks / 16}
 
 
+# decode v6 (kernels/attention.cu attn_decode_v6<HH, ROPE>): 16/HH warps a
+# (b, g) per key stream, a warp step 8 keys (two half-warps x 4) for HH rows;
+# no shared memory in the loop (the streams fold once a split). The hot
+# path leaves out the rescale branch (taken when a row's max moves).
+ATT_V6 = re.compile(r"attn_decode_v6ILi(\d+)ELb([01])E")
+
+
+def attention_v6_row(fname, body, label):
+    hh = int(ATT_V6.search(fname).group(1))
+    lps = loops(body)
+    if not lps:
+        return None
+    lp = max(lps, key=lambda l: count(ops(body, l), "FFMA"))
+    if count(ops(body, lp), "FFMA") < 2 * hh * 8 * 4 - 8 * hh:  # Q.K^T + P.V of a step (first products FMUL)
+        return None
+    n, q = hot_path(body, lp, req(body, lp, r"LDG|LD\."))
+    nt = 16 // hh * 32  # threads of the row groups that share a key stream
+    return {"op": label, "kernel": f"attn_decode_v6<{hh}>",
+            "smem_per_key_per_group": 0.0, "smem_per_row_key": 0.0,
+            "tile_static": lp[1] - lp[0] + 1, "tile_hot": n, "tile_quarter": q,
+            "per_key_per_group": nt * n / 8, "per_key_per_group_weighted": nt * (n + 3 * q) / 8,
+            "per_row_key": nt * n / 8 / 16, "per_row_key_weighted": nt * (n + 3 * q) / 8 / 16,
+            "bytes_per_key_per_group": 2 * 128 * 2, "ffma_per_row_key": 256.0}
+
+
 def sample_rows(fname, body):
     rows = []
     for lp in innermost(loops(body)):
@@ -389,6 +414,8 @@ ATT_USED = [(r"attn_kernelILi128ELi16ELi64ELi2ELi4ELi2ELi4E6__halfLb0ELb0ELb0ELb
 ATT_V4_USED = [(r"attn_decode_kernelILi128ELi8ELi4E6__halfE", "attention decode v4 8 rows (f16 cache)"),
                (r"attn_decode_kernelILi128ELi4ELi4E6__halfE", "attention decode v4 4 rows (f16 cache)"),
                (r"attn_decode_kernelILi128ELi8ELi1E6__halfE", "attention decode v3 8 rows (f16 cache)")]
+ATT_V6_USED = [(r"attn_decode_v6ILi8ELb1E", "attention decode v6 8 rows (f16 cache, RoPE fused)"),
+               (r"attn_decode_v6ILi4ELb1E", "attention decode v6 4 rows (f16 cache, RoPE fused)")]
 
 
 def analyse(text):
@@ -405,7 +432,8 @@ def analyse(text):
             rows.append(r)
         else:
             missing.append(spec[0])
-    for rx, label, fn in [u + (attention_row,) for u in ATT_USED] + [u + (attention_v4_row,) for u in ATT_V4_USED]:
+    for rx, label, fn in ([u + (attention_row,) for u in ATT_USED] + [u + (attention_v4_row,) for u in ATT_V4_USED] +
+                          [u + (attention_v6_row,) for u in ATT_V6_USED]):
         att += [a for a in (fn(name, body, label) for name, body in funcs if re.search(rx, name)) if a]
     for name, body in funcs:
         if "sample_kernel" in name:
@@ -518,7 +546,8 @@ def kernel_ipe(rows, att):
     k["sample pass 1"] = max(st.get("sample pass 1 (z, max)", [30.0]))
     k["sample digit"] = max(st.get("sample select digit", [36.0]))
     for key, pre in (("att_dec", "attention decode ("), ("att_dec32", "attention decode 32"),
-                     ("att_pre", "attention prefill")):
+                     ("att_pre", "attention prefill"), ("att_v6_8", "attention decode v6 8"),
+                     ("att_v6_4", "attention decode v6 4")):
         k[key] = next((a for a in att if a["op"].startswith(pre)), None)
         if k[key] is None:  # a renamed instance or a new loop shape: say so, not a traceback
             sys.exit(f"--project: no '{pre}...' attention instance found in the sm_52 SASS")
@@ -543,9 +572,14 @@ def decode_items(k, fmt, ctx, sampling="top-p"):
     launches a layer for int4, 7-8 int8 (v3's split-K sum where it runs),
     8-9 fp16 (two norms)."""
     C, H, G, D, F, V, L = (GLM[x] for x in "CHGDFVL")
-    short = ctx < 128 * -(-2 * SMS // G)  # kernels/attention.h: 32-key tile below one wave x 128
-    ad = k["att_dec32"] if short else k["att_dec"]
-    s = attn_splits(ctx, 32 if short else 64)
+    # past 512 keys decode v6 (session 19; lib/ops/attention.c attn_bound: 8
+    # rows a lane from 256 key-groups an SM, one block an SM, its RoPE fused);
+    # below, the 32-key tile with its RoPE fused (a key bound's v5 is not
+    # modelled here)
+    v6 = ctx > 512
+    short = v6 or ctx < 128 * -(-2 * SMS // G)  # kernels/attention.h: 32-key tile below one wave x 128
+    ad = (k["att_v6_8"] if ctx * G >= 256 * SMS else k["att_v6_4"]) if v6 else k["att_dec32"] if short else k["att_dec"]
+    s = max(1, min(-(-SMS // G), -(-ctx // 32))) if v6 else attn_splits(ctx, 32 if short else 64)
     norm_fused = fmt != "fp16"
     it = [Item("embedding (1 row)", 1, C * 6, C * k["embedding (f16 table)"])]
     norms = [] if norm_fused else [Item("rmsnorm (fp16: its own kernel)", 2 * L, C * 8 + 2 * C, C * k["rmsnorm"])]

@@ -1,5 +1,6 @@
 /* A host emulation of attn_decode_kernel (kernels/attention.cu: decode v3,
-** C = 1, and v4, C = 4 keys a lane) and attn_decode_v5 (a warp a row), for
+** C = 1, and v4, C = 4 keys a lane), attn_decode_v5 (a warp a row) and
+** attn_decode_v6 (a key's dims over 16 lanes, 8 or 4 rows a lane), for
 ** machines without a GPU: the
 ** kernel's source as it is in the tree (decode_v4_emu.sh extracts it), each
 ** block run as 64 or 128 std::threads with a barrier for __syncthreads and

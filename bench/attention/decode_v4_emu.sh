@@ -1,8 +1,9 @@
 #!/bin/sh
 # Runs bench/attention/decode_v4_emu.cpp: decode v3/v4 (kernels/attention.cu
-# attn_decode_kernel, decode variants 2, 3, 8, 9) emulated on the host against a
-# double reference; no GPU needed.
-#   bench/attention/decode_v4_emu.sh   (from the repository root; ~30 s on 2 cores)
+# attn_decode_kernel, decode variants 2, 3, 8, 9), v5 (attn_decode_v5, 10) and
+# v6 (attn_decode_v6, 11 and 12) emulated on the host against a double
+# reference; no GPU needed.
+#   bench/attention/decode_v4_emu.sh   (from the repository root; ~2 min on 2 cores)
 set -eu
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

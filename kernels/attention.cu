@@ -1751,8 +1751,9 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
 /* ---- end decode v5 ---- */
 
 /* ---- decode v6: a key's dims over 16 lanes, HH query rows a lane ----
-** (decode_variant 11, opt-in; f16 caches with 16-byte rows, D 128, T·HPG
-** <= 16.) Long contexts, where the tile kernels are held by shared memory's
+** (decode_variant 11 and 12: 8 and 4 rows a lane; f16 caches with 16-byte
+** rows, D 128, T·HPG <= 16; the default at T 1 there: lib/ops/attention.c
+** attn_bound.) Long contexts, where the tile kernels are held by shared memory's
 ** return path (one register a lane a clock: their register tiles take
 ** 0.6-1.0 shared operands an FMA, ~100 SM-cycles a key and KV group against
 ** the FMA's 32; docs/attention.md, session 9 and 12) and decode v4/v5 by
@@ -1939,7 +1940,9 @@ __global__ void __launch_bounds__(DR / HH * V6_ST * 32, 1) attn_decode_v6(Params
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
         const float m_new = fmaxf(m, mx);
         const float ms = m_new == -INFINITY ? 0.0f : m_new;
-        const float a = exp2f(m - ms); /* m -inf: 0 */
+        /* unchanged max: 1 (a row with no keys yet too: its O is 0), so the
+        ** rescale below runs only when a row's max moved */
+        const float a = m == m_new ? 1.0f : exp2f(m - ms);
         float pr[V6_NS], ps = 0.0f;
 #pragma unroll
         for (int i = 0; i < V6_NS; i++) pr[i] = exp2f(sc[i] - ms), ps += pr[i];

@@ -196,9 +196,9 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 **     KV group; with F2F at a quarter rate 285 against 398). A short chain
 **     per SM is latency-bound (more warps win), a long one issue-bound
 **     (fewer instructions win), so 8 rows where the keys (the bound, or
-**     without one the cache length) give each SM >= ATTN_V6_ROWS8_KG
-**     key-groups: the H200 (132 SMs, 2 groups) from ~17K keys, an M40 (24
-**     SMs) from 3K. H200, in a graph of 20 (4 rows / 8 rows / the 32-key
+**     without one the cache length; times the sequences) give each SM >=
+**     ATTN_V6_ROWS8_KG key-groups: one sequence on the H200 (132 SMs, 2
+**     groups) from ~17K keys, on an M40 (24 SMs) from 3K. H200, in a graph of 20 (4 rows / 8 rows / the 32-key
 **     tile): 8.7 / 9.3 / 9.9 us at 128 keys, 9.3 / 10.0 / 10.7 at 1K, 13.7
 **     / 14.1 / 18.7 at 8K, 29.4 / 28.9 / 41.9 at 32K; the int4 step +3.9% /
 **     +5.1% / +6.0% at ctx 1K / 4K / 8K under the bound.
@@ -206,12 +206,23 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 #define ATTN_SHORT_KEYS 512
 #define ATTN_V6_ROWS8_KG 256
 int m40__attn_v6 = 1;
-static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s) {
-    if (s->decode_variant != 0 || s->T != 1 || !s->cache_f16 || s->D != 128) return;
+/* q: the queries' device pointer where the kernel reads them as float4s
+** (their rows must then be 16-byte aligned, as the launcher checks; else it
+** would run the tile kernel with v5's or v6's split rule); NULL where they
+** are read a float at a time (the fused RoPE) or sit in the aligned
+** scratch. Only where v5 and v6 run: <= 16 query rows a KV group. */
+static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
+    if (s->decode_variant != 0 || s->T != 1 || !s->cache_f16 || s->D != 128 || s->G < 1 ||
+        s->H / s->G > M40K_ATTN_DECODE_BM)
+        return;
+    if (q && ((uintptr_t)q % 16 != 0 || s->qs0 % 4 != 0 || s->qs1 % 4 != 0)) return;
     const int64_t keys = ctx->attn_keys > 0 && ctx->attn_keys < s->L ? ctx->attn_keys : s->L;
     if (ctx->attn_keys > 0 && ctx->attn_keys <= ATTN_SHORT_KEYS) s->decode_variant = 10;
-    else if (m40__attn_v6) /* keys <= L, G: the caches' checked shape, no overflow */
-        s->decode_variant = keys * s->G >= (int64_t)ATTN_V6_ROWS8_KG * (ctx->sm_count > 0 ? ctx->sm_count : 1) ? 11 : 12;
+    else if (m40__attn_v6) /* key-groups an SM, all sequences counted (double: no overflow) */
+        s->decode_variant = (double)keys * (double)s->G * (double)s->B >=
+                                    (double)ATTN_V6_ROWS8_KG * (ctx->sm_count > 0 ? ctx->sm_count : 1)
+                                ? 11
+                                : 12;
 }
 
 /* Decode blocks the device keeps resident (kernels/attention.h's split rule) */
@@ -226,7 +237,7 @@ static m40_status attend_run(m40_ctx *ctx, const char *fn, int H, float scale,
                              const m40_tensor *pos, const m40_tensor *slot, m40_tensor *y,
                              void *ws_in, size_t ws_in_bytes) {
     m40k_attn_shape s = attn_shape(H, &q->desc, &kc->desc, scale);
-    attn_bound(ctx, &s);
+    attn_bound(ctx, &s, q->data);
     const int32_t *sp = slot ? slot->data : NULL;
     if (s.B * s.T == 0) return M40_OK; /* no queries: an empty y */
 #ifdef M40_HAVE_CUDA
@@ -414,7 +425,7 @@ static m40_status rope_attention_run(m40_ctx *ctx, const m40__op_run *r) {
     if (ctx->is_gpu) {
         const m40_tensor_desc *cd = &kc->desc;
         m40k_attn_shape s = attn_shape(nd->heads, &r->out->desc, cd, nd->attn_scale);
-        attn_bound(ctx, &s);
+        attn_bound(ctx, &s, NULL); /* qkv read a float at a time, or the scratch */
         const size_t qb = (size_t)rope_q_bytes(&r->out->desc);
         const size_t want = qb + (size_t)m40k_attention_workspace(&s, attn_slots(ctx, &s));
         size_t got = want;

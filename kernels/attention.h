@@ -218,7 +218,7 @@ int m40k_rope_kv_append(void *stream, int H, int G, int D, int rope_dims, int pa
 /* The attention node's RoPE, append and attention in ONE launch (a decode
 ** step's T 1 at D 128, f16 caches, adjacent pairs, the default decode
 ** kernel where it takes 32-key tiles, the 16-key tile of variant 6, decode
-** v5 (variant 10) at any L): m40k_rope_attention_fuses says
+** v5 (variant 10) and v6 (11, 12) at any L): m40k_rope_attention_fuses says
 ** whether it applies, else the node runs m40k_rope_kv_append then
 ** m40k_attention. The tile block whose keys hold the new position appends
 ** the row of its group (K turned), and uses those values for that key in

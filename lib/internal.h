@@ -147,8 +147,9 @@ m40_status m40__cuda_memset(m40_ctx *ctx, void *p, int value, size_t bytes);
 #define M40__FUSE_GLU 4u
 extern unsigned m40__chatglm2_fuse;
 
-/* lib/ops/attention.c: which decode attention kernel runs (0 the tile
-** kernel, 2 and 3 decode v3); tests and m40-bench set it to compare them */
+/* lib/ops/attention.c: which decode attention kernel runs (0 the default:
+** the tile kernel, or v5 / v6 by attn_bound; kernels/attention.h lists the
+** others); tests and m40-bench set it to compare them */
 extern int m40__attn_decode_variant;
 /* lib/ops/attention.c: 1 (default) decode v6 where the default decode kernel
 ** would be the tile kernel at T 1, f16, D 128 (attn_bound); 0 keeps the

@@ -402,7 +402,9 @@ M40_API m40_status m40_graph_capture(m40_graph *g, int enable);
 ** most `keys` until the bound changes, so a kernel for short contexts may
 ** run (libm40 takes decode v5, a warp a query row, at keys <= 512 on f16
 ** caches with D 128: ChatGLM2-6B int4 +2.3% a token at context 128 and
-** +1.9% at 512 on an H200, session 18; the tile kernel otherwise). 0 (the default): no bound. Results
+** +1.9% at 512 on an H200, session 18; past it decode v6, as without a
+** bound, its rows a lane chosen by the bound instead of the cache length).
+** 0 (the default): no bound. Results
 ** never depend on it: past the bound the same values come back, slower.
 ** It takes effect at the next run or capture; a change drops a captured
 ** CUDA graph (capture again). Returns M40_OK, M40_ERR_INVALID_ARG (keys <

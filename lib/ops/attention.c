@@ -167,8 +167,9 @@ static m40_status append_run(m40_ctx *ctx, const char *fn, const m40_tensor *kv,
 /* Which decode kernel runs (kernels/attention.h's decode_variant): 0 the
 ** tile kernel with 32 keys a tile (the measured best), 1 with 64, 6 with
 ** 16, 2 and 3 decode v3, 4 the 64-key tile with early loads, 8 and 9 decode
-** v4 (v3 with 4 keys a lane), 10 decode v5 (also chosen under a key bound:
-** attn_bound). Internal: set by tests and m40-bench only. */
+** v4 (v3 with 4 keys a lane), 10 decode v5, 11 and 12 decode v6 (what
+** variant 0 becomes at T 1, f16, D 128: attn_bound). Internal: set by tests
+** and m40-bench only. */
 int m40__attn_decode_variant = 0;
 
 static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_tensor_desc *kc,

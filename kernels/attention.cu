@@ -19,7 +19,10 @@
 ** 128 path (correct, 37% idle lanes of D); 64 and 128 are the fast ones.
 **
 ** Prefill (T > 8): one block per BM rows over keys [0, max pos + 1) of its
-** rows; blocks of later rows (more keys) start first. Decode (T <= 8):
+** rows; blocks of later rows (more keys) start first. A prefill grid that
+** leaves the GPU part empty splits those keys in 2..4 shares
+** (m40k_attention_prefill_splits), whose partials attn_combine_rows folds.
+** Decode (T <= 8):
 ** BM = 16 rows (T·HPG, e.g. 1 × 16 heads) and the keys [0, max pos + 1)
 ** of the block's rows split evenly over `splits` blocks
 ** (kernels/attention.h: one wave of the SMs' resident blocks), each writing partial
@@ -2016,6 +2019,29 @@ __global__ void __launch_bounds__(DR / HH * V6_ST * 32, 1) attn_decode_v6(Params
 }
 /* ---- end decode v6 ---- */
 
+/* Prefill's key shares (kernels/attention.h, m40k_attention_prefill_splits:
+** 2..4, every share wrote its partial, (-inf, 0) and zeros without keys): a
+** thread a (row, dim) folds them, y = Σ_c 2^(m_c - M) out_c / Σ_c 2^(m_c - M)
+** l_c. n = rows·D elements of y (the caller bounded y's size). */
+__global__ void __launch_bounds__(256) attn_combine_rows(const float *ws_ml, const float *ws_o,
+                                                         int64_t splits, int64_t D, int64_t n,
+                                                         float *y) {
+    const int64_t i = (int64_t)blockIdx.x * 256 + threadIdx.x;
+    if (i >= n) return;
+    const int64_t row = i / D, d = i - row * D;
+    const float *ml = ws_ml + row * splits * 2, *o = ws_o + row * splits * D + d;
+    float M = -INFINITY;
+    for (int64_t c = 0; c < splits; c++) M = fmaxf(M, ml[2 * c]);
+    const float ms = M == -INFINITY ? 0.0f : M;
+    float l = 0.0f, acc = 0.0f;
+    for (int64_t c = 0; c < splits; c++) {
+        const float w = exp2f(ml[2 * c] - ms);
+        l = fmaf(w, ml[2 * c + 1], l);
+        acc = fmaf(w, o[c * D], acc);
+    }
+    y[i] = l > 0.0f ? acc / l : 0.0f;
+}
+
 /* y[row, :] = Σ_c 2^(m_c - M) out_c / Σ_c 2^(m_c - M) l_c. A block per
 ** (query row, 32 dims): 16 warps each fold every 16th split into a running
 ** (max, sum, out) -- the online softmax's rescaling, so no first pass for
@@ -2240,17 +2266,23 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     ** (T·HPG > 16): the prefill tiles, split over the keys all the same */
     const int small = decode && nrows <= M40K_ATTN_DECODE_BM;
     /* prefill DP 128: attn_prefill64 (variant 1) or the BM-32 tile (0); 2, auto:
-    ** 1 from 1.5 waves of BM-64 blocks (slots ~ SMs × 2..4): below, the few
-    ** 64-row blocks of the causal triangle's end set the time
-    ** (docs/attention.md) -- unless the BM-64 grid is resident at once, where
-    ** its query tiles are paired (pair_tiles: even keys a block; H200, T 512:
-    ** 122 µs against the BM-32 tile's 136, session 7) */
+    ** 1 from one wave of BM-64 blocks, or with key shares (below one wave:
+    ** m40k_attention_prefill_splits), or where the BM-64 grid is resident at
+    ** once without them (no workspace), its query tiles paired (pair_tiles:
+    ** even keys a block; H200, T 512: 122 µs against the BM-32 tile's 136,
+    ** session 7). Until session 20 the BM-32 tile ran below 1.5 waves: the
+    ** few 64-row blocks of the causal triangle's end set the time there; the
+    ** shares even them out. */
     const int64_t n64 = s->B * s->G * ((nrows + 63) / 64);
     const int pv = m40k_attn_prefill_variant;
-    const int pf64 = !decode && DP == 128 && splits == 1 &&
-                     (pv == 1 || (pv == 2 && (slots <= 0 || 2 * n64 >= 3 * (int64_t)slots ||
+    /* with key shares (splits > 1: a grid too small for the GPU) the BM-64
+    ** kernel unless the knob asks for the tile kernel; auto without shares
+    ** from one wave of its blocks (slots: m40k_attention_slots' prefill
+    ** count; H200 T 1024, session 20: the BM-32 tile took 424 µs) */
+    const int pf64 = !decode && DP == 128 && (splits > 1 ? pv != 0 :
+                     (pv == 1 || (pv == 2 && (slots <= 0 || n64 >= (int64_t)slots ||
                                               (s->cache_f16 ? pairs_in_one_wave(attn_prefill64<__half>, n64)
-                                                            : pairs_in_one_wave(attn_prefill64<float>, n64)))));
+                                                            : pairs_in_one_wave(attn_prefill64<float>, n64))))));
     /* m40k_attn_rows8: the K-first 32-key decode tile (and its fused RoPE
     ** form) in blocks of 8 query rows, two a (b, g, split) at ChatGLM2's 16 */
     const bool r8 = m40k_attn_rows8 && small && DP == 128 && s->cache_f16 && p.vec &&
@@ -2393,6 +2425,11 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     else if (DP == 128) e = launch<128, 32, 32, 2, 4, 4, 3, true>(st, p, nblocks, s->cache_f16);
     else e = launch<64, 64, 32, 4, 4, 4, 3>(st, p, nblocks, s->cache_f16); /* paired: spills on sm_52 */
     if (e != cudaSuccess || splits == 1 || p.cnt) return (int)e;
+    if (!decode) { /* prefill's few key shares, many rows */
+        const int64_t n = s->B * s->T * s->H * s->D;
+        attn_combine_rows<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(p.ws_ml, p.ws_o, splits, s->D, n, y);
+        return (int)cudaGetLastError();
+    }
     dim3 cg((unsigned)(s->B * s->T * s->H), (unsigned)((s->D + 31) / 32));
     const CombineSkip sk = {pos, slot, s->T, s->H, s->S, s->L, chunk};
     attn_combine<<<cg, CNT, 0, st>>>(p.ws_ml, p.ws_o, splits, s->D, y, sk);

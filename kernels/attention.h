@@ -57,6 +57,9 @@ typedef struct m40k_attn_shape {
                            ** traffic a key is a third of the tile kernel's
                            ** (where they apply; m40-bench attention's A/B,
                            ** test_attention_gpu runs each; bench/NOTES.md) */
+    int prefill_splits;    /* prefill (T > M40K_ATTN_DECODE_T): 0 (default) the rule of
+                           ** m40k_attention_prefill_splits, n >= 1 n key shares
+                           ** (bench and test A/B; capped as the rule is) */
 } m40k_attn_shape;
 
 /* Decode v3 runs (kernels/attention.cu; variants 2, 3; v4: 8, 9): T·HPG <= 16 query rows a KV
@@ -73,9 +76,16 @@ static inline int m40k_attention_v3(const m40k_attn_shape *s) {
 ** v3 (~80 registers, 10 KB of shared memory a block) 6 an SM on sm_52 and
 ** later, v4 4 (its f16 instances' launch bounds; the f32 ones hold 3 with
 ** 4 rows a warp, so their splits take ~1.3 waves: v4 is opt-in); the tile kernel 2..4 by its 47.6 KB of shared memory (M40 2, H200
-** 4). 0 without a device (the planner: M40K_ATTN_PLAN_SLOTS). */
+** 4). Prefill (T > M40K_ATTN_DECODE_T): the BM-64 kernel's blocks, 3 an SM by
+** its 168 registers (launch bounds), fewer where 48,128 B of shared memory a
+** block allow fewer (M40 2, H200 3). 0 without a device (the planner:
+** M40K_ATTN_PLAN_SLOTS). */
 static inline int m40k_attention_slots(const m40k_attn_shape *s, int sm_count, int smem_per_sm) {
     if (sm_count <= 0) return 0;
+    if (s->T > M40K_ATTN_DECODE_T) {
+        const int per = smem_per_sm / 48128;
+        return sm_count * (per < 1 ? 1 : per > 3 ? 3 : per);
+    }
     if (m40k_attention_v3(s)) return sm_count * (s->decode_variant >= 8 ? 4 : 6);
     if (s->decode_variant == 11 || s->decode_variant == 12) return sm_count; /* decode v6: a block an SM */
     int per = smem_per_sm / (48 * 1024);
@@ -114,8 +124,33 @@ static inline int64_t m40k_attention_chunk(const m40k_attn_shape *s, int slots) 
     return M40K_ATTN_MIN_CHUNK;
 }
 
+/* Key shares of a prefill call (T > M40K_ATTN_DECODE_T) at D 65..128, the BM-64
+** kernel's: a grid of B·G·ceil(T·H/G / 64) query tiles fewer than the GPU's
+** `slots` (m40k_attention_slots: the BM-64 blocks it keeps resident) splits
+** each tile's keys into n BN-aligned shares, n the fewest that make a full
+** wave (at most 4), and attn_combine_rows folds them. H200 (396 slots),
+** ChatGLM2's shape (bench/NOTES.md, session 20), µs none / the rule: T 128
+** 55.7 / 32.0 (4 shares), T 256 79.7 / 57.1 (4), T 512 126.4 (paired) /
+** 116.8 (2; 3 and 4 were 128.4 and 137.6: the partials' bytes grow with
+** the shares). An M40 (48 slots) keeps 1 from T 96. The shares are of a
+** tile's keys: at most L / 32 of them. */
+#define M40K_ATTN_PREFILL_MAX_SPLITS 4
+static inline int64_t m40k_attention_prefill_splits(const m40k_attn_shape *s, int slots) {
+    if (s->D <= 64 || s->D > 128 || s->B < 1 || s->T < 1 || s->G < 1 || s->H < s->G) return 1;
+    const int64_t n_slots = slots > 0 && slots < M40K_ATTN_PLAN_SLOTS ? slots : M40K_ATTN_PLAN_SLOTS;
+    const int64_t tiles = s->B * s->G * ((s->T * (s->H / s->G) + 63) / 64);
+    int64_t n = s->prefill_splits > 0 ? s->prefill_splits
+                : tiles >= n_slots    ? 1
+                                      : (n_slots + tiles - 1) / tiles;
+    const int64_t cap = (s->L + 31) / 32;
+    if (n > M40K_ATTN_PREFILL_MAX_SPLITS) n = M40K_ATTN_PREFILL_MAX_SPLITS;
+    if (n > cap) n = cap;
+    return n < 1 ? 1 : n;
+}
+
 static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int slots) {
-    if (s->T > M40K_ATTN_DECODE_T || s->B < 1 || s->T < 1 || s->G < 1) return 1;
+    if (s->T > M40K_ATTN_DECODE_T) return m40k_attention_prefill_splits(s, slots);
+    if (s->B < 1 || s->T < 1 || s->G < 1) return 1;
     int64_t n = m40k_attention_wave(s, slots);
     /* decode v5 (short contexts): at most 32 splits a (b, g), so a short
     ** context in a long cache is not hundreds of 16-warp blocks that only

@@ -111,9 +111,13 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
     __shared__ int row_pos[BM];
 
     const int tid = threadIdx.x;
-    /* (b·G + g)·nt + j: query tile mtiles-1-j, the last tiles first; with
-    ** p.pair then tile j too (as attn_kernel) */
+    /* ((b·G + g)·nt + j)·splits + split: query tile mtiles-1-j, the last
+    ** tiles first; with p.pair then tile j too (as attn_kernel); with splits
+    ** > 1 (a prefill grid too small for the GPU, unpaired) the keys
+    ** [lo, hi) of the tile's share `split` (split_keys), a partial out */
     int64_t bx = blockIdx.x;
+    const int64_t split = bx % p.splits;
+    bx /= p.splits;
     const int64_t nt = p.pair ? (p.mtiles + 1) / 2 : p.mtiles;
     const int64_t j = bx % nt;
     bx /= nt;
@@ -126,11 +130,16 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
     if (pass) __syncthreads(); /* the first tile's shared memory is free */
 
     bool bad_slot;
-    const int64_t s = tile_prologue<DP, BM>(p, b, g, mt, true, row_pos, row_m, row_l, qs, &bad_slot);
+    const int64_t s = tile_prologue<DP, BM>(p, b, g, mt, split == 0, row_pos, row_m, row_l, qs, &bad_slot);
     __syncthreads();
 
     int kend = 0;
     for (int r = 0; r < BM; r++) kend = max(kend, row_pos[r] + 1);
+    /* this split's keys: BN-aligned shares, so a share's last tile is full
+    ** (no key past hi within it) or ends at kend (past every row's pos) */
+    int64_t lo64, hi64;
+    split_keys<BN>(kend, p.splits, split, &lo64, &hi64);
+    const int lo = (int)lo64, hi = (int)hi64;
 
     /* S: rows srg·4 + i, keys scg + 8k (8 adjacent lanes a row); O: rows
     ** org·8 + i, dims ocg·4 + (0..3) and DP/2 + ocg·4 + (0..3) */
@@ -145,10 +154,10 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
     /* the tile's first element in 64 bits, then 32-bit offsets (load_tile's reason) */
     const int64_t base = (s * p.L * p.G + g) * p.D; /* element (s, 0, g, 0) of either cache */
     Raw8<TC> nxt;
-    if (kend > 0) chunk_load<TC>(p, base, kend, 0, nxt);
-    for (int k0 = 0; k0 < kend; k0 += BN) {
+    if (lo < hi) chunk_load<TC>(p, base + (int64_t)lo * p.gd, hi - lo, 0, nxt);
+    for (int k0 = lo; k0 < hi; k0 += BN) {
         const int64_t off = (int64_t)k0 * p.gd;
-        const int left = kend - k0;
+        const int left = hi - k0;
         float acc[4][4];
 #pragma unroll
         for (int i = 0; i < 4; i++)
@@ -226,7 +235,7 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
             __syncthreads(); /* the buffer is free; P and row_a are written */
             chunk_store<TC>(NKC + c, nxt, cb);
             if (c + 1 < NVC) chunk_load<TC>(p, base + off, left, NKC + c + 1, nxt);
-            else if (k0 + BN < kend) /* the next tile's first K chunk */
+            else if (k0 + BN < hi) /* the next tile's first K chunk */
                 chunk_load<TC>(p, base + off + (int64_t)BN * p.gd, left - BN, 0, nxt);
             __syncthreads();
             if (c == 0) {
@@ -267,13 +276,26 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
         int64_t rr = mt * BM + r;
         if (rr >= nrows) continue;
         int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
-        float *dst = p.y + ((b * p.T + t) * p.H + h) * p.D;
+        const int64_t row = (b * p.T + t) * p.H + h;
+        float *dst = p.y + row * p.D;
         const float lr = row_l[r];
-        const float mul = lr > 0.0f ? 1.0f / lr : 0.0f; /* pos -1: a zero row */
+        float mul = lr > 0.0f ? 1.0f / lr : 0.0f; /* pos -1: a zero row */
+        if (p.splits > 1) { /* the partial: out unscaled, (m, l) below */
+            dst = p.ws_o + (row * p.splits + split) * p.D;
+            mul = 1.0f;
+        }
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             int d = (k < 4 ? 0 : DP / 2) + ocg * 4 + (k & 3);
             if (d < p.D) dst[d] = o[i][k] * mul;
+        }
+    }
+    if (p.splits > 1 && tid < BM) { /* every split writes its (m, l): -inf, 0 without keys */
+        const int64_t rr = mt * BM + tid;
+        if (rr < nrows) {
+            const int64_t row = (b * p.T + rr / p.hpg) * p.H + g * p.hpg + rr % p.hpg;
+            p.ws_ml[(row * p.splits + split) * 2] = row_m[tid];
+            p.ws_ml[(row * p.splits + split) * 2 + 1] = row_l[tid];
         }
     }
     } /* pass */

@@ -151,6 +151,7 @@ extern unsigned m40__chatglm2_fuse;
 ** the tile kernel, or v5 / v6 by attn_bound; kernels/attention.h lists the
 ** others); tests and m40-bench set it to compare them */
 extern int m40__attn_decode_variant;
+extern int m40__attn_prefill_splits; /* prefill key shares: 0 the rule (lib/ops/attention.c) */
 /* lib/ops/attention.c: 1 (default) decode v6 where the default decode kernel
 ** would be the tile kernel at T 1, f16, D 128 (attn_bound); 0 keeps the
 ** tile kernel there (m40-bench's A/B) */

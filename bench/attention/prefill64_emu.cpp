@@ -8,7 +8,8 @@
 ** compiler, not timing, not sm_52 rounding (exp2f here is the host's).
 ** Cases: f16 and f32 caches, D 128 / 80 (vector loads) / 100 (the scalar
 ** path), padding rows (pos -1), slots, several query and key tiles, and
-** ChatGLM2's 32 heads over 2 groups. Mutating the mask (`> lim + 1`) fails. */
+** ChatGLM2's 32 heads over 2 groups; key shares (splits 2..4) folded as
+** attn_combine_rows does. Mutating the mask (`> lim + 1`) fails. */
 #include "emu_common.h" /* bench/attention/: CUDA names on the host, the double reference */
 typedef int cudaStream_t;
 constexpr int NT = 128;
@@ -17,7 +18,8 @@ constexpr int ATT_FUSED_HALF_MAX = 64;
 #include "kernel.inc"
 
 template <typename TC>
-static double run(int B, int T, int H, int G, int D, int S, int L, int start, bool pad, bool swap_slots) {
+static double run(int B, int T, int H, int G, int D, int S, int L, int start, bool pad, bool swap_slots,
+                  int splits = 1) {
     std::vector<float> q((size_t)B * T * H * D), y((size_t)B * T * H * D, -7.0f);
     std::vector<TC> kc((size_t)S * L * G * D), vc((size_t)S * L * G * D);
     std::vector<double> kd, vd;
@@ -40,14 +42,19 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int start, bo
     p.y = y.data();
     p.T = T, p.H = H, p.G = G, p.D = D, p.S = S, p.L = L, p.hpg = H / G;
     p.qs0 = (int64_t)T * H * D, p.qs1 = (int64_t)H * D;
-    p.splits = 1;
+    /* key shares: every (row, split) partial, then attn_combine_rows's fold
+    ** (the same formula, here on the host) */
+    p.splits = splits;
+    const int64_t nq = (int64_t)B * T * H;
+    std::vector<float> ws_ml(splits > 1 ? nq * splits * 2 : 0, NAN), ws_o(splits > 1 ? nq * splits * D : 0, NAN);
+    if (splits > 1) p.ws_ml = ws_ml.data(), p.ws_o = ws_o.data();
     const float scale = 1.0f / sqrtf((float)D);
     p.qscale = scale * 1.4426950408889634f;
     p.vec = D % 8 == 0;
     p.gd = G * D;
     int64_t nrows = (int64_t)T * p.hpg;
     p.mtiles = (nrows + 63) / 64;
-    int64_t nblocks = B * G * p.mtiles;
+    int64_t nblocks = B * G * p.mtiles * splits;
     for (int64_t blk = 0; blk < nblocks; blk++) {
         pthread_barrier_init(&bar, NULL, 128);
         for (int w = 0; w < 4; w++) pthread_barrier_init(&wbar[w], NULL, 32);
@@ -62,11 +69,23 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int start, bo
         pthread_barrier_destroy(&bar);
         for (int w = 0; w < 4; w++) pthread_barrier_destroy(&wbar[w]);
     }
+    for (int64_t row = 0; row < nq && splits > 1; row++)
+        for (int d = 0; d < D; d++) {
+            float M = -INFINITY, l = 0.0f, acc = 0.0f;
+            for (int c = 0; c < splits; c++) M = fmaxf(M, ws_ml[(row * splits + c) * 2]);
+            const float ms = M == -INFINITY ? 0.0f : M;
+            for (int c = 0; c < splits; c++) {
+                const float w = exp2f(ws_ml[(row * splits + c) * 2] - ms);
+                l = fmaf(w, ws_ml[(row * splits + c) * 2 + 1], l);
+                acc = fmaf(w, ws_o[(row * splits + c) * D + d], acc);
+            }
+            y[row * D + d] = l > 0.0f ? acc / l : 0.0f;
+        }
     return ref_err(q, kd, vd, pos, slot, y, B, T, H, G, D, L);
 }
 
 int main() {
-    struct { int B, T, H, G, D, S, L, start; bool pad, swap, f16; } c[] = {
+    struct { int B, T, H, G, D, S, L, start; bool pad, swap, f16; int splits; } c[] = {
         {1, 20, 4, 2, 128, 1, 64, 0, false, false, true},
         {2, 20, 4, 2, 128, 2, 64, 0, true, true, true},
         {2, 45, 8, 2, 128, 3, 160, 30, true, true, false},
@@ -74,13 +93,19 @@ int main() {
         {2, 33, 4, 4, 100, 2, 100, 10, true, false, false},
         {2, 33, 4, 4, 100, 2, 100, 10, true, false, true},
         {1, 100, 32, 2, 128, 1, 100, 0, false, false, true},
+        /* key shares (splits > 1): shares past a tile's keys (empty), pads, f32, D 100 */
+        {2, 45, 8, 2, 128, 3, 160, 30, true, true, false, 3},
+        {1, 100, 32, 2, 128, 1, 100, 0, false, false, true, 4},
+        {2, 20, 4, 2, 128, 2, 64, 0, true, true, true, 2},
+        {2, 33, 4, 4, 100, 2, 100, 10, true, false, true, 4},
     };
     int fails = 0;
     for (auto &k : c) {
-        double e = k.f16 ? run<__half>(k.B, k.T, k.H, k.G, k.D, k.S, k.L, k.start, k.pad, k.swap)
-                         : run<float>(k.B, k.T, k.H, k.G, k.D, k.S, k.L, k.start, k.pad, k.swap);
-        printf("B%d T%d H%d G%d D%d L%d start%d %s: rel err %.3g %s\n", k.B, k.T, k.H, k.G, k.D, k.L,
-               k.start, k.f16 ? "f16" : "f32", e, e < 1e-5 ? "ok" : "FAIL");
+        const int n = k.splits > 1 ? k.splits : 1;
+        double e = k.f16 ? run<__half>(k.B, k.T, k.H, k.G, k.D, k.S, k.L, k.start, k.pad, k.swap, n)
+                         : run<float>(k.B, k.T, k.H, k.G, k.D, k.S, k.L, k.start, k.pad, k.swap, n);
+        printf("B%d T%d H%d G%d D%d L%d start%d %s splits %d: rel err %.3g %s\n", k.B, k.T, k.H, k.G,
+               k.D, k.L, k.start, k.f16 ? "f16" : "f32", n, e, e < 1e-5 ? "ok" : "FAIL");
         fails += !(e < 1e-5);
     }
     return fails != 0;

@@ -171,6 +171,9 @@ static m40_status append_run(m40_ctx *ctx, const char *fn, const m40_tensor *kv,
 ** variant 0 becomes at T 1, f16, D 128: attn_bound). Internal: set by tests
 ** and m40-bench only. */
 int m40__attn_decode_variant = 0;
+/* Key shares of a prefill call (kernels/attention.h, m40k_attention_prefill_splits):
+** 0 the rule, n >= 1 n shares. Internal: tests and m40-bench only. */
+int m40__attn_prefill_splits = 0;
 
 static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_tensor_desc *kc,
                                   float scale) {
@@ -178,7 +181,8 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
                          .D = kc->shape[3], .S = kc->shape[0], .L = kc->shape[1],
                          .qs0 = q->stride[0], .qs1 = q->stride[1],
                          .cache_f16 = kc->dtype == M40_DTYPE_F16,
-                         .decode_variant = m40__attn_decode_variant};
+                         .decode_variant = m40__attn_decode_variant,
+                         .prefill_splits = m40__attn_prefill_splits};
     s.scale = scale != 0.0f ? scale : (float)(1.0 / sqrt((double)s.D));
     return s;
 }
@@ -378,9 +382,10 @@ static uint64_t rope_q_bytes(const m40_tensor_desc *y) {
     return ((uint64_t)m40_tensor_desc_numel(y) * 4u + 255u) & ~(uint64_t)255u;
 }
 
-/* decode (T <= 8): the partial (max, sum, out[D]) of each query row and KV
-** split (kernels/attention.h's rule); prefill needs none. With RoPE, the
-** rotated queries too (rope_q_bytes). */
+/* the partial (max, sum, out[D]) of each query row and KV split
+** (kernels/attention.h's rule: decode (T <= 8) by the cache length, prefill
+** where its grid leaves the GPU part empty). With RoPE, the rotated queries
+** too (rope_q_bytes). */
 static m40_status attention_workspace(const m40__op_call *c, const m40_tensor_desc *out,
                                       int sm_count, uint64_t *bytes) {
     *bytes = 0;
@@ -397,7 +402,7 @@ static m40_status attention_workspace(const m40__op_call *c, const m40_tensor_de
     }
     if (n > 1 && (m40__mul_ok(s.B * s.T, s.H * n, M40__OP_BYTES_MAX, &b) ||
                   m40__mul_ok(b, (s.D + 2) * 4, M40__OP_BYTES_MAX, &b)))
-        return m40__rule_fail(c, M40_ERR_SHAPE, "the decode scratch would take 2^62 bytes or more");
+        return m40__rule_fail(c, M40_ERR_SHAPE, "the attention scratch would take 2^62 bytes or more");
     /* with RoPE: the rotated queries first (out's size, bounded by the rule) */
     *bytes = (uint64_t)(n > 1 ? b : 0) + (c->nd->rope_dims ? rope_q_bytes(out) : 0);
     return M40_OK;

@@ -601,6 +601,26 @@ int main(void) {
         graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT); /* + RoPE (ChatGLM2) */
     }
     m40__attn_decode_variant = 0;
+    /* prefill's key shares (kernels/attention.h): the loop above ran the rule
+    ** (its prefill grids are small: 2..4 shares on a large GPU, none on a
+    ** small one); here none (1: the paired tiles) and 2 or 3 forced, on the
+    ** BM-64 kernel (1), the tile kernel (0) and auto (2) */
+    if (&m40k_attn_prefill_variant) {
+        static const int pss[] = {1, 1, 3, 3, 2}, psv[] = {1, 0, 1, 0, 2};
+        const int keep = m40k_attn_prefill_variant, keep_pair = &m40k_attn_prefill_pair ? m40k_attn_prefill_pair : 1;
+        if (&m40k_attn_prefill_pair) m40k_attn_prefill_pair = 1;
+        for (int i = 0; i < 5; i++) {
+            m40__attn_prefill_splits = pss[i];
+            m40k_attn_prefill_variant = psv[i];
+            printf("prefill key shares %d, prefill variant %d\n", pss[i], psv[i]);
+            kernels_vs_reference();
+            decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
+            graph_node(3, 130, 4, 1, 128, 300, M40_DTYPE_F16, 32, M40_ROPE_ADJACENT);
+        }
+        m40__attn_prefill_splits = 0;
+        m40k_attn_prefill_variant = keep;
+        if (&m40k_attn_prefill_pair) m40k_attn_prefill_pair = keep_pair;
+    }
     if (&m40k_attn_skip_empty) { /* the default kernels with every split run and read */
         m40k_attn_skip_empty = 0;
         printf("decode kernel variant 0, empty splits not skipped\n");

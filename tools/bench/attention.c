@@ -13,7 +13,8 @@
 ** FFMA issue rate with the softmax's exps on the SFUs. PyTorch's
 ** scaled_dot_product_attention at the same shapes: bench/bench_torch.py
 ** attention. The versions that led here: m40-attn-versions. M40_ATTN_AB=1:
-** the prefill lines of both prefill kernels too (prefill_ab). */
+** the prefill lines of both prefill kernels too, and of 1..4 key shares
+** (prefill_ab). M40_BENCH_ATTN_PREFILL: "0" no prefill, "128,1024" those T. */
 #include "bench/harness.h"
 #include "half.h"
 #include "internal.h" /* m40__attn_decode_variant: M40_ATTN_AB=1 */
@@ -347,6 +348,23 @@ static void prefill_ab(bench_env *e, att_arg *a, m40__bench_result *base, double
     }
     m40k_attn_prefill_variant = keep;
     if (&m40k_attn_prefill_pair) m40k_attn_prefill_pair = keep_pair;
+    /* the key shares forced on the BM-64 kernel (kernels/attention.h's rule
+    ** picks 1..4 by the grid; 1: none, its tiles paired where resident at once) */
+    m40k_attn_prefill_variant = 1;
+    for (int n = 1; n <= 4; n++) { /* kernels/attention.h: M40K_ATTN_PREFILL_MAX_SPLITS */
+        char label[64];
+        snprintf(label, sizeof label, "prefill T %d shares %d", T, n);
+        m40__bench_result *r = new_result(e, "attention", "m40_attention", label, "GFLOP/s");
+        if (r) {
+            r->batch = T;
+            r->work = 2.0 * T * (double)T * ATT_D * ATT_H;
+        }
+        m40__attn_prefill_splits = n;
+        att_measure(e, a, r, base, base_value, T, T, rows, nrows);
+        m40__attn_prefill_splits = 0;
+        target_line(e, r, 0.50, 1);
+    }
+    m40k_attn_prefill_variant = keep;
 }
 
 static void prefill_one(bench_env *e, int T) {
@@ -418,9 +436,18 @@ int run_attention(bench_env *e) {
     /* --cpu tests the harness: prefill at T = 128 only (the CPU reference at
     ** 2048 would be 34 GFLOP in double, per repeat) */
     static const int pre[] = {512, 2048, 8192}, pre_cpu[] = {128};
-    const char *pe = getenv("M40_BENCH_ATTN_PREFILL"); /* "0": decode only */
+    /* M40_BENCH_ATTN_PREFILL: "0" decode only; "T1,T2,..." those prompt lengths (GPU) */
+    const char *pe = getenv("M40_BENCH_ATTN_PREFILL");
     const int *pt = e->info.is_gpu ? pre : pre_cpu;
-    const int np = pe && !strcmp(pe, "0") ? 0 : e->info.is_gpu ? 3 : 1;
+    int np = pe && !strcmp(pe, "0") ? 0 : e->info.is_gpu ? 3 : 1, own[8];
+    if (pe && strcmp(pe, "0") != 0 && e->info.is_gpu) {
+        int n = 0;
+        for (const char *t = pe; *t && n < 8; t += strcspn(t, ",") + (t[strcspn(t, ",")] == ',')) {
+            const long v = strtol(t, NULL, 10);
+            if (v >= 9 && v <= 8192) own[n++] = (int)v; /* prefill: T > 8 */
+        }
+        if (n > 0) pt = own, np = n;
+    }
     if (!e->info.is_gpu && e->text) printf("prefill on the CPU (--cpu): T = 128 only\n");
     for (int i = 0; i < np; i++) prefill_one(e, pt[i]);
     return 0;

@@ -388,6 +388,7 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_WARP_PV", &m40k_attn_warp_pv, "decode attention's P.V split over the warps"},
         {"M40_BENCH_GLM_ROWS8", &m40k_attn_rows8, "decode attention in blocks of 8 query rows"},
         {"M40_BENCH_GLM_V6", &m40__attn_v6, "decode v6 where the tile kernel ran (past a 512-key bound, or no bound)"},
+        {"M40_BENCH_GLM_SHARES", &m40__attn_prefill_splits, "prefill attention's key shares (0 the rule, 1 none, 2..4)"},
         {"M40_BENCH_GLM_V2WHOLE", &m40k_quant_gemv_v2_whole, "int4 small GEMVs, x staged whole (-1 auto)"},
         {"M40_BENCH_GLM_V2EZ", &m40k_quant_gemv_v2_ez, "batch-1 v2 GEMVs, exponent-zero decode"},
         {"M40_BENCH_GLM_Q4SPLIT", &m40k_quant_gemv_q4_split, "int4 batch-1 GEMVs with large K on v3 split-K"},
@@ -400,7 +401,8 @@ int run_chatglm2(bench_env *e) {
         const char *v = getenv(knobs[i].env);
         if (!v || !*v || !knobs[i].knob) continue;
         *knobs[i].knob = knobs[i].knob == &m40k_quant_gemv_v2_ks || knobs[i].knob == &m40k_quant_gemv_v2_whole ||
-                                 knobs[i].knob == &m40k_quant_gemv_v2_deep || knobs[i].knob == &m40k_quant_gemv_v2_ez
+                                 knobs[i].knob == &m40k_quant_gemv_v2_deep || knobs[i].knob == &m40k_quant_gemv_v2_ez ||
+                                 knobs[i].knob == &m40__attn_prefill_splits
                              ? atoi(v)
                              : atoi(v) != 0;
         if (e->text) printf("%s: %d (%s)\n", knobs[i].what, *knobs[i].knob, knobs[i].env);

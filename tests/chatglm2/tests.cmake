@@ -41,6 +41,11 @@ if(TARGET m40-chat)
     string(REPLACE "," "" _n ${devs})
     m40_chat_greedy(m40_chat_cli_greedy_tp${_n} 4 --devices ${devs} --split tensor)
   endforeach()
+  # the rank threads starting after the first job is posted (a loaded
+  # machine; each waited for the second job before session 20, a hang)
+  m40_chat_greedy(m40_chat_cli_greedy_tp0123_late 4 --devices 0,1,2,3 --split tensor)
+  set_tests_properties(m40_chat_cli_greedy_tp0123_late PROPERTIES
+                       ENVIRONMENT "GLM_TEST_RANK_START_MS=300" TIMEOUT 60)
   # the same ids through a short prefill graph (chunk 64: the 11 ids run in
   # its 16-row graph), on one context, a layer split and tensor parallelism
   foreach(mode one layer tensor)

@@ -2145,6 +2145,14 @@ cudaError_t launch(cudaStream_t st, Params p, int64_t nblocks, int f16) {
     return cudaGetLastError();
 }
 
+/* decode v6 (with the fused RoPE + append: ROPE), HH query rows a lane (8 or
+** 4), one block per (b, g, split) */
+template <bool ROPE> cudaError_t launch_v6(cudaStream_t st, const Params &p, int64_t nblocks, int hh) {
+    if (hh == 4) attn_decode_v6<4, ROPE><<<(unsigned)nblocks, DR / 4 * V6_ST * 32, 0, st>>>(p);
+    else attn_decode_v6<8, ROPE><<<(unsigned)nblocks, DR / 8 * V6_ST * 32, 0, st>>>(p);
+    return cudaGetLastError();
+}
+
 template <typename TC> cudaError_t launch_prefill64(cudaStream_t st, Params p, int64_t nblocks) {
     pair_tiles(attn_prefill64<TC>, p, nblocks);
     attn_prefill64<TC><<<(unsigned)nblocks, NT, 0, st>>>(p);
@@ -2299,11 +2307,10 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
                     (ra || ((uintptr_t)q % 16 == 0 && s->qs0 % 4 == 0 && s->qs1 % 4 == 0));
     /* decode v6 (variants 11 and 12: 8 and 4 rows a lane): the same conditions, no fused RoPE */
     const bool v6 = !ra && small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 &&
-                    (s->decode_variant == 11 || s->decode_variant == 12) &&
-                    (uintptr_t)q % 16 == 0 && s->qs0 % 4 == 0 && s->qs1 % 4 == 0;
+                    m40k_attention_v6(s) && (uintptr_t)q % 16 == 0 && s->qs0 % 4 == 0 && s->qs1 % 4 == 0;
     /* decode v6 with the fused RoPE (T 1, q = qkv read a float at a time) */
     const bool v6r = ra && small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 && s->T == 1 &&
-                     (s->decode_variant == 11 || s->decode_variant == 12);
+                     m40k_attention_v6(s);
     const int64_t chunk = !small || splits == 1 || !m40k_attn_skip_empty ? 0
                           : v5 ? V5_CHUNK
                           : v6 || v6r ? V6_CHUNK
@@ -2337,10 +2344,7 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
                           (kf_bn == 16 && s->decode_variant == 6));
     if (ra && !((k_first || v5 || v6r) && s->T == 1 && splits >= 1)) return (int)cudaErrorInvalidValue;
     if (v6r) {
-        const unsigned nb = (unsigned)(s->B * s->G * splits);
-        if (s->decode_variant == 12) attn_decode_v6<4, true><<<nb, DR / 4 * V6_ST * 32, 0, st>>>(p);
-        else attn_decode_v6<8, true><<<nb, DR / 8 * V6_ST * 32, 0, st>>>(p);
-        e = cudaGetLastError();
+        e = launch_v6<true>(st, p, s->B * s->G * splits, s->decode_variant == 12 ? 4 : 8);
     } else if (ra && v5) {
         /* decode v5 with the RoPE + append inside */
         attn_decode_v5<__half, true><<<(unsigned)(s->B * s->G * splits), (unsigned)(nrows * 32), 0, st>>>(p);
@@ -2354,11 +2358,7 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
         else attn_kernel<128, 16, 32, 2, 2, 2, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
     } else if (v6) {
-        /* decode v6: a key's dims over 16 lanes, one block per (b, g, split) */
-        const unsigned nb = (unsigned)(s->B * s->G * splits);
-        if (s->decode_variant == 12) attn_decode_v6<4><<<nb, DR / 4 * V6_ST * 32, 0, st>>>(p);
-        else attn_decode_v6<8><<<nb, DR / 8 * V6_ST * 32, 0, st>>>(p);
-        e = cudaGetLastError();
+        e = launch_v6<false>(st, p, s->B * s->G * splits, s->decode_variant == 12 ? 4 : 8);
     } else if (v5) {
         /* decode v5: a warp a row, one block per (b, g, split) */
         attn_decode_v5<__half><<<(unsigned)(s->B * s->G * splits), (unsigned)(nrows * 32), 0, st>>>(p);
@@ -2458,7 +2458,7 @@ extern "C" int m40k_rope_attention_fuses(const m40k_attn_shape *s, int rope_dims
            (((s->decode_variant == 7 || s->decode_variant == 0) && m40k_attention_chunk(s, slots) == 32) ||
             (s->decode_variant == 6 && m40k_attention_chunk(s, slots) == 16) ||
             s->decode_variant == 10 /* decode v5 (session 18) */ ||
-            s->decode_variant == 11 || s->decode_variant == 12 /* decode v6 (session 19) */);
+            m40k_attention_v6(s) /* decode v6 (session 19) */);
 }
 
 extern "C" int m40k_rope_attention(void *stream, const m40k_attn_shape *s, int rope_dims, int pairs,

@@ -72,6 +72,13 @@ static inline int m40k_attention_v3(const m40k_attn_shape *s) {
            s->T * (s->H / s->G) <= M40K_ATTN_DECODE_BM && s->D <= 128;
 }
 
+/* Decode v6 (kernels/attention.cu; variants 11 and 12: 8 and 4 query rows a
+** lane), where the launcher's conditions hold (T·HPG <= 16, f16, D 128,
+** 16-byte rows; lib/ops/attention.c's attn_bound picks it). */
+static inline int m40k_attention_v6(const m40k_attn_shape *s) {
+    return s->decode_variant == 11 || s->decode_variant == 12;
+}
+
 /* Decode blocks the device keeps resident, the split rule's `slots`: decode
 ** v3 (~80 registers, 10 KB of shared memory a block) 6 an SM on sm_52 and
 ** later, v4 4 (its f16 instances' launch bounds; the f32 ones hold 3 with
@@ -87,7 +94,7 @@ static inline int m40k_attention_slots(const m40k_attn_shape *s, int sm_count, i
         return sm_count * (per < 1 ? 1 : per > 3 ? 3 : per);
     }
     if (m40k_attention_v3(s)) return sm_count * (s->decode_variant >= 8 ? 4 : 6);
-    if (s->decode_variant == 11 || s->decode_variant == 12) return sm_count; /* decode v6: a block an SM */
+    if (m40k_attention_v6(s)) return sm_count; /* decode v6: a block an SM */
     int per = smem_per_sm / (48 * 1024);
     return sm_count * (per < 2 ? 2 : per > 4 ? 4 : per);
 }
@@ -116,7 +123,7 @@ static inline int64_t m40k_attention_chunk(const m40k_attn_shape *s, int slots) 
         s->G >= 1) {
         if (s->decode_variant == 6) return 16;
         if (s->decode_variant == 10) return 16; /* decode v5's shares (kernels/attention.cu V5_CHUNK) */
-        if (s->decode_variant == 11 || s->decode_variant == 12) return 32; /* decode v6's V6_CHUNK */
+        if (m40k_attention_v6(s)) return 32; /* decode v6's V6_CHUNK */
         if (s->decode_variant == 8 || s->decode_variant == 9) return 128; /* a v4 step */
         if (s->decode_variant == 5 || s->decode_variant == 7) return 32;
         if (s->decode_variant == 0) return s->L < 128 * m40k_attention_wave(s, slots) ? 32 : 64;

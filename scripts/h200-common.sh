@@ -82,3 +82,10 @@ glm_run() {
         --json="$O/m40-chatglm2-$1.json" > "$O/m40-chatglm2-$1.txt" 2>&1
     note "chatglm2 $1 rc=$? $(grep -E 'tokens/s' "$O/m40-chatglm2-$1.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
 }
+# glm_prefill_run LABEL "ENV=V ...": m40-bench chatglm2 int4 prefill 128 / 512 / 2048
+# (no chain), one note line with the three tok/s (session 20's A/Bs)
+glm_prefill_run() {
+    env $2 M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_PREFILL=128,512,2048 M40_BENCH_GLM_NO_CHAIN=1 \
+        timeout 150 "$B/m40-bench" chatglm2 --warmup 1 --repeats 5 --sizes 128 > "$O/glm-$1.txt" 2>&1
+    note "chatglm2 $1 rc=$? 128/512/2048: $(grep -E '^ +[0-9]+ tokens/s$' "$O/glm-$1.txt" | sed -E 's/ +tokens.s//; s/^ +//' | tr '\n' ' ')"
+}

@@ -25,15 +25,10 @@ M40_ATTN_AB=1 M40_ATTN_AB_ONLY="none" M40_BENCH_ATTN_PREFILL=128,256,512,1024,20
     timeout 200 "$B/m40-bench" attention --sizes 8192 --repeats 10 > "$O/attention.txt" 2>&1
 note "attention rc=$?"
 grep -E "^attention prefill" "$O/attention.txt" | sed -E 's/ +/ /g; s/\(min.*\)//; s/max_rel_err.*//' >> "$SUM"
-pf() { # LABEL ENV: int4 prefill 128/512/2048, no decode
-    env $2 M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_PREFILL=128,512,2048 M40_BENCH_GLM_NO_CHAIN=1 \
-        timeout 150 "$B/m40-bench" chatglm2 --warmup 1 --repeats 5 --sizes 128 > "$O/glm-$1.txt" 2>&1
-    note "chatglm2 $1 rc=$? 128/512/2048: $(grep -E '^ +[0-9]+ tokens/s$' "$O/glm-$1.txt" | sed -E 's/ +tokens.s//; s/^ +//' | tr '\n' ' ')"
-}
-[ $(left) -gt 100 ] && pf rule ""
-[ $(left) -gt 80 ] && pf none "M40_BENCH_GLM_SHARES=1"
-[ $(left) -gt 60 ] && pf rule2 ""
-[ $(left) -gt 40 ] && pf none2 "M40_BENCH_GLM_SHARES=1"
+[ $(left) -gt 100 ] && glm_prefill_run rule ""
+[ $(left) -gt 80 ] && glm_prefill_run none "M40_BENCH_GLM_SHARES=1"
+[ $(left) -gt 60 ] && glm_prefill_run rule2 ""
+[ $(left) -gt 40 ] && glm_prefill_run none2 "M40_BENCH_GLM_SHARES=1"
 for f in "$O"/test_*.log "$O"/jit52-*.log; do [ -f "$f" ] && tail -30 "$f" > "$f.t" && mv "$f.t" "$f"; done
 rm -f "$O"/*.json "$O"/build.log "$O"/configure.log
 echo "=== SUMMARY"; cat "$SUM"

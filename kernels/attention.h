@@ -19,7 +19,9 @@ extern "C" {
 
 /* Decode (T <= M40K_ATTN_DECODE_T) splits the KV length of each (sequence,
 ** KV group, query tile) over `splits` blocks; prefill runs one block per
-** query tile over the whole length. */
+** query tile over its keys, or, where those tiles are fewer than the
+** device's resident blocks, 2..4 blocks a tile, each a share of its keys
+** (m40k_attention_prefill_splits). */
 #define M40K_ATTN_DECODE_T 8
 #define M40K_ATTN_DECODE_BM 16    /* query rows (t, head) per decode block */
 #define M40K_ATTN_MIN_CHUNK 64    /* keys a split holds at least with the 64-key tile */
@@ -184,8 +186,10 @@ static inline uint64_t m40k_attention_workspace(const m40k_attn_shape *s, int sl
 
 /* Which kernel runs prefill (T > M40K_ATTN_DECODE_T) at head dims 65..128:
 ** 1 the BM-64 kernel with K and V in chunks, 0 the tile kernel's BM-32
-** configuration, 2 (default) auto: 1 when the BM-64 grid is >= 1.5 x
-** `slots` blocks (or slots is 0), else 0. An internal knob for A/B timing
+** configuration, 2 (default) auto: 1 with key shares, from one wave of
+** BM-64 blocks (`slots`, m40k_attention_slots' prefill count; or slots 0),
+** or where the BM-64 grid is resident at once (paired); else 0 (until
+** session 20: 1 from 1.5 waves of the tile kernel's slots). An internal knob for A/B timing
 ** (m40-bench attention with M40_ATTN_AB=1) and tests
 ** (M40_ATTN_PREFILL_VARIANT); set it before a launch, from one thread
 ** (docs/attention.md). */

@@ -439,15 +439,13 @@ int run_attention(bench_env *e) {
     /* M40_BENCH_ATTN_PREFILL: "0" decode only; "T1,T2,..." those prompt lengths (GPU) */
     const char *pe = getenv("M40_BENCH_ATTN_PREFILL");
     const int *pt = e->info.is_gpu ? pre : pre_cpu;
-    int np = pe && !strcmp(pe, "0") ? 0 : e->info.is_gpu ? 3 : 1, own[8];
-    if (pe && strcmp(pe, "0") != 0 && e->info.is_gpu) {
-        int n = 0;
-        for (const char *t = pe; *t && n < 8; t += strcspn(t, ",") + (t[strcspn(t, ",")] == ',')) {
-            const long v = strtol(t, NULL, 10);
-            if (v >= 9 && v <= 8192) own[n++] = (int)v; /* prefill: T > 8 */
-        }
-        if (n > 0) pt = own, np = n;
-    }
+    int np = pe && !strcmp(pe, "0") ? 0 : e->info.is_gpu ? 3 : 1, own[8], n = 0;
+    int64_t ps[8][3];
+    const int pn = pe && strcmp(pe, "0") != 0 && e->info.is_gpu ? parse_sizes(pe, ps, 8) : 0;
+    for (int i = 0; i < pn; i++) /* single lengths, prefill's T > 8 */
+        if (ps[i][0] == ps[i][1] && ps[i][0] == ps[i][2] && ps[i][0] >= 9 && ps[i][0] <= 8192)
+            own[n++] = (int)ps[i][0];
+    if (n > 0) pt = own, np = n;
     if (!e->info.is_gpu && e->text) printf("prefill on the CPU (--cpu): T = 128 only\n");
     for (int i = 0; i < np; i++) prefill_one(e, pt[i]);
     return 0;

@@ -22,6 +22,19 @@ if(M40_HAVE_CUDA)
   target_link_libraries(m40-quant-versions PRIVATE m40_static CUDA::cudart_static m)
   target_compile_options(m40-quant-versions PRIVATE -Wall -Wextra $<$<BOOL:${M40_WERROR}>:-Werror>)
 endif()
+# m40-gemv-boundary (bench/quant/boundary_cost.cu): what a kernel boundary
+# costs the batch-1 GEMVs inside a CUDA graph (split matrices against one)
+if(M40_HAVE_CUDA)
+  add_executable(m40-gemv-boundary ${PROJECT_SOURCE_DIR}/bench/quant/boundary_cost.cu)
+  target_include_directories(m40-gemv-boundary PRIVATE ${PROJECT_SOURCE_DIR}/kernels
+                             ${PROJECT_SOURCE_DIR}/include)
+  if(M40_CUDA_OVERLAY_DIR)
+    target_include_directories(m40-gemv-boundary BEFORE PRIVATE ${M40_CUDA_OVERLAY_DIR})
+  endif()
+  target_compile_options(m40-gemv-boundary PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>
+    $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${M40_PTXAS_VERBOSE}>>:-Xptxas=-v>)
+  target_link_libraries(m40-gemv-boundary PRIVATE m40_static CUDA::cudart_static)
+endif()
 if(M40_HAVE_CUDA AND M40_CUBLAS)  # the baselines are cuBLAS
   add_executable(m40-bench-quant ${PROJECT_SOURCE_DIR}/bench/quant/quant_bench.c
                  $<TARGET_OBJECTS:m40_quant_versions>)

@@ -514,6 +514,19 @@ __device__ __forceinline__ void split_keys(int64_t kend, int64_t splits, int64_t
     }
 }
 
+/* A tile block's last step with key shares (splits > 1; the tile kernel and
+** attn_prefill64): each of its rows' running (max, sum) into ws_ml, (-inf, 0)
+** where the share had no keys; attn_combine / attn_combine_rows fold them. */
+template <int BM> __device__ __forceinline__ void tile_store_ml(const Params &p, int64_t b, int64_t g, int64_t mt, int64_t split, const float *row_m, const float *row_l) {
+    const int tid = threadIdx.x;
+    if (p.splits <= 1 || tid >= BM) return;
+    const int64_t rr = mt * BM + tid;
+    if (rr >= p.T * p.hpg) return;
+    const int64_t row = (b * p.T + rr / p.hpg) * p.H + g * p.hpg + rr % p.hpg;
+    p.ws_ml[(row * p.splits + split) * 2] = row_m[tid];
+    p.ws_ml[(row * p.splits + split) * 2 + 1] = row_l[tid];
+}
+
 /* P's row stride: the TPR lanes of a row read columns part + k·TPR, the
 ** 32/TPR rows of a warp are adjacent; BM + 32/TPR puts them in 32 banks */
 template <int BM> constexpr int pstride(int tpr) { return BM + 32 / tpr; }
@@ -1050,15 +1063,7 @@ __global__ void __launch_bounds__(NT, MINB) attn_kernel(Params p) {
         }
     }
     } /* WPV */
-    if (p.splits > 1 && tid < BM) {
-        int64_t rr = mt * BM + tid;
-        if (rr < nrows) {
-            int64_t t = rr / p.hpg, h = g * p.hpg + rr % p.hpg;
-            int64_t row = (b * p.T + t) * p.H + h;
-            p.ws_ml[(row * p.splits + split) * 2] = row_m[tid];
-            p.ws_ml[(row * p.splits + split) * 2 + 1] = row_l[tid];
-        }
-    }
+    tile_store_ml<BM>(p, b, g, mt, split, row_m, row_l);
     static_assert(BM != M40K_ATTN_DECODE_BM || PAIR || 2 * BM * 64 <= BN * DS,
                   "the decode tiles' fused combine: its fold's weights in kvs");
     if constexpr (!PAIR && !WPV && BM == M40K_ATTN_DECODE_BM && 2 * BM * 64 <= BN * DS) {
@@ -2019,29 +2024,6 @@ __global__ void __launch_bounds__(DR / HH * V6_ST * 32, 1) attn_decode_v6(Params
 }
 /* ---- end decode v6 ---- */
 
-/* Prefill's key shares (kernels/attention.h, m40k_attention_prefill_splits:
-** 2..4, every share wrote its partial, (-inf, 0) and zeros without keys): a
-** thread a (row, dim) folds them, y = Σ_c 2^(m_c - M) out_c / Σ_c 2^(m_c - M)
-** l_c. n = rows·D elements of y (the caller bounded y's size). */
-__global__ void __launch_bounds__(256) attn_combine_rows(const float *ws_ml, const float *ws_o,
-                                                         int64_t splits, int64_t D, int64_t n,
-                                                         float *y) {
-    const int64_t i = (int64_t)blockIdx.x * 256 + threadIdx.x;
-    if (i >= n) return;
-    const int64_t row = i / D, d = i - row * D;
-    const float *ml = ws_ml + row * splits * 2, *o = ws_o + row * splits * D + d;
-    float M = -INFINITY;
-    for (int64_t c = 0; c < splits; c++) M = fmaxf(M, ml[2 * c]);
-    const float ms = M == -INFINITY ? 0.0f : M;
-    float l = 0.0f, acc = 0.0f;
-    for (int64_t c = 0; c < splits; c++) {
-        const float w = exp2f(ml[2 * c] - ms);
-        l = fmaf(w, ml[2 * c + 1], l);
-        acc = fmaf(w, o[c * D], acc);
-    }
-    y[i] = l > 0.0f ? acc / l : 0.0f;
-}
-
 /* y[row, :] = Σ_c 2^(m_c - M) out_c / Σ_c 2^(m_c - M) l_c. A block per
 ** (query row, 32 dims): 16 warps each fold every 16th split into a running
 ** (max, sum, out) -- the online softmax's rescaling, so no first pass for
@@ -2057,6 +2039,21 @@ __device__ __forceinline__ void fold(float &m, float &l, float &acc, float mc, f
     acc = acc * a + wv * oc;
     l = l * a + wv * lc;
     m = m_new;
+}
+/* Prefill's key shares (kernels/attention.h, m40k_attention_prefill_splits:
+** 2..4, every share wrote its partial, (-inf, 0) and zeros without keys): a
+** thread a (row, dim) folds them with fold() (the online rescale of
+** attn_combine). n = rows·D elements of y (the caller bounded y's size). */
+__global__ void __launch_bounds__(256) attn_combine_rows(const float *ws_ml, const float *ws_o,
+                                                         int64_t splits, int64_t D, int64_t n,
+                                                         float *y) {
+    const int64_t i = (int64_t)blockIdx.x * 256 + threadIdx.x;
+    if (i >= n) return;
+    const int64_t row = i / D, d = i - row * D;
+    const float *ml = ws_ml + row * splits * 2, *o = ws_o + row * splits * D + d;
+    float m = -INFINITY, l = 0.0f, acc = 0.0f;
+    for (int64_t c = 0; c < splits; c++) fold(m, l, acc, ml[2 * c], ml[2 * c + 1], o[c * D]);
+    y[i] = l > 0.0f ? acc / l : 0.0f;
 }
 /* Skip (chunk > 0, Params::skip): the splits with keys are the first
 ** ceil(kend / per) (split_keys<chunk>'s rule, kend by decode_kend): the

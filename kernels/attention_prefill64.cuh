@@ -290,14 +290,7 @@ template <typename TC> __global__ void __launch_bounds__(NT, 3) attn_prefill64(P
             if (d < p.D) dst[d] = o[i][k] * mul;
         }
     }
-    if (p.splits > 1 && tid < BM) { /* every split writes its (m, l): -inf, 0 without keys */
-        const int64_t rr = mt * BM + tid;
-        if (rr < nrows) {
-            const int64_t row = (b * p.T + rr / p.hpg) * p.H + g * p.hpg + rr % p.hpg;
-            p.ws_ml[(row * p.splits + split) * 2] = row_m[tid];
-            p.ws_ml[(row * p.splits + split) * 2 + 1] = row_l[tid];
-        }
-    }
+    tile_store_ml<BM>(p, b, g, mt, split, row_m, row_l); /* every split: -inf, 0 without keys */
     } /* pass */
 }
 

@@ -114,12 +114,20 @@ struct NoPost {
 ** SwiGLU pairs; N = 2F, F a multiple of R/2) the group is R/2 gate rows
 ** g·R/2 + r and their up rows F + g·R/2 + r; else rows row0 + r. Groups past
 ** N (a grid's last block) re-read the last rows and store nothing. */
+/* 4 floats of x: the read-only path, or through L2 (XC: written earlier in
+** the same launch) */
+template <bool XC> __device__ __forceinline__ float4 ldx4(const float *p) {
+    if constexpr (XC) return __ldcg((const float4 *)p);
+    else return __ldg((const float4 *)p);
+}
+
 template <int R> __device__ __forceinline__ int group_row(const m40k_qlinear_args &a, int row0, int r) {
     if (R >= 2 && a.glu) return (r < R / 2 ? 0 : a.glu - R / 2) + min(row0, a.N - R) / 2 + r;
     return min(row0 + r, a.N - 1);
 }
 
-template <int B, int R, class Post = NoPost>
+/* XC: res through L2 (written earlier in the same launch; gemv_v2_body) */
+template <int B, int R, class Post = NoPost, bool XC = false>
 __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, int lane,
                                            const m40k_qlinear_args &a, Post post = Post()) {
     if constexpr (R * B > 32) { /* more values than lanes: two halves of the rows */
@@ -130,8 +138,9 @@ __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, i
         for (int r = 0; r < H; r++)
 #pragma unroll
             for (int b = 0; b < B; b++) lo[r][b] = acc[r][b], hi[r][b] = acc[r + H][b];
-        warp_store<B, H>(lo, row0, lane, a, post);
-        warp_store<B, H>(hi, row0 + H, lane, a, [&](int r, float v) { return post(r + H, v); });
+        warp_store<B, H, Post, XC>(lo, row0, lane, a, post);
+        auto hpost = [&](int r, float v) { return post(r + H, v); };
+        warp_store<B, H, decltype(hpost), XC>(hi, row0 + H, lane, a, hpost);
         return;
     }
     constexpr int V = pow2_at_least(R * B);
@@ -159,7 +168,7 @@ __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, i
         const int r = id / B, b = id % B, row = row0 + r;
         if (row < a.N) {
             const int64_t i = (int64_t)b * a.N + row;
-            a.y[i] = post(r, red[0]) + (a.bias ? __ldg(a.bias + row) : 0.0f) + (a.res ? a.res[i] : 0.0f);
+            a.y[i] = post(r, red[0]) + (a.bias ? __ldg(a.bias + row) : 0.0f) + (a.res ? (XC ? __ldcg(a.res + i) : a.res[i]) : 0.0f);
         }
     }
 }

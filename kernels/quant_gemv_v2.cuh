@@ -52,10 +52,15 @@ constexpr int kV2WholeK = 4096;
 ** barriers and no exposed round trip for x, where the chunked staging
 ** costs two barriers and an L2 round trip every chunk (int4 at K 13696: 14
 ** chunks against 4 passes). The chunk loop inside a pass has no barrier. */
+/* The body takes its block index bx and a hook: hook() runs after the
+** block's first weights are asked for (P > 1: the whole ring) and before x
+** is loaded -- a chained launch waits there for the phase that writes x
+** (bench/quant/boundary_cost.cu). XC: x (and res) loaded through L2
+** (ld.global.cg), for an x written earlier in the same launch (the
+** read-only path may not be used there). */
 template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,
-          bool EZ = false, int NW = kWarps, bool PASS = false>
-__global__ void __launch_bounds__(NW * 32, 1)
-gemv_v2_kernel(m40k_qlinear_args a) {
+          bool EZ = false, int NW = kWarps, bool PASS = false, bool XC = false, class Hook>
+__device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx, Hook hook) {
     constexpr int NT = NW * 32; /* threads a block */
     constexpr int VC = Fmt<WT>::VC;   /* columns per lane-vector */
     constexpr int KC = 32 * VC;        /* columns per chunk */
@@ -83,7 +88,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int slice = KS > 1 ? warp % KS : 0; /* this warp's K slice */
     const int K = a.K;
-    const int row0 = (blockIdx.x * (NW / KS) + warp / KS) * R;
+    const int row0 = (bx * (NW / KS) + warp / KS) * R;
     const int64_t rowvecs = (int64_t)K / VC;            /* uint4 per row */
     const uint4 *wv = (const uint4 *)a.w;
     const bool sf16 = a.scale_f16 != 0;
@@ -129,6 +134,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
     uint4 ring[P > 1 ? P : 1][R];
 #pragma unroll
     for (int j = 1; j < P; j++) load_w(ring[j], j);
+    hook(); /* a chained launch: x's phase is done */
 
     /* EZ: item v (x·nw, float4 c4 of chunk slot cs) pre-scaled in place; the
     ** first of its lane vector's G threads writes the vector's xe. Every lane
@@ -177,7 +183,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
             const int b = BYC ? f / F4 : f / K4, col = kb + (BYC ? (it / ITERS) * KC + 4 * (f % F4) : 4 * (f % K4));
             float4 v = make_float4(0.f, 0.f, 0.f, 0.f), w = v;
             if ((BYC || TOT % NT == 0 || f < TOT) && col < K) {
-                v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
+                v = ldx4<XC>(a.x + (int64_t)b * K + col);
                 if (NORM) w = load_nw4(a, col);
             }
             xv[it] = v;
@@ -218,7 +224,7 @@ gemv_v2_kernel(m40k_qlinear_args a) {
             if (NF % NT == 0 || f < NF) {
                 const int b = f / F4, c4 = f % F4, col = kc0 + 4 * c4;
                 float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-                if (col < K) v = __ldg((const float4 *)(a.x + (int64_t)b * K + col));
+                if (col < K) v = ldx4<XC>(a.x + (int64_t)b * K + col);
                 if (NORM && col < K) {
                     const float4 nw4 = load_nw4(a, col);
 #pragma unroll
@@ -447,7 +453,14 @@ gemv_v2_kernel(m40k_qlinear_args a) {
 #pragma unroll
                 for (int b = 0; b < B; b++) acc[r][b] += ksum[warp + k][r * B + b][lane];
     }
-    warp_store<B, R>(acc, row0, lane, a);
+    warp_store<B, R, NoPost, XC>(acc, row0, lane, a);
+}
+
+template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,
+          bool EZ = false, int NW = kWarps, bool PASS = false>
+__global__ void __launch_bounds__(NW * 32, 1)
+gemv_v2_kernel(m40k_qlinear_args a) {
+    gemv_v2_body<WT, B, R, GROUPED, NORM, WHOLE, P, KS, EZ, NW, PASS>(a, (int)blockIdx.x, [] {});
 }
 
 template <int WT, int B, int R, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1, bool EZ = false,

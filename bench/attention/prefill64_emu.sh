@@ -13,6 +13,7 @@ sed -n '/^struct Params {/,/^};/p' "$cu" > "$dir/params.inc"
     sed -n '/^template <int DP, int BM, bool RAW = false>/,/^}/p' "$cu"
     sed -n '/^__device__ __forceinline__ int64_t split_share/,/^}/p' "$cu"
     sed -n '/^template <int BN>$/,/^}/p' "$cu"
+    sed -n '/^template <int BM> __device__ __forceinline__ void tile_store_ml/,/^}/p' "$cu"
     cat kernels/attention_prefill64.cuh
 } > "$dir/kernel.inc"
 [ -s "$dir/params.inc" ] && [ -s "$dir/kernel.inc" ] || { echo "prefill64_emu: struct Params not found in $cu" >&2; exit 1; }

@@ -18,7 +18,8 @@
 ** staged whole and the exponent-zero decode for all (the small shapes'
 ** kernel). Each sequence is captured 10 times in one graph and replayed 7
 ** times after a warm-up; the median replay / 10, in microseconds.
-** Usage: m40-gemv-boundary   (exit 77 without a GPU) */
+** Usage: m40-gemv-boundary [chain]   (chain: the chain part only; exit 77
+** without a GPU) */
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -99,7 +100,7 @@ struct Chain {
     int nph, total;
     unsigned long long *ctr; /* [0] tickets, [1 + p] phase p's arrivals */
 };
-template <int WT, int P>
+template <int WT, int P, int R>
 __global__ void __launch_bounds__(kWarps * 32, 1) chain_kernel(Chain c) {
     __shared__ int s_ph, s_u;
     __shared__ unsigned long long s_launch;
@@ -116,13 +117,17 @@ __global__ void __launch_bounds__(kWarps * 32, 1) chain_kernel(Chain c) {
         if (threadIdx.x == 0) {
             const unsigned long long want = (s_launch + 1) * (unsigned long long)c.nb[ph - 1];
             const volatile unsigned long long *d = c.ctr + ph; /* phase ph - 1's arrivals */
-            while (*d < want) {
-            }
+            /* a bounded spin: a wrong count fails the run instead of hanging it */
+            for (long long i = 0; *d < want; i++)
+                if (i == (1ll << 20)) {
+                    atomicAdd(c.ctr + kMaxPh + 1, 1ull);
+                    break;
+                }
             __threadfence();
         }
         __syncthreads();
     };
-    gemv_v2_body<WT, 1, 2, false, false, true, P, 1, true, kWarps, false, true>(c.ph[ph], s_u, wait);
+    gemv_v2_body<WT, 1, R, false, false, true, P, 1, true, kWarps, false, true>(c.ph[ph], s_u, wait);
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
@@ -130,14 +135,15 @@ __global__ void __launch_bounds__(kWarps * 32, 1) chain_kernel(Chain c) {
     }
 }
 /* the same GEMV as its own launch (the split form of the chain) */
-template <int WT, int P>
+template <int WT, int P, int R>
 __global__ void __launch_bounds__(kWarps * 32, 1) single_kernel(m40k_qlinear_args a) {
-    gemv_v2_body<WT, 1, 2, false, false, true, P, 1, true, kWarps, false>(a, (int)blockIdx.x, [] {});
+    gemv_v2_body<WT, 1, R, false, false, true, P, 1, true, kWarps, false>(a, (int)blockIdx.x, [] {});
 }
 
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+    const bool chain_only = argc > 1 && std::strcmp(argv[1], "chain") == 0;
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
         std::printf("m40-gemv-boundary: no GPU\n");
@@ -146,6 +152,7 @@ int main() {
     cudaDeviceProp pr;
     cudaGetDeviceProperties(&pr, 0);
     const int sms = pr.multiProcessorCount;
+    std::setvbuf(stdout, NULL, _IOLBF, 0);
     cudaStream_t st;
     cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
     std::printf("m40-gemv-boundary on %s (cc %d.%d, %d SMs), K %d: us per sequence (graph of %d "
@@ -188,6 +195,7 @@ int main() {
     std::printf("%-6s %-7s %-8s %10s %10s %12s %10s\n", "format", "set", "kernel", "split", "joined",
                 "per boundary", "GB/s split");
     for (int wt : {M40_DTYPE_Q4, M40_DTYPE_Q8}) {
+        if (chain_only) break;
         const size_t rowb = wt == M40_DTYPE_Q4 ? kK / 2 : kK;
         for (const Set &s : sets) {
             int total = 0;
@@ -254,12 +262,13 @@ int main() {
     }
     cudaMemset(ctr, 0, 16 * sizeof *ctr);
     std::printf("\nchain of N = K = %d GEMVs, y of one phase the x of the next (v2 whole EZ): us per chain\n", kK);
-    std::printf("%-6s %4s %2s %10s %10s %12s\n", "format", "nph", "P", "split", "chained", "saved/bound.");
+    std::printf("%-6s %4s %2s %2s %10s %10s %12s\n", "format", "nph", "P", "R", "split", "chained", "saved/bound.");
     for (int wt : {M40_DTYPE_Q4, M40_DTYPE_Q8}) {
         const size_t rowb = wt == M40_DTYPE_Q4 ? kK / 2 : kK;
         for (int nph : {2, 4, 8}) {
             std::vector<float> ref;
-            for (int P : {1, 4}) {
+            for (int cfg = 0; cfg < 3; cfg++) {
+                const int P = cfg == 0 ? 1 : 4, R = cfg == 2 ? 4 : 2;
                 Chain c = {};
                 c.nph = nph, c.ctr = ctr;
                 for (int p = 0; p < nph; p++) {
@@ -269,32 +278,41 @@ int main() {
                     a.w = (const uint8_t *)w + (size_t)p * kK * rowb;
                     a.scale = (const __half *)sc + (size_t)p * kK, a.scale_f16 = 1;
                     a.y = ys + (size_t)p * kK;
-                    c.nb[p] = (kK + 2 * kWarps - 1) / (2 * kWarps);
+                    c.nb[p] = (kK + R * kWarps - 1) / (R * kWarps);
                     c.total += c.nb[p];
                 }
                 auto split = [&]() -> int {
                     for (int p = 0; p < nph; p++) {
+                        const unsigned g = (unsigned)c.nb[p];
                         if (wt == M40_DTYPE_Q4) {
-                            if (P == 1) single_kernel<M40_DTYPE_Q4, 1><<<c.nb[p], kWarps * 32, 0, st>>>(c.ph[p]);
-                            else single_kernel<M40_DTYPE_Q4, 4><<<c.nb[p], kWarps * 32, 0, st>>>(c.ph[p]);
+                            if (cfg == 0) single_kernel<M40_DTYPE_Q4, 1, 2><<<g, kWarps * 32, 0, st>>>(c.ph[p]);
+                            else if (cfg == 1) single_kernel<M40_DTYPE_Q4, 4, 2><<<g, kWarps * 32, 0, st>>>(c.ph[p]);
+                            else single_kernel<M40_DTYPE_Q4, 4, 4><<<g, kWarps * 32, 0, st>>>(c.ph[p]);
                         } else {
-                            if (P == 1) single_kernel<M40_DTYPE_Q8, 1><<<c.nb[p], kWarps * 32, 0, st>>>(c.ph[p]);
-                            else single_kernel<M40_DTYPE_Q8, 4><<<c.nb[p], kWarps * 32, 0, st>>>(c.ph[p]);
+                            if (cfg == 0) single_kernel<M40_DTYPE_Q8, 1, 2><<<g, kWarps * 32, 0, st>>>(c.ph[p]);
+                            else if (cfg == 1) single_kernel<M40_DTYPE_Q8, 4, 2><<<g, kWarps * 32, 0, st>>>(c.ph[p]);
+                            else single_kernel<M40_DTYPE_Q8, 4, 4><<<g, kWarps * 32, 0, st>>>(c.ph[p]);
                         }
                     }
                     return cudaGetLastError() != cudaSuccess;
                 };
                 auto chained = [&]() -> int {
+                    const unsigned g = (unsigned)c.total;
                     if (wt == M40_DTYPE_Q4) {
-                        if (P == 1) chain_kernel<M40_DTYPE_Q4, 1><<<c.total, kWarps * 32, 0, st>>>(c);
-                        else chain_kernel<M40_DTYPE_Q4, 4><<<c.total, kWarps * 32, 0, st>>>(c);
+                        if (cfg == 0) chain_kernel<M40_DTYPE_Q4, 1, 2><<<g, kWarps * 32, 0, st>>>(c);
+                        else if (cfg == 1) chain_kernel<M40_DTYPE_Q4, 4, 2><<<g, kWarps * 32, 0, st>>>(c);
+                        else chain_kernel<M40_DTYPE_Q4, 4, 4><<<g, kWarps * 32, 0, st>>>(c);
                     } else {
-                        if (P == 1) chain_kernel<M40_DTYPE_Q8, 1><<<c.total, kWarps * 32, 0, st>>>(c);
-                        else chain_kernel<M40_DTYPE_Q8, 4><<<c.total, kWarps * 32, 0, st>>>(c);
+                        if (cfg == 0) chain_kernel<M40_DTYPE_Q8, 1, 2><<<g, kWarps * 32, 0, st>>>(c);
+                        else if (cfg == 1) chain_kernel<M40_DTYPE_Q8, 4, 2><<<g, kWarps * 32, 0, st>>>(c);
+                        else chain_kernel<M40_DTYPE_Q8, 4, 4><<<g, kWarps * 32, 0, st>>>(c);
                     }
                     return cudaGetLastError() != cudaSuccess;
                 };
                 int err = 0;
+                /* counts from zero for each chain: a launch's phase counts are
+                ** (launches so far) x (its blocks a phase) */
+                cudaMemset(ctr, 0, 16 * sizeof *ctr);
                 std::vector<float> a0((size_t)nph * kK), a1((size_t)nph * kK);
                 cudaMemset(ys, 0, (size_t)kMaxPh * kK * 4);
                 const double ts = graph_us(st, split, &err);
@@ -302,6 +320,9 @@ int main() {
                 cudaMemset(ys, 0xff, (size_t)kMaxPh * kK * 4); /* poison: NaN */
                 const double tc = graph_us(st, chained, &err);
                 cudaMemcpy(a1.data(), ys, a1.size() * 4, cudaMemcpyDeviceToHost);
+                unsigned long long timeouts = 0;
+                cudaMemcpy(&timeouts, ctr + kMaxPh + 1, sizeof timeouts, cudaMemcpyDeviceToHost);
+                err |= timeouts != 0;
                 size_t diff = 0;
                 for (size_t i = 0; i < a0.size(); i++) diff += std::memcmp(&a0[i], &a1[i], 4) != 0;
                 if (ref.empty()) ref = a0;
@@ -309,16 +330,13 @@ int main() {
                 for (size_t i = 0; i < a0.size(); i++) dref += std::memcmp(&a0[i], &ref[i], 4) != 0;
                 const bool fin = std::isfinite(a0.back()) && a0.back() != 0.0f;
                 if (err || diff || dref || !fin) bad++;
-                std::printf("%-6s %4d %2d %10.2f %10.2f %12.2f  %s (%zu of %zu differ; last %.3g)\n",
-                            wt == M40_DTYPE_Q4 ? "int4" : "int8", nph, P, ts, tc, (ts - tc) / (nph - 1),
+                std::printf("%-6s %4d %2d %2d %10.2f %10.2f %12.2f  %s (%zu of %zu differ; last %.3g)\n",
+                            wt == M40_DTYPE_Q4 ? "int4" : "int8", nph, P, R, ts, tc, (ts - tc) / (nph - 1),
                             err ? "ERROR" : diff || dref || !fin ? "MISMATCH" : "bitwise equal", diff + dref,
                             a0.size(), (double)a0.back());
             }
         }
     }
-    unsigned long long hc[kMaxPh + 1];
-    cudaMemcpy(hc, ctr, sizeof hc, cudaMemcpyDeviceToHost);
-    std::printf("tickets taken %llu\n", hc[0]);
     cudaFree(ctr), cudaFree(ys);
     cudaFree(x), cudaFree(y0), cudaFree(y1), cudaFree(w), cudaFree(sc), cudaFree(sink);
     std::printf("%s\n", bad ? "FAILED" : "ok");

@@ -34,6 +34,11 @@ if(M40_HAVE_CUDA)
   target_compile_options(m40-gemv-boundary PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>
     $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${M40_PTXAS_VERBOSE}>>:-Xptxas=-v>)
   target_link_libraries(m40-gemv-boundary PRIVATE m40_static CUDA::cudart_static)
+  if(M40_BUILD_TESTS)  # the chained launch equals the separate launches, bit for bit
+    enable_testing()
+    add_test(NAME m40_gemv_boundary_chain COMMAND m40-gemv-boundary chain)
+    set_tests_properties(m40_gemv_boundary_chain PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu TIMEOUT 120)
+  endif()
 endif()
 if(M40_HAVE_CUDA AND M40_CUBLAS)  # the baselines are cuBLAS
   add_executable(m40-bench-quant ${PROJECT_SOURCE_DIR}/bench/quant/quant_bench.c

@@ -18,6 +18,8 @@
 **   m40-fence-cost        (exit 77 without a GPU) */
 #include <cuda_runtime.h>
 
+#include "../graph_time.cuh"
+
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -55,32 +57,12 @@ __global__ void __launch_bounds__(kThreads) arrive_kernel(float *part, unsigned 
 
 /* median over 5 replays of a graph of 20 launches, per launch (µs) */
 template <class F> double graph_us(cudaStream_t st, F launch) {
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
-    for (int i = 0; i < 20; i++) launch();
-    cudaStreamEndCapture(st, &g);
-    cudaGraphInstantiateWithFlags(&ge, g, 0);
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    cudaGraphLaunch(ge, st);
-    std::vector<float> t;
-    for (int r = 0; r < 5; r++) {
-        cudaEventRecord(a, st);
-        cudaGraphLaunch(ge, st);
-        cudaEventRecord(b, st);
-        cudaEventSynchronize(b);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, a, b);
-        t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    cudaGraphExecDestroy(ge);
-    cudaGraphDestroy(g);
-    return t[2] * 1000.0 / 20;
+    int err = 0;
+    const double us = graph_replay_us(st, 20, 5, [&] {
+        launch();
+        return (int)(cudaPeekAtLastError() != cudaSuccess);
+    }, &err);
+    return err ? -1.0 : us;
 }
 
 } // namespace

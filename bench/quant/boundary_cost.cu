@@ -29,9 +29,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <vector>
 
+#include "../graph_time.cuh"
 #include "bench_read.h"
 #include "quant.h"
 #include "quant_gemv_v2.cuh"
@@ -40,41 +40,8 @@ namespace {
 
 constexpr int kK = 4096, kSeq = 10, kReps = 7;
 
-double graph_us(cudaStream_t st, const std::function<int()> &seq, int *err) {
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    if (seq() != 0 || cudaStreamSynchronize(st) != cudaSuccess) { /* warm, and check it runs */
-        *err = 1;
-        return 0;
-    }
-    cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
-    for (int i = 0; i < kSeq; i++) *err |= seq() != 0;
-    cudaStreamEndCapture(st, &g);
-    if (*err || cudaGraphInstantiateWithFlags(&ge, g, 0) != cudaSuccess) {
-        *err = 1;
-        return 0;
-    }
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    cudaGraphLaunch(ge, st);
-    std::vector<float> t;
-    for (int r = 0; r < kReps; r++) {
-        cudaEventRecord(a, st);
-        cudaGraphLaunch(ge, st);
-        cudaEventRecord(b, st);
-        cudaEventSynchronize(b);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, a, b);
-        t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    cudaGraphExecDestroy(ge);
-    cudaGraphDestroy(g);
-    *err |= cudaGetLastError() != cudaSuccess;
-    return t[kReps / 2] * 1000.0 / kSeq;
+template <class F> double graph_us(cudaStream_t st, F seq, int *err) {
+    return graph_replay_us(st, kSeq, kReps, seq, err);
 }
 
 uint32_t rng = 12345u;

@@ -18,8 +18,11 @@
 ** staged whole and the exponent-zero decode for all (the small shapes'
 ** kernel). Each sequence is captured 10 times in one graph and replayed 7
 ** times after a warm-up; the median replay / 10, in microseconds.
+** Then the chain (chain_kernel below): dependent GEMVs in one launch against
+** the same GEMVs as separate launches, outputs compared bit for bit
+** (bench/NOTES.md, "Session 21": correct, not faster).
 ** Usage: m40-gemv-boundary [chain]   (chain: the chain part only; exit 77
-** without a GPU) */
+** without a GPU, 1 if any output differs or a wait ran out) */
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -219,7 +222,9 @@ int main(int argc, char **argv) {
 
     /* The chain: NPH dense-shaped GEMVs (N = K = 4096), phase p's x = phase
     ** p - 1's y, as NPH launches ("split") and as one chained launch, with
-    ** one chunk of weights ahead (P 1) or all of a warp's (P 4). The same
+    ** one chunk of weights ahead (P 1) or all of a warp's (P 4), 2 or 4 rows
+    ** a warp (R 4: half the blocks a phase, so the next phase's are resident
+    ** while this one runs). The same
     ** arithmetic in both forms: the outputs must agree bit for bit. */
     unsigned long long *ctr;
     float *ys;

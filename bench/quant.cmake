@@ -58,4 +58,7 @@ if(M40_BUILD_TESTS AND UNIX)
   add_test(NAME quant_gemv_v2_emu COMMAND sh ${PROJECT_SOURCE_DIR}/bench/quant/gemv_v2_emu.sh
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(quant_gemv_v2_emu PROPERTIES LABELS cpu TIMEOUT 300)
+  add_test(NAME quant_gemv_v3_emu COMMAND sh ${PROJECT_SOURCE_DIR}/bench/quant/gemv_v3_emu.sh
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(quant_gemv_v3_emu PROPERTIES LABELS cpu TIMEOUT 300)
 endif()

@@ -43,8 +43,12 @@
 ** warp in 31 shuffles for 32 values.
 **
 ** Resources (sm_52, CUDA 11.8 ptxas -v, scripts/quant_ptxas.py; docs/quant.md):
-** 144 kernel instances (348 before the settings the defaults never pick
-** moved to bench/quant/gemv_versions.cu), all __launch_bounds__(256, 1):
+** 323 kernel instances (2026-12-05: 132 with row scales or fp16, 82 + 82
+** int4/int8 with f32 / f16 group scales, 23 int8 v3 with the group scales'
+** dtype at run time, 3 generic, the split-K sum; 241 before the dtype was a
+** template argument, 348 before the settings the defaults never pick moved
+** to bench/quant/gemv_versions.cu),
+** all __launch_bounds__(256, 1) but v2's 16-warp R = 1 form:
 ** v3 and split-K at batch 1-2 76-253 registers (batch 1, R = 2, row
 ** scales: int4 93 / int8 92 at D = 2, 109 / 111 at D = 4), split-K at
 ** batch 3-8 124-255 (R = 4) and 203-255 (R = 8); v2 int8/int4 52-252, fp16

@@ -11,7 +11,8 @@
 namespace {
 
 /* The fast kernel. B = batch rows (1..8), R = rows per warp, GROUPED =
-** group scales (else per-row scales, or none for F16). NORM (int8/int4,
+** group scales, 1 f32 or 2 f16 (gscale_kind; 0: per-row scales, or none for
+** F16). NORM (int8/int4,
 ** staged x): x is rmsnorm(x)·nw (m40k_qlinear_args): each chunk's staging
 ** multiplies x by nw and sums x² per batch row; after the last chunk the
 ** block has the whole row's sum, and 1/sqrt(mean + eps) multiplies the
@@ -58,7 +59,7 @@ constexpr int kV2WholeK = 4096;
 ** (bench/quant/boundary_cost.cu). XC: x (and res) loaded through L2
 ** (ld.global.cg), for an x written earlier in the same launch (the
 ** read-only path may not be used there). */
-template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,
+template <int WT, int B, int R, int GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,
           bool EZ = false, int NW = kWarps, bool PASS = false, bool XC = false, class Hook>
 __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx, Hook hook) {
     constexpr int NT = NW * 32; /* threads a block */
@@ -242,10 +243,10 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
     auto compute = [&](const uint4 *wcur, int c) {
         const int kc0 = c * KC;
         float gs[R];
-        if (GROUPED) {
+        if constexpr (GROUPED != 0) {
             const int g = min((kc0 + lane * VC) >> gshift, glast);
 #pragma unroll
-            for (int r = 0; r < R; r++) gs[r] = load_scale(a.scale, sbase[r] + g, sf16);
+            for (int r = 0; r < R; r++) gs[r] = load_gscale<GROUPED>(a.scale, sbase[r] + g);
         }
         const float *xl = xs + (WHOLE ? (PASS ? c % NCW : c) * B * XS : 0) + lane * LS;
         const float *xg = a.x + kc0 + lane * VC; /* XG: this lane's columns of x row 0 */
@@ -298,7 +299,7 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 float u = t[r] * e.y;
-                if (GROUPED) u *= gs[r];
+                if (GROUPED) u *= gscale_value<GROUPED>(gs[r]);
                 acc[r][0] = fmaf(u, e.z, acc[r][0]);
             }
         } else if (WT == M40_DTYPE_Q4) {
@@ -323,7 +324,7 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
                                       byte_to_f(lo[r], 2 * h + 1, kOffQ4)};
                         if (GROUPED)
 #pragma unroll
-                            for (int j = 0; j < 4; j++) v[j] *= gs[r];
+                            for (int j = 0; j < 4; j++) v[j] *= gscale_value<GROUPED>(gs[r]);
                         dot4<WT, B>(v, xv, acc[r]);
                     }
                 }
@@ -341,7 +342,7 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
                                   byte_to_f(w, 2, kOffQ8), byte_to_f(w, 3, kOffQ8)};
                     if (GROUPED)
 #pragma unroll
-                        for (int j = 0; j < 4; j++) v[j] *= gs[r];
+                        for (int j = 0; j < 4; j++) v[j] *= gscale_value<GROUPED>(gs[r]);
                     dot4<WT, B>(v, xv, acc[r]);
                 }
             }
@@ -456,7 +457,7 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
     warp_store<B, R, NoPost, XC>(acc, row0, lane, a);
 }
 
-template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,
+template <int WT, int B, int R, int GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,
           bool EZ = false, int NW = kWarps, bool PASS = false>
 __global__ void __launch_bounds__(NW * 32, 1)
 gemv_v2_kernel(m40k_qlinear_args a) {
@@ -472,10 +473,11 @@ cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
     if (WHOLE && !PASS && a.K > kV2WholeK) return cudaErrorInvalidValue;
     if constexpr (WT != M40_DTYPE_F16) /* fp16 has no scales, so no group instance */
         if (a.group) {
-            gemv_v2_kernel<WT, B, R, true, NORM, WHOLE, P, KS, EZ, NW, PASS><<<grid, NT, 0, s>>>(a);
+            if (a.scale_f16) gemv_v2_kernel<WT, B, R, 2, NORM, WHOLE, P, KS, EZ, NW, PASS><<<grid, NT, 0, s>>>(a);
+            else gemv_v2_kernel<WT, B, R, 1, NORM, WHOLE, P, KS, EZ, NW, PASS><<<grid, NT, 0, s>>>(a);
             return cudaGetLastError();
         }
-    gemv_v2_kernel<WT, B, R, false, NORM, WHOLE, P, KS, EZ, NW, PASS><<<grid, NT, 0, s>>>(a);
+    gemv_v2_kernel<WT, B, R, 0, NORM, WHOLE, P, KS, EZ, NW, PASS><<<grid, NT, 0, s>>>(a);
     return cudaGetLastError();
 }
 

@@ -61,7 +61,7 @@ static_assert(V3<M40_DTYPE_Q4, 2>::KC == M40K_QGEMV_KC(1) && V3<M40_DTYPE_Q8, 2>
                   V3<M40_DTYPE_Q4, 2>::CB == M40K_QGEMV_CB(1) && V3<M40_DTYPE_Q8, 2>::CB == M40K_QGEMV_CB(0),
               "quant_plan.h and V3 disagree");
 
-template <int WT, int B, int R, bool GROUPED>
+template <int WT, int B, int R, int GROUPED>
 __device__ __forceinline__ void v3_load(uint4 (&buf)[R], float (&gb)[R], const uint4 *const (&wr)[R],
                                         const int64_t (&sr)[R], int cg, int lane, int vlast,
                                         const m40k_qlinear_args &a, int gshift, int glast) {
@@ -69,16 +69,16 @@ __device__ __forceinline__ void v3_load(uint4 (&buf)[R], float (&gb)[R], const u
     const int v = min(cg * 32 + lane, vlast);
 #pragma unroll
     for (int r = 0; r < R; r++) buf[r] = __ldg(wr[r] + v);
-    if (GROUPED) {
+    if constexpr (GROUPED != 0) {
         const int gi = min((cg * 32 + lane) * VC >> gshift, glast);
 #pragma unroll
-        for (int r = 0; r < R; r++) gb[r] = load_scale(a.scale, sr[r] + gi, a.scale_f16 != 0);
+        for (int r = 0; r < R; r++) gb[r] = load_gscale<GROUPED>(a.scale, sr[r] + gi, a.scale_f16 != 0);
     }
 }
 
 /* acc[r][b] += one chunk of rows r times x[b] (x pre-scaled, see above);
 ** xn: the chunk's offset sums, which start each group-scaled partial sum. */
-template <int WT, int B, int R, bool GROUPED>
+template <int WT, int B, int R, int GROUPED>
 __device__ __forceinline__ void v3_compute(const uint4 (&buf)[R], const float (&gb)[R],
                                            float (&acc)[R][B], const float4 *__restrict__ xp,
                                            const float *__restrict__ xn, int XB, int XN) {
@@ -137,12 +137,13 @@ __device__ __forceinline__ void v3_compute(const uint4 (&buf)[R], const float (&
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
-        for (int b = 0; b < B; b++) acc[r][b] = GROUPED ? fmaf(gb[r], t[r][b], acc[r][b]) : t[r][b];
+        for (int b = 0; b < B; b++)
+            acc[r][b] = GROUPED ? fmaf(gscale_value<GROUPED>(gb[r]), t[r][b], acc[r][b]) : t[r][b];
 }
 
 /* Warp reduction, then the scales (and 2^S) on the one sum each storing lane
 ** holds, and the store of one row group. */
-template <int WT, int B, int R, bool GROUPED>
+template <int WT, int B, int R, int GROUPED>
 __device__ __forceinline__ void v3_finish(const float (&acc)[R][B], const float (&sc)[R], int S, int row0,
                                           int lane, const m40k_qlinear_args &a) {
     warp_store<B, R>(acc, row0, lane, a, [&](int r, float v) {
@@ -159,7 +160,7 @@ __device__ __forceinline__ void v3_finish(const float (&acc)[R][B], const float 
 /* NORM (whole mode, one split): x is rmsnorm(x)·nw (m40k_qlinear_args):
 ** the staging multiplies x by nw and sums x² per batch row; the row's
 ** 1/sqrt(mean + eps) multiplies the accumulators before the reduction. */
-template <int WT, int B, int R, bool GROUPED, bool SEG, int D, bool NORM = false>
+template <int WT, int B, int R, int GROUPED, bool SEG, int D, bool NORM = false>
 __global__ void __launch_bounds__(kThreads, 1)
 gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
     static_assert(!(NORM && SEG), "the norm needs x for all of K in one staging");
@@ -428,7 +429,7 @@ __global__ void split_sum_kernel(const float *__restrict__ ws, int nsplit, m40k_
     }
 }
 
-template <int WT, int B, int R, bool G, bool SEG, int D, bool NORM = false>
+template <int WT, int B, int R, int G, bool SEG, int D, bool NORM = false>
 cudaError_t launch_v3_inst(cudaStream_t s, const m40k_qlinear_args &a, int nch_pad, int cps, int sm_count,
                            int bps, int nsplit = 1) {
     using P = V3<WT, R>;
@@ -474,6 +475,23 @@ cudaError_t launch_v3_inst(cudaStream_t s, const m40k_qlinear_args &a, int nch_p
     return cudaGetLastError();
 }
 
+/* launch_v3_inst with G from a (gscale_kind: 0 row scales, group scales 1
+** f32, 2 f16). int8 takes G 3 (the dtype at run time, as before 2026-12-05):
+** its R 4, D 4 instances sit at 236-255 registers and spilled 20-52 bytes
+** with either fixed dtype (f16 raw or converted at the load), where the
+** run-time form spills none; its group scales are not a ChatGLM2 format. */
+template <int WT, int B, int R, bool SEG, int D, bool NORM = false>
+cudaError_t launch_v3_g(cudaStream_t s, const m40k_qlinear_args &a, int nch_pad, int cps, int sm_count, int bps,
+                        int nsplit = 1) {
+    if (!a.group) return launch_v3_inst<WT, B, R, 0, SEG, D, NORM>(s, a, nch_pad, cps, sm_count, bps, nsplit);
+    if constexpr (WT == M40_DTYPE_Q8) {
+        return launch_v3_inst<WT, B, R, 3, SEG, D, NORM>(s, a, nch_pad, cps, sm_count, bps, nsplit);
+    } else {
+        if (a.scale_f16) return launch_v3_inst<WT, B, R, 2, SEG, D, NORM>(s, a, nch_pad, cps, sm_count, bps, nsplit);
+        return launch_v3_inst<WT, B, R, 1, SEG, D, NORM>(s, a, nch_pad, cps, sm_count, bps, nsplit);
+    }
+}
+
 /* version 7: v3 whole mode with split-K (see gemv_kernel); needs a.ws of
 ** m40k_quant_gemv_workspace() bytes when that is > 0, else
 ** cudaErrorInvalidValue. */
@@ -482,17 +500,15 @@ cudaError_t launch_split(cudaStream_t s, const m40k_qlinear_args &a, int sm_coun
     const m40k_qgemv_split p = m40k_qgemv_split_plan(WT == M40_DTYPE_Q4, B, a.K, a.group != 0);
     const size_t need = m40k_quant_gemv_workspace(&a); /* > 0 exactly when p.nsplit > 1 */
     if (need && (!a.ws || a.ws_bytes < need)) return cudaErrorInvalidValue;
-    const bool g = a.group != 0;
     if constexpr (R == 8) { /* one chunk in flight (p.nch is a multiple of 1); no group scales */
-        return launch_v3_inst<WT, B, R, false, false, V3<WT, R>::D>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
+        return launch_v3_inst<WT, B, R, 0, false, V3<WT, R>::D>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
     } else {
         if (p.D == 2) {
             if constexpr (B < 7)
-                if (g) return launch_v3_inst<WT, B, R, true, false, 2>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
-            return launch_v3_inst<WT, B, R, false, false, 2>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
+                return launch_v3_g<WT, B, R, false, 2>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
+            return launch_v3_inst<WT, B, R, 0, false, 2>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
         }
-        return g ? launch_v3_inst<WT, B, R, true, false, 1>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit)
-                 : launch_v3_inst<WT, B, R, false, false, 1>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
+        return launch_v3_g<WT, B, R, false, 1>(s, a, p.nch, p.nch, sm_count, bps, p.nsplit);
     }
 }
 
@@ -525,23 +541,17 @@ V3Plan v3_plan(int K) {
 template <int WT, int B, int R, bool SEG = true>
 cudaError_t launch_v3(cudaStream_t s, const m40k_qlinear_args &a, int sm_count, int bps, int deep) {
     constexpr int D = V3<WT, R>::D;
-    const bool grouped = a.group != 0;
     if constexpr (B <= 2) {
         if (deep) {
             const V3Plan p = v3_plan<WT, B, R, 4>(a.K);
-            if (!p.seg)
-                return grouped ? launch_v3_inst<WT, B, R, true, false, 4>(s, a, p.nch_pad, p.cps, sm_count, bps)
-                               : launch_v3_inst<WT, B, R, false, false, 4>(s, a, p.nch_pad, p.cps, sm_count, bps);
+            if (!p.seg) return launch_v3_g<WT, B, R, false, 4>(s, a, p.nch_pad, p.cps, sm_count, bps);
         }
         const V3Plan p = v3_plan<WT, B, R, D>(a.K);
-        if (!p.seg)
-            return grouped ? launch_v3_inst<WT, B, R, true, false, D>(s, a, p.nch_pad, p.cps, sm_count, bps)
-                           : launch_v3_inst<WT, B, R, false, false, D>(s, a, p.nch_pad, p.cps, sm_count, bps);
+        if (!p.seg) return launch_v3_g<WT, B, R, false, D>(s, a, p.nch_pad, p.cps, sm_count, bps);
     }
     if constexpr (SEG) {
         const V3Plan p = v3_plan<WT, B, R, D>(a.K);
-        return grouped ? launch_v3_inst<WT, B, R, true, true, D>(s, a, p.nch_pad, p.cps, sm_count, bps)
-                       : launch_v3_inst<WT, B, R, false, true, D>(s, a, p.nch_pad, p.cps, sm_count, bps);
+        return launch_v3_g<WT, B, R, true, D>(s, a, p.nch_pad, p.cps, sm_count, bps);
     }
     return cudaErrorInvalidValue;
 }
@@ -553,8 +563,7 @@ template <int WT, int R>
 cudaError_t launch_v3_norm(cudaStream_t s, const m40k_qlinear_args &a, int sm_count, int bps) {
     const V3Plan p = v3_plan<WT, 1, R, 4>(a.K);
     if (p.seg) return cudaErrorInvalidValue;
-    return a.group ? launch_v3_inst<WT, 1, R, true, false, 4, true>(s, a, p.nch_pad, p.cps, sm_count, bps)
-                   : launch_v3_inst<WT, 1, R, false, false, 4, true>(s, a, p.nch_pad, p.cps, sm_count, bps);
+    return launch_v3_g<WT, 1, R, false, 4, true>(s, a, p.nch_pad, p.cps, sm_count, bps);
 }
 
 /* v3 in whole mode for this batch and K at R = 2? (picks the default R) */

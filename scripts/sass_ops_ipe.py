@@ -457,7 +457,11 @@ SMS = 24
 IPW = {"fp16": {4096: 3.75 + 3, 13696: 3.75 + 3},
        "int8": {4096: 2.83, 13696: 2.88},
        "int4": {4096: 2.61, 13696: 4.16},
-       "int4g128": {4096: 2.88, 13696: 5.70}}
+       "int4g128": {4096: 2.78, 13696: 5.42}}
+# int4g128 since 2026-12-05 (session 22): the group scales' dtype a template
+# argument (f16: one LDG.U16 a row and vector, not two predicated loads):
+# v3 R 4 D 4 2.88 -> 2.78, v2 chunked 5.55 -> 5.42 (5.70 was an older
+# build's), v2 whole EZ 3.13 -> 3.03
 # int4 and int4g128 at N <= 8192 (query_key_value, dense) run v2 too since
 # session 9: its K = 13696 count stands for it (the same inner loop)
 # Since session 13 the small shapes (N <= 8192, K 4096: query_key_value,
@@ -468,7 +472,7 @@ IPW = {"fp16": {4096: 3.75 + 3, 13696: 3.75 + 3},
 # the 16 rows x 4 columns a block's item feeds: +1.0 a weight. (Before: int4
 # chunked 4.16 with the staging inside the loop; int8 4.67, a chunked
 # loop's count where the whole loop's 3.92 + ~0.25 staging applied.)
-IPW_SMALL = {"int8": 3.08 + 1.0, "int4": 2.73 + 1.0, "int4g128": 3.13 + 1.0}
+IPW_SMALL = {"int8": 3.08 + 1.0, "int4": 2.73 + 1.0, "int4g128": 3.03 + 1.0}
 BPW = {"fp16": 2.0, "int8": 1.0, "int4": 0.5, "int4g128": 0.5}
 FORMATS = ("fp16", "int8", "int4", "int4g128")
 GEMM_EFF = 0.75  # of 6.84 TFLOP/s; an assumption, docs/projections.md says why

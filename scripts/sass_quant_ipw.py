@@ -7,7 +7,9 @@ from the sm_52 SASS (cuobjdump -sass, CUDA 11.8).
 OBJ_OR_SASS: kernels/quant_gemv.cu's object file (cuobjdump runs on it) or
 a saved `cuobjdump -sass` listing. v2's kind names its form: n the norm
 fused, w x staged whole, pP P chunks in flight, kKS a row's K over KS warps,
-ez the exponent-zero decode. For each gemv_kernel<WT, B, R, GROUPED, SEG, D>
+ez the exponent-zero decode. scale: row, g16 / g32 (group scales in fp16 /
+fp32: GROUPED 2 / 1 since 2026-12-05), grt (GROUPED 3: the dtype taken at
+run time, v3's int8), group (an older build's bool GROUPED: the same). For each gemv_kernel<WT, B, R, GROUPED, SEG, D>
 (v3, int8/int4) and gemv_v2_kernel<WT, B, R, GROUPED> (fp16; int8/int4 at
 batch 1 and 8 for comparison) the script finds the loop over K-chunks (the
 innermost backward branch whose body holds at least one chunk's FFMA (int8,
@@ -34,9 +36,9 @@ BUDGET = {65: 7.0, 64: 12.0}
 
 # v3 (int8/int4): gemv_kernel<WT, B, R, GROUPED, SEG, D, MINB>; v2 (fp16, and the
 # int8/int4 kernel before v3): gemv_v2_kernel<WT, B, R, GROUPED>
-KERNEL = re.compile(r"gemv(_v2)?_kernelILi(\d+)ELi(\d+)ELi(\d+)ELb([01])E(?:Lb([01])ELi(\d+)E(?:Li(\d+)E)?)?")
+KERNEL = re.compile(r"gemv(_v2)?_kernelILi(\d+)ELi(\d+)ELi(\d+)EL([bi])([0-3])E(?:Lb([01])ELi(\d+)E(?:Li(\d+)E)?)?")
 # v2's tail: <..., GROUPED, NORM, WHOLE, P, KS, EZ>
-V2_TAIL = re.compile(r"gemv_v2_kernelILi\d+ELi\d+ELi\d+ELb[01]ELb([01])ELb([01])ELi(\d+)ELi(\d+)ELb([01])E")
+V2_TAIL = re.compile(r"gemv_v2_kernelILi\d+ELi\d+ELi\d+EL[bi][0-3]ELb([01])ELb([01])ELi(\d+)ELi(\d+)ELb([01])E")
 
 
 def functions(text):
@@ -81,12 +83,14 @@ def main():
         if not m or (arch and arch != "sm_52"):
             continue
         v2 = m.group(1) is not None
-        wt, b, r, grouped = (int(g) for g in m.groups()[1:5])
-        seg = int(m.group(6) or 0)
-        depth = int(m.group(7) or 0)  # v3: chunks in flight per warp
+        wt, b, r = (int(g) for g in m.groups()[1:4])
+        gk = int(m.group(6))
+        grouped = "row" if gk == 0 else "group" if m.group(5) == "b" else ("g32", "g16", "grt")[gk - 1]
+        seg = int(m.group(7) or 0)
+        depth = int(m.group(8) or 0)  # v3: chunks in flight per warp
         if args.batch and b != args.batch:
             continue
-        minb = int(m.group(8) or 1)
+        minb = int(m.group(9) or 1)
         # one F2F per fp16 weight; B FFMA per int8/int4 weight (v3's decode
         # has no per-weight PRMT any more; group scales add R*B FFMA per
         # chunk, which the rounding absorbs)
@@ -115,12 +119,12 @@ def main():
         rows.append((wt, b, r, grouped, kind, len(ins), weights, ipw, budget, ok, top))
     if not rows:
         sys.exit("no gemv_kernel found (sm_52 SASS expected)")
-    rows.sort()
+    rows.sort(key=lambda t: (t[0], t[1], t[2], t[3] != "row", t[3], t[4:]))
     print(f"{'format':6s} {'B':>2s} {'R':>2s} {'scale':5s} {'kernel':8s} {'insns':>6s} {'w/thr':>6s} "
           f"{'ipw':>6s} {'budget':>6s}  top opcodes")
     for wt, b, r, g, kind, n, w, ipw, budget, ok, top in rows:
         bud = f"{budget:.0f}" if budget else "-"
-        print(f"{WT_NAME[wt]:6s} {b:2d} {r:2d} {'group' if g else 'row':5s} {kind:8s} {n:6d} {w:6d} "
+        print(f"{WT_NAME[wt]:6s} {b:2d} {r:2d} {g:5s} {kind:8s} {n:6d} {w:6d} "
               f"{ipw:6.2f} {bud:>6s}{'' if ok else ' OVER'}  {top}")
     print(f"per-weight FFMA floor is B (batch rows); {failures} batch-1 kernels over budget")
     return 1 if (args.check and failures) else 0

@@ -30,15 +30,17 @@ namespace {
 #include "v2kernel.inc"
 }
 
-/* y = scale · (q · x) per row (GROUP: scale per row and K-group), double */
+/* y = scale · (q · x) per row (GROUPED: scale per row and K-group, 1 f32, 2
+** f16 as the kernel's template argument), double */
 static int fails = 0;
-template <int WT, bool GROUPED, bool NORM, bool WHOLE, int P, bool EZ, bool PASS>
+template <int WT, int GROUPED, bool NORM, bool WHOLE, int P, bool EZ, bool PASS>
 static void run(const char *what, int N, int K, int group) {
     const bool q4 = WT == M40_DTYPE_Q4;
     const int rb = q4 ? (K + 1) / 2 : K, ng = GROUPED ? (K + group - 1) / group : 1;
     std::vector<unsigned char> w((size_t)N * rb);
     std::vector<int> q((size_t)N * K);
     std::vector<float> x(K), sc((size_t)N * ng), nw(K), y(N + 8, -7.25f);
+    std::vector<__half> sh((size_t)N * ng);
     srand(N * 131 + K);
     auto rnd = [] { return (float)rand() / RAND_MAX * 2 - 1; };
     for (int n = 0; n < N; n++)
@@ -54,15 +56,20 @@ static void run(const char *what, int N, int K, int group) {
             }
         }
     for (auto &v : x) v = rnd();
-    for (auto &v : sc) v = 0.01f + 0.02f * (rnd() + 1);
+    for (size_t i = 0; i < sc.size(); i++) { /* f16 scales: the reference uses their f16 values */
+        sc[i] = 0.01f + 0.02f * (rnd() + 1);
+        sh[i].b = f2h(sc[i]);
+        if (GROUPED == 2) sc[i] = h2f(sh[i].b);
+    }
     for (auto &v : nw) v = 0.5f + 0.5f * (rnd() + 1);
     double ss = 0;
     for (int k = 0; k < K; k++) ss += (double)x[k] * x[k];
     const float eps = 1e-5f;
     const double inv = NORM ? 1.0 / sqrt(ss / K + eps) : 1.0;
     m40k_qlinear_args a = {};
-    a.M = 1, a.N = N, a.K = K, a.x = x.data(), a.wtype = WT, a.w = w.data(), a.scale = sc.data();
-    a.scale_f16 = 0, a.group = GROUPED ? group : 0, a.y = y.data();
+    a.M = 1, a.N = N, a.K = K, a.x = x.data(), a.wtype = WT, a.w = w.data();
+    a.scale = GROUPED == 2 ? (const void *)sh.data() : (const void *)sc.data();
+    a.scale_f16 = GROUPED == 2, a.group = GROUPED ? group : 0, a.y = y.data();
     if (NORM) a.nw = nw.data(), a.nw_f16 = 0, a.eps = eps;
     constexpr int NT = kWarps * 32;
     const int nblk = (N + kWarps * 2 - 1) / (kWarps * 2);
@@ -104,16 +111,21 @@ static void run(const char *what, int N, int K, int group) {
 int main() {
     constexpr int Q4 = M40_DTYPE_Q4, Q8 = M40_DTYPE_Q8;
     /* the forms the GPU tests already pass: the emulation's own check */
-    run<Q4, false, false, false, 1, false, false>("int4 chunked (the 4h_to_h default)", 40, 13696, 0);
-    run<Q4, false, true, true, 1, true, false>("int4 whole, norm, exponent-zero", 24, 4096, 0);
-    run<Q8, false, false, true, 1, false, false>("int8 whole", 20, 4096, 0);
+    run<Q4, 0, false, false, 1, false, false>("int4 chunked (the 4h_to_h default)", 40, 13696, 0);
+    run<Q4, 0, true, true, 1, true, false>("int4 whole, norm, exponent-zero", 24, 4096, 0);
+    run<Q8, 0, false, true, 1, false, false>("int8 whole", 20, 4096, 0);
+    /* group scales, their dtype a template argument (1 f32, 2 f16) */
+    run<Q4, 2, true, true, 4, true, false>("int4 g128 f16, whole, norm, ez, P 4", 24, 4096, 128);
+    run<Q4, 1, false, true, 1, true, false>("int4 g64 f32, whole, ez", 20, 4096, 64);
+    run<Q8, 2, false, false, 1, false, false>("int8 g32 f16 chunked", 18, 1536, 32);
     /* x in passes */
-    run<Q4, false, false, true, 1, false, true>("int4 passes, 4 (last chunk partial)", 40, 13696, 0);
-    run<Q4, true, false, true, 1, false, true>("int4 g128 passes", 20, 13696, 128);
-    run<Q8, false, false, true, 1, false, true>("int8 passes", 18, 13696, 0);
-    run<Q8, true, false, true, 1, false, true>("int8 g128 passes", 17, 8192, 128);
-    run<Q4, false, false, true, 1, false, true>("int4 passes, one", 16, 4096, 0);
-    run<Q4, false, false, true, 1, false, true>("int4 passes, a 32-column second", 33, 4128, 0);
+    run<Q4, 0, false, true, 1, false, true>("int4 passes, 4 (last chunk partial)", 40, 13696, 0);
+    run<Q4, 1, false, true, 1, false, true>("int4 g128 f32 passes", 20, 13696, 128);
+    run<Q4, 2, false, true, 1, false, true>("int4 g128 f16 passes", 20, 13696, 128);
+    run<Q8, 0, false, true, 1, false, true>("int8 passes", 18, 13696, 0);
+    run<Q8, 1, false, true, 1, false, true>("int8 g128 f32 passes", 17, 8192, 128);
+    run<Q4, 0, false, true, 1, false, true>("int4 passes, one", 16, 4096, 0);
+    run<Q4, 0, false, true, 1, false, true>("int4 passes, a 32-column second", 33, 4128, 0);
     printf("%s\n", fails ? "FAILED" : "all ok");
     return fails != 0;
 }

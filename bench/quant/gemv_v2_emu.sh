@@ -12,7 +12,7 @@ trap 'rm -rf "$dir"' EXIT
 v2=kernels/quant_gemv_v2.cuh
 {
     sed -n '/^constexpr int kV2WholeK/p' "$v2"
-    sed -n '/^template <int WT, int B, int R, bool GROUPED, bool NORM = false, bool WHOLE = false/,/^template <int WT, int B, int R, bool NORM = false/p' "$v2" | sed '$d'
+    sed -n '/^template <int WT, int B, int R, int GROUPED, bool NORM = false, bool WHOLE = false/,/^template <int WT, int B, int R, bool NORM = false/p' "$v2" | sed '$d'
 } > "$dir/v2kernel.inc"
 grep -q 'gemv_v2_kernel(m40k_qlinear_args a)' "$dir/v2kernel.inc" || { echo "gemv_v2_emu: the kernel was not found in $v2" >&2; exit 1; }
 c++ -std=c++17 -O1 -fno-strict-aliasing -pthread -w -I"$dir" -Ibench/attention -Ikernels -Iinclude \

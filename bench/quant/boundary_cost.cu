@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) chain_kernel(Chain c) {
         }
         __syncthreads();
     };
-    gemv_v2_body<WT, 1, R, false, false, true, P, 1, true, kWarps, false, true>(c.ph[ph], s_u, wait);
+    gemv_v2_body<WT, 1, R, 0, false, true, P, 1, true, kWarps, false, true>(c.ph[ph], s_u, wait);
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) chain_kernel(Chain c) {
 /* the same GEMV as its own launch (the split form of the chain) */
 template <int WT, int P, int R>
 __global__ void __launch_bounds__(kWarps * 32, 1) single_kernel(m40k_qlinear_args a) {
-    gemv_v2_body<WT, 1, R, false, false, true, P, 1, true, kWarps, false>(a, (int)blockIdx.x, [] {});
+    gemv_v2_body<WT, 1, R, 0, false, true, P, 1, true, kWarps, false>(a, (int)blockIdx.x, [] {});
 }
 
 } // namespace

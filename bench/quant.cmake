@@ -52,13 +52,13 @@ if(M40_HAVE_CUDA AND M40_CUBLAS)  # the baselines are cuBLAS
 endif()
 # the batch-1 GEMV v2 (kernels/quant_gemv_v2.cuh gemv_v2_kernel) emulated on
 # the host from its own source against a double reference: x staged in passes
-# and the forms the GPU tests pass (no GPU needed; bench/quant/gemv_v2_emu.sh)
+# and the forms the GPU tests pass (no GPU needed; bench/quant/gemv_emu.sh v2 and v3)
 if(M40_BUILD_TESTS AND UNIX)
   enable_testing()
-  add_test(NAME quant_gemv_v2_emu COMMAND sh ${PROJECT_SOURCE_DIR}/bench/quant/gemv_v2_emu.sh
+  add_test(NAME quant_gemv_v2_emu COMMAND sh ${PROJECT_SOURCE_DIR}/bench/quant/gemv_emu.sh v2
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(quant_gemv_v2_emu PROPERTIES LABELS cpu TIMEOUT 300)
-  add_test(NAME quant_gemv_v3_emu COMMAND sh ${PROJECT_SOURCE_DIR}/bench/quant/gemv_v3_emu.sh
+  add_test(NAME quant_gemv_v3_emu COMMAND sh ${PROJECT_SOURCE_DIR}/bench/quant/gemv_emu.sh v3
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(quant_gemv_v3_emu PROPERTIES LABELS cpu TIMEOUT 300)
 endif()

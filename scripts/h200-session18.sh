@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepared in session 17 for the next session with device time (on branch
 # wip/s17-v2-pass): GEMV v2 with x staged in 4096-column passes (D 2, knob
-# m40k_quant_gemv_v2_pass), host-emulated only (bench/quant/gemv_v2_emu.sh).
+# m40k_quant_gemv_v2_pass), host-emulated only (bench/quant/gemv_emu.sh v2; gemv_v2_emu.sh then).
 #  1. test_quant_gpu (its "gemv v2 x in passes" variant), test_qlinear_fused
 #     --gpu (the pass knob's section), test_chatglm2 --gpu: arch 90, and the
 #     sm_52 build through PTX JIT (carry .carry/jit52.tar.xz: those three

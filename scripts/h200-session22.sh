@@ -12,6 +12,14 @@
 #     format, f16 and f32 group scales), test_qlinear_fused --gpu,
 #     test_chatglm2 --gpu (int4g128 against its fixture logits);
 #  2. ChatGLM2-6B int4g128 (and int4) decode at ctx 128, old / new / old / new.
+# The carry, on the CPU machine (CUDA 13 at /usr/local/cuda; OLD: a worktree
+# of the commit before the change, 781a2d2):
+#   for t in . OLD; do PATH=/usr/local/cuda/bin:$PATH cmake -S $t -B $t/build-90 -G Ninja \
+#     -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES=90 -DM40_CUDA=ON \
+#     -DM40_CUBLAS=OFF -DM40_CUDNN=OFF -DCMAKE_BUILD_TYPE=Release; done   (then ninja the targets)
+#   mkdir -p .s22/new .s22/old .carry; cp build-90/{m40-bench,test_quant_gpu,test_qlinear_fused,test_chatglm2} .s22/new
+#   cp OLD/build-90/m40-bench .s22/old; strip .s22/*/*; tar cf - .s22 | xz -T2 > .carry/s22.tar.xz
+# (~46 MB; .s22/ and .carry/ in .git/info/exclude)
 #   OUT=DIR scripts/h200-session22.sh
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1

@@ -159,7 +159,12 @@ static void job_fail(srv_job *j, int status, const char *msg) {
 
 int srv_submit(srv *s, srv_job *j) {
     pthread_mutex_lock(&s->mu);
-    int rc = s->stopping ? -2 : s->queued >= s->queue_cap ? -1 : 0;
+    /* The queue holds the jobs the worker has not taken yet. Those that free
+    ** slots will take at its next turn are not waiting: a burst that arrives
+    ** while the worker is inside a step is admitted up to the free slots plus
+    ** --queue (it got 429 with slots free: CI, a loaded machine, session 22) */
+    const int free_slots = s->parallel > s->nrunning ? s->parallel - s->nrunning : 0;
+    int rc = s->stopping ? -2 : s->queued >= s->queue_cap + free_slots ? -1 : 0;
     if (rc == 0) {
         job_ref(j); /* the worker's */
         j->state = JOB_QUEUED;

@@ -10,7 +10,8 @@ connection timeout and a queue of 3, and checks:
   - the streamed text equals the non-streamed text (greedy, and sampled
     with the same seed), finish_reason and usage;
   - stop sequences cut the answer the same way streamed and not;
-  - concurrent requests each get the answer they get alone (greedy);
+  - concurrent requests each get the answer they get alone (greedy); a
+    burst while one request runs is admitted up to the free slots + --queue;
   - every bad input of issue 19 gets its error (status, OpenAI error shape)
     and the server keeps answering: malformed JSON, wrong types, missing
     messages, an unknown model, max_tokens <= 0 / absurd, a prompt longer
@@ -531,6 +532,48 @@ def t_disconnect(srv, a):
           metric(srv, "m40_requests_cancelled_total") == before + 1)
 
 
+def t_burst(srv, a):
+    # a burst that arrives while the model is answering one request: the free
+    # --parallel slots plus the 3 of --queue are admitted at once, none gets 429
+    # (the queue used to count the jobs free slots were about to take)
+    par = int(metric(srv, "m40_requests_parallel"))
+    long_c = srv.conn()
+    long_c.request("POST", "/v1/chat/completions",
+                   body=json.dumps({"messages": msgs("你好"), "max_tokens": 200, "stream": True}).encode(),
+                   headers={"Authorization": "Bearer " + KEY})
+    long_r = long_c.getresponse()
+    t0 = time.time()
+    while time.time() - t0 < 20 and metric(srv, "m40_requests_running") < 1:
+        time.sleep(0.02)
+    n = par - 1 + 3
+    got, ready = [None] * n, threading.Barrier(n)
+    body = json.dumps({"messages": msgs("世界"), "max_tokens": 1}).encode()
+
+    def one(i):
+        c = srv.conn()
+        c.connect()
+        ready.wait()
+        c.request("POST", "/v1/chat/completions", body=body, headers={"Authorization": "Bearer " + KEY})
+        r = c.getresponse()
+        r.read()
+        got[i] = r.status
+        c.close()
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    running = metric(srv, "m40_requests_running")
+    check("a burst of %d while one runs (%d free slots + --queue 3): all answered" % (n, par - 1),
+          got == [200] * n and long_r.status == 200, (got, running))
+    long_c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    long_c.close()
+    t0 = time.time()
+    while time.time() - t0 < 30 and (metric(srv, "m40_queue_length") or metric(srv, "m40_requests_running")):
+        time.sleep(0.2)
+    check("after the burst: drained and serving", alive(srv))
+
+
 def t_queue_full(srv, a):
     # --parallel running + 3 waiting (--queue 3): the next one gets 429
     par = int(metric(srv, "m40_requests_parallel"))
@@ -693,7 +736,7 @@ def main():
         if a.random_weights:
             tests = [t_endpoints, t_equal, t_concurrent]
         elif not a.quick:
-            tests += [t_bad, t_slow_and_dropped, t_disconnect, t_queue_full, t_curl, t_openai,
+            tests += [t_bad, t_slow_and_dropped, t_disconnect, t_queue_full, t_burst, t_curl, t_openai,
                       t_port_taken, t_per_ip]
         for t in tests:
             try:

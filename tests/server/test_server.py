@@ -532,6 +532,18 @@ def t_disconnect(srv, a):
           metric(srv, "m40_requests_cancelled_total") == before + 1)
 
 
+def drop_and_drain(srv, conns, label):
+    """resets the connections (their answers are cancelled), waits for the
+    queue and the running requests to drain, and checks the server answers"""
+    for c in conns:
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        c.close()
+    t0 = time.time()
+    while time.time() - t0 < 30 and (metric(srv, "m40_queue_length") or metric(srv, "m40_requests_running")):
+        time.sleep(0.2)
+    check("%s: drained and serving" % label, alive(srv))
+
+
 def t_burst(srv, a):
     # a burst that arrives while the model is answering one request: the free
     # --parallel slots plus the 3 of --queue are admitted at once, none gets 429
@@ -566,12 +578,7 @@ def t_burst(srv, a):
     running = metric(srv, "m40_requests_running")
     check("a burst of %d while one runs (%d free slots + --queue 3): all answered" % (n, par - 1),
           got == [200] * n and long_r.status == 200, (got, running))
-    long_c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-    long_c.close()
-    t0 = time.time()
-    while time.time() - t0 < 30 and (metric(srv, "m40_queue_length") or metric(srv, "m40_requests_running")):
-        time.sleep(0.2)
-    check("after the burst: drained and serving", alive(srv))
+    drop_and_drain(srv, [long_c], "after the burst")
 
 
 def t_queue_full(srv, a):
@@ -592,13 +599,7 @@ def t_queue_full(srv, a):
     check("%d running (--parallel) + 3 waiting (--queue 3)" % par, full)
     st, _, data = raw_post(srv, {"messages": msgs("hi"), "max_tokens": 1})
     check("a full queue -> 429", st == 429 and err_shape(json.loads(data)), (st, data))
-    for c, r in conns:
-        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-        c.close()
-    t0 = time.time()
-    while time.time() - t0 < 30 and (metric(srv, "m40_queue_length") or metric(srv, "m40_requests_running")):
-        time.sleep(0.2)
-    check("after 429: drained and serving", alive(srv))
+    drop_and_drain(srv, [c for c, _ in conns], "after 429")
 
 
 def t_curl(srv, a):

@@ -24,18 +24,17 @@ __device__ __forceinline__ float load_scale(const void *s, int64_t i, bool f16) 
     return f16 ? __half2float(__ldg((const __half *)s + i)) : __ldg((const float *)s + i);
 }
 
-/* Scale i of a group-scale array whose dtype is a compile-time choice, GS =
-** gscale_kind(): 2 f16, 1 f32. load_scale takes the dtype at run time, so
-** the compiler issues both loads, predicated, each with its own address: in
-** a GEMV's inner loop that is one memory instruction and ~4 others a row and
-** vector that do nothing (docs/quant.md). Row scales load once a row and keep
-** load_scale. The value comes back as raw bits in a float register and
-** gscale_value converts it where it is used: an f16 conversion next to the
-** load would wait there for a load issued chunks ahead of its use. */
-/* GS 3: the dtype taken at run time (f16 as given), converted at the load:
-** v3's int8 at R 4 with 4 chunks in flight sits at 236-255 registers, and
-** with either fixed dtype ptxas spilled there (kernels/quant_gemv_v3.cuh,
-** launch_v3_g). */
+/* Group scale i, its dtype a kernel's GROUPED template argument: 1 f32,
+** 2 f16, 3 either (f16 given at run time, as load_scale); 0 is row scales,
+** which load once a row through load_scale. load_scale takes the dtype at run
+** time, so in a GEMV's inner loop the compiler issues both loads, predicated,
+** each with its own address: one memory instruction and ~4 others a row and
+** vector that do nothing (docs/quant.md). With GS 2 the value comes back as
+** raw bits in a float register and gscale_value converts it where it is
+** used: an f16 conversion next to the load would wait there for a load
+** issued chunks ahead of its use. GS 3 serves v3's int8, whose R 4, D 4
+** instances sit at 236-255 registers and spilled with either fixed dtype
+** (kernels/quant_gemv_v3.cuh, launch_v3_g). */
 template <int GS> __device__ __forceinline__ float load_gscale(const void *s, int64_t i, bool f16 = false) {
     if constexpr (GS == 2) return __int_as_float((int)__ldg((const unsigned short *)s + i));
     else if constexpr (GS == 3) return load_scale(s, i, f16);
@@ -45,9 +44,6 @@ template <int GS> __device__ __forceinline__ float gscale_value(float raw) {
     if constexpr (GS == 2) return __half2float(__ushort_as_half((unsigned short)__float_as_int(raw)));
     else return raw;
 }
-/* A kernel's GROUPED template argument for these scales: 0 one scale a row,
-** 1 group scales in f32, 2 in f16 (3: either, load_gscale). */
-constexpr int gscale_kind(bool grouped, bool f16) { return grouped ? (f16 ? 2 : 1) : 0; }
 
 } // namespace
 

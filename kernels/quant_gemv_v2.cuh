@@ -11,8 +11,8 @@
 namespace {
 
 /* The fast kernel. B = batch rows (1..8), R = rows per warp, GROUPED =
-** group scales, 1 f32 or 2 f16 (gscale_kind; 0: per-row scales, or none for
-** F16). NORM (int8/int4,
+** group scales, 1 f32 or 2 f16 (load_gscale; 0: per-row scales, or none
+** for F16). NORM (int8/int4,
 ** staged x): x is rmsnorm(x)·nw (m40k_qlinear_args): each chunk's staging
 ** multiplies x by nw and sums x² per batch row; after the last chunk the
 ** block has the whole row's sum, and 1/sqrt(mean + eps) multiplies the

@@ -475,7 +475,7 @@ cudaError_t launch_v3_inst(cudaStream_t s, const m40k_qlinear_args &a, int nch_p
     return cudaGetLastError();
 }
 
-/* launch_v3_inst with G from a (gscale_kind: 0 row scales, group scales 1
+/* launch_v3_inst with G from a (load_gscale: 0 row scales, group scales 1
 ** f32, 2 f16). int8 takes G 3 (the dtype at run time, as before 2026-12-05):
 ** its R 4, D 4 instances sit at 236-255 registers and spilled 20-52 bytes
 ** with either fixed dtype (f16 raw or converted at the load), where the

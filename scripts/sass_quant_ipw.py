@@ -9,9 +9,10 @@ a saved `cuobjdump -sass` listing. v2's kind names its form: n the norm
 fused, w x staged whole, pP P chunks in flight, kKS a row's K over KS warps,
 ez the exponent-zero decode. scale: row, g16 / g32 (group scales in fp16 /
 fp32: GROUPED 2 / 1 since 2026-12-05), grt (GROUPED 3: the dtype taken at
-run time, v3's int8), group (an older build's bool GROUPED: the same). For each gemv_kernel<WT, B, R, GROUPED, SEG, D>
-(v3, int8/int4) and gemv_v2_kernel<WT, B, R, GROUPED> (fp16; int8/int4 at
-batch 1 and 8 for comparison) the script finds the loop over K-chunks (the
+run time, v3's int8), group (an older build's bool GROUPED: the same). For
+each gemv_kernel<WT, B, R, GROUPED, SEG, D> (v3, int8/int4) and
+gemv_v2_kernel<WT, B, R, GROUPED> (fp16; int8/int4 at batch 1 and 8 for
+comparison) the script finds the loop over K-chunks (the
 innermost backward branch whose body holds at least one chunk's FFMA (int8,
 int4: B per weight) or F2F (fp16: one per weight)), counts the static
 instructions of that body, including the x-staging code inside it, and

@@ -306,7 +306,12 @@ int chat_ask(chat *c, const char *q, size_t qn) {
         }
         done += k;
         if (done < c->in.n && c->o.interrupt && *c->o.interrupt) {
-            glm_rewind(c->m, c->ids.n);
+            /* the cache and the repetition penalty's history both as before */
+            if (glm_rewind(c->m, c->ids.n) || glm_seq_set_history(c->m, 0, c->ids.p, c->ids.n)) {
+                fail(c, "%s (the conversation was reset)", glm_errmsg(c->m));
+                chat_reset(c);
+                return -1;
+            }
             return fail(c, "stopped while reading the prompt: the round was not kept");
         }
     }

@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_SHARDS 256
 #define HISTORY 64 /* ids the repetition penalty looks back over */
@@ -473,7 +475,8 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     int have_cfg = 0, seq_len = 8192;
     m40_ctx_desc cd;
     m40_ctx_desc_init(&cd);
-    cd.device = o->cpu ? M40_DEVICE_CPU : o->ndevices > 1 && o->devices ? o->devices[0] : o->device;
+    /* rank 0's device: devices[0], or 0 of 0..ndevices-1 (rank r takes r) */
+    cd.device = o->cpu ? M40_DEVICE_CPU : o->ndevices > 1 ? (o->devices ? o->devices[0] : 0) : o->device;
     if (m40_ctx_create(&cd, &m->ctx) != M40_OK) {
         fail(m, "%s context: %s", o->cpu ? "CPU" : "GPU", m40_errmsg(m->ctx));
         goto bad;
@@ -738,9 +741,18 @@ void glm_model_close(glm_model *m) {
         pthread_cond_broadcast(&m->pcv);
         pthread_mutex_unlock(&m->pmu);
     }
+    for (int r = 1; r < m->R; r++)
+        if (m->rk[r].started) pthread_join(m->rk[r].th, NULL);
+    /* the logits' views first: with a layer split their base is the last
+    ** rank's output (m40.h: views before their base) */
+    m40_tensor_destroy(m->pview);
+    for (int j = 0; j < m->nsg; j++) m40_tensor_destroy(m->sview[j]);
+    for (int k = 0; k < m->ndg; k++) {
+        for (int i = 0; m->drow[k] && i < m->dbatch[k]; i++) m40_tensor_destroy(m->drow[k][i]);
+        free(m->drow[k]);
+    }
     for (int r = 1; r < m->R; r++) {
         glm_rank *k = &m->rk[r];
-        if (k->started) pthread_join(k->th, NULL);
         for (int j = MAX_DG - 1; j >= 0; j--) m40_graph_destroy(k->dg[j]);
         for (int j = MAX_SG - 1; j >= 0; j--) m40_graph_destroy(k->sg[j]);
         m40_graph_destroy(k->pg);
@@ -751,12 +763,6 @@ void glm_model_close(glm_model *m) {
         pthread_cond_destroy(&m->dcv);
     }
     m40_comm_destroy(m->comm);
-    m40_tensor_destroy(m->pview);
-    for (int j = 0; j < m->nsg; j++) m40_tensor_destroy(m->sview[j]);
-    for (int k = 0; k < m->ndg; k++) {
-        for (int i = 0; m->drow[k] && i < m->dbatch[k]; i++) m40_tensor_destroy(m->drow[k][i]);
-        free(m->drow[k]);
-    }
     free(m->seq);
     free(m->slot_buf);
     m40_tensor_destroy(m->t_hist);
@@ -821,9 +827,13 @@ int glm_rewind(glm_model *m, int pos) { return glm_seq_rewind(m, 0, pos); }
 int glm_seq_set_history(glm_model *m, int seq, const int32_t *ids, int n) {
     if (check_seq(m, seq)) return -1;
     if (n < 0 || (n > 0 && !ids)) return fail(m, "history of %d ids", n);
+    const int first = n > HISTORY ? n - HISTORY : 0;
+    for (int i = first; i < n; i++) /* checked before anything changes */
+        if (ids[i] < 0 || ids[i] >= m->cfg.vocab)
+            return fail(m, "history id %d at %d is not in 0..%d", (int)ids[i], i, m->cfg.vocab - 1);
     glm_seq *q = &m->seq[seq];
     for (int i = 0; i < HISTORY; i++) q->hist[i] = -1;
-    for (int i = n > HISTORY ? n - HISTORY : 0; i < n; i++) push_history(q, ids[i]);
+    for (int i = first; i < n; i++) push_history(q, ids[i]);
     return 0;
 }
 
@@ -1019,6 +1029,7 @@ int glm_model_save_as(glm_model *m, const char *path, const void *extra, size_t 
     int n = m40_graph_get_tensor_count(m->pg), rc = -1;
     json_t *head = json_object(), *meta = json_object();
     FILE *f = NULL;
+    char *tmp = NULL;
     void *buf = NULL;
     uint64_t off = 0;
     const m40_chatglm2_config *c = &m->cfg;
@@ -1065,9 +1076,22 @@ int glm_model_save_as(glm_model *m, const char *path, const void *extra, size_t 
     uint64_t hlen = hl + pad;
     unsigned char le[8];
     for (int i = 0; i < 8; i++) le[i] = (unsigned char)(hlen >> (8 * i));
-    if (!(f = fopen(path, "wb"))) {
+    /* a new file beside the target, renamed onto it once complete: a failure
+    ** (or a path that is a directory, a device, a read-only file) leaves
+    ** whatever was at path as it was */
+    const size_t pl = strlen(path);
+    if (!(tmp = malloc(pl + 32))) {
         free(hj);
-        fail(m, "%s: %s", path, strerror(errno));
+        fail(m, "out of host memory");
+        goto out;
+    }
+    snprintf(tmp, pl + 32, "%s.tmp%ld", path, (long)getpid());
+    const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0 || !(f = fdopen(fd, "wb"))) {
+        fail(m, "%s: %s", tmp, strerror(errno));
+        if (fd >= 0) close(fd), remove(tmp);
+        free(tmp), tmp = NULL;
+        free(hj);
         goto out;
     }
     int ok = fwrite(le, 1, 8, f) == 8 && fwrite(hj, 1, hl, f) == hl &&
@@ -1091,10 +1115,15 @@ int glm_model_save_as(glm_model *m, const char *path, const void *extra, size_t 
         ok = fwrite(buf, 1, ti.bytes, f) == ti.bytes;
     }
     if (ok && extra && extra_len) ok = fwrite(extra, 1, extra_len, f) == extra_len;
+    if (ok && (fflush(f) != 0 || fsync(fileno(f)) != 0)) ok = 0;
     if (fclose(f) != 0) ok = 0;
     f = NULL;
     if (!ok) {
-        fail(m, "%s: writing failed: %s", path, strerror(errno));
+        fail(m, "%s: writing failed: %s (%s left as it was)", tmp, strerror(errno), path);
+        goto out;
+    }
+    if (rename(tmp, path) != 0) {
+        fail(m, "%s: %s (the model was written to %s first; removed)", path, strerror(errno), tmp);
         goto out;
     }
     rc = 0;
@@ -1103,7 +1132,8 @@ lib:
     lib_fail(m, "save");
 out:
     if (f) fclose(f);
-    if (rc) remove(path);
+    if (rc && tmp) remove(tmp);
+    free(tmp);
     free(buf);
     json_decref(head);
     return rc;

@@ -133,7 +133,9 @@ int glm_seq_set_history(glm_model *m, int seq, const int32_t *ids, int n);
 ** held (converted, or quantized at load: the next load of that file is a
 ** single mmap with no quantization, at the same --dtype), the config as
 ** metadata, and `extra` (e.g. the tokenizer model, may be NULL) as the
-** tensor "extra.tokenizer.model". The file is removed on failure. */
+** tensor "extra.tokenizer.model". It is written to PATH.tmpPID beside path and
+** renamed onto path when complete: on any failure the temporary is removed
+** and whatever was at path is left as it was. */
 int glm_model_save(glm_model *m, const char *path, const void *extra, size_t extra_len);
 /* The same, with the chat format ("chatglm2", "chatglm3"; NULL: none) as the
 ** metadata key "chat_format", which m40-chat reads back. */

@@ -94,6 +94,14 @@ static int parse_ids(const char *s, int32_t **ids, int *n) {
 static int run_ids(glm_model *m, const cli_args *a, const int32_t *ids, int n, int print_ids,
                    const char *logits_path) {
     FILE *lf = NULL;
+    /* the cache holds the prompt and every generated id that is stepped:
+    ** all but the last, and the last too with --all-logits (its row) */
+    const long long need = (long long)n + (a->max_new > 0 ? a->max_new - (logits_path ? 0 : 1) : 0);
+    if (need > glm_ctx_len(m)) {
+        fprintf(stderr, "m40-chat: %d ids and %ld new tokens%s need a cache of %lld tokens; it holds %lld (--ctx)\n",
+                n, a->max_new, logits_path ? " with --all-logits" : "", need, (long long)glm_ctx_len(m));
+        return 1;
+    }
     if (logits_path && !(lf = fopen(logits_path, "wb"))) {
         fprintf(stderr, "m40-chat: cannot write %s: %s\n", logits_path, strerror(errno));
         return 1;
@@ -123,9 +131,16 @@ model:
     fprintf(stderr, "m40-chat: %s\n", glm_errmsg(m));
     goto out;
 io:
-    fprintf(stderr, "m40-chat: writing %s failed\n", logits_path);
+    fprintf(stderr, "m40-chat: writing %s failed: %s\n", logits_path, strerror(errno));
 out:
-    if (lf && fclose(lf) != 0 && rc == 0) rc = 1;
+    if (lf && fclose(lf) != 0 && rc == 0) {
+        fprintf(stderr, "m40-chat: writing %s failed: %s\n", logits_path, strerror(errno));
+        rc = 1;
+    }
+    if (print_ids && fflush(stdout) != 0 && rc == 0) {
+        fprintf(stderr, "m40-chat: writing the ids failed: %s\n", strerror(errno));
+        rc = 1;
+    }
     free(rows);
     return rc;
 }
@@ -189,8 +204,9 @@ int main(int argc, char **argv) {
         } else if (!strcmp(o, "--temperature") || !strcmp(o, "--top-p") ||
                    !strcmp(o, "--repeat-penalty")) {
             char *end;
-            double x = strtod(argv[++i], &end);
-            if (*end || !(x >= 0 && x <= 100))
+            const char *arg = argv[++i];
+            double x = strtod(arg, &end);
+            if (end == arg || *end || !(x >= 0 && x <= 100))
                 return usage("--temperature / --top-p / --repeat-penalty: a number");
             if (!strcmp(o, "--temperature")) a.sampler.temperature = (float)x;
             else if (!strcmp(o, "--top-p")) {

@@ -56,6 +56,7 @@ typedef struct repl {
     const cli_args *a;
     json_t *chunks; /* --json, --json-log: the streamed chunks of this answer */
     FILE *log;      /* --json-log */
+    int log_failed; /* a write to the log failed: said once, the exit status 1 */
     int tty_in, tty_out;
 } repl;
 
@@ -133,7 +134,10 @@ static void print_json(repl *r, chat *c, const char *q, size_t qn, const char *e
     }
     char *s = json_dumps(o, JSON_COMPACT);
     if (s && r->a->json) printf("%s\n", s);
-    if (s && r->log) fprintf(r->log, "%s\n", s), fflush(r->log);
+    if (s && r->log && !r->log_failed && (fprintf(r->log, "%s\n", s) < 0 || fflush(r->log) != 0)) {
+        fprintf(stderr, "m40-chat: writing %s failed: %s; the log stops here\n", r->a->json_log, strerror(errno));
+        r->log_failed = 1;
+    }
     fflush(stdout);
     free(s);
     json_decref(o);
@@ -167,8 +171,8 @@ static int ask(repl *r, chat *c, const char *q, size_t qn) {
         return -1;
     }
     if (!utf8_valid(q, qn))
-        fprintf(stderr, "m40-chat: the prompt is not valid UTF-8: its bytes go to the model as "
-                "byte tokens\n");
+        fprintf(stderr, "m40-chat: the prompt is not valid UTF-8: each invalid byte goes to the "
+                "model as U+FFFD (as SentencePiece normalizes it)\n");
     if (r->tty_in && !a->json) {
         printf("\nChatGLM：");
         fflush(stdout);
@@ -275,7 +279,15 @@ int repl_run(glm_model *m, m40_tokenizer *tok, const cli_args *a) {
 out:
     fflush(stdout);
     chat_destroy(c);
-    if (r.log && fclose(r.log) != 0) rc = 1;
+    if (r.log && fclose(r.log) != 0 && !r.log_failed) {
+        fprintf(stderr, "m40-chat: writing %s failed: %s\n", a->json_log, strerror(errno));
+        rc = 1;
+    }
+    if (r.log_failed) rc = 1;
+    if (ferror(stdout) && rc == 0) {
+        fprintf(stderr, "m40-chat: writing the answer to the standard output failed\n");
+        rc = 1;
+    }
     sigaction(SIGINT, &old, NULL);
     return rc;
 }

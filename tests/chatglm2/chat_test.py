@@ -6,7 +6,7 @@ random 65024-id model and tokenizer of make_chat_model.py.
 
     python3 tests/chatglm2/chat_test.py M40_CHAT MODEL_DIR CASE
 
-CASE: pty, interrupt, reuse, utf8, bad, overflow, glm3. Prints what it
+CASE: pty, interrupt, reuse, utf8, bad, overflow, glm3, io. Prints what it
 checks; exit status 0 when every check passed. M40_CHAT_ARGS replaces the
 default "--cpu --dtype fp32" (on a GPU: M40_CHAT_ARGS="--dtype fp16")."""
 import json
@@ -289,7 +289,7 @@ def case_bad():
         check("the context holds 256" in r[2].get("error", ""),
               "100 KB of text: 'the prompt is N tokens; the context holds 256'")
         check(len(r[3].get("ids", [])) == 4 and r[3]["prompt"] is None,
-              "invalid UTF-8 is answered (as byte tokens)")
+              "invalid UTF-8 is answered (each invalid byte as U+FFFD)")
         check(len(r[4].get("ids", [])) == 4, "the program stays usable after each")
     check("not valid UTF-8" in err, "invalid UTF-8: a message")
     check(rc == 1, "a pipe with refused prompts ends with status 1")
@@ -349,6 +349,40 @@ def case_overflow():
     check(all(len(o["prompt_ids"]) + len(o["ids"]) <= 96 for o in r), "no round outgrows --ctx")
 
 
+def case_io():
+    """Output that cannot be written is an error with a message, never a
+    silent exit 0 or a half file; a numeric flag needs a number; --ids
+    checks the cache's room before it generates anything."""
+    full = "/dev/full"  # every write: ENOSPC
+    rc, out, err = run(["--ctx", "64", "--max-new-tokens", "2", "--prompt", "hi", "--json-log", full])
+    check(rc == 1 and "writing /dev/full failed" in err, "--json-log to a full disk: " + err.strip())
+    p = subprocess.run("%s %s --ctx 64 --max-new-tokens 2 --prompt hi --json > %s" %
+                       (CHAT, " ".join(BASE), full), shell=True, capture_output=True, timeout=120)
+    check(p.returncode == 1 and b"standard output failed" in p.stderr,
+          "--json to a full disk: " + p.stderr.decode(errors="replace").strip())
+    p = subprocess.run("%s %s --ctx 64 --ids 1,2 --max-new-tokens 3 --print-ids > %s" %
+                       (CHAT, " ".join(BASE), full), shell=True, capture_output=True, timeout=120)
+    check(p.returncode == 1 and b"writing the ids failed" in p.stderr,
+          "--print-ids to a full disk: " + p.stderr.decode(errors="replace").strip())
+    rc, out, err = run(["--ids", "1,2", "--max-new-tokens", "1", "--all-logits", full])
+    check(rc == 1 and "writing /dev/full failed: No space left" in err,
+          "--all-logits to a full disk: " + err.strip())
+    rc, out, err = run(["--temperature", "", "--ids", "1,2", "--max-new-tokens", "1"])
+    check(rc == 2 and "--temperature" in err, "--temperature '': refused (%d)" % rc)
+    d = tempfile.mkdtemp()
+    lf = os.path.join(d, "logits.bin")
+    rc, out, err = run(["--ctx", "8", "--ids", "1,2,3,4", "--max-new-tokens", "5", "--print-ids",
+                        "--all-logits", lf])
+    check(rc == 1 and out == b"" and "need a cache of 9 tokens; it holds 8" in err,
+          "--all-logits one token past --ctx: refused before anything is generated: " + err.strip())
+    rc, out, err = run(["--ctx", "8", "--ids", "1,2,3,4", "--max-new-tokens", "4", "--print-ids",
+                        "--all-logits", lf])
+    check(rc == 0 and len(out.split(b",")) == 4 and os.path.getsize(lf) == 8 * 65024 * 4,
+          "--all-logits filling --ctx exactly: 4 + 4 rows")
+    rc, out, err = run(["--ctx", "8", "--ids", "1,2,3,4", "--max-new-tokens", "5", "--print-ids"])
+    check(rc == 0 and len(out.split(b",")) == 5, "--ids: the last id needs no room (4 + 5 in 8)")
+
+
 def case_glm3():
     rc, out, err = run(["--ctx", "1024", "--greedy", "--max-new-tokens", "8", "--json", "--format",
                         "chatglm3", "--system", "你是助手"], "你好\n再见\n".encode())
@@ -383,6 +417,6 @@ def case_glm3():
 
 
 {"pty": case_pty, "interrupt": case_interrupt, "reuse": case_reuse, "utf8": case_utf8,
- "bad": case_bad, "overflow": case_overflow, "glm3": case_glm3}[CASE]()
+ "bad": case_bad, "overflow": case_overflow, "glm3": case_glm3, "io": case_io}[CASE]()
 print("%d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)

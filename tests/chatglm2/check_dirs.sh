@@ -31,4 +31,21 @@ if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "ok   save/load int4g128: $b"; else
 msg=$("$chat" --cpu --model "$out/saved.safetensors" --dtype fp16 --ids 1,2 2>&1)
 if [ $? = 1 ] && grep -q "is quantized (I8, with scales)" <<<"$msg"; then echo "ok   saved int4g128 as fp16: $msg"
 else fail=1; echo "FAIL saved as fp16: $msg"; fi
+# a --save that fails leaves what was at the path as it was, and no
+# temporary: onto a directory (rename refuses), and a write cut short by
+# the file-size limit over an existing file; a good one replaces the file
+mkdir -p "$out/savedir"; echo keep > "$out/keep.safetensors"
+msg=$("$chat" --cpu --model "$out/good" --ids 1,2 --max-new-tokens 1 --save "$out/savedir" 2>&1); rc=$?
+if [ $rc = 1 ] && [ -d "$out/savedir" ] && grep -q "Is a directory" <<<"$msg"; then echo "ok   save onto a directory: $msg"
+else fail=1; echo "FAIL save onto a directory: rc $rc, $(ls -ld "$out/savedir" 2>&1): $msg"; fi
+msg=$( (trap '' XFSZ; ulimit -f 8; "$chat" --cpu --model "$out/good" --ids 1,2 --max-new-tokens 1 \
+        --save "$out/keep.safetensors") 2>&1); rc=$?
+if [ $rc = 1 ] && [ "$(cat "$out/keep.safetensors")" = keep ] && grep -q "writing failed" <<<"$msg"; then
+    echo "ok   save cut short: $msg"
+else fail=1; echo "FAIL save cut short: rc $rc, the file now $(wc -c < "$out/keep.safetensors") bytes: $msg"; fi
+msg=$("$chat" --cpu --model "$out/good" --ids 1,2 --max-new-tokens 1 --save "$out/keep.safetensors" 2>&1); rc=$?
+if [ $rc = 0 ] && [ "$(wc -c < "$out/keep.safetensors")" -gt 1000 ]; then echo "ok   save over a file: $msg"
+else fail=1; echo "FAIL save over a file: rc $rc: $msg"; fi
+tmps=$(ls "$out" | grep -c '\.tmp')
+if [ "$tmps" = 0 ]; then echo "ok   no temporaries left"; else fail=1; echo "FAIL temporaries left: $(ls "$out")"; fi
 exit $fail

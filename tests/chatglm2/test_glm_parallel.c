@@ -171,6 +171,14 @@ static void refusals(glm_model *m) {
     CHECK(strstr(glm_errmsg(m), "context is full") != NULL);
     CHECK(glm_seq_pos(m, 1) == before && glm_seq_pos(m, 0) == 64);
     CHECK(glm_step_batch(m, 1, &one, ids) == 0); /* and the model still serves */
+    /* a penalty history with an id outside the vocabulary is refused and
+    ** leaves the old history: sampling (which reads it) still works */
+    const int32_t hist_bad[3] = {1, 2, V}, hist_neg[2] = {-1, 3};
+    CHECK(glm_seq_set_history(m, 1, hist_bad, 3) == -1);
+    CHECK(strstr(glm_errmsg(m), "history id") != NULL);
+    CHECK(glm_seq_set_history(m, 1, hist_neg, 2) == -1);
+    CHECK(greedy(m, 1, &id) == 0);
+    CHECK(glm_seq_set_history(m, 1, ids, 2) == 0 && greedy(m, 1, &id) == 0);
 }
 
 /* Short prefill graphs: a prompt of n ids through the ladder (chunks 2, 4,

@@ -1,0 +1,129 @@
+/* examples/chatglm2/chat.c: a round stopped while its prompt was prefilled
+** (Ctrl-C) leaves the conversation as if it had never been asked, the
+** repetition penalty's history included. On make_chat_model.py's model,
+** greedy with a penalty of 2: the rounds "你好", "讲个故事" alone, then the
+** same with a stopped round between them whose prompt is the second
+** answer's text many times over (its ids, penalized, would change that
+** answer if the history kept them).
+**   test_chat_rounds MODEL_DIR */
+#include "chat.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fails, checks;
+#define CHECK(c, ...) \
+    do { \
+        checks++; \
+        if (!(c)) { \
+            fails++; \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+            printf(__VA_ARGS__); \
+            printf("\n"); \
+        } \
+    } while (0)
+
+static volatile sig_atomic_t stop_flag;
+
+/* the ids of the answer to q (malloc'ed, *n of them), or NULL */
+static int32_t *ask(chat *c, const char *q, int *n) {
+    if (chat_ask(c, q, strlen(q))) {
+        printf("FAIL ask '%s': %s\n", q, chat_errmsg(c));
+        fails++;
+        return NULL;
+    }
+    const int32_t *a = chat_answer_ids(c, n);
+    int32_t *r = malloc((size_t)(*n ? *n : 1) * sizeof *r);
+    if (r) memcpy(r, a, (size_t)*n * sizeof *r);
+    return r;
+}
+
+static int same(const int32_t *a, int na, const int32_t *b, int nb) {
+    return a && b && na == nb && !memcmp(a, b, (size_t)na * sizeof *a);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_chat_rounds MODEL_DIR\n");
+        return 2;
+    }
+    char path[4096], err[512];
+    m40_tokenizer *tok = NULL;
+    snprintf(path, sizeof path, "%s/tokenizer.model", argv[1]);
+    if (m40_tokenizer_load_file(path, &tok) != M40_OK) {
+        printf("FAIL tokenizer: %s\n", m40_tokenizer_errmsg(tok));
+        return 1;
+    }
+    glm_open_opts o;
+    glm_open_opts_init(&o);
+    snprintf(path, sizeof path, "%s/model.safetensors", argv[1]);
+    o.path = path;
+    o.cpu = 1;
+    o.ctx = 2048;
+    glm_model *m = NULL;
+    if (glm_model_open(&o, &m, err, sizeof err)) {
+        printf("FAIL open: %s\n", err);
+        m40_tokenizer_destroy(tok);
+        return 1;
+    }
+    chat_opts co;
+    memset(&co, 0, sizeof co);
+    m40_sampler_desc_init(&co.sampler);
+    co.sampler.temperature = 0.0f;
+    co.sampler.repetition_penalty = 2.0f;
+    co.max_new = 12;
+    co.interrupt = &stop_flag;
+
+    /* the two rounds alone */
+    chat *c = NULL;
+    int n1 = 0, n2 = 0, a1n = 0, a2n = 0;
+    int32_t *b1 = NULL, *b2 = NULL, *a1 = NULL, *a2 = NULL;
+    char *poison = NULL;
+    if (chat_create(m, tok, &co, &c, err, sizeof err)) {
+        printf("FAIL chat: %s\n", err);
+        fails++;
+        goto out;
+    }
+    b1 = ask(c, "你好", &n1);
+    b2 = ask(c, "讲个故事", &n2);
+    size_t tl = 0;
+    const char *text = chat_answer(c, &tl);
+    CHECK(b1 && b2 && n2 > 0 && tl > 0, "two answers (%d, %d ids, %zu bytes of text)", n1, n2, tl);
+    if (!tl) goto out;
+    /* > 512 ids (chat.c's first prefill piece): stopped after that piece */
+    const size_t reps = 4000 / tl + 2;
+    poison = malloc(reps * tl + 1);
+    if (!poison) goto out;
+    for (size_t i = 0; i < reps; i++) memcpy(poison + i * tl, text, tl);
+    poison[reps * tl] = 0;
+    chat_destroy(c);
+    c = NULL;
+    glm_reset(m);
+
+    /* the same rounds with a stopped one between them */
+    if (chat_create(m, tok, &co, &c, err, sizeof err)) {
+        printf("FAIL chat: %s\n", err);
+        fails++;
+        goto out;
+    }
+    a1 = ask(c, "你好", &a1n);
+    CHECK(same(a1, a1n, b1, n1), "the first round again: the same answer");
+    int held = glm_pos(m);
+    stop_flag = 1;
+    CHECK(chat_ask(c, poison, strlen(poison)) == -1 && strstr(chat_errmsg(c), "stopped while reading"),
+          "a long prompt with Ctrl-C set: stopped while it was read (%s)", chat_errmsg(c));
+    stop_flag = 0;
+    CHECK(glm_pos(m) == held, "the cache back where the round began (%d, was %d)", glm_pos(m), held);
+    a2 = ask(c, "讲个故事", &a2n);
+    CHECK(same(a2, a2n, b2, n2), "the next round answers as if the stopped one was never asked "
+          "(penalty history included): %d ids vs %d", a2n, n2);
+out:
+    chat_destroy(c);
+    free(poison);
+    free(a1), free(a2), free(b1), free(b2);
+    glm_model_close(m);
+    m40_tokenizer_destroy(tok);
+    printf("test_chat_rounds: %d checks, %d failed\n", checks, fails);
+    return fails ? 1 : 0;
+}

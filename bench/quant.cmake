@@ -40,6 +40,19 @@ if(M40_HAVE_CUDA)
     set_tests_properties(m40_gemv_boundary_chain PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu TIMEOUT 120)
   endif()
 endif()
+# m40-gemv-pattern (bench/quant/read_pattern.cu): the int4 GEMV's address
+# pattern read with no arithmetic, against the plain read and the GEMV
+if(M40_HAVE_CUDA)
+  add_executable(m40-gemv-pattern ${PROJECT_SOURCE_DIR}/bench/quant/read_pattern.cu)
+  target_include_directories(m40-gemv-pattern PRIVATE ${PROJECT_SOURCE_DIR}/kernels
+                             ${PROJECT_SOURCE_DIR}/include)
+  if(M40_CUDA_OVERLAY_DIR)
+    target_include_directories(m40-gemv-pattern BEFORE PRIVATE ${M40_CUDA_OVERLAY_DIR})
+  endif()
+  target_compile_options(m40-gemv-pattern PRIVATE
+    $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${M40_PTXAS_VERBOSE}>>:-Xptxas=-v>)
+  target_link_libraries(m40-gemv-pattern PRIVATE m40_static CUDA::cudart_static)
+endif()
 if(M40_HAVE_CUDA AND M40_CUBLAS)  # the baselines are cuBLAS
   add_executable(m40-bench-quant ${PROJECT_SOURCE_DIR}/bench/quant/quant_bench.c
                  $<TARGET_OBJECTS:m40_quant_versions>)

@@ -12,7 +12,11 @@
 #  2. correctness: test_quant_gpu (quick: odd shapes, every variant and
 #     format, f16 and f32 group scales), test_qlinear_fused --gpu,
 #     test_chatglm2 --gpu; the sm_52 JIT tests where carried;
-#  3. ChatGLM2-6B int4g128 and int4 decode at ctx 128, old / new, twice
+#  3. m40-gemv-pattern, twice: the int4 GEMV's address pattern read with no
+#     arithmetic against the plain read and the GEMV itself (is the pattern
+#     what holds the GEMVs at ~0.5 of the copy rate? bench/NOTES.md
+#     "Session 23");
+#  4. ChatGLM2-6B int4g128 and int4 decode at ctx 128, old / new, twice
 #     (prediction, bench/NOTES.md "Session 22": int4g128 a few % faster,
 #     int4 unchanged).
 #   OUT=DIR scripts/h200-session23.sh [BUILD_DIR]
@@ -27,13 +31,19 @@ setup_arch90
         -DCMAKE_CUDA_ARCHITECTURES=90 -DM40_CUDA=ON -DCMAKE_BUILD_TYPE=Release > "$O/configure.log" 2>&1 &&
     cmake --build build-90 -j8 --target m40-bench > "$O/build.log" 2>&1) &
 oldpid=$!
-cmake --build "$B" -j"$(nproc)" --target m40-bench test_quant_gpu test_qlinear_fused test_chatglm2 > "$O/build.log" 2>&1
+cmake --build "$B" -j"$(nproc)" --target m40-bench test_quant_gpu test_qlinear_fused test_chatglm2 \
+    m40-gemv-pattern > "$O/build.log" 2>&1
 note "built new rc=$? $(grep -cE ' error' "$O/build.log") errors"
 wait $oldpid
 note "built old rc=$?"
 M40_QUANT_QUICK=1 TEST_TIMEOUT=90 gpu_tests "test_quant_gpu" | tee -a "$SUM"
 TEST_TIMEOUT=60 gpu_tests "test_qlinear_fused --gpu" "test_chatglm2 --gpu" | tee -a "$SUM"
 [ -f .carry/jit52.tar.xz ] && jit52_tests "test_quant_gpu" "test_qlinear_fused --gpu"
+for i in 1 2; do
+    timeout 60 "$B/m40-gemv-pattern" > "$O/pattern$i.txt" 2>&1
+    note "pattern $i rc=$?"
+    cat "$O/pattern$i.txt" >> "$SUM"
+done
 GLM_TIMEOUT=60
 for i in 1 2; do
     [ "$(left)" -gt 60 ] || break

@@ -1,0 +1,164 @@
+/* m40-gemv-pattern: is the batch-1 int4 GEMV's address pattern what holds
+** it at ~0.5 of the copy rate on the H200 (issue 17), or is it what the
+** warps do between their loads?
+**
+** The same int4 matrices (K 4096: ChatGLM2-6B's query_key_value 4608 rows,
+** dense 4096, dense_h_to_4h 27392) read four ways, each in a CUDA graph of
+** 10 launches (median of 7 replays, us a launch):
+**   read     the bench's plain streaming read (kernels/bench_read.cu), the
+**            step's "read chain" kernel: 16 KB a block, one pass;
+**   v3-like  the GEMV v3 pattern with no arithmetic: persistent blocks of 8
+**            warps, warp w of block b walks row groups b + grid*(w + 8j) of
+**            R = 4 consecutive rows, a lane loading the 16-byte vector
+**            c*32 + lane of each of the 4 rows for all 4 chunks of K at
+**            once (D = 4 at K 4096), XOR-folded; grid = SMs x 2 (the 14-16
+**            warps an SM that ncu saw the real kernels get);
+**   v3-like x8  the same with SMs x 8 blocks (64 warps an SM: what the
+**            pattern gives with an occupancy no real GEMV has the registers for);
+**   v2-like  one row group of R = 2 rows a warp, 8 warps a block, a block
+**            per 16 rows (v2's grid: dense and query_key_value's kernel);
+**   chosen   the library's GEMV for the matrix (m40k_quant_gemv_choose).
+** Every pattern read folds each 32-bit word it reads exactly once into one
+** XOR, checked against the host's XOR of the matrix (exit 1 if any differs:
+** a pattern that skips or repeats rows is caught).
+** Reading: v3-like near read means the pattern is not the cause (the
+** warps' work between loads is); v3-like near chosen means it is, and the
+** x8 row says whether more warps would fix it.
+** Usage: m40-gemv-pattern   (exit 77 without a GPU) */
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "../graph_time.cuh"
+#include "bench_read.h"
+#include "quant.h"
+
+namespace {
+
+constexpr int kK = 4096, kSeq = 10, kReps = 7, kWarpsB = 8;
+constexpr int kVpr = kK / 32; /* 16-byte vectors a row (int4: 32 weights each) */
+constexpr int kCh = kVpr / 32; /* chunks of 32 vectors a row: 4 */
+
+/* R rows a group; persistent (PERS) blocks walk groups b + grid*(w + 8j),
+** else one group a warp (grid = groups / 8). */
+template <int R, bool PERS>
+__global__ void __launch_bounds__(kWarpsB * 32, 1) pattern_kernel(const uint4 *__restrict__ w, int N,
+                                                             unsigned *fold) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int ngroups = (N + R - 1) / R;
+    unsigned acc = 0;
+    int g = PERS ? (int)blockIdx.x + (int)gridDim.x * warp : (int)blockIdx.x * kWarpsB + warp;
+    const int gstride = PERS ? (int)gridDim.x * kWarpsB : ngroups;
+    for (; g < ngroups; g += gstride) {
+        uint4 v[kCh][R];
+#pragma unroll
+        for (int c = 0; c < kCh; c++)
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const int row = g * R + r;
+                v[c][r] = row < N ? __ldg(w + (int64_t)row * kVpr + c * 32 + lane) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+        for (int c = 0; c < kCh; c++)
+#pragma unroll
+            for (int r = 0; r < R; r++) acc ^= v[c][r].x ^ v[c][r].y ^ v[c][r].z ^ v[c][r].w;
+    }
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) acc ^= __shfl_xor_sync(0xFFFFFFFFu, acc, o);
+    if (lane == 0) atomicXor(fold, acc);
+}
+
+uint32_t rng = 2026u;
+uint32_t next_u32() {
+    rng ^= rng << 13, rng ^= rng >> 17, rng ^= rng << 5;
+    return rng;
+}
+
+} // namespace
+
+int main() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        std::printf("m40-gemv-pattern: no GPU\n");
+        return 77;
+    }
+    cudaDeviceProp pr;
+    cudaGetDeviceProperties(&pr, 0);
+    const int sms = pr.multiProcessorCount;
+    std::setvbuf(stdout, NULL, _IOLBF, 0);
+    cudaStream_t st;
+    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    std::printf("m40-gemv-pattern on %s (cc %d.%d, %d SMs), int4, K %d: us a launch (graph of %d, "
+                "median of %d replays)\n", pr.name, pr.major, pr.minor, sms, kK, kSeq, kReps);
+    const int maxN = 27392;
+    const size_t rowb = kK / 2, wbytes = (size_t)maxN * rowb;
+    std::vector<uint32_t> hw(wbytes / 4);
+    for (uint32_t &v : hw) v = next_u32();
+    std::vector<float> hx(kK);
+    for (float &v : hx) v = (float)((int)(next_u32() % 2001) - 1000) / 1000.0f;
+    std::vector<__half> hs(maxN);
+    for (__half &v : hs) v = __float2half(1.0f / 64.0f);
+    void *w, *sc;
+    float *x, *y;
+    unsigned *fold, *sink;
+    if (cudaMalloc(&w, wbytes) || cudaMalloc(&x, kK * 4) || cudaMalloc(&y, (size_t)maxN * 4) ||
+        cudaMalloc(&sc, (size_t)maxN * 2) || cudaMalloc(&fold, 4) || cudaMalloc(&sink, 4)) {
+        std::printf("m40-gemv-pattern: cudaMalloc failed\n");
+        return 1;
+    }
+    cudaMemcpy(w, hw.data(), wbytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(x, hx.data(), kK * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(sc, hs.data(), (size_t)maxN * 2, cudaMemcpyHostToDevice);
+    cudaMemset(sink, 0, 4);
+    int bad = 0;
+    std::printf("%-6s %-11s %9s %9s %9s  %s\n", "rows", "kernel", "us", "GB/s", "of read", "check");
+    for (int N : {4096, 4608, 27392}) {
+        uint32_t want = 0;
+        for (size_t i = 0; i < (size_t)N * rowb / 4; i++) want ^= hw[i];
+        const double bytes = (double)N * rowb;
+        double tread = 0;
+        for (int kind = 0; kind < 5; kind++) {
+            static const char *names[] = {"read", "v3-like", "v3-like x8", "v2-like", "chosen"};
+            const unsigned g3 = (unsigned)sms * 2, g3x8 = (unsigned)sms * 8;
+            const unsigned g2 = (unsigned)((N + 2 * kWarpsB - 1) / (2 * kWarpsB));
+            auto launch = [&]() -> int {
+                switch (kind) {
+                case 0: return m40k_bench_read(st, w, (size_t)N * rowb, NULL, 0, sink);
+                case 1: pattern_kernel<4, true><<<g3, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
+                case 2: pattern_kernel<4, true><<<g3x8, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
+                case 3: pattern_kernel<2, false><<<g2, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
+                default: {
+                    m40k_qlinear_args a = {};
+                    a.M = 1, a.N = N, a.K = kK, a.x = x, a.wtype = M40_DTYPE_Q4, a.w = w;
+                    a.scale = sc, a.scale_f16 = 1, a.y = y;
+                    m40k_qgemv_variant v = m40k_quant_gemv_choose(&a, sms);
+                    return m40k_quant_gemv_variant(st, &a, sms, &v);
+                }
+                }
+                return cudaGetLastError() != cudaSuccess;
+            };
+            int err = 0;
+            const double t = graph_replay_us(st, kSeq, kReps, launch, &err);
+            if (kind == 0) tread = t;
+            /* one more launch alone: its fold must be the matrix's XOR */
+            char check[64] = "";
+            if (kind >= 1 && kind <= 3 && !err) {
+                uint32_t got = 0;
+                cudaMemset(fold, 0, 4);
+                err |= launch();
+                cudaMemcpy(&got, fold, 4, cudaMemcpyDeviceToHost);
+                std::snprintf(check, sizeof check, got == want ? "every word once" : "XOR %08x != %08x", got, want);
+                bad += got != want;
+            }
+            bad += err;
+            std::printf("%-6d %-11s %9.2f %9.0f %9.3f  %s%s\n", N, names[kind], t, bytes / t / 1e3,
+                        t > 0 ? tread / t : 0.0, check, err ? " ERROR" : "");
+        }
+    }
+    cudaFree(w), cudaFree(x), cudaFree(y), cudaFree(sc), cudaFree(fold), cudaFree(sink);
+    std::printf("%s\n", bad ? "FAILED" : "ok");
+    return bad ? 1 : 0;
+}

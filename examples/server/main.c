@@ -185,7 +185,11 @@ int main(int argc, char **argv) {
     char err[512];
     struct MHD_Daemon *d = NULL;
     MHD_socket ls = MHD_INVALID_SOCKET;
-    if (load_tokenizer(open.path, tok_path, &s.tok)) goto out;
+    /* two handles (m40/tokenizer.h: one a thread): the HTTP threads encode
+    ** prompts with one, under tok_mu; the model thread streams with its own,
+    ** so a long prompt being encoded never stalls the running answers */
+    if (load_tokenizer(open.path, tok_path, &s.tok) || load_tokenizer(open.path, tok_path, &s.tok_worker))
+        goto out;
     /* listen first: a taken port fails before a long load; meanwhile the
     ** server answers 503 (loading) */
     srv_prepare(&s);
@@ -219,6 +223,7 @@ out:
     if (d && ls != MHD_INVALID_SOCKET) close(ls);
     srv_destroy(&s);
     m40_tokenizer_destroy(s.tok);
+    m40_tokenizer_destroy(s.tok_worker);
     if (rc == 0) fprintf(stderr, "m40-server: stopped\n");
     return rc;
 }

@@ -83,16 +83,18 @@ static int glm2_prompt(srv *s, const srv_msg *msgs, int n, ids *v, char *err, si
     int rounds = 0, rc = -1;
     for (int i = 0; i < n; i++)
         if (msgs[i].role == 0 && add_text(&sys, "\n", msgs[i].text, msgs[i].len)) goto oom;
-    int have_q = 0;
+    /* the system text opens the first round's question, whichever message
+    ** opens that round (an assistant greeting first dropped it: review,
+    ** session 23) */
+    int have_q = 0, sys_done = sys.n == 0;
     for (int i = 0; i < n; i++) {
         const srv_msg *m = &msgs[i];
         if (m->role == 0) continue;
         if (m->role == 1) {
             if (!have_q) {
                 q.n = 0;
-                if (rounds == 0 && sys.n && (sbuf_add(&q, sys.p, sys.n) || sbuf_add(&q, "\n", 1)))
-                    goto oom;
-                have_q = 1;
+                if (!sys_done && (sbuf_add(&q, sys.p, sys.n) || sbuf_add(&q, "\n", 1))) goto oom;
+                sys_done = have_q = 1;
             } else if (sbuf_add(&q, "\n", 1)) {
                 goto oom;
             }
@@ -100,7 +102,12 @@ static int glm2_prompt(srv *s, const srv_msg *msgs, int n, ids *v, char *err, si
             continue;
         }
         /* an assistant message: the answer of the open round (an empty
-        ** question when none is open) */
+        ** question when none is open: the system text alone, if not yet said) */
+        if (!have_q && !sys_done) {
+            q.n = 0;
+            if (sbuf_add(&q, sys.p, sys.n)) goto oom;
+            sys_done = have_q = 1;
+        }
         char head[48];
         snprintf(head, sizeof head, "[Round %d]\n\n问：", ++rounds);
         if (sbuf_add(&t, head, strlen(head)) || (have_q && sbuf_add(&t, q.p, q.n)) ||

@@ -97,7 +97,8 @@ typedef struct srv {
     const glm_open_opts *open;
     glm_model *m;                  /* the model thread's (opened and closed there) */
     uint64_t kv_bytes;
-    m40_tokenizer *tok;
+    m40_tokenizer *tok;            /* the HTTP threads' encoding, under tok_mu */
+    m40_tokenizer *tok_worker;     /* the model thread's streams: its own handle, no lock */
     int glm3;
     const char *model_name;
     const char *api_key;           /* NULL: no auth */
@@ -110,8 +111,9 @@ typedef struct srv {
     double shutdown_s;             /* the bound for in-flight jobs at shutdown */
     int parallel;                  /* jobs answered at once (conversation slots) */
     m40_sampler_desc defaults;
+    int test_end_delay_ms;         /* M40_SERVER_TEST_END_DELAY_MS: tests only (srv_prepare) */
 
-    pthread_mutex_t tok_mu;        /* the tokenizer (encode has scratch state) */
+    pthread_mutex_t tok_mu;        /* tok (encode has scratch state): the HTTP threads */
 
     pthread_mutex_t mu;            /* the queue, `current`, the metrics */
     pthread_cond_t cv;

@@ -157,8 +157,43 @@ static void job_fail(srv_job *j, int status, const char *msg) {
 
 /* ---- the queue ----------------------------------------------------------- */
 
+/* The waiting jobs whose client left (cancel set, by an HTTP thread that
+** saw the peer go) out of the queue, so that they hold no place in it
+** (they held --queue places until the worker reached them: review, session
+** 23). s->mu held; returns them linked by next, for release_gone after
+** the unlock. */
+static srv_job *unlink_gone(srv *s) {
+    srv_job *gone = NULL, **p = &s->head;
+    s->tail = NULL;
+    while (*p) {
+        srv_job *j = *p;
+        if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
+            *p = j->next;
+            s->queued--;
+            s->met.cancelled++;
+            j->next = gone;
+            gone = j;
+        } else {
+            s->tail = j;
+            p = &j->next;
+        }
+    }
+    return gone;
+}
+
+/* Ends and drops the worker's reference to each job unlink_gone took. */
+static void release_gone(srv_job *gone) {
+    while (gone) {
+        srv_job *next = gone->next;
+        job_fail(gone, 503, "the client left before its turn");
+        job_unref(gone);
+        gone = next;
+    }
+}
+
 int srv_submit(srv *s, srv_job *j) {
     pthread_mutex_lock(&s->mu);
+    srv_job *gone = unlink_gone(s);
     /* The queue holds the jobs the worker has not taken yet. Those that free
     ** slots will take at its next turn are not waiting: a burst that arrives
     ** while the worker is inside a step is admitted up to the free slots plus
@@ -177,6 +212,7 @@ int srv_submit(srv *s, srv_job *j) {
         pthread_cond_broadcast(&s->cv);
     }
     pthread_mutex_unlock(&s->mu);
+    release_gone(gone);
     return rc;
 }
 
@@ -253,13 +289,6 @@ typedef struct slot {
     double t_decode;           /* when its decode began (after the prefill) */
 } slot;
 
-static void count_running(srv *s, int delta) {
-    pthread_mutex_lock(&s->mu);
-    s->nrunning += delta;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
 /* The job in sl is over: finish: "stop", "length", or NULL (cancelled);
 ** err_status: non-zero, it failed with that status and message. The slot is
 ** free again. */
@@ -269,9 +298,7 @@ static void slot_end(srv *s, slot *sl, const char *finish, int stopped, int oom,
     if (!err_status && !stopped && !oom && finish) {
         const char *t;
         size_t tn;
-        pthread_mutex_lock(&s->tok_mu);
         int rc = chat_stream_finish(sl->st, &t, &tn);
-        pthread_mutex_unlock(&s->tok_mu);
         if (rc) oom = 1;
         else if (add_text(j, t, tn, &sl->sent, 1, &oom)) finish = "stop";
     }
@@ -289,6 +316,11 @@ static void slot_end(srv *s, slot *sl, const char *finish, int stopped, int oom,
     } else {
         s->met.cancelled++;
     }
+    /* the slot counts as free before the client hears the answer ended: a
+    ** client that sends its next request at once must find it free (it got
+    ** 429 with --queue 0, one request at a time; review, session 23) */
+    s->nrunning--;
+    pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     if (err_status) job_fail(j, err_status, err);
     else if (oom) job_fail(j, 500, "out of host memory");
@@ -298,9 +330,12 @@ static void slot_end(srv *s, slot *sl, const char *finish, int stopped, int oom,
         j->finish = finish;
         job_end(j);
     }
+    if (s->test_end_delay_ms > 0) { /* tests: the worker slow after the client heard the end */
+        struct timespec d = {0, (long)s->test_end_delay_ms * 1000000L};
+        nanosleep(&d, NULL);
+    }
     job_unref(j);
     sl->j = NULL;
-    count_running(s, -1);
 }
 
 /* The slot's logits are ready (after its prefill or a step): draw the next
@@ -321,9 +356,7 @@ static int slot_advance(srv *s, slot *sl, int seq) {
     const char *t;
     size_t tn;
     int oom = 0;
-    pthread_mutex_lock(&s->tok_mu);
     int rc = chat_stream_push(sl->st, id, &t, &tn);
-    pthread_mutex_unlock(&s->tok_mu);
     if (rc) oom = 1;
     else if (tn && add_text(j, t, tn, &sl->sent, 0, &oom)) return slot_end(s, sl, "stop", 1, oom, 0, NULL), 0;
     if (oom) return slot_end(s, sl, NULL, 0, 1, 0, NULL), 0;
@@ -500,7 +533,7 @@ static void *worker_main(void *arg) {
     int ok = sl != NULL;
     if (!ok) snprintf(s->init_err, sizeof s->init_err, "out of host memory");
     for (int i = 0; ok && i < s->parallel; i++)
-        if (chat_stream_create(s->tok, s->glm3, &sl[i].st)) {
+        if (!s->tok_worker || chat_stream_create(s->tok_worker, s->glm3, &sl[i].st)) {
             snprintf(s->init_err, sizeof s->init_err, "out of host memory");
             ok = 0;
         }
@@ -534,6 +567,9 @@ static void *worker_main(void *arg) {
 
 void srv_prepare(srv *s) {
     s->inited = 1;
+    const char *d = getenv("M40_SERVER_TEST_END_DELAY_MS"); /* test_server.py, t_one_at_a_time */
+    s->test_end_delay_ms = d ? atoi(d) : 0;
+    if (s->test_end_delay_ms > 999) s->test_end_delay_ms = 999;
     pthread_mutex_init(&s->tok_mu, NULL);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
@@ -650,11 +686,13 @@ static int metric(sbuf *b, const char *name, const char *type, const char *help,
 
 int srv_metrics_text(srv *s, sbuf *b) {
     pthread_mutex_lock(&s->mu);
+    srv_job *gone = unlink_gone(s);
     srv_metrics m = s->met;
     uint64_t sc[N_STATUSES];
     memcpy(sc, s->status_count, sizeof sc);
     int queued = s->queued, running = s->nrunning, kv = s->kv_used;
     pthread_mutex_unlock(&s->mu);
+    release_gone(gone);
     typedef unsigned long long ull;
     int rc = addf(b, "# HELP m40_http_responses_total HTTP responses by status code.\n"
                      "# TYPE m40_http_responses_total counter\n");

@@ -17,13 +17,19 @@
 **            pattern gives with an occupancy no real GEMV has the registers for);
 **   v2-like  one row group of R = 2 rows a warp, 8 warps a block, a block
 **            per 16 rows (v2's grid: dense and query_key_value's kernel);
+**   ring 0/2/3  v3's ring order (chunk c of the next group asked for after
+**            chunk c of this one is used), 2 blocks an SM, with an XOR a word,
+**            or a LOP and an FFMA a weight (the exponent-zero decode's floor;
+**            ~2.4 sm_52 instructions a weight with the loads and moves), or
+**            one FFMA more (~3.4), no staging or reduction (ring_kernel);
 **   chosen   the library's GEMV for the matrix (m40k_quant_gemv_choose).
 ** Every pattern read folds each 32-bit word it reads exactly once into one
 ** XOR, checked against the host's XOR of the matrix (exit 1 if any differs:
 ** a pattern that skips or repeats rows is caught).
 ** Reading: v3-like near read means the pattern is not the cause (the
 ** warps' work between loads is); v3-like near chosen means it is, and the
-** x8 row says whether more warps would fix it.
+** x8 row says whether more warps would fix it. The ring rows then say how
+** much of the gap the arithmetic alone makes at the GEMV's occupancy.
 ** Usage: m40-gemv-pattern   (exit 77 without a GPU) */
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -71,6 +77,66 @@ __global__ void __launch_bounds__(kWarpsB * 32, 1) pattern_kernel(const uint4 *_
     if (lane == 0) atomicXor(fold, acc);
 }
 
+/* v3's ring with arithmetic (at most 128 registers: 2 blocks an SM, the 16
+** warps an SM the library's GEMVs get): R 4 rows a group, persistent; chunk c of the
+** next group is asked for right after chunk c of this one is used (D 4 at K
+** 4096, as v3), and each weight costs OPS instructions: OPS 0 an XOR a
+** word (the pure read in this order, checked like pattern_kernel), 2 the
+** exponent-zero decode's floor (one LOP, one FFMA a weight), 3 one FFMA
+** more. No x staging, no reduction: the loop alone, to see whether the
+** arithmetic between the loads, not the addresses, is what slows the GEMV. */
+template <int OPS>
+__global__ void __launch_bounds__(kWarpsB * 32, 2) ring_kernel(const uint4 *__restrict__ w, int N,
+                                                               unsigned *fold) {
+    constexpr int R = 4;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int ngroups = (N + R - 1) / R;
+    const int gstride = (int)gridDim.x * kWarpsB;
+    int g = (int)blockIdx.x + (int)gridDim.x * warp;
+    unsigned x = 0;
+    float acc[4] = {0.f, 0.f, 0.f, 0.f}, xr[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) xr[k] = 1.0f + 0.125f * (float)((lane + k) & 7);
+    uint4 v[kCh][R];
+    auto load = [&](int gg, int c) { /* N a multiple of R (main checks) */
+        const uint4 *p = w + (int64_t)gg * R * kVpr + c * 32 + lane;
+#pragma unroll
+        for (int r = 0; r < R; r++) v[c][r] = gg < ngroups ? __ldg(p + r * kVpr) : make_uint4(0, 0, 0, 0);
+    };
+#pragma unroll
+    for (int c = 0; c < kCh; c++) load(g, c);
+    for (; g < ngroups; g += gstride) {
+#pragma unroll
+        for (int c = 0; c < kCh; c++) {
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t wd[4] = {v[c][r].x, v[c][r].y, v[c][r].z, v[c][r].w};
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    if (OPS == 0) {
+                        x ^= wd[q];
+                    } else {
+#pragma unroll
+                        for (int k = 0; k < 8; k++) {
+                            const float f = __int_as_float((int)(wd[q] & (0xFu << (4 * k))));
+                            acc[k & 3] = fmaf(f, xr[k & 3], acc[k & 3]);
+                            if (OPS >= 3) acc[(k + 1) & 3] = fmaf(f, xr[(k + 1) & 3], acc[(k + 1) & 3]);
+                        }
+                    }
+                }
+            }
+            load(g + gstride, c);
+        }
+    }
+    if (OPS == 0) {
+#pragma unroll
+        for (int o = 16; o >= 1; o >>= 1) x ^= __shfl_xor_sync(0xFFFFFFFFu, x, o);
+        if (lane == 0) atomicXor(fold, x);
+    } else if ((acc[0] + acc[1]) * (acc[2] + acc[3]) == 1.2345f) {
+        atomicXor(fold, 1u); /* never, in practice: keeps the arithmetic */
+    }
+}
+
 uint32_t rng = 2026u;
 uint32_t next_u32() {
     rng ^= rng << 13, rng ^= rng >> 17, rng ^= rng << 5;
@@ -115,13 +181,14 @@ int main() {
     cudaMemset(sink, 0, 4);
     int bad = 0;
     std::printf("%-6s %-11s %9s %9s %9s  %s\n", "rows", "kernel", "us", "GB/s", "of read", "check");
-    for (int N : {4096, 4608, 27392}) {
+    for (int N : {4096, 4608, 27392}) { /* multiples of 4: ring_kernel's groups are whole */
         uint32_t want = 0;
         for (size_t i = 0; i < (size_t)N * rowb / 4; i++) want ^= hw[i];
         const double bytes = (double)N * rowb;
         double tread = 0;
-        for (int kind = 0; kind < 5; kind++) {
-            static const char *names[] = {"read", "v3-like", "v3-like x8", "v2-like", "chosen"};
+        for (int kind = 0; kind < 8; kind++) {
+            static const char *names[] = {"read", "v3-like", "v3-like x8", "v2-like", "ring 0",
+                                          "ring 2", "ring 3", "chosen"};
             const unsigned g3 = (unsigned)sms * 2, g3x8 = (unsigned)sms * 8;
             const unsigned g2 = (unsigned)((N + 2 * kWarpsB - 1) / (2 * kWarpsB));
             auto launch = [&]() -> int {
@@ -130,6 +197,9 @@ int main() {
                 case 1: pattern_kernel<4, true><<<g3, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
                 case 2: pattern_kernel<4, true><<<g3x8, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
                 case 3: pattern_kernel<2, false><<<g2, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
+                case 4: ring_kernel<0><<<g3, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
+                case 5: ring_kernel<2><<<g3, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
+                case 6: ring_kernel<3><<<g3, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
                 default: {
                     m40k_qlinear_args a = {};
                     a.M = 1, a.N = N, a.K = kK, a.x = x, a.wtype = M40_DTYPE_Q4, a.w = w;
@@ -145,7 +215,7 @@ int main() {
             if (kind == 0) tread = t;
             /* one more launch alone: its fold must be the matrix's XOR */
             char check[64] = "";
-            if (kind >= 1 && kind <= 3 && !err) {
+            if (kind >= 1 && kind <= 4 && !err) {
                 uint32_t got = 0;
                 cudaMemset(fold, 0, 4);
                 err |= launch();

@@ -128,7 +128,7 @@ int glm_parse_devices(const char *list, const char *split, int *devs, glm_open_o
         return -1;
     }
     if (n > 1 && !split) {
-        *why = "--devices with several devices needs --split tensor";
+        *why = "--devices with several devices needs --split layer or --split tensor";
         return -1;
     }
     if (n == 1) o->device = devs[0];

@@ -21,7 +21,7 @@
 ** position, from which the next one is drawn): n + max-new-tokens rows.
 ** --devices 0,1 --split tensor: the model split over those GPUs by tensor
 ** parallelism (each holds its share of every block; with --cpu, that many
-** CPU contexts).
+** CPU contexts); --split layer: consecutive blocks on each (pipeline stages).
 ** --random-weights 6b|tiny: seeded random weights of ChatGLM2-6B's shape (or
 ** a 2-layer one) instead of the checkpoint's (a GPU test of the chat at
 ** full size without a 12.5 GB file); --model then only says where the
@@ -29,7 +29,8 @@
 ** --save FILE: writes the model as loaded (converted / quantized at load,
 ** the config, the tokenizer) as one safetensors file; the next run loads
 ** FILE with the same --dtype as a single mmap.
-** Exit status: 0, 1 a failure (message on stderr), 2 usage. */
+** Exit status: 0 (also --help, on stdout), 1 a failure (message on stderr),
+** 2 usage. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "files.h"
@@ -56,18 +57,20 @@ static void progress(void *user, const char *stage, uint64_t done, uint64_t tota
     }
 }
 
+/* why NULL: --help (stdout, exit 0); else a usage error (stderr, exit 2) */
 static int usage(const char *why) {
+    FILE *out = why ? stderr : stdout;
     if (why) fprintf(stderr, "m40-chat: %s\n", why);
     fputs("usage: m40-chat --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]\n"
           "       [--tokenizer FILE] [--format auto|chatglm2|chatglm3] [--system TEXT]\n"
           "       [--prompt TEXT] [--json] [--json-log FILE] [--quiet] [--max-new-tokens N] [--greedy]\n"
           "       [--temperature T] [--top-p P] [--top-k K] [--repeat-penalty R] [--seed S]\n"
-          "       [--cpu] [--device N] [--devices 0,1 --split tensor] [--save FILE]\n"
+          "       [--cpu] [--device N] [--devices 0,1 --split layer|tensor] [--save FILE]\n"
           "       [--random-weights 6b|tiny]\n"
           "       m40-chat --model PATH --ids a,b,c [--print-ids] [--all-logits FILE] ...\n"
           "chat commands: /reset, /stats, /exit; Ctrl-C stops an answer, twice exits\n",
-          stderr);
-    return 2;
+          out);
+    return why ? 2 : 0;
 }
 
 static int parse_ids(const char *s, int32_t **ids, int *n) {

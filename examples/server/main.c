@@ -5,7 +5,7 @@
 **              [--timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]
 **              [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]
 **              [--format auto|chatglm2|chatglm3] [--cpu] [--device N]
-**              [--devices 0,1 --split tensor]   (the model over several GPUs)
+**              [--devices 0,1 --split layer|tensor]   (the model over several GPUs)
 **   m40-server --random-weights 6b|tiny --tokenizer FILE [options]   (load tests: seeded
 **              random weights of ChatGLM2-6B's shape, no 12.5 GB checkpoint to write or read)
 **
@@ -13,7 +13,8 @@
 ** keeps it out of `ps`. Prints "m40-server: listening on http://HOST:PORT"
 ** on stderr when it serves (--port 0: a free port). SIGTERM / SIGINT: stops
 ** taking requests, lets the running answer go on for --shutdown-timeout
-** seconds, then cuts it, and exits 0. Exit status: 1 a failure, 2 usage. */
+** seconds, then cuts it, and exits 0. Exit status: 1 a failure, 2 usage
+** (--help: 0, on stdout). */
 #define _POSIX_C_SOURCE 200809L
 #include "server.h"
 #include "files.h"
@@ -25,7 +26,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* why NULL: --help (stdout, exit 0); else a usage error (stderr, exit 2) */
 static int usage(const char *why) {
+    FILE *out = why ? stderr : stdout;
     if (why) fprintf(stderr, "m40-server: %s\n", why);
     fputs("usage: m40-server --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N]\n"
           "       [--chunk N] [--parallel N] [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
@@ -33,10 +36,10 @@ static int usage(const char *why) {
           "       [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]\n"
           "       [--format auto|chatglm2|chatglm3]"
           " [--temperature T] [--top-p P] [--cpu] [--device N]\n"
-          "       [--devices 0,1 --split tensor]\n"
+          "       [--devices 0,1 --split layer|tensor]\n"
           "       m40-server --random-weights 6b|tiny --tokenizer FILE [options]"
-          "   (load tests: random weights)\n", stderr);
-    return 2;
+          "   (load tests: random weights)\n", out);
+    return why ? 2 : 0;
 }
 
 /* m40-chat's order (files.h: glm_tokenizer_bytes). */

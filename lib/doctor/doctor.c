@@ -147,7 +147,7 @@ static void check_build(doc_state *s) {
         m40__doc_why(it, "this libm40 was built without CUDA (M40_CUDA=OFF or no CUDA compiler "
                          "found): it runs the CPU reference only and cannot use any GPU");
         m40__doc_fix(it, "rebuild with CUDA 11.8-12.9 (CUDA 13 has no sm_52): cmake -DM40_CUDA=ON "
-                         "-DCMAKE_CUDA_COMPILER=/path/to/nvcc (see docs/toolchain.md)");
+                         "-DCMAKE_CUDA_COMPILER=/path/to/nvcc (README.md, \"Building for an M40 by hand\")");
         return;
     }
     if (m40__doc_archs_have_maxwell(s->archs)) {

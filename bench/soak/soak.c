@@ -97,8 +97,8 @@ static int open_fds(void) {
     return n - 1; /* the directory stream's own descriptor */
 }
 
-static void usage(void) {
-    fprintf(stderr,
+static void usage(FILE *out) {
+    fprintf(out,
             "usage: m40-soak [--model resnet50] [--batches N] [--batch B] [--size S] [--every K] "
             "[--warmup W] [--csv PATH] [--cpu] [--device D] [--nchw] [--no-graph] "
             "[--weights FILE]\n"
@@ -311,8 +311,13 @@ static void resnet_close(resnet_run *r) {
 
 int main(int argc, char **argv) {
     opts o;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
     if (!parse(argc, argv, &o)) {
-        usage();
+        usage(stderr);
         return 2;
     }
     m40_ctx_desc cd;

@@ -153,7 +153,7 @@ template <int V, typename WT>
 int launch(cudaStream_t s, int rows, int C, float eps, int mode, float *x, int64_t xs,
            const float *r, int64_t rs, const WT *w, float *y, int64_t ys) {
     if (C <= 1024)
-        rms_warp<V, WT><<<(unsigned)((rows + 7) / 8), 256, 0, s>>>(rows, C, eps, mode, x, xs, r,
+        rms_warp<V, WT><<<(unsigned)(((int64_t)rows + 7) / 8), 256, 0, s>>>(rows, C, eps, mode, x, xs, r,
                                                                     rs, w, y, ys);
     else if (C <= 8192 && rows >= kFewRows)
         rms_block<V, WT, 256><<<(unsigned)rows, 256, 0, s>>>(C, eps, mode, x, xs, r, rs, w, y, ys);

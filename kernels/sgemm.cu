@@ -532,8 +532,10 @@ __global__ void __launch_bounds__(kThreads, 2) sgemm_skinny_kernel(Params p) {
         for (int c = 0; c < kSkinnyCols; c++) acc[r][c] = 0.0f;
 
     constexpr int E = VEC ? 4 : 1;
+    /* k in 64 bits: k * ESZ passes 2^31 for K > 2^29 (f32), which the rule
+    ** accepts (K < 2^31), and k + 32E would wrap near INT_MAX */
 #pragma unroll 2
-    for (int k = lane * E; k < p.K; k += 32 * E) {
+    for (long long k = lane * E; k < p.K; k += 32 * E) {
         float w[kSkinnyCols][E];
 #pragma unroll
         for (int c = 0; c < kSkinnyCols; c++) load_run<E, B_F16, VEC>(w[c], wr[c] + k * ESZ);
@@ -696,7 +698,7 @@ extern "C" int m40k_sgemm_run(void *stream, const m40k_sgemm_args *a, int varian
                               void *ws, size_t ws_bytes) {
     cudaStream_t s = (cudaStream_t)stream;
     if (a->M <= 0 || a->N <= 0) return 0;
-    if (a->M > 65535 * 64) return (int)cudaErrorInvalidValue; /* grid.y */
+    if (a->M > M40K_SGEMM_MAX_ROWS) return (int)cudaErrorInvalidValue; /* grid.y */
     Params p;
     p.M = a->M; p.N = a->N; p.K = a->K < 0 ? 0 : a->K;
     p.a = a->a; p.b = a->b; p.c = a->c; p.bias = a->bias; p.res = a->res;

@@ -67,6 +67,9 @@ void m40k_sgemm_plan(const m40k_sgemm_args *a, int sm_count, size_t ws_bytes,
                      int *variant, int *splits);
 /* Workspace bytes for the preferred plan (0 when it does not split K). */
 size_t m40k_sgemm_workspace_size(const m40k_sgemm_args *a, int sm_count);
+/* Rows one m40k_sgemm call takes (the tile grid's y extent, 65535 tiles of
+** 64); callers split larger M (lib/ops/matmul.c, the NHWC conv's chunks). */
+#define M40K_SGEMM_MAX_ROWS (65535 * 64)
 /* Plans and runs. ws (16-byte aligned) may be NULL: then K is not split. */
 int m40k_sgemm(void *stream, const m40k_sgemm_args *a, int sm_count, void *ws,
                size_t ws_bytes);

@@ -11,7 +11,9 @@
 #     test_chatglm2) and the old tree's m40-bench, side by side, arch 90;
 #  2. correctness: test_quant_gpu (quick: odd shapes, every variant and
 #     format, f16 and f32 group scales), test_qlinear_fused --gpu,
-#     test_chatglm2 --gpu; the sm_52 JIT tests where carried;
+#     test_chatglm2 --gpu; test_gpu_limits (new: the 32-bit limits of the
+#     kernel audit, 6.5 GB), test_sgemm and test_conv --gpu (the skinny
+#     kernel's 64-bit k, the conv run check); the sm_52 JIT tests where carried;
 #  3. m40-gemv-pattern, twice: the int4 GEMV's address pattern read with no
 #     arithmetic against the plain read and the GEMV itself (is the pattern
 #     what holds the GEMVs at ~0.5 of the copy rate? bench/NOTES.md
@@ -32,12 +34,13 @@ setup_arch90
     cmake --build build-90 -j8 --target m40-bench > "$O/build.log" 2>&1) &
 oldpid=$!
 cmake --build "$B" -j"$(nproc)" --target m40-bench test_quant_gpu test_qlinear_fused test_chatglm2 \
-    m40-gemv-pattern > "$O/build.log" 2>&1
+    m40-gemv-pattern test_gpu_limits test_sgemm test_conv > "$O/build.log" 2>&1
 note "built new rc=$? $(grep -cE ' error' "$O/build.log") errors"
 wait $oldpid
 note "built old rc=$?"
 M40_QUANT_QUICK=1 TEST_TIMEOUT=90 gpu_tests "test_quant_gpu" | tee -a "$SUM"
-TEST_TIMEOUT=60 gpu_tests "test_qlinear_fused --gpu" "test_chatglm2 --gpu" | tee -a "$SUM"
+TEST_TIMEOUT=60 gpu_tests "test_qlinear_fused --gpu" "test_chatglm2 --gpu" "test_gpu_limits" \
+    "test_sgemm" "test_conv --gpu" | tee -a "$SUM"
 [ -f .carry/jit52.tar.xz ] && jit52_tests "test_quant_gpu" "test_qlinear_fused --gpu"
 for i in 1 2; do
     timeout 60 "$B/m40-gemv-pattern" > "$O/pattern$i.txt" 2>&1

@@ -16,7 +16,7 @@ TESTS=("test_gpu_ops" "test_gpu_errors" "test_conv --gpu" "test_sgemm" "test_gra
        "test_graph_ops --gpu" "test_resnet --gpu" "test_quant_gpu" "test_conv_algo"
        "test_threads --gpu" "test_ctx_gpu" "test_fault --gpu" "test_nonfinite --gpu"
        "m40-quant-versions" "test_attention_gpu" "test_transformer_ops_gpu" "test_sample_gpu"
-       "test_chatglm2 --gpu" "m40-attn-versions --check" "test_qlinear_fused --gpu")
+       "test_chatglm2 --gpu" "m40-attn-versions --check" "test_qlinear_fused --gpu" "test_gpu_limits")
 case "${1:-}" in
 build)
     source scripts/env.sh

@@ -112,6 +112,13 @@ static m40_status conv_rule(const m40__op_call *c, m40_tensor_desc *out) {
     return m40__rule_out(c, out, M40_DTYPE_F32, 4, s);
 }
 
+/* a·b·c of non-negative values, INT64_MAX where it would overflow */
+static int64_t mul3_sat(int64_t a, int64_t b, int64_t c) {
+    int64_t r;
+    if (m40__mul_i64(a, b, &r) || m40__mul_i64(r, c, &r)) return INT64_MAX;
+    return r;
+}
+
 static m40_status conv_run_check(const m40__op_call *c, const m40_tensor_desc *out) {
     m40_status st;
     if (c->nd->groups != 1)
@@ -119,7 +126,27 @@ static m40_status conv_run_check(const m40__op_call *c, const m40_tensor_desc *o
                               "only for now", c->nd->groups);
     for (int i = IW; i < c->nd->ninputs; i++)
         if ((st = m40__run_need_f32(c, i)) != M40_OK) return st;
-    return m40__run_need_contiguous(c, out);
+    if ((st = m40__run_need_contiguous(c, out)) != M40_OK) return st;
+    if (c->ctx->is_gpu) { /* the GPU kernels index these in 32 bits (kernels/conv.cu, sgemm.cu) */
+        const m40_node_desc *nd = c->nd;
+        dims d = conv_dims(nd, c->in[IX], c->in[IW]);
+        const int64_t big = (int64_t)1 << 31;
+        const bool plain = d.R == 1 && d.S == 1 && nd->stride[0] == 1 && nd->stride[1] == 1 &&
+                           nd->pad[0] == 0 && nd->pad[1] == 0;
+        int64_t rsc = mul3_sat(d.R, d.S, d.C), npq = mul3_sat(d.N, d.P, d.Q);
+        int64_t hwc = mul3_sat(d.H, d.W, m40k_padded_c(d.C));
+        if (rsc >= big)
+            return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "a filter of R·S·C = %lld values: the GPU "
+                                  "kernels take fewer than 2^31", (long long)rsc);
+        if (npq >= big)
+            return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "%lld output pixels (N·P·Q): the GPU "
+                                  "kernels take fewer than 2^31 (split the batch)", (long long)npq);
+        if (nd->layout == M40_LAYOUT_NHWC && !plain && hwc >= big)
+            return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "an image of H·W·C = %lld values: the GPU's "
+                                  "implicit GEMM gathers from one image with 32-bit offsets (under 2^31)",
+                                  (long long)hwc);
+    }
+    return M40_OK;
 }
 
 static m40_status conv_cpu(m40_ctx *ctx, const m40__op_run *r) {

@@ -128,13 +128,19 @@ static m40_status linear_gpu(m40_ctx *ctx, const m40__op_run *r) {
     if (ctx->matmul_cublas)
         return linear_cublas(ctx, M, N, K, x->data, w->data, bias, b ? &b->desc : NULL,
                              r->out->data);
-    m40k_sgemm_args a = linear_args(M, N, K, x->data, w->data, bias, r->out->data);
-    size_t ws_bytes = m40k_sgemm_workspace_size(&a, ctx->sm_count);
-    void *ws;
-    m40_status st = m40__cuda_scratch(ctx, &ws_bytes, &ws); /* none: no split-K */
-    if (st != M40_OK) return st;
-    int e = m40k_sgemm(ctx->stream, &a, ctx->sm_count, ws, ws_bytes);
-    return e ? m40__cuda_check(ctx, e, "m40_matmul (sgemm)") : M40_OK;
+    /* rows in pieces of at most M40K_SGEMM_MAX_ROWS (the kernel's grid) */
+    for (int64_t m0 = 0; m0 < M; m0 += M40K_SGEMM_MAX_ROWS) {
+        const int mc = (int)(M - m0 < M40K_SGEMM_MAX_ROWS ? M - m0 : M40K_SGEMM_MAX_ROWS);
+        m40k_sgemm_args a = linear_args(mc, N, K, (const float *)x->data + m0 * K, w->data, bias,
+                                        (float *)r->out->data + m0 * N);
+        size_t ws_bytes = m40k_sgemm_workspace_size(&a, ctx->sm_count);
+        void *ws;
+        m40_status st = m40__cuda_scratch(ctx, &ws_bytes, &ws); /* none: no split-K */
+        if (st != M40_OK) return st;
+        int e = m40k_sgemm(ctx->stream, &a, ctx->sm_count, ws, ws_bytes);
+        if (e) return m40__cuda_check(ctx, e, "m40_matmul (sgemm)");
+    }
+    return M40_OK;
 }
 
 /* the cuBLAS handle (the M40_MATMUL=cublas baseline) is made at graph

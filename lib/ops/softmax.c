@@ -1,5 +1,7 @@
 /* Softmax over the last dim. CPU: lib/ref/softmax.c; GPU: kernels/softmax.h. */
 #include "op.h"
+
+#include <limits.h>
 #include "../ref/ref.h"
 #ifdef M40_HAVE_CUDA
 #include "../../kernels/softmax.h"
@@ -20,6 +22,10 @@ static m40_status softmax_run_check(const m40__op_call *c, const m40_tensor_desc
     if (last >= 0 && x->shape[last] > 1 && (x->stride[last] != 1 || out->stride[last] != 1))
         return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "the last dim must have stride 1 (copy "
                               "to a contiguous tensor first)");
+    const int64_t rows = last >= 0 ? m40__dims_product(x, 0, last) : 1; /* -1: past 2^62 */
+    if (c->ctx->is_gpu && (rows < 0 || rows > INT_MAX))
+        return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "over 2^31 rows: the GPU kernel takes fewer "
+                              "(one block a row)");
     return M40_OK;
 }
 

@@ -39,7 +39,7 @@ note "built new rc=$? $(grep -cE ' error' "$O/build.log") errors"
 wait $oldpid
 note "built old rc=$?"
 M40_QUANT_QUICK=1 TEST_TIMEOUT=90 gpu_tests "test_quant_gpu" | tee -a "$SUM"
-TEST_TIMEOUT=60 gpu_tests "test_qlinear_fused --gpu" "test_chatglm2 --gpu" "test_gpu_limits" \
+M40_SGEMM_QUICK=1 TEST_TIMEOUT=60 gpu_tests "test_qlinear_fused --gpu" "test_chatglm2 --gpu" "test_gpu_limits" \
     "test_sgemm" "test_conv --gpu" | tee -a "$SUM"
 [ -f .carry/jit52.tar.xz ] && jit52_tests "test_quant_gpu" "test_qlinear_fused --gpu"
 for i in 1 2; do

@@ -141,7 +141,9 @@ static m40_status append_run(m40_ctx *ctx, const char *fn, const m40_tensor *kv,
     int64_t S = c->shape[0], L = c->shape[1], GD = c->shape[2] * c->shape[3];
     int f16 = c->dtype == M40_DTYPE_F16;
     const int32_t *sp = slot ? slot->data : NULL;
-    if (k->shape[0] * k->shape[1] == 0) return M40_OK; /* no rows: nothing to append */
+    /* nothing to append: no rows, or rows of no values (an empty kv's strides
+    ** are not bounded by the span rule: never multiplied here) */
+    if (GD == 0 || k->shape[0] == 0 || k->shape[1] == 0) return M40_OK;
 #ifdef M40_HAVE_CUDA
     if (ctx->is_gpu) {
         int e = kv2 ? m40k_kv_append2(ctx->stream, k->shape[0], k->shape[1], GD, kv->data,
@@ -287,9 +289,11 @@ m40_status m40_kv_append(m40_ctx *ctx, const m40_tensor *kv, const m40_tensor *p
         return st;
     const m40_tensor_desc *c = &cache->desc, *k = &kv->desc;
     const m40_tensor_desc *sd = slot ? &slot->desc : NULL;
-    if ((st = check_cache_desc(ctx, fn, "cache", c, -1, -1)) ||
-        (st = check_rows(ctx, fn, "kv", k, c->shape[2] * c->shape[3], "kv_heads·head_dim of "
-                         "the cache")) ||
+    int64_t gd;
+    if ((st = check_cache_desc(ctx, fn, "cache", c, -1, -1))) return st;
+    if (m40__mul_i64(c->shape[2], c->shape[3], &gd)) /* (the size rule bounds it; kept checked) */
+        return m40__err(ctx, M40_ERR_SHAPE, "%s: the cache's kv_heads·head_dim overflows", fn);
+    if ((st = check_rows(ctx, fn, "kv", k, gd, "kv_heads·head_dim of the cache")) ||
         (st = check_index_descs(ctx, fn, &pos->desc, sd, k->shape[0], k->shape[1], c->shape[0])) ||
         (st = check_layout(ctx, fn, k, &pos->desc, sd, c, NULL, 1)))
         return st;

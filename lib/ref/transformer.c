@@ -9,6 +9,14 @@
 #include <string.h>
 
 int m40__rows_of(const m40_tensor_desc *d, int64_t *rows, int64_t *row_stride) {
+    /* an empty tensor: no rows (its dims' product and strides are not bounded
+    ** by the span rule, so nothing below may multiply them) */
+    for (int k = 0; k < d->ndim; k++)
+        if (d->shape[k] == 0) {
+            *rows = 0;
+            *row_stride = 0;
+            return 0;
+        }
     int64_t n = 1, rs = d->ndim ? d->shape[d->ndim - 1] : 1, expect = -1;
     for (int k = d->ndim - 2; k >= 0; k--) {
         n *= d->shape[k];

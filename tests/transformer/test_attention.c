@@ -282,6 +282,23 @@ static void bad_inputs(void) {
     ad.heads = H, ad.kv_heads = G, ad.head_dim = D;
     CHECK_ST(m40_attention(C, &ad, q, kc, vc, pos, slot, y), M40_OK);
     CHECK_ST(m40_kv_append(C, kv, pos, slot, kc), M40_OK);
+    /* rows of no values (a cache of head_dim 0) with a stride the span rule
+    ** never bounds: nothing appended, no overflow (UBSan) */
+    {
+        m40_tensor_desc dk = {.dtype = M40_DTYPE_F32, .ndim = 3, .shape = {3, 1, 0},
+                              .stride = {(int64_t)1 << 62, 0, 1}};
+        m40_tensor_desc dc = {.dtype = M40_DTYPE_F32, .ndim = 4, .shape = {3, 1, 1, 0},
+                              .stride = {0, 0, 0, 1}};
+        m40_tensor_desc dp = {.dtype = M40_DTYPE_I32, .ndim = 2, .shape = {3, 1}, .stride = {1, 1}};
+        static int32_t p0[3];
+        static float buf[4];
+        m40_tensor *ke = NULL, *ce = NULL, *pe = NULL;
+        CHECK_ST(m40_tensor_wrap(C, &dk, M40_LOC_HOST, buf, &ke), M40_OK);
+        CHECK_ST(m40_tensor_wrap(C, &dc, M40_LOC_HOST, buf, &ce), M40_OK);
+        CHECK_ST(m40_tensor_wrap(C, &dp, M40_LOC_HOST, p0, &pe), M40_OK);
+        CHECK_ST(m40_kv_append(C, ke, pe, NULL, ce), M40_OK);
+        m40_tensor_destroy(ke), m40_tensor_destroy(ce), m40_tensor_destroy(pe);
+    }
 
     /* dtypes */
     CHECK_ST(m40_attention(C, &ad, qi, kc, vc, pos, slot, y), M40_ERR_DTYPE);

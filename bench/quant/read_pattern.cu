@@ -22,6 +22,9 @@
 **            or a LOP and an FFMA a weight (the exponent-zero decode's floor;
 **            ~2.4 sm_52 instructions a weight with the loads and moves), or
 **            one FFMA more (~3.4), no staging or reduction (ring_kernel);
+**   ring 0/2 R2x4  the same ring at R 2 rows a group and 4 blocks an SM (32
+**            warps an SM, <= 64 registers): what more warps buy at the
+**            same instructions a weight;
 **   chosen   the library's GEMV for the matrix (m40k_quant_gemv_choose).
 ** Every pattern read folds each 32-bit word it reads exactly once into one
 ** XOR, checked against the host's XOR of the matrix (exit 1 if any differs:
@@ -85,10 +88,9 @@ __global__ void __launch_bounds__(kWarpsB * 32, 1) pattern_kernel(const uint4 *_
 ** exponent-zero decode's floor (one LOP, one FFMA a weight), 3 one FFMA
 ** more. No x staging, no reduction: the loop alone, to see whether the
 ** arithmetic between the loads, not the addresses, is what slows the GEMV. */
-template <int OPS>
-__global__ void __launch_bounds__(kWarpsB * 32, 2) ring_kernel(const uint4 *__restrict__ w, int N,
-                                                               unsigned *fold) {
-    constexpr int R = 4;
+template <int OPS, int R = 4, int MINB = 2> /* R 2, MINB 4: 32 warps an SM, <= 64 registers */
+__global__ void __launch_bounds__(kWarpsB * 32, MINB) ring_kernel(const uint4 *__restrict__ w, int N,
+                                                                  unsigned *fold) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int ngroups = (N + R - 1) / R;
     const int gstride = (int)gridDim.x * kWarpsB;
@@ -186,10 +188,10 @@ int main() {
         for (size_t i = 0; i < (size_t)N * rowb / 4; i++) want ^= hw[i];
         const double bytes = (double)N * rowb;
         double tread = 0;
-        for (int kind = 0; kind < 8; kind++) {
+        for (int kind = 0; kind < 10; kind++) {
             static const char *names[] = {"read", "v3-like", "v3-like x8", "v2-like", "ring 0",
-                                          "ring 2", "ring 3", "chosen"};
-            const unsigned g3 = (unsigned)sms * 2, g3x8 = (unsigned)sms * 8;
+                                          "ring 2", "ring 3", "ring 0 R2x4", "ring 2 R2x4", "chosen"};
+            const unsigned g3 = (unsigned)sms * 2, g3x8 = (unsigned)sms * 8, g4 = (unsigned)sms * 4;
             const unsigned g2 = (unsigned)((N + 2 * kWarpsB - 1) / (2 * kWarpsB));
             auto launch = [&]() -> int {
                 switch (kind) {
@@ -200,6 +202,8 @@ int main() {
                 case 4: ring_kernel<0><<<g3, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
                 case 5: ring_kernel<2><<<g3, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
                 case 6: ring_kernel<3><<<g3, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
+                case 7: ring_kernel<0, 2, 4><<<g4, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
+                case 8: ring_kernel<2, 2, 4><<<g4, kWarpsB * 32, 0, st>>>((const uint4 *)w, N, fold); break;
                 default: {
                     m40k_qlinear_args a = {};
                     a.M = 1, a.N = N, a.K = kK, a.x = x, a.wtype = M40_DTYPE_Q4, a.w = w;
@@ -215,7 +219,7 @@ int main() {
             if (kind == 0) tread = t;
             /* one more launch alone: its fold must be the matrix's XOR */
             char check[64] = "";
-            if (kind >= 1 && kind <= 4 && !err) {
+            if (((kind >= 1 && kind <= 4) || kind == 7) && !err) {
                 uint32_t got = 0;
                 cudaMemset(fold, 0, 4);
                 err |= launch();

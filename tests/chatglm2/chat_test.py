@@ -354,6 +354,9 @@ def case_io():
     silent exit 0 or a half file; a numeric flag needs a number; --ids
     checks the cache's room before it generates anything."""
     full = "/dev/full"  # every write: ENOSPC
+    if not os.path.exists(full):
+        print("note: no /dev/full here: the write-error checks are skipped")
+        return case_io_rest()
     rc, out, err = run(["--ctx", "64", "--max-new-tokens", "2", "--prompt", "hi", "--json-log", full])
     check(rc == 1 and "writing /dev/full failed" in err, "--json-log to a full disk: " + err.strip())
     p = subprocess.run("%s %s --ctx 64 --max-new-tokens 2 --prompt hi --json > %s" %
@@ -367,6 +370,10 @@ def case_io():
     rc, out, err = run(["--ids", "1,2", "--max-new-tokens", "1", "--all-logits", full])
     check(rc == 1 and "writing /dev/full failed: No space left" in err,
           "--all-logits to a full disk: " + err.strip())
+    case_io_rest()
+
+
+def case_io_rest():
     rc, out, err = run(["--temperature", "", "--ids", "1,2", "--max-new-tokens", "1"])
     check(rc == 2 and "--temperature" in err, "--temperature '': refused (%d)" % rc)
     d = tempfile.mkdtemp()

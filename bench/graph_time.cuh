@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <vector>
 
 /* `launch` (returns 0 on success) run once outside the capture (a warm-up
@@ -57,6 +58,21 @@ template <class F> double graph_replay_us(cudaStream_t st, int count, int reps, 
     cudaGraphDestroy(g);
     if (cudaGetLastError() != cudaSuccess) *err = 1;
     return t[reps / 2] * 1000.0 / count;
+}
+
+/* The bench programs' start: device 0's properties, stdout line-buffered
+** and, when st is given, a non-blocking stream. false after printing
+** "NAME: no GPU" when there is none (the program then exits 77). */
+inline bool bench_gpu_open(const char *name, cudaDeviceProp *pr, cudaStream_t *st) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        std::printf("%s: no GPU\n", name);
+        return false;
+    }
+    cudaGetDeviceProperties(pr, 0);
+    std::setvbuf(stdout, NULL, _IOLBF, 0);
+    if (st) cudaStreamCreateWithFlags(st, cudaStreamNonBlocking);
+    return true;
 }
 
 #endif

@@ -68,13 +68,8 @@ template <class F> double graph_us(cudaStream_t st, F launch) {
 } // namespace
 
 int main() {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        std::printf("m40-fence-cost: no GPU\n");
-        return 77;
-    }
     cudaDeviceProp pr;
-    cudaGetDeviceProperties(&pr, 0);
+    if (!bench_gpu_open("m40-fence-cost", &pr, nullptr)) return 77;
     const int maxb = 528;
     float *part, *out;
     unsigned *cnt;

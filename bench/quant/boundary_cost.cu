@@ -114,17 +114,10 @@ __global__ void __launch_bounds__(kWarps * 32, 1) single_kernel(m40k_qlinear_arg
 
 int main(int argc, char **argv) {
     const bool chain_only = argc > 1 && std::strcmp(argv[1], "chain") == 0;
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        std::printf("m40-gemv-boundary: no GPU\n");
-        return 77;
-    }
     cudaDeviceProp pr;
-    cudaGetDeviceProperties(&pr, 0);
-    const int sms = pr.multiProcessorCount;
-    std::setvbuf(stdout, NULL, _IOLBF, 0);
     cudaStream_t st;
-    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    if (!bench_gpu_open("m40-gemv-boundary", &pr, &st)) return 77;
+    const int sms = pr.multiProcessorCount;
     std::printf("m40-gemv-boundary on %s (cc %d.%d, %d SMs), K %d: us per sequence (graph of %d "
                 "sequences, median of %d replays)\n",
                 pr.name, pr.major, pr.minor, sms, kK, kSeq, kReps);

@@ -148,17 +148,10 @@ uint32_t next_u32() {
 } // namespace
 
 int main() {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        std::printf("m40-gemv-pattern: no GPU\n");
-        return 77;
-    }
     cudaDeviceProp pr;
-    cudaGetDeviceProperties(&pr, 0);
-    const int sms = pr.multiProcessorCount;
-    std::setvbuf(stdout, NULL, _IOLBF, 0);
     cudaStream_t st;
-    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    if (!bench_gpu_open("m40-gemv-pattern", &pr, &st)) return 77;
+    const int sms = pr.multiProcessorCount;
     std::printf("m40-gemv-pattern on %s (cc %d.%d, %d SMs), int4, K %d: us a launch (graph of %d, "
                 "median of %d replays)\n", pr.name, pr.major, pr.minor, sms, kK, kSeq, kReps);
     const int maxN = 27392;

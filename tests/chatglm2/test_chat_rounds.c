@@ -7,30 +7,19 @@
 ** answer if the history kept them).
 **   test_chat_rounds MODEL_DIR */
 #include "chat.h"
+#include "check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fails, checks;
-#define CHECK(c, ...) \
-    do { \
-        checks++; \
-        if (!(c)) { \
-            fails++; \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__); \
-            printf("\n"); \
-        } \
-    } while (0)
 
 static volatile sig_atomic_t stop_flag;
 
 /* the ids of the answer to q (malloc'ed, *n of them), or NULL */
 static int32_t *ask(chat *c, const char *q, int *n) {
     if (chat_ask(c, q, strlen(q))) {
-        printf("FAIL ask '%s': %s\n", q, chat_errmsg(c));
-        fails++;
+        printf("ask '%s': %s\n", q, chat_errmsg(c));
+        CHECK(!"chat_ask failed");
         return NULL;
     }
     const int32_t *a = chat_answer_ids(c, n);
@@ -81,15 +70,16 @@ int main(int argc, char **argv) {
     int32_t *b1 = NULL, *b2 = NULL, *a1 = NULL, *a2 = NULL;
     char *poison = NULL;
     if (chat_create(m, tok, &co, &c, err, sizeof err)) {
-        printf("FAIL chat: %s\n", err);
-        fails++;
+        printf("chat: %s\n", err);
+        CHECK(!"chat_create failed");
         goto out;
     }
     b1 = ask(c, "你好", &n1);
     b2 = ask(c, "讲个故事", &n2);
     size_t tl = 0;
     const char *text = chat_answer(c, &tl);
-    CHECK(b1 && b2 && n2 > 0 && tl > 0, "two answers (%d, %d ids, %zu bytes of text)", n1, n2, tl);
+    printf("two answers alone: %d and %d ids, %zu bytes of text\n", n1, n2, tl);
+    CHECK(b1 && b2 && n2 > 0 && tl > 0);
     if (!tl) goto out;
     /* > 512 ids (chat.c's first prefill piece): stopped after that piece */
     const size_t reps = 4000 / tl + 2;
@@ -103,27 +93,27 @@ int main(int argc, char **argv) {
 
     /* the same rounds with a stopped one between them */
     if (chat_create(m, tok, &co, &c, err, sizeof err)) {
-        printf("FAIL chat: %s\n", err);
-        fails++;
+        printf("chat: %s\n", err);
+        CHECK(!"chat_create failed");
         goto out;
     }
     a1 = ask(c, "你好", &a1n);
-    CHECK(same(a1, a1n, b1, n1), "the first round again: the same answer");
+    CHECK(same(a1, a1n, b1, n1)); /* the first round again: the same answer */
     int held = glm_pos(m);
     stop_flag = 1;
-    CHECK(chat_ask(c, poison, strlen(poison)) == -1 && strstr(chat_errmsg(c), "stopped while reading"),
-          "a long prompt with Ctrl-C set: stopped while it was read (%s)", chat_errmsg(c));
+    CHECK(chat_ask(c, poison, strlen(poison)) == -1 && strstr(chat_errmsg(c), "stopped while reading"));
+    printf("a long prompt with Ctrl-C set: %s\n", chat_errmsg(c));
     stop_flag = 0;
-    CHECK(glm_pos(m) == held, "the cache back where the round began (%d, was %d)", glm_pos(m), held);
+    CHECK(glm_pos(m) == held); /* the cache back where the round began */
     a2 = ask(c, "讲个故事", &a2n);
-    CHECK(same(a2, a2n, b2, n2), "the next round answers as if the stopped one was never asked "
-          "(penalty history included): %d ids vs %d", a2n, n2);
+    printf("the next round, as if the stopped one was never asked (penalty history included): %s\n",
+           same(a2, a2n, b2, n2) ? "the same ids" : "DIFFERENT ids");
+    CHECK(same(a2, a2n, b2, n2));
 out:
     chat_destroy(c);
     free(poison);
     free(a1), free(a2), free(b1), free(b2);
     glm_model_close(m);
     m40_tokenizer_destroy(tok);
-    printf("test_chat_rounds: %d checks, %d failed\n", checks, fails);
-    return fails ? 1 : 0;
+    return m40t_finish("test_chat_rounds");
 }

@@ -605,8 +605,9 @@ def t_burst(srv, a):
     drop_and_drain(srv, [long_c], "after the burst")
 
 
-def t_queue_full(srv, a):
-    # --parallel running + 3 waiting (--queue 3): the next one gets 429
+def fill_queue(srv):
+    """--parallel long streams running and 3 waiting (--queue 3): (par, the
+    connections in order, whether the server says exactly that)"""
     par = int(metric(srv, "m40_requests_parallel"))
     conns = []
     for i in range(par + 3):
@@ -620,6 +621,12 @@ def t_queue_full(srv, a):
             while time.time() - t0 < 20 and metric(srv, "m40_requests_running") < i + 1:
                 time.sleep(0.02)
     full = metric(srv, "m40_requests_running") == par and metric(srv, "m40_queue_length") == 3
+    return par, conns, full
+
+
+def t_queue_full(srv, a):
+    # --parallel running + 3 waiting (--queue 3): the next one gets 429
+    par, conns, full = fill_queue(srv)
     check("%d running (--parallel) + 3 waiting (--queue 3)" % par, full)
     st, _, data = raw_post(srv, {"messages": msgs("hi"), "max_tokens": 1})
     check("a full queue -> 429", st == 429 and err_shape(json.loads(data)), (st, data))
@@ -629,19 +636,7 @@ def t_queue_full(srv, a):
 def t_queue_gone(srv, a):
     # clients that leave while waiting give their --queue places back at once
     # (they held them until the model reached them: 429 for everyone else)
-    par = int(metric(srv, "m40_requests_parallel"))
-    conns = []
-    for i in range(par + 3):
-        c = srv.conn()
-        c.request("POST", "/v1/chat/completions",
-                  body=json.dumps({"messages": msgs("你好"), "max_tokens": 240, "stream": True}).encode(),
-                  headers={"Authorization": "Bearer " + KEY})
-        conns.append((c, c.getresponse()))
-        if i < par:
-            t0 = time.time()
-            while time.time() - t0 < 20 and metric(srv, "m40_requests_running") < i + 1:
-                time.sleep(0.02)
-    full = metric(srv, "m40_requests_running") == par and metric(srv, "m40_queue_length") == 3
+    par, conns, full = fill_queue(srv)
     for c, _ in conns[par:]:  # the 3 waiting ones leave (RST)
         c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         c.close()

@@ -22,36 +22,30 @@ if(M40_HAVE_CUDA)
   target_link_libraries(m40-quant-versions PRIVATE m40_static CUDA::cudart_static m)
   target_compile_options(m40-quant-versions PRIVATE -Wall -Wextra $<$<BOOL:${M40_WERROR}>:-Werror>)
 endif()
-# m40-gemv-boundary (bench/quant/boundary_cost.cu): what a kernel boundary
-# costs the batch-1 GEMVs inside a CUDA graph (split matrices against one)
-if(M40_HAVE_CUDA)
-  add_executable(m40-gemv-boundary ${PROJECT_SOURCE_DIR}/bench/quant/boundary_cost.cu)
-  target_include_directories(m40-gemv-boundary PRIVATE ${PROJECT_SOURCE_DIR}/kernels
-                             ${PROJECT_SOURCE_DIR}/include)
+# A bench program of one .cu file on the kernels' headers and the static
+# library (m40-gemv-boundary, m40-gemv-pattern)
+function(m40_quant_bench name src)
+  add_executable(${name} ${PROJECT_SOURCE_DIR}/bench/quant/${src})
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/kernels ${PROJECT_SOURCE_DIR}/include)
   if(M40_CUDA_OVERLAY_DIR)
-    target_include_directories(m40-gemv-boundary BEFORE PRIVATE ${M40_CUDA_OVERLAY_DIR})
+    target_include_directories(${name} BEFORE PRIVATE ${M40_CUDA_OVERLAY_DIR})
   endif()
-  target_compile_options(m40-gemv-boundary PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>
+  target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>
     $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${M40_PTXAS_VERBOSE}>>:-Xptxas=-v>)
-  target_link_libraries(m40-gemv-boundary PRIVATE m40_static CUDA::cudart_static)
+  target_link_libraries(${name} PRIVATE m40_static CUDA::cudart_static)
+endfunction()
+if(M40_HAVE_CUDA)
+  # what a kernel boundary costs the batch-1 GEMVs inside a CUDA graph
+  # (split matrices against one), and the chained-launch prototype
+  m40_quant_bench(m40-gemv-boundary boundary_cost.cu)
   if(M40_BUILD_TESTS)  # the chained launch equals the separate launches, bit for bit
     enable_testing()
     add_test(NAME m40_gemv_boundary_chain COMMAND m40-gemv-boundary chain)
     set_tests_properties(m40_gemv_boundary_chain PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu TIMEOUT 120)
   endif()
-endif()
-# m40-gemv-pattern (bench/quant/read_pattern.cu): the int4 GEMV's address
-# pattern read with no arithmetic, against the plain read and the GEMV
-if(M40_HAVE_CUDA)
-  add_executable(m40-gemv-pattern ${PROJECT_SOURCE_DIR}/bench/quant/read_pattern.cu)
-  target_include_directories(m40-gemv-pattern PRIVATE ${PROJECT_SOURCE_DIR}/kernels
-                             ${PROJECT_SOURCE_DIR}/include)
-  if(M40_CUDA_OVERLAY_DIR)
-    target_include_directories(m40-gemv-pattern BEFORE PRIVATE ${M40_CUDA_OVERLAY_DIR})
-  endif()
-  target_compile_options(m40-gemv-pattern PRIVATE
-    $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${M40_PTXAS_VERBOSE}>>:-Xptxas=-v>)
-  target_link_libraries(m40-gemv-pattern PRIVATE m40_static CUDA::cudart_static)
+  # the int4 GEMV's address pattern read with no arithmetic, v3's ring with
+  # arithmetic, against the plain read and the GEMV
+  m40_quant_bench(m40-gemv-pattern read_pattern.cu)
 endif()
 if(M40_HAVE_CUDA AND M40_CUBLAS)  # the baselines are cuBLAS
   add_executable(m40-bench-quant ${PROJECT_SOURCE_DIR}/bench/quant/quant_bench.c

@@ -58,7 +58,8 @@ static void matmul_many_rows(m40_ctx *g) {
             double r = hb[n];
             for (int k = 0; k < K; k++) r += (double)hx[m * K + k] * hw[n * K + k];
             const double e = fabs(hy[m * N + n] - r);
-            if (!(e <= worst)) worst = e, worst_row = m; /* NaN/poison: worst */
+            if (!(e <= worst) && worst != INFINITY) /* NaN or the poison: infinitely wrong */
+                worst = isfinite(e) && e < 1e20 ? e : INFINITY, worst_row = m;
         }
     printf("matmul %lld rows (pieces of %d): worst |y - ref| %.2e at row %lld\n", (long long)M,
            M40K_SGEMM_MAX_ROWS, worst, (long long)worst_row);

@@ -112,11 +112,10 @@ static m40_status conv_rule(const m40__op_call *c, m40_tensor_desc *out) {
     return m40__rule_out(c, out, M40_DTYPE_F32, 4, s);
 }
 
-/* a·b·c of non-negative values, INT64_MAX where it would overflow */
-static int64_t mul3_sat(int64_t a, int64_t b, int64_t c) {
-    int64_t r;
-    if (m40__mul_i64(a, b, &r) || m40__mul_i64(r, c, &r)) return INT64_MAX;
-    return r;
+/* a 1x1 conv at stride 1 without padding: x itself is the GEMM's A (NHWC) */
+static bool plain_gemm(const m40_node_desc *nd, const dims *d) {
+    return d->R == 1 && d->S == 1 && nd->stride[0] == 1 && nd->stride[1] == 1 && nd->pad[0] == 0 &&
+           nd->pad[1] == 0;
 }
 
 static m40_status conv_run_check(const m40__op_call *c, const m40_tensor_desc *out) {
@@ -130,21 +129,20 @@ static m40_status conv_run_check(const m40__op_call *c, const m40_tensor_desc *o
     if (c->ctx->is_gpu) { /* the GPU kernels index these in 32 bits (kernels/conv.cu, sgemm.cu) */
         const m40_node_desc *nd = c->nd;
         dims d = conv_dims(nd, c->in[IX], c->in[IW]);
-        const int64_t big = (int64_t)1 << 31;
-        const bool plain = d.R == 1 && d.S == 1 && nd->stride[0] == 1 && nd->stride[1] == 1 &&
-                           nd->pad[0] == 0 && nd->pad[1] == 0;
-        int64_t rsc = mul3_sat(d.R, d.S, d.C), npq = mul3_sat(d.N, d.P, d.Q);
-        int64_t hwc = mul3_sat(d.H, d.W, m40k_padded_c(d.C));
+        const uint64_t big = (uint64_t)1 << 31; /* products saturate: all terms >= 0 */
+        const uint64_t rsc = m40__sat_mul_u64(m40__sat_mul_u64(d.R, d.S), d.C);
+        const uint64_t npq = m40__sat_mul_u64(m40__sat_mul_u64(d.N, d.P), d.Q);
+        const uint64_t hwc = m40__sat_mul_u64(m40__sat_mul_u64(d.H, d.W), m40k_padded_c(d.C));
         if (rsc >= big)
-            return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "a filter of R·S·C = %lld values: the GPU "
-                                  "kernels take fewer than 2^31", (long long)rsc);
+            return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "a filter of R·S·C = %llu values: the GPU "
+                                  "kernels take fewer than 2^31", (unsigned long long)rsc);
         if (npq >= big)
-            return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "%lld output pixels (N·P·Q): the GPU "
-                                  "kernels take fewer than 2^31 (split the batch)", (long long)npq);
-        if (nd->layout == M40_LAYOUT_NHWC && !plain && hwc >= big)
-            return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "an image of H·W·C = %lld values: the GPU's "
+            return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "%llu output pixels (N·P·Q): the GPU "
+                                  "kernels take fewer than 2^31 (split the batch)", (unsigned long long)npq);
+        if (nd->layout == M40_LAYOUT_NHWC && !plain_gemm(nd, &d) && hwc >= big)
+            return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "an image of H·W·C = %llu values: the GPU's "
                                   "implicit GEMM gathers from one image with 32-bit offsets (under 2^31)",
-                                  (long long)hwc);
+                                  (unsigned long long)hwc);
     }
     return M40_OK;
 }
@@ -231,9 +229,7 @@ static m40_status conv_workspace(const m40__op_call *c, const m40_tensor_desc *o
 #else
     (void)sm_count;
 #endif
-    bool gemm = d.R == 1 && d.S == 1 && nd->stride[0] == 1 && nd->stride[1] == 1 &&
-                nd->pad[0] == 0 && nd->pad[1] == 0;
-    if (gemm) return M40_OK;
+    if (plain_gemm(nd, &d)) return M40_OK;
     /* the pieces below stay under 2^56 bytes, else the figure is refused */
     const int64_t lim = (int64_t)1 << 56, cp = m40k_padded_c(d.C);
     int64_t t;

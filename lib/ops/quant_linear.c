@@ -115,9 +115,9 @@ static m40_status qlinear_run_check(const m40__op_call *c, const m40_tensor_desc
     if (M > 65535LL * 128)
         return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "M = %lld rows; at most %lld per call",
                               (long long)M, 65535LL * 128);
-    const int nodes_in = c->nd->ninputs;
+    const m40_tensor_desc *nw = c->nd->ninputs > INORM ? c->in[INORM] : NULL;
     const int64_t K = x->shape[x->ndim - 1];
-    if (nodes_in > INORM && c->in[INORM] && K > ((int64_t)1 << 30)) /* m40k_rmsnorm's bound */
+    if (nw && K > ((int64_t)1 << 30)) /* m40k_rmsnorm's bound */
         return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "the fused norm over K = %lld: the GPU's "
                               "RMSNorm takes at most 2^30 columns", (long long)K);
     return M40_OK;

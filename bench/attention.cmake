@@ -51,7 +51,9 @@ endif()
 # decode v3/v4 (kernels/attention.cu attn_decode_kernel) and the BM-64 prefill
 # kernel (attention_prefill64.cuh) emulated on the host from the kernels' own
 # source against a double reference (no GPU needed; bench/attention/emu_common.h)
-if(M40_BUILD_TESTS AND UNIX)
+# They compile their own host program, the same in every configuration: the
+# sanitizer build skips them (scripts/test.sh would run them twice, ~5 min).
+if(M40_BUILD_TESTS AND UNIX AND NOT M40_SANITIZE)
   enable_testing()
   foreach(emu decode_v4 prefill64)
     add_test(NAME attn_${emu}_emu COMMAND sh ${PROJECT_SOURCE_DIR}/bench/attention/${emu}_emu.sh

@@ -60,7 +60,9 @@ endif()
 # the batch-1 GEMV v2 (kernels/quant_gemv_v2.cuh gemv_v2_kernel) emulated on
 # the host from its own source against a double reference: x staged in passes
 # and the forms the GPU tests pass (no GPU needed; bench/quant/gemv_emu.sh v2 and v3)
-if(M40_BUILD_TESTS AND UNIX)
+# They compile their own host program, the same in every configuration: the
+# sanitizer build skips them (scripts/test.sh would run them twice, ~5 min).
+if(M40_BUILD_TESTS AND UNIX AND NOT M40_SANITIZE)
   enable_testing()
   add_test(NAME quant_gemv_v2_emu COMMAND sh ${PROJECT_SOURCE_DIR}/bench/quant/gemv_emu.sh v2
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

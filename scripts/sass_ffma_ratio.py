@@ -7,8 +7,11 @@ takes its inner loop -- the backward branch whose body holds the most FFMAs --
 and counts FFMA against every instruction in that body (NOPs excluded: they
 are scheduling padding, not issued work). Fails (exit 1) under --min (90%).
 
-  scripts/sass_ffma_ratio.py [OBJECT] [--kernel REGEX] [--min 0.90]
+  scripts/sass_ffma_ratio.py [OBJECT...] [--only NAME] [--kernel REGEX] [--min 0.90]
 OBJECT defaults to build-sgemm52/CMakeFiles/m40_obj.dir/kernels/sgemm.cu.o.
+Several objects (a CMake list: $<TARGET_OBJECTS:m40_obj>) with --only
+sgemm.cu: only those whose file name holds NAME are read (cuobjdump over the
+whole library disassembles every GEMV instance too: ~90 s against ~8 s).
 Exit 77 (skip) if cuobjdump is missing.
 """
 import argparse, os, re, shutil, subprocess, sys
@@ -18,7 +21,8 @@ DEFAULT_OBJ = "build-sgemm52/CMakeFiles/m40_obj.dir/kernels/sgemm.cu.o"
 DEFAULT_KERNEL = r"sgemm_tile_kernelILi128ELi128ELb1ELb0ELb1ELb0ELi0E"
 
 ap = argparse.ArgumentParser()
-ap.add_argument("obj", nargs="?", default=DEFAULT_OBJ)
+ap.add_argument("obj", nargs="*", default=[DEFAULT_OBJ])
+ap.add_argument("--only", default=None, help="read only the objects whose file name holds this")
 ap.add_argument("--kernel", default=DEFAULT_KERNEL)
 ap.add_argument("--min", type=float, default=0.90)
 ap.add_argument("--cuobjdump", default=None)
@@ -29,8 +33,11 @@ tool = args.cuobjdump or ("/usr/bin/cuobjdump" if os.path.exists("/usr/bin/cuobj
 if not tool:
     print("sass_ffma_ratio: no cuobjdump: skipped")
     sys.exit(77)
-out = subprocess.run([tool, "-sass", "-arch", "sm_52", args.obj], capture_output=True,
-                     text=True)
+objs = [o for arg in args.obj for o in arg.split(";") if o]  # CMake lists arrive joined
+objs = [o for o in objs if args.only is None or args.only in os.path.basename(o)]
+if not objs:
+    sys.exit("sass_ffma_ratio: no object named like %r among %d" % (args.only, len(args.obj)))
+out = subprocess.run([tool, "-sass", "-arch", "sm_52"] + objs, capture_output=True, text=True)
 if out.returncode != 0:
     sys.exit("sass_ffma_ratio: cuobjdump failed: " + out.stderr.strip())
 
@@ -46,7 +53,7 @@ for line in out.stdout.splitlines():
 names = [n for n in funcs if re.search(args.kernel, n)]
 if len(names) != 1:
     sys.exit("sass_ffma_ratio: %d functions match %r in %s (sm_52 SASS present?)"
-             % (len(names), args.kernel, args.obj))
+             % (len(names), args.kernel, " ".join(objs)))
 name = names[0]
 
 # Instructions: "/*0a48*/   @!P0 FFMA R1, R2, R3, R4 ;"

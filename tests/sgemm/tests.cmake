@@ -8,13 +8,13 @@ if(M40_HAVE_CUDA)
     if(Python3_FOUND AND M40_CUOBJDUMP)
       add_test(NAME sgemm_ffma_ratio
         COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/sass_ffma_ratio.py
-                $<TARGET_FILE:m40_static> --cuobjdump ${M40_CUOBJDUMP})
+                $<TARGET_OBJECTS:m40_obj> --only sgemm.cu --cuobjdump ${M40_CUOBJDUMP})
       set_tests_properties(sgemm_ffma_ratio PROPERTIES LABELS cpu SKIP_RETURN_CODE 77)
       # The implicit-GEMM conv variant (patch gather in the tile loader):
       # 85.8% when it was written; the gather must stay cheap.
       add_test(NAME conv_ffma_ratio
         COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/sass_ffma_ratio.py
-                $<TARGET_FILE:m40_static> --cuobjdump ${M40_CUOBJDUMP}
+                $<TARGET_OBJECTS:m40_obj> --only sgemm.cu --cuobjdump ${M40_CUOBJDUMP}
                 --kernel sgemm_tile_kernelILi128ELi128ELb1ELb0ELb1ELb1ELi0E --min 0.85)
       set_tests_properties(conv_ffma_ratio PROPERTIES LABELS cpu SKIP_RETURN_CODE 77)
       # Quantized B (the prefill of LINEAR_Q, kernels/quant_dispatch.cu): the
@@ -28,7 +28,7 @@ if(M40_HAVE_CUDA)
         endif()
         add_test(NAME sgemm_q${bq}_ffma_ratio
           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/sass_ffma_ratio.py
-                  $<TARGET_FILE:m40_static> --cuobjdump ${M40_CUOBJDUMP}
+                  $<TARGET_OBJECTS:m40_obj> --only sgemm.cu --cuobjdump ${M40_CUOBJDUMP}
                   --kernel sgemm_tile_kernelILi128ELi128ELb1ELb0ELb1ELb0ELi${bq}E --min ${m40_ffma_min})
         set_tests_properties(sgemm_q${bq}_ffma_ratio PROPERTIES LABELS cpu SKIP_RETURN_CODE 77)
       endforeach()

@@ -49,6 +49,30 @@ static void test_ref_facts(void) {
     float g;
     m40__ref_global_avgpool(M40_LAYOUT_NCHW, 1, 1, 16, xp, &g);
     CHECK(g == 7.5f); /* 0..15 permuted */
+    /* dilation, each axis alone: a [2] filter of ones 2 apart over 0..4 gives
+    ** x[i] + x[i+2] (a mutation run found dilation checked only against this
+    ** same reference on the GPU) */
+    float xd[5] = {0, 1, 2, 3, 4}, wd[2] = {1, 1}, yd[3];
+    m40_conv2d_desc dd;
+    m40_conv2d_desc_init(&dd);
+    dd.dilation_h = 2;
+    m40__ref_conv2d(&dd, 1, 1, 5, 1, 1, 2, 1, 3, 1, xd, wd, NULL, NULL, NULL, yd);
+    CHECK(yd[0] == 2 && yd[1] == 4 && yd[2] == 6);
+    m40_conv2d_desc_init(&dd);
+    dd.dilation_w = 2;
+    m40__ref_conv2d(&dd, 1, 1, 1, 5, 1, 1, 2, 1, 3, xd, wd, NULL, NULL, NULL, yd);
+    CHECK(yd[0] == 2 && yd[1] == 4 && yd[2] == 6);
+    /* max pool over a window of negatives (the maximum starts at -inf, not
+    ** 0), through the public op: a 2x2 window over a 2x2 input, exactly as
+    ** large as the padded input, gives one output (P = (2 - 2)/2 + 1) */
+    m40_tensor *xt4 = m40t_f32(C, 4, 1, 1, 2, 2), *yt4 = m40t_f32(C, 4, 1, 1, 1, 1);
+    float *fx = m40_tensor_get_data(xt4), *fy = m40_tensor_get_data(yt4);
+    fx[0] = -3, fx[1] = -1, fx[2] = -2, fx[3] = -4, fy[0] = 99;
+    m40_pool2d_desc pd;
+    m40_pool2d_desc_init(&pd);
+    CHECK_ST(m40_pool2d(C, &pd, xt4, yt4), M40_OK);
+    CHECK(fy[0] == -1);
+    m40_tensor_destroy(xt4), m40_tensor_destroy(yt4);
 }
 
 /* The NHWC reference gives the NCHW reference's numbers, transposed. */

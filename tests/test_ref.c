@@ -143,10 +143,58 @@ static void test_softmax_matmul(void) {
     CHECK(out[0] == -2 && out[3] == 7.5f);
 }
 
+/* Cases a mutation run found unchecked (session 24): strided rows, a 0-d
+** tensor, K = 0, MUL's values, a converted view. */
+static void test_strides_and_edges(void) {
+    /* softmax over a [2,3] view with row stride 5 (the columns past 3 hold 50) */
+    float base[10];
+    for (int i = 0; i < 10; i++) base[i] = i % 5 < 3 ? (float)i : 50.0f;
+    int64_t s23[2] = {2, 3};
+    m40_tensor_desc dv, dy;
+    m40_tensor_desc_make(&dv, M40_DTYPE_F32, 2, s23);
+    dv.stride[0] = 5;
+    m40_tensor_desc_make(&dy, M40_DTYPE_F32, 2, s23);
+    float y[6];
+    m40__ref_softmax(&dv, base, &dy, y);
+    const double z = exp(5.0) + exp(6.0) + exp(7.0);
+    CHECK(fabs(y[3] - exp(5.0) / z) < 1e-6 && fabs(y[5] - exp(7.0) / z) < 1e-6);
+    /* softmax of a 0-d tensor: one value, probability 1 */
+    m40_tensor_desc d0;
+    m40_tensor_desc_make(&d0, M40_DTYPE_F32, 0, NULL);
+    float x0 = 5.0f, y0 = -7.0f;
+    m40__ref_softmax(&d0, &x0, &d0, &y0);
+    CHECK(y0 == 1.0f);
+    /* K = 0: y = bias */
+    float b3[3] = {1, 2, 3}, y6[6];
+    m40t_poison(y6, 6);
+    m40__ref_linear(2, 3, 0, NULL, NULL, b3, y6);
+    CHECK(y6[0] == 1 && y6[1] == 2 && y6[2] == 3 && y6[3] == 1 && y6[4] == 2 && y6[5] == 3);
+    /* MUL multiplies, also broadcast over a zero stride */
+    float a[6] = {1, 2, 3, 4, 5, 6}, m[3] = {2, -1, 0.5f}, o[6];
+    m40_tensor_desc da, db;
+    m40_tensor_desc_make(&da, M40_DTYPE_F32, 2, s23);
+    db = da;
+    db.stride[0] = 0;
+    m40__ref_binary(M40__BINARY_MUL, &da, a, &db, m, &da, o);
+    float want[6] = {2, -2, 1.5f, 8, -5, 3};
+    CHECK(memcmp(o, want, sizeof o) == 0);
+    /* f32 -> f16 from a transposed view: v[r][c] = t[c * 2 + r] */
+    float t[6] = {0, 1, 2, 3, 4, 5};
+    m40_tensor_desc dt, dh;
+    m40_tensor_desc_make(&dt, M40_DTYPE_F32, 2, s23);
+    dt.stride[0] = 1, dt.stride[1] = 2;
+    m40_tensor_desc_make(&dh, M40_DTYPE_F16, 2, s23);
+    uint16_t h[6];
+    m40__ref_convert(&dt, t, &dh, h);
+    const float tw[6] = {0, 2, 4, 1, 3, 5};
+    for (int i = 0; i < 6; i++) CHECK(m40__f16_to_f32(h[i]) == tw[i]);
+}
+
 int main(void) {
     test_half();
     test_random();
     test_unary_binary();
     test_softmax_matmul();
+    test_strides_and_edges();
     return m40t_finish("test_ref");
 }

@@ -184,6 +184,27 @@ static void test_linear_ref(void) {
     m40_tensor_destroy(y1); m40_tensor_destroy(y2);
 }
 
+/* A row so small that its f16 scale (amax/127 = 8.7e-8) is subnormal and
+** rounds down (to 6e-8): w/scale reaches ~184, past int8's range. The
+** quantizer clamps to ±127 against the stored scale, so every weight keeps
+** its sign (unclamped, 184 wraps to -72; a mutation run found no case). */
+static void test_tiny_scale(void) {
+    const m40_quant_format f = {M40_DTYPE_Q8, 0, M40_DTYPE_F16};
+    const int64_t ws[2] = {1, 4};
+    m40_tensor *w = host(M40_DTYPE_F32, 2, ws), *out = host(M40_DTYPE_F32, 2, ws);
+    float *fw = m40_tensor_get_data(w), *fo = m40_tensor_get_data(out);
+    fw[0] = 1.1e-5f, fw[1] = -1.1e-5f, fw[2] = 3e-6f, fw[3] = 0.0f;
+    m40_tensor_desc dd, sd;
+    CHECK_ST(m40_quant_descs(&f, 1, 4, &dd, &sd), M40_OK);
+    m40_tensor *data = host_like(&dd), *scale = host_like(&sd);
+    CHECK_ST(m40_quantize(C, &f, w, data, scale), M40_OK);
+    m40_qweight qw = {f, 1, 4, data, scale};
+    CHECK_ST(m40_dequantize(C, &qw, out), M40_OK);
+    CHECK(fo[0] > 0 && fo[1] < 0 && fo[2] > 0 && fo[3] == 0);
+    CHECK(fo[0] <= fw[0] && fo[1] >= fw[1]); /* clamped, not grown */
+    m40_tensor_destroy(w), m40_tensor_destroy(out), m40_tensor_destroy(data), m40_tensor_destroy(scale);
+}
+
 int main(int argc, char **argv) {
     m40_ctx_desc d;
     m40_ctx_desc_init(&d);
@@ -195,6 +216,7 @@ int main(int argc, char **argv) {
     test_golden(argc > 1 ? argv[1] : "tests/quant/quant.golden");
     test_errors();
     test_linear_ref();
+    test_tiny_scale();
     m40_ctx_destroy(C);
     return m40t_finish("test_quant_cpu");
 }

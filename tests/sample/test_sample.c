@@ -386,6 +386,40 @@ static void test_graph(void) {
     m40_graph_destroy(g);
 }
 
+/* The rules' boundaries, each as include/m40/transformer.h words it (a
+** mutation run found them unchecked): top-p keeps the fewest ids whose mass
+** reaches top_p; min_p keeps an id at exactly min_p·p_max; a temperature of
+** exactly M40_SAMPLER_GREEDY_BELOW samples; NaN reads as -inf. */
+static void test_boundaries(void) {
+    m40_sampler_desc d;
+    int id;
+    float p;
+    m40_sampler_desc_init(&d);
+    d.top_p = 0.5f; /* 4 equal ids: 2 of them reach 0.5 exactly */
+    const float eq[4] = {0, 0, 0, 0};
+    CHECK_ST(draw(&d, 1, 4, eq, NULL, 0, -1, &id, &p), M40_OK);
+    CHECK(p == 0.5f && id >= 0 && id <= 1);
+
+    m40_sampler_desc_init(&d);
+    d.min_p = 0.5f; /* p = 2/3, 1/3: the second is min_p·p_max exactly */
+    const float half[2] = {0.0f, logf(0.5f)};
+    CHECK_ST(draw(&d, 1, 2, half, NULL, 0, -1, &id, &p), M40_OK);
+    CHECK(fabs(p - (id == 0 ? 2.0 / 3 : 1.0 / 3)) < 1e-6);
+
+    m40_sampler_desc_init(&d);
+    d.temperature = M40_SAMPLER_GREEDY_BELOW; /* logits / T = {0, 1}: sampled */
+    const float tiny[2] = {0.0f, M40_SAMPLER_GREEDY_BELOW};
+    const double e = exp(1.0) / (1.0 + exp(1.0));
+    CHECK_ST(draw(&d, 1, 2, tiny, NULL, 0, -1, &id, &p), M40_OK);
+    CHECK(fabs(p - (id == 1 ? e : 1 - e)) < 1e-3);
+
+    m40_sampler_desc_init(&d);
+    d.temperature = 0; /* greedy over {-inf, NaN}: a tie of two -inf, the lower id */
+    const float nan_row[2] = {-INFINITY, NAN};
+    CHECK_ST(draw(&d, 1, 2, nan_row, NULL, 0, -1, &id, &p), M40_OK);
+    CHECK(id == 0 && p == 0.5f);
+}
+
 int main(void) {
     m40_ctx_desc cd;
     m40_ctx_desc_init(&cd);
@@ -395,6 +429,7 @@ int main(void) {
         return 1;
     }
     test_greedy();
+    test_boundaries();
     test_penalty();
     test_seeds();
     test_distributions();

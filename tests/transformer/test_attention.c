@@ -455,6 +455,26 @@ static void node_rules(void) {
     CHECK(m40_op_runs(M40_OP_ATTENTION) == 1);
 }
 
+/* Scores of ±40,000 (q = k = 100s, D 4): the softmax subtracts the row's
+** maximum before exp, so the answer is v of the first key, exactly, not
+** inf/inf (a mutation run found no case with scores past exp's range). */
+static void large_scores(void) {
+    m40_attention_desc d;
+    m40_attention_desc_init(&d);
+    d.head_dim = 4;
+    m40_tensor *q = tnew(M40_DTYPE_F32, 3, 1, 1, 4, 0), *k = tnew(M40_DTYPE_F32, 4, 1, 2, 1, 4),
+               *v = tnew(M40_DTYPE_F32, 4, 1, 2, 1, 4), *pos = tnew(M40_DTYPE_I32, 2, 1, 1, 0, 0),
+               *y = tnew(M40_DTYPE_F32, 3, 1, 1, 4, 0);
+    float *fq = m40_tensor_get_data(q), *fk = m40_tensor_get_data(k), *fv = m40_tensor_get_data(v);
+    for (int i = 0; i < 4; i++) fq[i] = 100, fk[i] = 100, fk[4 + i] = -100, fv[i] = 1, fv[4 + i] = 2;
+    ((int32_t *)m40_tensor_get_data(pos))[0] = 1;
+    CHECK_ST(m40_attention(C, &d, q, k, v, pos, NULL, y), M40_OK);
+    const float *fy = m40_tensor_get_data(y);
+    for (int i = 0; i < 4; i++) CHECK(fy[i] == 1.0f);
+    m40_tensor *all[5] = {q, k, v, pos, y};
+    for (int i = 0; i < 5; i++) m40_tensor_destroy(all[i]);
+}
+
 int main(void) {
     m40_ctx_desc cd;
     m40_ctx_desc_init(&cd);
@@ -471,6 +491,7 @@ int main(void) {
     rope_fused(2, 3, 4, 2, 16, 8, 8, M40_ROPE_ADJACENT, 1.0f, M40_DTYPE_F16, 0);
     rope_fused(1, 5, 6, 3, 12, 9, 12, M40_ROPE_HALF, 0.5f, M40_DTYPE_F32, 1);
     rope_fused(3, 1, 8, 2, 32, 6, 16, M40_ROPE_ADJACENT, 1.0f, M40_DTYPE_F16, 1);
+    large_scores();
     bad_inputs();
     node_rules();
     m40_ctx_destroy(C);

@@ -458,12 +458,47 @@ static void test_graph_chain(void) {
     m40_graph_destroy(g);
 }
 
+/* Cases a mutation run found unchecked (session 24): the position scale,
+** and leading dimensions whose strides are not whole rows apart. */
+static void test_row_rules(void) {
+    /* pos_scale 0.5 at position 2: angle 1, so (1, 0) becomes (cos 1, sin 1) */
+    m40_rope_desc d;
+    m40_rope_desc_init(&d);
+    d.head_dim = 2, d.rope_dims = 2, d.pos_scale = 0.5f;
+    m40_tensor *x = m40t_f32(C, 2, 1, 2, 0, 0), *pos = i32(1, 1, 0);
+    fdata(x)[0] = 1, fdata(x)[1] = 0;
+    ((int32_t *)m40_tensor_get_data(pos))[0] = 2;
+    CHECK_ST(m40_rope(C, &d, x, pos), M40_OK);
+    CHECK(fabs(fdata(x)[0] - cos(1.0)) < 1e-6 && fabs(fdata(x)[1] - sin(1.0)) < 1e-6);
+    m40_tensor_destroy(x), m40_tensor_destroy(pos);
+
+    /* x [2,2,2] over a base of 16 with strides (8, 2, 1): rows 0-1 and 4-5
+    ** of the base, with base[4..8) a gap no row owns. RoPE and RMSNorm take
+    ** rows as (rows, W) with one row stride: refused, the gap untouched */
+    m40_tensor *base = m40t_f32(C, 1, 16, 0, 0, 0), *v = NULL, *p2 = i32(2, 2, 2);
+    int64_t s[3] = {2, 2, 2};
+    m40_tensor_desc vd;
+    m40_tensor_desc_make(&vd, M40_DTYPE_F32, 3, s);
+    vd.stride[0] = 8, vd.stride[1] = 2, vd.stride[2] = 1;
+    CHECK_ST(m40_tensor_view(C, base, &vd, 0, &v), M40_OK);
+    for (int i = 0; i < 16; i++) fdata(base)[i] = (float)i + 1;
+    for (int i = 0; i < 4; i++) ((int32_t *)m40_tensor_get_data(p2))[i] = 1;
+    d.pos_scale = 1.0f;
+    CHECK_ST(m40_rope(C, &d, v, p2), M40_ERR_UNSUPPORTED);
+    m40_tensor *w = m40t_f32(C, 1, 2, 0, 0, 0);
+    fdata(w)[0] = fdata(w)[1] = 1;
+    CHECK_ST(m40_rmsnorm(C, 1e-5f, v, w, NULL, v), M40_ERR_UNSUPPORTED);
+    for (int i = 0; i < 16; i++) CHECK(fdata(base)[i] == (float)i + 1);
+    m40_tensor_destroy(v), m40_tensor_destroy(base), m40_tensor_destroy(p2), m40_tensor_destroy(w);
+}
+
 int main(void) {
     m40_ctx_desc d;
     m40_ctx_desc_init(&d);
     d.device = M40_DEVICE_CPU;
     if (m40_ctx_create(&d, &C) != M40_OK) return 1;
     test_rope();
+    test_row_rules();
     test_rmsnorm();
     test_swiglu();
     test_embedding();

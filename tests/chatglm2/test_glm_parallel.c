@@ -179,6 +179,17 @@ static void refusals(glm_model *m) {
     CHECK(glm_seq_set_history(m, 1, hist_neg, 2) == -1);
     CHECK(greedy(m, 1, &id) == 0);
     CHECK(glm_seq_set_history(m, 1, ids, 2) == 0 && greedy(m, 1, &id) == 0);
+    /* the bounds themselves (a mutation run found them unchecked): the id
+    ** V, conversation NSEQ, a rewind one past what the session holds */
+    const int32_t at_v[2] = {1, V};
+    CHECK(glm_seq_rewind(m, 2, 0) == 0);
+    CHECK(glm_seq_prefill(m, 2, at_v, 2, NULL, NULL) == -1);
+    CHECK(strstr(glm_errmsg(m), "is not in") != NULL && glm_seq_pos(m, 2) == 0);
+    CHECK(glm_seq_prefill(m, NSEQ, ids, 2, NULL, NULL) == -1);
+    CHECK(glm_seq_rewind(m, NSEQ, 0) == -1);
+    CHECK(strstr(glm_errmsg(m), "conversation 3") != NULL);
+    CHECK(glm_seq_rewind(m, 1, glm_seq_pos(m, 1) + 1) == -1);
+    CHECK(glm_seq_rewind(m, 1, glm_seq_pos(m, 1)) == 0);
 }
 
 /* Short prefill graphs: a prompt of n ids through the ladder (chunks 2, 4,

@@ -253,11 +253,74 @@ static void test_scale(void) {
     free(j);
 }
 
+/* Header rules a mutation run found unchecked (session 24); each file is
+** built from its JSON and must be refused, or taken, as the comment says. */
+static void one(const char *json, size_t data, const char *what, const char *msg) {
+    size_t n;
+    unsigned char *b = make_file(json, strlen(json), data, &n);
+    CHECK_ST(open_bytes(b, n, what, msg), msg ? M40_ERR_FORMAT : M40_OK);
+    free(b);
+}
+static void test_rules(void) {
+    one("{\"w\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}", 1,
+        "9 dims", "more than 8 dims");
+    one("{\"w\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}", 1,
+        "8 dims (the most)", NULL);
+    one("{\"w\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,16],\"data_offsets\":[0,0]}}", 0,
+        "2^62 x 16 x 4 bytes", "impossibly large");
+    one("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]}}", 4,
+        "negative begin", "data_offsets");
+    one("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4,8]}}", 8,
+        "three data_offsets", "[begin, end]");
+    one("{\"w\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4, "no data_offsets", "lacks \"data_offsets\"");
+    one("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}} x", 4,
+        "bytes after the JSON", "trailing bytes");
+    /* a tensor wholly inside another's bytes */
+    one("{\"a\":{\"dtype\":\"U8\",\"shape\":[100],\"data_offsets\":[0,100]},"
+        "\"b\":{\"dtype\":\"U8\",\"shape\":[10],\"data_offsets\":[10,20]}}", 100,
+        "a tensor inside another", "overlap");
+    /* an empty tensor inside another's bytes has none to overlap with */
+    one("{\"a\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":[0,8]},"
+        "\"e\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[4,4]}}", 8,
+        "an empty tensor inside another", NULL);
+    /* a header length 4 bytes past the end of the file */
+    const char *j = "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,0]}}    ";
+    size_t n;
+    unsigned char *b = make_file(j, strlen(j), 0, &n);
+    CHECK_ST(open_bytes(b, n - 4, "header 4 bytes past the end", "header length"), M40_ERR_FORMAT);
+    free(b);
+    /* __metadata__ with more than 65,536 entries */
+    enum { E = (1 << 16) + 1 };
+    size_t cap = (size_t)E * 24 + 64, len = 0;
+    char *m = malloc(cap);
+    len += (size_t)snprintf(m, cap, "{\"__metadata__\":{");
+    for (int i = 0; i < E; i++) len += (size_t)snprintf(m + len, cap - len, "%s\"k%x\":\"v\"", i ? "," : "", i);
+    len += (size_t)snprintf(m + len, cap - len, "}}");
+    one(m, 0, "65,537 metadata entries", "more than 65536 entries");
+    free(m);
+    /* m40_st_expect: a shape of the right values but one dim fewer */
+    j = "{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}";
+    b = make_file(j, strlen(j), 24, &n);
+    FILE *fp = fopen(tmp_path, "wb");
+    fwrite(b, 1, n, fp);
+    fclose(fp);
+    free(b);
+    m40_st_file *f = NULL;
+    CHECK_ST(m40_st_open(tmp_path, &f), M40_OK);
+    const int64_t want2[2] = {2, 3}, want1[1] = {2};
+    const m40_st_tensor *t = NULL;
+    CHECK_ST(m40_st_expect(f, "w", M40_DTYPE_F32, 2, want2, &t), M40_OK);
+    CHECK_ST(m40_st_expect(f, "w", M40_DTYPE_F32, 1, want1, &t), M40_ERR_SHAPE);
+    CHECK(t == NULL && strstr(m40_st_errmsg(f), "expected [2]") != NULL);
+    m40_st_destroy(f);
+}
+
 int main(void) {
     snprintf(tmp_path, sizeof tmp_path, "/tmp/m40_st_test_%d.safetensors", (int)getpid());
     test_good();
     test_bad();
     test_scale();
+    test_rules();
     remove(tmp_path);
     return m40t_finish("test_safetensors");
 }

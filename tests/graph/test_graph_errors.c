@@ -85,6 +85,13 @@ static void test_dangling(void) {
     m40_graph_destroy(e);
     CHECK_ST(node(g, M40_OP_SCALE, "bad_id", 99, M40_NO_TENSOR, M40_TENSOR_NEW, NULL),
              M40_ERR_INVALID_ARG);
+    /* the first id past the graph's tensors (a mutation run found only 99) */
+    const int past = m40_graph_get_tensor_count(g);
+    CHECK_ST(node(g, M40_OP_SCALE, "id_past", past, M40_NO_TENSOR, M40_TENSOR_NEW, NULL),
+             M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_graph_mark_output(g, past), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_graph_set_data(g, past, NULL, 0), M40_ERR_INVALID_ARG);
+    CHECK(has("not in the graph"));
     CHECK_ST(m40_graph_mark_output(g, x), M40_ERR_INVALID_ARG);
     CHECK_ST(node(g, M40_OP_SCALE, "writes_input", y, M40_NO_TENSOR, x, NULL), M40_ERR_INVALID_ARG);
     CHECK_ST(node(g, M40_OP_SCALE, "writes_twice", x, M40_NO_TENSOR, y, NULL), M40_ERR_INVALID_ARG);

@@ -241,6 +241,33 @@ static void test_chatglm2_builder(void) {
     m40_chatglm2_desc_init(&cd);
     cd.phase = (m40_model_phase)7;
     CHECK_ST(m40_chatglm2_graph(C, &cd, NULL, &g, NULL), M40_ERR_INVALID_ARG);
+    /* each bound one past (a mutation run found only ctx 0 and the phase);
+    ** the shards are a real file that is no ChatGLM2 checkpoint, so a check
+    ** that let them through would end in FORMAT, not INVALID_ARG */
+    m40_st_file *rn = NULL, **many = malloc(4097 * sizeof *many);
+    m40_graph *other = NULL;
+    CHECK_ST(m40_st_open("tests/fixtures/resnet/reduced_resnet.safetensors", &rn), M40_OK);
+    CHECK_ST(m40_graph_create(C, &other), M40_OK);
+    for (int i = 0; i < 4097; i++) many[i] = rn;
+    for (int k = 0; k < 7; k++) {
+        m40_chatglm2_desc_init(&cd);
+        switch (k) {
+        case 0: cd.batch = (1 << 20) + 1; break;
+        case 1: cd.slots = (1 << 20) + 1; break;
+        case 2: cd.ctx = ((int64_t)1 << 22) + 1; break;
+        case 3: cd.nshards = 4097, cd.shards = many; break;
+        case 4: cd.config.kv_heads = 3; break; /* 32 heads in 3 groups */
+        case 5: cd.config.head_dim = 126; break;
+        case 6: cd.nshards = 1, cd.shards = many, cd.weights_from = other; break;
+        }
+        g = NULL;
+        CHECK_ST(m40_chatglm2_graph(C, &cd, NULL, &g, NULL), M40_ERR_INVALID_ARG);
+        CHECK(g == NULL);
+        if (k == 4 || k == 5) CHECK(strstr(m40_errmsg(C), "out of range") != NULL); /* the config, named */
+    }
+    m40_graph_destroy(other);
+    m40_st_destroy(rn);
+    free(many);
     m40_st_file *w = NULL;
     CHECK_ST(m40_st_open("tests/fixtures/resnet/reduced_resnet.safetensors", &w), M40_OK);
     m40_chatglm2_desc_init(&cd);

@@ -283,6 +283,26 @@ static void test_rules(void) {
     one("{\"a\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":[0,8]},"
         "\"e\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[4,4]}}", 8,
         "an empty tensor inside another", NULL);
+    /* the JSON reader's own rules, through a header */
+    one("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,9223372036854775808]}}", 1,
+        "an offset of 2^63", "integer overflow");
+    one("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"n\":\"a\\u0000\"}}", 1,
+        "escaped NUL in a string", "NUL in string");
+    one("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"n\":\"\\ud800\\u0041\"}}", 1,
+        "a high surrogate, then A", "unpaired surrogate");
+    one("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"n\":\"\\ud83d\\ude00\"}}", 1,
+        "a surrogate pair (taken)", NULL);
+    one("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"n\":\"a\x1f\"}}", 1,
+        "a raw 0x1f in a string", "control character");
+    for (int depth = 64; depth <= 65; depth++) { /* an unknown key's value, skipped */
+        char deep[256];
+        int k = snprintf(deep, sizeof deep, "{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"n\":");
+        for (int i = 0; i < depth; i++) deep[k++] = '[';
+        for (int i = 0; i < depth; i++) deep[k++] = ']';
+        snprintf(deep + k, sizeof deep - (size_t)k, "}}");
+        one(deep, 1, depth == 64 ? "64 nested arrays (taken)" : "65 nested arrays",
+            depth == 64 ? NULL : "nested too deeply");
+    }
     /* a header length 4 bytes past the end of the file */
     const char *j = "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,0]}}    ";
     size_t n;

@@ -168,6 +168,58 @@ static void handmade(void) {
     trainer(&o, 2, 0);
     CHECK(try_load(o.b, o.n) == M40_ERR_FORMAT, "NUL in piece accepted");
 
+    /* a valid model, then one unknown top-level field that breaks a rule of
+    ** the wire format (a mutation run found these unchecked); the same
+    ** field well formed is skipped */
+    struct { unsigned char b[256]; size_t n; int ok; const char *what; } tails[8];
+    int nt = 0;
+    { /* a varint of 10 bytes whose last carries more than the top bit */
+        unsigned char t[] = {0x28, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02};
+        memcpy(tails[nt].b, t, sizeof t), tails[nt].n = sizeof t, tails[nt].ok = 0, tails[nt++].what = "varint past 64 bits";
+        t[10] = 0x01; /* 2^63 + ...: the largest that fits */
+        memcpy(tails[nt].b, t, sizeof t), tails[nt].n = sizeof t, tails[nt].ok = 1, tails[nt++].what = "varint of 64 bits";
+    }
+    { /* fixed64 with 7 bytes, fixed32 with 3 */
+        unsigned char t[] = {0x29, 1, 2, 3, 4, 5, 6, 7};
+        memcpy(tails[nt].b, t, sizeof t), tails[nt].n = sizeof t, tails[nt].ok = 0, tails[nt++].what = "fixed64 of 7 bytes";
+        unsigned char u[] = {0x2D, 1, 2, 3};
+        memcpy(tails[nt].b, u, sizeof u), tails[nt].n = sizeof u, tails[nt].ok = 0, tails[nt++].what = "fixed32 of 3 bytes";
+    }
+    { /* a tag over 32 bits (field 2^32 + 5, varint) */
+        buf t = {{0}, 0};
+        varint(&t, (1ull << 35) | 5 << 3);
+        varint(&t, 1);
+        memcpy(tails[nt].b, t.b, t.n), tails[nt].n = t.n, tails[nt].ok = 0, tails[nt++].what = "tag over 32 bits";
+    }
+    { /* a group closed by another field's end-group */
+        unsigned char t[] = {0x2B, 0x34};
+        memcpy(tails[nt].b, t, sizeof t), tails[nt].n = sizeof t, tails[nt].ok = 0, tails[nt++].what = "group 5 ended as 6";
+    }
+    for (int depth = 100; depth <= 101; depth++) { /* groups nested 100 deep (taken), 101 */
+        for (int i = 0; i < depth; i++) tails[nt].b[i] = 0x2B, tails[nt].b[depth + i] = 0x2C;
+        tails[nt].n = (size_t)(2 * depth), tails[nt].ok = depth == 100;
+        tails[nt++].what = depth == 100 ? "groups 100 deep" : "groups 101 deep";
+    }
+    for (int i = 0; i < nt; i++) {
+        o.n = 0;
+        piece(&o, "<unk>", 5, 0, 2);
+        piece(&o, "a", 1, -1, 1);
+        trainer(&o, 2, 0);
+        memcpy(o.b + o.n, tails[i].b, tails[i].n);
+        o.n += tails[i].n;
+        m40_status st = try_load(o.b, o.n);
+        CHECK(st == (tails[i].ok ? M40_OK : M40_ERR_FORMAT), "%s: status %d", tails[i].what, (int)st);
+    }
+
+    o.n = 0; /* a piece whose score (fixed32) has 3 bytes */
+    piece(&o, "<unk>", 5, 0, 2);
+    {
+        const unsigned char p3[] = {0x0A, 0x01, 'a', 0x15, 0x00, 0x00, 0x80};
+        field_bytes(&o, 1, p3, sizeof p3);
+    }
+    trainer(&o, 2, 0);
+    CHECK(try_load(o.b, o.n) == M40_ERR_FORMAT, "a score of 3 bytes accepted");
+
     static const unsigned char bad[][16] = {
         {0x0A, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01}, /* 11-byte varint */
         {0x0A, 0x80},                                                             /* truncated varint */

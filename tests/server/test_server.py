@@ -337,6 +337,11 @@ def t_bad(srv, a):
         ("a message without a role", {"messages": [{"content": "hi"}]}, 400),
         ("an unknown role", {"messages": [{"role": "tool", "content": "hi"}]}, 400),
         ("content a number", {"messages": [{"role": "user", "content": 5}]}, 400),
+        ("a user's content null", {"messages": [{"role": "user", "content": None}]}, 400),
+        ("a content part without a type", {"messages": [{"role": "user", "content": [{"text": "hi"}]}]}, 400),
+        ("an image part with text", {"messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "http://x/y.png"}, "text": "hi"}]}]}, 400),
+        ("presence_penalty 2.5", {"messages": msgs("hi"), "presence_penalty": 2.5}, 400),
         ("last message not a user's", {"messages": [{"role": "user", "content": "a"},
                                                     {"role": "assistant", "content": "b"}]}, 400),
         ("unknown model", {"model": "gpt-4", "messages": msgs("hi")}, 404),
@@ -350,6 +355,10 @@ def t_bad(srv, a):
         ("temperature a string", {"messages": msgs("hi"), "temperature": "hot"}, 400),
         ("temperature 1e9", {"messages": msgs("hi"), "temperature": 1e9}, 400),
         ("temperature -1", {"messages": msgs("hi"), "temperature": -1}, 400),
+        ("temperature 2.001", {"messages": msgs("hi"), "temperature": 2.001}, 400),
+        ("top_k -1", {"messages": msgs("hi"), "top_k": -1}, 400),
+        ("max_tokens ctx + 1", {"messages": msgs("hi"), "max_tokens": 257}, 400),
+        ("a stop of 257 bytes", {"messages": msgs("hi"), "stop": "x" * 257}, 400),
         ("top_p 1.5", {"messages": msgs("hi"), "top_p": 1.5}, 400),
         ("top_k -3", {"messages": msgs("hi"), "top_k": -3}, 400),
         ("repetition_penalty 0", {"messages": msgs("hi"), "repetition_penalty": 0}, 400),
@@ -384,6 +393,21 @@ def t_bad(srv, a):
         for _ in range(4096)]})
     check("4,096 messages of 2 content parts are read (then too long for --ctx)",
           st == 400 and b"context_length_exceeded" in data, (st, data[:300]))
+    # 4,097 messages: refused for their number, before the prompt is built
+    st, _, data = raw_post(srv, {"max_tokens": 1, "messages": msgs("a") * 4097})
+    check("4,097 messages -> 400 (at most 4,096)",
+          st == 400 and b"1..4096 messages" in data, (st, data[:300]))
+    # a prompt of exactly --ctx (256) tokens leaves none for the answer;
+    # 255 is answered. "a" * k is k tokens more than a fixed frame.
+    def prompt_len(k):
+        st, _, data = raw_post(srv, {"messages": msgs("a" * k), "max_tokens": 1, "temperature": 0})
+        m = re.search(rb"the prompt is (\d+) tokens", data)
+        return st, (json.loads(data)["usage"]["prompt_tokens"] if st == 200 else
+                    int(m.group(1)) if m else None)
+    base = prompt_len(10)[1] - 10
+    full, fit = prompt_len(256 - base), prompt_len(255 - base)
+    check("a prompt of exactly --ctx tokens -> 400, one less -> 200",
+          full == (400, 256) and fit == (200, 255), (base, full, fit))
     st, ct, data = raw_post(srv, {"messages": msgs("中文" * 300)})
     check("context_length_exceeded code", json.loads(data)["error"]["code"] == "context_length_exceeded", data)
     # tests/fuzz/findings/server_request/, end to end: jansson's message quotes

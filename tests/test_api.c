@@ -325,6 +325,10 @@ static void test_hostile_sizes(void) {
     CHECK_ST(m40_tensor_view(C, v1, &eight, 0, &v2), M40_OK);
     m40_tensor_destroy(v2);
     EXPECT(m40_tensor_view(C, v1, &eight, 1, &v2), M40_ERR_INVALID_ARG);
+    /* (2^62 - 1) * 4 = 2^64 - 4 does not overflow the product, but the inner
+    ** start (32 bytes) plus it wraps to 28: only the 2^62 cap refuses it */
+    EXPECT(m40_tensor_view(C, v1, &one, ((int64_t)1 << 62) - 1, &v2), M40_ERR_INVALID_ARG);
+    CHECK(v2 == NULL);
     m40_tensor_destroy(v1);
 
     /* wrap: the alignment rule, and strides that span more than 2^62 */

@@ -7,10 +7,12 @@ set -u
 chat=$1 out=$2
 python3 "$(dirname "$0")/make_dirs.py" "$out" || exit 1
 fail=0
-expect() { # dir, regex of the message (or of stdout for "good")
-    local msg rc
-    msg=$("$chat" --cpu --model "$out/$1" --ids 64,17,250,3,99,42,7,128,5,211,33 --greedy \
-          --max-new-tokens 12 --print-ids --chunk 4 2>&1); rc=$?
+expect() { # dir, regex of the message (or of stdout for "good"), more m40-chat args
+    local msg rc d=$1 re=$2
+    shift 2
+    msg=$("$chat" --cpu --model "$out/$d" --ids 64,17,250,3,99,42,7,128,5,211,33 --greedy \
+          --max-new-tokens 12 --print-ids --chunk 4 "$@" 2>&1); rc=$?
+    set -- "$d" "$re"
     if [ "$1" = good ] && [ $rc -ne 0 ]; then fail=1; echo "FAIL $1: rc $rc: $msg"; return; fi
     if [ "$1" != good ] && [ $rc -ne 1 ]; then fail=1; echo "FAIL $1: rc $rc (want 1): $msg"; return; fi
     if grep -qE "$2" <<<"$msg"; then echo "ok   $1: $msg"; else fail=1; echo "FAIL $1: '$msg' !~ /$2/"; fi
@@ -20,6 +22,16 @@ expect bad_config "config says ffn_hidden_size 256, the tensors 200"
 expect missing_shard "names shard .*model-00002-of-00002.safetensors, which is missing"
 expect truncated "model-00001-of-00002.safetensors: .*truncated"
 expect bin_only "PyTorch .bin shards: convert them once with examples/chatglm2/convert_bin.py"
+expect shard_path "tensor '.*' names a bad shard"
+expect many_shards "more than 256 shards"
+expect hidden_wrap "hidden_size must be an integer in 1..1048576"
+expect bad_eps "layernorm_epsilon must be a number in"
+expect bad_vocab "config says padded_vocab_size 301, the tensors 300"
+expect bad_heads "disagree with the tensors"
+expect norm_short "input_layernorm.weight' is F16 \\[127\\], expected F16, BF16 or F32 \\[128\\]"
+expect norm_2d "input_layernorm.weight' is F16 \\[128, 1\\], expected F16, BF16 or F32 \\[128\\]"
+expect meta_eps "metadata layernorm_epsilon = '0.7' is not a number"
+expect extra_layer "unknown tensor 'transformer.encoder.layers.7.mlp.extra'" --devices 0,1 --split layer
 # --save: the checkpoint quantized at load, written once, loaded as one
 # mmap with the same ids as quantizing again; another --dtype is refused
 ids=64,17,250,3,99,42,7,128,5,211,33
@@ -31,6 +43,13 @@ if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "ok   save/load int4g128: $b"; else
 msg=$("$chat" --cpu --model "$out/saved.safetensors" --dtype fp16 --ids 1,2 2>&1)
 if [ $? = 1 ] && grep -q "is quantized (I8, with scales)" <<<"$msg"; then echo "ok   saved int4g128 as fp16: $msg"
 else fail=1; echo "FAIL saved as fp16: $msg"; fi
+# broken copies of the saved file: a BF16 scale, codes one column short
+python3 "$(dirname "$0")/make_dirs.py" --edit-saved "$out/saved.safetensors" "$out" || exit 1
+for b in saved_scale_bf16 saved_codes_short; do
+    msg=$("$chat" --cpu --model "$out/$b.safetensors" --dtype int4g128 --ids 1,2 2>&1); rc=$?
+    if [ $rc = 1 ] && grep -q "are not an int4 weight" <<<"$msg"; then echo "ok   $b: $msg"
+    else fail=1; echo "FAIL $b: rc $rc: $msg"; fi
+done
 # a --save that fails leaves what was at the path as it was, and no
 # temporary: onto a directory (rename refuses), and a write cut short by
 # the file-size limit over an existing file; a good one replaces the file

@@ -166,6 +166,26 @@ static void refusals(m40_st_file *w, m40_ctx **ctxs) {
     CHECK_ST(m40_chatglm2_graph(ctxs[0], &d, w, &g, NULL), M40_ERR_UNSUPPORTED);
     CHECK(strstr(m40_errmsg(ctxs[0]), "128") != NULL);
     m40_comm_destroy(c2);
+    /* 3 ranks, 12 heads and an FFN of 1536 divide, 4 KV groups neither
+    ** divide nor are a divisor (a group cannot be cut, nor replicated evenly) */
+    m40_chatglm2_desc q;
+    m40_chatglm2_desc_init(&q);
+    q.config.layers = 1;
+    q.config.heads = 12;
+    q.config.kv_heads = 4;
+    q.config.head_dim = 64;
+    q.config.hidden = 768;
+    q.config.ffn = 1536;
+    q.config.vocab = 300;
+    q.ctx = CTX;
+    q.chunk = 4;
+    q.tp_size = 3;
+    g = (m40_graph *)&q;
+    CHECK_ST(m40_chatglm2_graph(ctxs[0], &q, NULL, &g, NULL), M40_ERR_INVALID_ARG);
+    CHECK(g == NULL && strstr(m40_errmsg(ctxs[0]), "3 tensor-parallel ranks") != NULL);
+    q.tp_size = 2; /* 2 ranks split all three */
+    CHECK_ST(m40_chatglm2_graph(ctxs[0], &q, NULL, &g, NULL), M40_OK);
+    m40_graph_destroy(g);
     /* planning alone (no weights) needs no communicator: the 6B plan per rank */
     m40_chatglm2_desc p;
     m40_chatglm2_desc_init(&p);

@@ -17,6 +17,7 @@
 ** 2..16 rows against full 32-row chunks, every position's logits. */
 #include "chatglm2.h"
 #include "check.h"
+#include "files.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -127,6 +128,28 @@ static void batched(glm_model *m, conv *cv, double tol, const char *tag) {
     CHECK(same);
     for (int c = 0; c < NSEQ; c++) CHECK(glm_seq_pos(m, c) == cv[c].n + STEPS);
     free(row);
+}
+
+/* files.c's option parsers at their bounds */
+static void parse_bounds(void) {
+    int devs[GLM_MAX_RANKS + 1];
+    const char *why = NULL;
+    glm_open_opts o;
+    glm_open_opts_init(&o);
+    CHECK(glm_parse_devices("0,1,2,3,4,5,6,7", "tensor", devs, &o, &why) == 0 && o.ndevices == 8);
+    glm_open_opts_init(&o);
+    why = NULL;
+    CHECK(glm_parse_devices("0,1,2,3,4,5,6,7,8", "tensor", devs, &o, &why) == -1);
+    CHECK(why && strstr(why, "at most 8") != NULL);
+    glm_open_opts_init(&o);
+    CHECK(glm_parse_devices("1023", NULL, devs, &o, &why) == 0 && o.device == 1023);
+    glm_open_opts_init(&o);
+    why = NULL;
+    CHECK(glm_parse_devices("1024", NULL, devs, &o, &why) == -1 && why != NULL);
+    long v = -1;
+    CHECK(glm_parse_long("10", 0, 10, &v) == 0 && v == 10);
+    CHECK(glm_parse_long("11", 0, 10, &v) == -1 && v == 10);
+    CHECK(glm_parse_long("-1", 0, 10, &v) == -1 && v == 10);
 }
 
 static void refusals(glm_model *m) {
@@ -257,6 +280,7 @@ out:
 
 int main(int argc, char **argv) {
     if (m40t_side(argc, argv, &gpu)) return M40T_SKIP;
+    parse_bounds();
     const m40_wformat fmts[2] = {M40_WFMT_FP32, M40_WFMT_INT8};
     for (int f = 0; f < 2; f++) {
         glm_model *one = open_model(fmts[f], 1), *many = open_model(fmts[f], NSEQ);

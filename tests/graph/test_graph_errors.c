@@ -122,6 +122,12 @@ static void test_shapes(void) {
     nd.inputs[0] = x;
     nd.inputs[1] = w;
     CHECK_ST(m40_graph_node(g, &nd, NULL), M40_ERR_SHAPE); /* 2-D input to a conv */
+    /* one input more than a node holds */
+    m40_node_desc_init(&nd, M40_OP_ADD);
+    nd.ninputs = M40_NODE_MAX_INPUTS + 1;
+    for (int i = 0; i < M40_NODE_MAX_INPUTS; i++) nd.inputs[i] = x;
+    CHECK_ST(m40_graph_node(g, &nd, NULL), M40_ERR_INVALID_ARG);
+    CHECK(has("inputs (0.."));
     m40_graph_destroy(g);
 }
 
@@ -291,6 +297,17 @@ static void test_hostile(void) {
     m40_plan_info pi;
     CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_ERR_INVALID_ARG);
     CHECK(has("weights") && has("2^62"));
+    m40_graph_destroy(g);
+    /* two activation blocks of 2^61 + 4 bytes each, both live: over 2^62 */
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    int64_t q1[1] = {((int64_t)1 << 59) + 1};
+    m40_tensor_desc dq1;
+    m40_tensor_desc_make(&dq1, M40_DTYPE_F32, 1, q1);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "big", &dq1, &x), M40_OK);
+    CHECK_ST(node(g, M40_OP_SCALE, "s", x, M40_NO_TENSOR, M40_TENSOR_NEW, &y), M40_OK);
+    CHECK_ST(m40_graph_mark_output(g, y), M40_OK);
+    CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_ERR_INVALID_ARG);
+    CHECK(has("activations") && has("2^62"));
     m40_graph_destroy(g);
 
     /* headroom: exact, never a wrapped sign, for any budget */

@@ -333,6 +333,22 @@ static void test_rules(void) {
     CHECK_ST(m40_st_expect(f, "w", M40_DTYPE_F32, 1, want1, &t), M40_ERR_SHAPE);
     CHECK(t == NULL && strstr(m40_st_errmsg(f), "expected [2]") != NULL);
     m40_st_destroy(f);
+    /* a header length of 100 MiB + 1 in a (sparse) file long enough to hold
+    ** it: the 100 MB cap refuses it, not the JSON (all zero bytes) */
+    const uint64_t big = (100u << 20) + 1;
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)(big >> (8 * i));
+    fp = fopen(tmp_path, "wb");
+    fwrite(len8, 1, 8, fp);
+    fclose(fp);
+    if (truncate(tmp_path, (off_t)(8 + big)) == 0) {
+        f = NULL;
+        CHECK_ST(m40_st_open(tmp_path, &f), M40_ERR_FORMAT);
+        printf("%-40s -> %s\n", "header length 100 MiB + 1", m40_st_errmsg(f));
+        CHECK(strstr(m40_st_errmsg(f), "100 MB limit") != NULL);
+        m40_st_destroy(f);
+    }
+    remove(tmp_path);
 }
 
 int main(void) {

@@ -83,7 +83,7 @@ static int is_boundary(const unsigned char *d, size_t n, size_t cut) {
 }
 
 /* Minimal protobuf writer for hand-made models. */
-typedef struct { unsigned char b[4096]; size_t n; } buf;
+typedef struct { unsigned char b[16384]; size_t n; } buf; /* a piece of 8000 bytes fits */
 static void varint(buf *o, uint64_t v) {
     while (v >= 0x80) o->b[o->n++] = (unsigned char)(v | 0x80), v >>= 7;
     o->b[o->n++] = (unsigned char)v;
@@ -167,6 +167,29 @@ static void handmade(void) {
     piece(&o, "a\0b", 3, -1, 1);
     trainer(&o, 2, 0);
     CHECK(try_load(o.b, o.n) == M40_ERR_FORMAT, "NUL in piece accepted");
+    o.n = 0; /* two unknown pieces */
+    piece(&o, "<unk>", 5, 0, 2);
+    piece(&o, "<unk2>", 6, 0, 2);
+    piece(&o, "a", 1, -1, 1);
+    trainer(&o, 2, 0);
+    CHECK(try_load(o.b, o.n) == M40_ERR_FORMAT, "a second unk accepted");
+    o.n = 0; /* an infinite score (unigram reads scores) */
+    piece(&o, "<unk>", 5, 0, 2);
+    piece(&o, "a", 1, 1.0f / 0.0f, 1);
+    trainer(&o, 1, 0);
+    CHECK(try_load(o.b, o.n) == M40_ERR_FORMAT, "an infinite score accepted");
+    { /* pieces of 7999 bytes load, of 8000 do not (MAX_PIECE_SIZE) */
+        static char longp[8000];
+        memset(longp, 'x', sizeof longp);
+        for (int len = 7999; len <= 8000; len++) {
+            o.n = 0;
+            piece(&o, "<unk>", 5, 0, 2);
+            piece(&o, longp, (size_t)len, -1, 1);
+            trainer(&o, 2, 0);
+            CHECK(try_load(o.b, o.n) == (len < 8000 ? M40_OK : M40_ERR_FORMAT),
+                  "a piece of %d bytes", len);
+        }
+    }
 
     /* a valid model, then one unknown top-level field that breaks a rule of
     ** the wire format (a mutation run found these unchecked); the same

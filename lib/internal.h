@@ -88,8 +88,9 @@ void m40__ctx_on_fini(m40_ctx *ctx, void (*fn)(m40_ctx *ctx));
 m40_status m40__check_tensor(m40_ctx *ctx, const m40_tensor *t, const char *what);
 m40_status m40__check_desc(m40_ctx *ctx, const m40_tensor_desc *d);
 bool m40__same_shape(const m40_tensor_desc *a, const m40_tensor_desc *b);
-/* Writes "[2,3,4]" into buf. */
+/* Writes "[2,3,4]" into buf: the desc's shape, or ndim dims of shape. */
 const char *m40__shape_str(const m40_tensor_desc *d, char *buf, size_t n);
+const char *m40__dims_str(int ndim, const int64_t *shape, char *buf, size_t n);
 /* Element offset of the i-th element in row-major order of the shape. */
 int64_t m40__elem_offset(const m40_tensor_desc *d, int64_t i);
 

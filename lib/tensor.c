@@ -104,14 +104,18 @@ int m40_tensor_desc_is_contiguous(const m40_tensor_desc *d) {
     return 1;
 }
 
-const char *m40__shape_str(const m40_tensor_desc *d, char *buf, size_t n) {
+const char *m40__dims_str(int ndim, const int64_t *shape, char *buf, size_t n) {
     size_t k = 0;
     k += (size_t)snprintf(buf + k, n - k, "[");
-    for (int i = 0; i < d->ndim && k < n; i++)
+    for (int i = 0; i < ndim && k < n; i++)
         k += (size_t)snprintf(buf + k, n - k, i ? ",%lld" : "%lld",
-                              (long long)d->shape[i]);
+                              (long long)shape[i]);
     if (k < n) snprintf(buf + k, n - k, "]");
     return buf;
+}
+
+const char *m40__shape_str(const m40_tensor_desc *d, char *buf, size_t n) {
+    return m40__dims_str(d->ndim, d->shape, buf, n);
 }
 
 bool m40__same_shape(const m40_tensor_desc *a, const m40_tensor_desc *b) {

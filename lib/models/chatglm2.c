@@ -173,15 +173,6 @@ static float load_f32(const m40_st_tensor *t, const unsigned char *src, size_t i
 
 /* The checkpoint's tensor `name`, F16, BF16 or F32, of exactly this shape;
 ** marked used. */
-/* "[a, b, ...]" of n dims into buf (a shape in a message). */
-static const char *dims_str(char *buf, size_t cap, int n, const int64_t *dims) {
-    size_t k = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < n && k < cap; i++)
-        k += (size_t)snprintf(buf + k, cap - k, i ? ", %lld" : "%lld", (long long)dims[i]);
-    if (k < cap) snprintf(buf + k, cap - k, "]");
-    return buf;
-}
-
 static wt file_tensor(gb *g, const char *name, int ndim, const int64_t *shape) {
     if (g->b.st != M40_OK) return (wt){NULL, NULL};
     wt x = lookup(g, name);
@@ -202,7 +193,7 @@ static wt file_tensor(gb *g, const char *name, int ndim, const int64_t *shape) {
         char got[96], want[96];
         m40__mb_fail(&g->b, fp ? M40_ERR_SHAPE : M40_ERR_DTYPE,
                      "weights: '%s' is %s %s, expected F16, BF16 or F32 %s", name, t->dtype_name,
-                     dims_str(got, sizeof got, t->ndim, t->shape), dims_str(want, sizeof want, ndim, shape));
+                     m40__dims_str(t->ndim, t->shape, got, sizeof got), m40__dims_str(ndim, shape, want, sizeof want));
         return (wt){NULL, NULL};
     }
     mark_used(g, x);

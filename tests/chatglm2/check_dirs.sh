@@ -29,7 +29,7 @@ expect bad_eps "layernorm_epsilon must be a number in"
 expect bad_vocab "config says padded_vocab_size 301, the tensors 300"
 expect bad_heads "disagree with the tensors"
 expect norm_short "input_layernorm.weight' is F16 \\[127\\], expected F16, BF16 or F32 \\[128\\]"
-expect norm_2d "input_layernorm.weight' is F16 \\[128, 1\\], expected F16, BF16 or F32 \\[128\\]"
+expect norm_2d "input_layernorm.weight' is F16 \\[128,1\\], expected F16, BF16 or F32 \\[128\\]"
 expect meta_eps "metadata layernorm_epsilon = '0.7' is not a number"
 expect extra_layer "unknown tensor 'transformer.encoder.layers.7.mlp.extra'" --devices 0,1 --split layer
 # --save: the checkpoint quantized at load, written once, loaded as one

@@ -54,12 +54,22 @@ void *glm_tokenizer_bytes(const char *model, const char *explicit, size_t *len, 
         glm_model_dir(model, d, sizeof d);
         snprintf(p, sizeof p, "%s/tokenizer.model", d);
     }
+    /* the file, or why not: "PATH (reason)" */
+    char why[4400];
     FILE *f = fopen(p, "rb");
     void *b = NULL;
-    long n = 0;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && n < (64L << 20) &&
-        fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)n)) &&
-        fread(b, 1, (size_t)n, f) != (size_t)n) {
+    long n = -1;
+    if (!f) snprintf(why, sizeof why, "%s (%s)", p, strerror(errno));
+    else if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
+        snprintf(why, sizeof why, "%s (cannot seek: %s)", p, strerror(errno));
+    else if (n == 0) snprintf(why, sizeof why, "%s (empty)", p);
+    else if (n > GLM_TOKENIZER_MAX)
+        snprintf(why, sizeof why, "%s (%ld bytes: more than the %ld a tokenizer model may have)", p,
+                 n, (long)GLM_TOKENIZER_MAX);
+    else if (!(b = malloc((size_t)n))) snprintf(why, sizeof why, "%s (out of memory)", p);
+    else if (fread(b, 1, (size_t)n, f) != (size_t)n) {
+        snprintf(why, sizeof why, "%s (read error%s%s)", p, ferror(f) ? ": " : "",
+                 ferror(f) ? strerror(errno) : ", cut short");
         free(b);
         b = NULL;
     }
@@ -68,7 +78,7 @@ void *glm_tokenizer_bytes(const char *model, const char *explicit, size_t *len, 
         *len = (size_t)n;
         return b;
     }
-    tried[nt++] = p;
+    tried[nt++] = why;
     snprintf(where, cap, "%s%s%s", tried[0], nt > 1 ? ", " : "", nt > 1 ? tried[1] : "");
     return NULL;
 }

@@ -18,7 +18,10 @@ void glm_model_dir(const char *path, char *out, size_t cap);
 ** else the directory's tokenizer.model, else the file's
 ** "extra.tokenizer.model" tensor (glm_model_save writes it), else
 ** tokenizer.model beside the file. NULL when none is found or readable
-** (at most 64 MiB); *where then lists what was tried. */
+** (at most GLM_TOKENIZER_MAX bytes); *where then lists what was tried,
+** each file with the reason it was not used: "DIR/tokenizer.model (No
+** such file or directory)". */
+#define GLM_TOKENIZER_MAX (64L << 20)
 void *glm_tokenizer_bytes(const char *model, const char *explicit, size_t *len, char *where,
                           size_t cap);
 

@@ -311,8 +311,18 @@ def case_bad():
     p = subprocess.run([CHAT] + BASE[:-2] + ["--model", d, "--prompt", "x"], capture_output=True,
                        timeout=30)
     e = p.stderr.decode()
-    check(p.returncode == 1 and "no tokenizer: looked for %s/tokenizer.model" % d in e,
-          "a directory without anything: " + e.strip())
+    check(p.returncode == 1 and "no tokenizer: looked for %s/tokenizer.model (No such file" % d
+          in e, "a directory without anything: " + e.strip())
+    # a tokenizer.model that is there but cannot be used says why, not "looked for" alone
+    for size, why in ((0, "(empty)"), ((64 << 20) + 1, "(67108865 bytes: more than the 67108864")):
+        with open(os.path.join(d, "tokenizer.model"), "wb") as f:
+            f.truncate(size)
+        p = subprocess.run([CHAT] + BASE[:-2] + ["--model", d, "--prompt", "x"],
+                           capture_output=True, timeout=30)
+        e = p.stderr.decode()
+        check(p.returncode == 1 and "%s/tokenizer.model %s" % (d, why) in e,
+              "a tokenizer.model of %d bytes: %s" % (size, e.strip()))
+    os.unlink(os.path.join(d, "tokenizer.model"))
     os.symlink(os.path.join(os.path.abspath(MODEL), "tokenizer.model"),
                os.path.join(d, "tokenizer.model"))
     p = subprocess.run([CHAT] + BASE[:-2] + ["--model", d, "--prompt", "x"], capture_output=True,

@@ -264,7 +264,7 @@ static int feed(glm_model *m, int src, int n, const int32_t *slots) {
 
 void glm_open_opts_init(glm_open_opts *o) {
     memset(o, 0, sizeof *o);
-    o->dtype = M40_WFMT_FP16;
+    o->dtype = GLM_DTYPE_AUTO;
 }
 
 const char *glm_errmsg(const glm_model *m) { return m ? m->err : "no model"; }
@@ -411,6 +411,31 @@ static int open_index(glm_model *m, const char *dir, const char *index) {
     return rc;
 }
 
+/* config.json's quantization_bit (THUDM's: absent or 0 for fp16 and bf16,
+** 8 or 4 for the official quantized checkpoints) against how layer 0's
+** dense weight is stored: I8 [out, in] is int8, I8 [out, in/2] packed
+** int4 (in: heads · kv_channels, as config.json says; where that
+** disagrees with the tensors the loader says so). Absent or 0 says nothing: a directory of our
+** own --save or a hand-made one may hold any format. */
+static int check_qbits(glm_model *m, const char *dir, int qbits) {
+    if (qbits != 0 && qbits != 4 && qbits != 8)
+        return fail(m, "%s/config.json: quantization_bit %d: 0 (none), 4 or 8", dir, qbits);
+    const char *name = "transformer.encoder.layers.0.self_attention.dense.weight";
+    const m40_st_tensor *t = NULL;
+    for (int i = 0; i < m->nfiles && !t; i++) t = m40_st_find(m->files[i], name);
+    if (!qbits || !t) return 0; /* a missing tensor: the loader names it */
+    const int i8 = t->dtype == M40_DTYPE_I8 && t->ndim == 2;
+    const int64_t in = (int64_t)m->cfg.heads * m->cfg.head_dim;
+    const int have = !i8 ? 0 : t->shape[1] == in ? 8 : t->shape[1] == (in + 1) / 2 ? 4 : -1;
+    if (have == qbits || have < 0) return 0; /* have < 0: a wrong shape, which the loader names */
+    char dims[96] = "";
+    for (int d = 0, n = 0; d < t->ndim && n < (int)sizeof dims; d++)
+        n += snprintf(dims + n, sizeof dims - (size_t)n, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+    return fail(m, "%s/config.json says quantization_bit %d, the tensors are %s ('%s' is %s [%s])",
+                dir, qbits, have == 8 ? "int8" : have == 4 ? "packed int4" : "not quantized", name,
+                t->dtype_name, dims);
+}
+
 static int open_checkpoint(glm_model *m, const char *path, int *have_cfg, int *seq_len) {
     *have_cfg = 0;
     if (!is_dir(path)) return open_file(m, path);
@@ -422,9 +447,10 @@ static int open_checkpoint(glm_model *m, const char *path, int *have_cfg, int *s
         *have_cfg = 1;
     }
     snprintf(p, sizeof p, "%s/model.safetensors.index.json", path);
-    if (file_exists(p)) return open_index(m, path, "model.safetensors.index.json");
+    if (file_exists(p))
+        return open_index(m, path, "model.safetensors.index.json") || check_qbits(m, path, qbits) ? -1 : 0;
     snprintf(p, sizeof p, "%s/model.safetensors", path);
-    if (file_exists(p)) return open_file(m, p);
+    if (file_exists(p)) return open_file(m, p) || check_qbits(m, path, qbits) ? -1 : 0;
     char q[4096];
     snprintf(p, sizeof p, "%s/pytorch_model.bin.index.json", path);
     snprintf(q, sizeof q, "%s/pytorch_model.bin", path);
@@ -432,6 +458,24 @@ static int open_checkpoint(glm_model *m, const char *path, int *have_cfg, int *s
         return fail(m, "%s holds PyTorch .bin shards: convert them once with "
                     "examples/chatglm2/convert_bin.py %s OUT_DIR", path, path);
     return fail(m, "%s: no model.safetensors or model.safetensors.index.json", path);
+}
+
+/* The format layer 0's query_key_value weight is stored in (GLM_DTYPE_AUTO):
+** I8 with a weight_scale is int4g128 with 2-D scales, int4 with rows of
+** hidden/2 bytes (rounded up), else int8; anything else (F16, BF16, F32, or
+** missing: the loader names it) fp16. */
+static m40_wformat stored_format(const glm_model *m) {
+    const char *w = "transformer.encoder.layers.0.self_attention.query_key_value.weight";
+    const char *s = "transformer.encoder.layers.0.self_attention.query_key_value.weight_scale";
+    const m40_st_tensor *tw = NULL, *ts = NULL;
+    for (int i = 0; i < m->nfiles; i++) {
+        if (!tw) tw = m40_st_find(m->files[i], w);
+        if (!ts) ts = m40_st_find(m->files[i], s);
+    }
+    if (!tw || !ts || tw->dtype != M40_DTYPE_I8 || tw->ndim != 2) return M40_WFMT_FP16;
+    if (ts->ndim == 2) return M40_WFMT_INT4G128;
+    const int64_t c = m->cfg.hidden;
+    return tw->shape[1] != c && tw->shape[1] == (c + 1) / 2 ? M40_WFMT_INT4 : M40_WFMT_INT8;
 }
 
 /* ---- open / close ------------------------------------------------------- */
@@ -591,6 +635,7 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         lib_fail(m, o->path);
         goto bad;
     }
+    if (d.weights == GLM_DTYPE_AUTO) d.weights = o->random_shape ? M40_WFMT_FP16 : stored_format(m);
     const m40_chatglm2_config *c = &m->cfg;
     /* layer split: stage r holds blocks [lb[r], lb[r + 1]), as even as the
     ** layer count allows (the first stages take the remainder) */

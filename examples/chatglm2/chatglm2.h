@@ -33,12 +33,18 @@
 
 typedef struct glm_model glm_model;
 
+#define GLM_DTYPE_AUTO M40_WFMT_COUNT
+
 #define GLM_MAX_PARALLEL 256
 #define GLM_MAX_RANKS 8
 
 typedef struct glm_open_opts {
     const char *path;        /* file or directory */
-    m40_wformat dtype;       /* fp16 default; int8/int4 quantize at load */
+    /* the linears' format: GLM_DTYPE_AUTO (the default) = the checkpoint's
+    ** own (a quantized checkpoint or saved file: its format; fp16, bf16 or
+    ** fp32 weights: fp16); int8/int4/int4g128 on a float checkpoint
+    ** quantize at load */
+    m40_wformat dtype;
     int64_t ctx;             /* tokens the cache holds (0: config's seq_length, at most 8192) */
     int chunk;               /* prefill tokens per graph run (0: 256) */
     /* short prefill graphs of prefill_min, 2·prefill_min, ... < chunk

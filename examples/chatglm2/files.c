@@ -150,6 +150,18 @@ int glm_parse_devices(const char *list, const char *split, int *devs, glm_open_o
     return 0;
 }
 
+int glm_parse_dtype(const char *s, m40_wformat *out) {
+    static const char *const names[] = {"auto", "fp32", "fp16", "int8", "int4", "int4g128"};
+    static const m40_wformat fmts[] = {GLM_DTYPE_AUTO, M40_WFMT_FP32, M40_WFMT_FP16, M40_WFMT_INT8,
+                                       M40_WFMT_INT4, M40_WFMT_INT4G128};
+    for (int i = 0; s && i < 6; i++)
+        if (!strcmp(s, names[i])) {
+            *out = fmts[i];
+            return 0;
+        }
+    return -1;
+}
+
 int glm_parse_long(const char *s, long lo, long hi, long *v) {
     char *end;
     errno = 0;

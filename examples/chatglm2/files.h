@@ -33,6 +33,11 @@ int glm_is_chatglm3(const char *model);
 /* s as a whole decimal number in [lo, hi]: 0 and *v set, else -1. */
 int glm_parse_long(const char *s, long lo, long hi, long *v);
 
+/* --dtype's value: auto (GLM_DTYPE_AUTO), fp32, fp16, int8, int4, int4g128;
+** 0, or -1 for anything else. */
+#define GLM_DTYPE_CHOICES "auto, fp16, fp32, int8, int4 or int4g128"
+int glm_parse_dtype(const char *s, m40_wformat *out);
+
 /* --devices LIST --split MODE of m40-chat and m40-server into o (tp,
 ** devices): "0,1" (distinct ordinals 0..1023, at most GLM_MAX_RANKS) and
 ** "tensor" (one device: any split; "layer": not in the examples yet).

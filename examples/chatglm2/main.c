@@ -1,7 +1,7 @@
 /* m40-chat: chat with a ChatGLM2/ChatGLM3 checkpoint (repl.c), or run it on
 ** token ids and print or dump what it computed (the test-friendly form).
 **
-**   m40-chat --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]
+**   m40-chat --model PATH [--dtype auto|fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]
 **            [--tokenizer FILE] [--format auto|chatglm2|chatglm3] [--system TEXT]
 **            [--prompt TEXT] [--json] [--json-log FILE] [--quiet]
 **            [--max-new-tokens N] [--greedy | --temperature T --top-p P --top-k K
@@ -28,7 +28,7 @@
 ** tokenizer and the chat format are.
 ** --save FILE: writes the model as loaded (converted / quantized at load,
 ** the config, the tokenizer) as one safetensors file; the next run loads
-** FILE with the same --dtype as a single mmap.
+** FILE as a single mmap (--dtype auto, the default, takes its format).
 ** Exit status: 0 (also --help, on stdout), 1 a failure (message on stderr),
 ** 2 usage. */
 #define _POSIX_C_SOURCE 200809L
@@ -61,7 +61,7 @@ static void progress(void *user, const char *stage, uint64_t done, uint64_t tota
 static int usage(const char *why) {
     FILE *out = why ? stderr : stdout;
     if (why) fprintf(stderr, "m40-chat: %s\n", why);
-    fputs("usage: m40-chat --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]\n"
+    fputs("usage: m40-chat --model PATH [--dtype auto|fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]\n"
           "       [--tokenizer FILE] [--format auto|chatglm2|chatglm3] [--system TEXT]\n"
           "       [--prompt TEXT] [--json] [--json-log FILE] [--quiet] [--max-new-tokens N] [--greedy]\n"
           "       [--temperature T] [--top-p P] [--top-k K] [--repeat-penalty R] [--seed S]\n"
@@ -182,11 +182,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(o, "--prompt")) a.prompt = argv[++i];
         else if (!strcmp(o, "--json-log")) a.json_log = argv[++i];
         else if (!strcmp(o, "--dtype")) {
-            const char *d = argv[++i];
-            a.open.dtype = !strcmp(d, "fp32") ? M40_WFMT_FP32 : !strcmp(d, "fp16") ? M40_WFMT_FP16
-                         : !strcmp(d, "int8") ? M40_WFMT_INT8 : !strcmp(d, "int4") ? M40_WFMT_INT4
-                         : !strcmp(d, "int4g128") ? M40_WFMT_INT4G128 : M40_WFMT_COUNT;
-            if (a.open.dtype == M40_WFMT_COUNT) return usage("--dtype: fp32, fp16, int8, int4 or int4g128");
+            if (glm_parse_dtype(argv[++i], &a.open.dtype)) return usage("--dtype: " GLM_DTYPE_CHOICES);
         } else if (!strcmp(o, "--ctx")) {
             if (glm_parse_long(argv[++i], 1, 1L << 22, &v)) return usage("--ctx: 1..4194304");
             a.open.ctx = v;

@@ -1,6 +1,6 @@
 /* m40-server: an OpenAI-compatible HTTP server for ChatGLM2/3 (docs/server.md).
 **
-**   m40-server --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]
+**   m40-server --model PATH [--dtype auto|fp16|fp32|int8|int4|int4g128] [--ctx N] [--chunk N]
 **              [--parallel N] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--queue N]
 **              [--timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]
 **              [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]
@@ -30,7 +30,7 @@
 static int usage(const char *why) {
     FILE *out = why ? stderr : stdout;
     if (why) fprintf(stderr, "m40-server: %s\n", why);
-    fputs("usage: m40-server --model PATH [--dtype fp16|fp32|int8|int4|int4g128] [--ctx N]\n"
+    fputs("usage: m40-server --model PATH [--dtype auto|fp16|fp32|int8|int4|int4g128] [--ctx N]\n"
           "       [--chunk N] [--parallel N] [--host 127.0.0.1] [--port 8080] [--api-key KEY]\n"
           "       [--queue N] [--timeout S] [--request-timeout S] [--max-body BYTES] [--max-connections N] [--max-connections-per-ip N]\n"
           "       [--shutdown-timeout S] [--model-name NAME] [--tokenizer FILE]\n"
@@ -105,11 +105,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(o, "--format")) format = argv[++i];
         else if (!strcmp(o, "--model-name")) name = argv[++i];
         else if (!strcmp(o, "--dtype")) {
-            const char *d = argv[++i];
-            open.dtype = !strcmp(d, "fp32") ? M40_WFMT_FP32 : !strcmp(d, "fp16") ? M40_WFMT_FP16
-                       : !strcmp(d, "int8") ? M40_WFMT_INT8 : !strcmp(d, "int4") ? M40_WFMT_INT4
-                       : !strcmp(d, "int4g128") ? M40_WFMT_INT4G128 : M40_WFMT_COUNT;
-            if (open.dtype == M40_WFMT_COUNT) return usage("--dtype: fp32, fp16, int8, int4 or int4g128");
+            if (glm_parse_dtype(argv[++i], &open.dtype)) return usage("--dtype: " GLM_DTYPE_CHOICES);
         } else if (!strcmp(o, "--ctx")) {
             if (glm_parse_long(argv[++i], 2, 1L << 22, &v)) return usage("--ctx: 2..4194304");
             open.ctx = v;

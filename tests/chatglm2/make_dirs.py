@@ -75,6 +75,26 @@ def single_dir(out, edit, config=CONFIG, meta_edit=None):
         json.dump(config, open(os.path.join(out, "config.json"), "w"), indent=1)
 
 
+def official_int4(t):
+    """The four linears of every layer as THUDM's int4 checkpoints store
+    them: I8 [out, in/2] (two codes a byte, the first in the low nibble) and
+    F16 .weight_scale [out] (max |w| / 7 a row)."""
+    for k in [k for k in t if k.endswith(("query_key_value.weight", "dense.weight",
+                                           "dense_h_to_4h.weight", "dense_4h_to_h.weight"))]:
+        dt, (n, kk), b = t[k]
+        w = struct.unpack("<%de" % (n * kk), b)
+        codes, scales = bytearray(), []
+        for r in range(n):
+            row = w[r * kk:(r + 1) * kk]
+            sc = max(abs(v) for v in row) / 7 or 1.0
+            sc = struct.unpack("<e", struct.pack("<e", sc))[0]
+            q = [max(-7, min(7, round(v / sc))) & 15 for v in row] + [0] * (kk % 2)
+            codes += bytes(q[i] | q[i + 1] << 4 for i in range(0, len(q), 2))
+            scales.append(sc)
+        t[k] = ("I8", [n, (kk + 1) // 2], bytes(codes))
+        t[k[:-len("weight")] + "weight_scale"] = ("F16", [n], struct.pack("<%de" % n, *scales))
+
+
 def refusals(out):
     """Directories the loader must refuse, each for one reason."""
     # an index that names a shard outside the directory
@@ -100,6 +120,12 @@ def refusals(out):
     shard_dir(os.path.join(out, "bad_eps"), dict(CONFIG, layernorm_epsilon=0.75))
     shard_dir(os.path.join(out, "bad_vocab"), dict(CONFIG, padded_vocab_size=301))
     shard_dir(os.path.join(out, "bad_heads"), dict(CONFIG, num_attention_heads=2))
+    # quantization_bit: 4 over fp16 tensors, and a width the format has not
+    shard_dir(os.path.join(out, "qbits_fp16"), dict(CONFIG, quantization_bit=4))
+    shard_dir(os.path.join(out, "qbits_3"), dict(CONFIG, quantization_bit=3))
+    # an official int4 checkpoint: loads with quantization_bit 4, refused with 8
+    single_dir(os.path.join(out, "good_int4"), official_int4, dict(CONFIG, quantization_bit=4))
+    single_dir(os.path.join(out, "qbits_8_int4"), official_int4, dict(CONFIG, quantization_bit=8))
     # a norm weight one element short, and the same one as [128, 1]
     norm = "transformer.encoder.layers.0.input_layernorm.weight"
 

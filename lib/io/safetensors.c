@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "m40/safetensors.h"
 #include "json.h"
+#include "../internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -332,13 +333,6 @@ const void *m40_st_get_data(const m40_st_file *f, const m40_st_tensor *t) {
     return f && t ? f->map + t->offset : NULL;
 }
 
-static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
-    size_t k = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < ndim && k < n; i++)
-        k += (size_t)snprintf(buf + k, n - k, i ? ",%lld" : "%lld", (long long)shape[i]);
-    if (k < n) snprintf(buf + k, n - k, "]");
-}
-
 m40_status m40_st_expect(m40_st_file *f, const char *name, m40_dtype dtype, int ndim,
                          const int64_t *shape, const m40_st_tensor **out) {
     if (out) *out = NULL;
@@ -352,9 +346,8 @@ m40_status m40_st_expect(m40_st_file *f, const char *name, m40_dtype dtype, int 
     for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
     if (!same) {
         char a[128], b[128];
-        shape_str(a, sizeof a, t->ndim, t->shape);
-        shape_str(b, sizeof b, ndim, shape);
-        return st_err(f, M40_ERR_SHAPE, "weights: tensor '%s' has shape %s, expected %s", name, a, b);
+        return st_err(f, M40_ERR_SHAPE, "weights: tensor '%s' has shape %s, expected %s", name,
+                      m40__dims_str(t->ndim, t->shape, a, sizeof a), m40__dims_str(ndim, shape, b, sizeof b));
     }
     if (out) *out = t;
     return M40_OK;

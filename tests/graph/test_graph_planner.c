@@ -66,6 +66,139 @@ static double check_plan(m40_graph *g, const char *what) {
                                 : 1.0;
 }
 
+
+/* ----- small hand-built graphs with exact expectations (a mutation run of
+** lib/graph/planner.c found these unpinned) ----- */
+
+static int sp_tensor(m40_graph *g, m40_tensor_role role, const char *name, int64_t n) {
+    int64_t shape[1] = {n};
+    m40_tensor_desc d;
+    m40_tensor_desc_make(&d, M40_DTYPE_F32, 1, shape);
+    int id = -1;
+    CHECK_ST(m40_graph_tensor(g, role, name, &d, &id), M40_OK);
+    return id;
+}
+
+/* y = op(a[, b]) into `out` (M40_TENSOR_NEW: a new activation) */
+static int sp_node(m40_graph *g, m40_op op, const char *name, int a, int b, int out) {
+    m40_node_desc nd;
+    m40_node_desc_init(&nd, op);
+    nd.name = name;
+    nd.alpha = 0.5f;
+    nd.inputs[0] = a;
+    nd.inputs[1] = b;
+    nd.ninputs = b == M40_NO_TENSOR ? 1 : 2;
+    nd.output = out;
+    int y = -1;
+    CHECK_ST(m40_graph_node(g, &nd, &y), M40_OK);
+    return y;
+}
+
+static m40_graph_tensor_info sp_info(m40_graph *g, int id) {
+    m40_graph_tensor_info ti;
+    memset(&ti, 0, sizeof ti);
+    CHECK_ST(m40_graph_get_tensor_info(g, id, &ti), M40_OK);
+    return ti;
+}
+
+static void test_small_plans(void) {
+    const uint64_t A = M40_GRAPH_ALIGN;
+    m40_plan_info pi;
+    /* liveness is the LAST reader's step in execution order, not in node
+    ** index order: node 1 ("late", reads a and b) runs after node 2 (makes
+    ** b from a), so a lives to step 2 */
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    int x = sp_tensor(g, M40_ROLE_INPUT, "x", 100);
+    int b = sp_tensor(g, M40_ROLE_ACTIVATION, "b", 100);
+    int a = sp_node(g, M40_OP_SCALE, "a", x, M40_NO_TENSOR, M40_TENSOR_NEW);
+    int y = sp_node(g, M40_OP_ADD, "late", a, b, M40_TENSOR_NEW);
+    sp_node(g, M40_OP_SCALE, "make_b", a, M40_NO_TENSOR, b);
+    CHECK_ST(m40_graph_mark_output(g, y), M40_OK);
+    CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_OK);
+    CHECK(m40_graph_get_step_node(g, 1) == 2 && m40_graph_get_step_node(g, 2) == 1);
+    m40_graph_tensor_info ta = sp_info(g, a), tb = sp_info(g, b);
+    if (ta.first_step != 0 || ta.last_step != 2)
+        fprintf(stderr, "FAIL: 'a' lives [%d,%d], want [0,2] (its last reader runs at step 2)\n",
+                ta.first_step, ta.last_step);
+    CHECK(ta.first_step == 0 && ta.last_step == 2);
+    CHECK(tb.first_step == 1 && tb.last_step == 2);
+    m40_graph_destroy(g);
+
+    /* in place never over an output: b = scale(a) is the last step and a
+    ** dies there by liveness, but a is an output and must keep its value */
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    x = sp_tensor(g, M40_ROLE_INPUT, "x", 100);
+    a = sp_node(g, M40_OP_SCALE, "a", x, M40_NO_TENSOR, M40_TENSOR_NEW);
+    b = sp_node(g, M40_OP_SCALE, "b", a, M40_NO_TENSOR, M40_TENSOR_NEW);
+    CHECK_ST(m40_graph_mark_output(g, a), M40_OK);
+    CHECK_ST(m40_graph_mark_output(g, b), M40_OK);
+    CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_OK);
+    ta = sp_info(g, a), tb = sp_info(g, b);
+    if (pi.inplace != 0 || tb.shares_with != -1 || ta.offset == tb.offset)
+        fprintf(stderr, "FAIL: output 'a' overwritten in place by 'b' (inplace %d, shares %d)\n",
+                pi.inplace, tb.shares_with);
+    CHECK(pi.inplace == 0 && tb.shares_with == -1 && ta.offset != tb.offset);
+    CHECK(pi.region_bytes[M40_REGION_ACTIVATIONS] == 3 * 2 * A); /* x, a, b: 400 B -> 512 each */
+    m40_graph_destroy(g);
+
+    /* bound tensors take no arena bytes and no region (-1); a graph whose
+    ** every input and output is bound has an empty arena, not an error */
+    m40_tensor *bx = NULL, *by = NULL;
+    int64_t s100[1] = {100};
+    CHECK_ST(m40_tensor_new(C, M40_DTYPE_F32, 1, s100, &bx), M40_OK);
+    CHECK_ST(m40_tensor_new(C, M40_DTYPE_F32, 1, s100, &by), M40_OK);
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    x = sp_tensor(g, M40_ROLE_INPUT, "x", 100);
+    a = sp_node(g, M40_OP_SCALE, "a", x, M40_NO_TENSOR, M40_TENSOR_NEW);
+    CHECK_ST(m40_graph_mark_output(g, a), M40_OK);
+    CHECK_ST(m40_graph_bind(g, x, bx), M40_OK);
+    CHECK_ST(m40_graph_bind(g, a, by), M40_OK);
+    CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_OK);
+    for (int r = 0; r < M40_REGION_COUNT; r++) CHECK(pi.region_bytes[r] == 0);
+    CHECK(pi.total_bytes == 0 && pi.external_bytes == 800);
+    CHECK(sp_info(g, x).region == -1 && sp_info(g, a).region == -1);
+    CHECK_ST(m40_graph_alloc(g), M40_OK);
+    CHECK_ST(m40_graph_run(g), M40_OK);
+    m40_graph_destroy(g);
+    /* bound input, then a chain in the arena: x is not in it, y and z
+    ** share one block (scale in place) */
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    x = sp_tensor(g, M40_ROLE_INPUT, "x", 100);
+    a = sp_node(g, M40_OP_SCALE, "y", x, M40_NO_TENSOR, M40_TENSOR_NEW);
+    b = sp_node(g, M40_OP_SCALE, "z", a, M40_NO_TENSOR, M40_TENSOR_NEW);
+    CHECK_ST(m40_graph_mark_output(g, b), M40_OK);
+    CHECK_ST(m40_graph_bind(g, x, bx), M40_OK);
+    CHECK_ST(m40_graph_plan(g, NULL, &pi), M40_OK);
+    if (pi.region_bytes[M40_REGION_ACTIVATIONS] != 2 * A)
+        fprintf(stderr, "FAIL: arena %llu with a bound input, want %llu\n",
+                (unsigned long long)pi.region_bytes[M40_REGION_ACTIVATIONS],
+                (unsigned long long)(2 * A));
+    CHECK(pi.region_bytes[M40_REGION_ACTIVATIONS] == 2 * A && pi.inplace == 1);
+    m40_graph_destroy(g);
+    m40_tensor_destroy(bx);
+    m40_tensor_destroy(by);
+
+    /* the total is capped like each region: weights 2^61 + 2^60 and a KV
+    ** cache of 2^61 are each within 2^62, their sum is not */
+    CHECK_ST(m40_graph_create(C, &g), M40_OK);
+    sp_tensor(g, M40_ROLE_WEIGHT, "w0", (int64_t)1 << 59);
+    sp_tensor(g, M40_ROLE_WEIGHT, "w1", (int64_t)1 << 58);
+    sp_tensor(g, M40_ROLE_STATE, "kv", (int64_t)1 << 59);
+    x = sp_tensor(g, M40_ROLE_INPUT, "x", 1);
+    a = sp_node(g, M40_OP_SCALE, "s", x, M40_NO_TENSOR, M40_TENSOR_NEW);
+    CHECK_ST(m40_graph_mark_output(g, a), M40_OK);
+    m40_status st = m40_graph_plan(g, NULL, &pi);
+    if (st != M40_ERR_INVALID_ARG)
+        fprintf(stderr, "FAIL: a 2^62+ total planned (%s, total %llu)\n", m40_status_str(st),
+                (unsigned long long)pi.total_bytes);
+    CHECK_ST(st, M40_ERR_INVALID_ARG);
+    CHECK(strstr(m40_errmsg(C), "total") && strstr(m40_errmsg(C), "2^62"));
+    m40_graph_destroy(g);
+    printf("small plans: liveness in execution order, no in place over an output, bound "
+           "tensors outside the arena, total capped\n");
+}
+
 static void test_fuzz(void) {
     const int N = 400;
     double sum = 0, worst = 0;
@@ -100,6 +233,12 @@ static void test_fuzz(void) {
         fx_dag_free(d);
     }
     CHECK(exec_bad == 0);
+    /* the quality docs/planner.md states (mean 1.005, 2 over 1.10) on these
+    ** seeded graphs: a placement that loses an order, or a tie rule, shows here */
+    if (sum / N > 1.0055 || over110 > 2)
+        fprintf(stderr, "FAIL: random DAGs arena / lower bound mean %.4f (want <= 1.0055), "
+                "%d over 1.10 (want <= 2)\n", sum / N, over110);
+    CHECK(sum / N <= 1.0055 && over110 <= 2);
     printf("random DAGs: %d graphs, arena / lower bound mean %.4f, worst %.4f, %d over 1.10; "
            "%d executed, %d mismatches\n", N, sum / N, worst, over110, N / 4, exec_bad);
 }
@@ -329,6 +468,7 @@ static void test_linear_q_workspace(void) {
                     (unsigned long long)want);
         CHECK(pi.region_bytes[M40_REGION_WORKSPACE] >= want &&
               pi.region_bytes[M40_REGION_WORKSPACE] <= want + M40_GRAPH_ALIGN);
+        CHECK(pi.region_bytes[M40_REGION_WORKSPACE] % M40_GRAPH_ALIGN == 0);
         m40_graph_destroy(g);
     }
 }
@@ -340,6 +480,7 @@ int main(void) {
     if (m40_ctx_create(&cd, &C) != M40_OK) return 1;
     test_model_facts();
     test_chatglm2_builder();
+    test_small_plans();
     test_ratios();
     test_fuzz();
     test_linear_q_workspace();

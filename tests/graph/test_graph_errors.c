@@ -149,10 +149,30 @@ static void test_budget_and_states(void) {
     m40_budget_bytes((4u << 20) + (256u << 10), &b); /* weights fit, activations (512 KiB) do not */
     CHECK_ST(m40_graph_plan(g, &b, &pi), M40_ERR_OOM_DEVICE);
     CHECK(has("region activations") && has("batch"));
+    /* exact figures: the plan needs 4.5 MiB (weights 4 MiB, arena 512 KiB);
+    ** 256 KiB are left after the weights: half the arena, short by 256 KiB */
+    CHECK(has("needs 4.5 MiB") && has("region activations (512.0 KiB)") &&
+          has("short by 256.0 KiB") && has("50% of the activations fit"));
+    /* an over-budget plan is still a plan: its tensors can be inspected */
+    m40_graph_tensor_info oti;
+    CHECK_ST(m40_graph_get_tensor_info(g, y, &oti), M40_OK);
+    CHECK(oti.region == M40_REGION_ACTIVATIONS && m40_graph_get_step_node(g, 0) == 0);
+    /* the weights fill the budget exactly: they fit, the activations are
+    ** the region that crosses (none of them fits) */
+    m40_budget_bytes(4u << 20, &b);
+    CHECK_ST(m40_graph_plan(g, &b, &pi), M40_ERR_OOM_DEVICE);
+    CHECK(has("region activations") && has("short by 512.0 KiB") &&
+          has(" 0% of the activations fit"));
     m40_budget_bytes(64u << 20, &b);
     CHECK_ST(m40_graph_plan(g, &b, &pi), M40_OK);
     CHECK(pi.fits && pi.headroom_bytes > 0);
+    /* planned but not allocated: no tensors to hand out, nothing to capture */
+    m40_tensor *tt = NULL;
+    CHECK_ST(m40_graph_get_tensor(g, y, &tt), M40_ERR_STATE);
+    CHECK_ST(m40_graph_capture(g, 1), M40_ERR_STATE);
     CHECK_ST(m40_graph_alloc(g), M40_OK);
+    CHECK_ST(m40_graph_get_tensor(g, m40_graph_get_tensor_count(g), &tt), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_graph_get_tensor(g, -1, &tt), M40_ERR_INVALID_ARG);
     CHECK_ST(m40_graph_alloc(g), M40_ERR_STATE);
     m40_tensor_desc late;
     m40_tensor_desc_make(&late, M40_DTYPE_F32, 0, NULL);

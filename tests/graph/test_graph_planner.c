@@ -289,8 +289,33 @@ static void test_model_facts(void) {
     CHECK_ST(m40_budget_preset("m40-12g", &b12), M40_OK);
     CHECK_ST(m40_budget_preset("m40-24g", &b24), M40_OK);
     CHECK(b12.usable_bytes == 11008ull << 20 && b24.usable_bytes == 22528ull << 20);
+    CHECK(b12.board_bytes == 12288ull << 20 && b12.reserved_bytes == (768ull + 512) << 20 &&
+          !strcmp(b12.name, "m40-12g"));
     m40_budget bx;
     CHECK_ST(m40_budget_preset("m40-16g", &bx), M40_ERR_INVALID_ARG);
+    /* the no-ECC presets (docs/planner.md): no 1/16 reserve */
+    static const struct { const char *name; uint64_t board_mib, usable_mib; } noecc[] = {
+        {"m40-12g-noecc", 12288, 11776}, {"m40-24g-noecc", 24576, 24064}};
+    for (int i = 0; i < 2; i++) {
+        memset(&bx, 0xab, sizeof bx);
+        CHECK_ST(m40_budget_preset(noecc[i].name, &bx), M40_OK);
+        if (bx.usable_bytes != noecc[i].usable_mib << 20)
+            fprintf(stderr, "FAIL: %s usable %llu MiB, want %llu\n", noecc[i].name,
+                    (unsigned long long)(bx.usable_bytes >> 20),
+                    (unsigned long long)noecc[i].usable_mib);
+        CHECK(bx.usable_bytes == noecc[i].usable_mib << 20 &&
+              bx.board_bytes == noecc[i].board_mib << 20 &&
+              bx.reserved_bytes == 512ull << 20 && !strcmp(bx.name, noecc[i].name));
+    }
+    /* names match whole: no prefix, no NULL */
+    CHECK_ST(m40_budget_preset("m40-12", &bx), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_budget_preset("m40", &bx), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_budget_preset(NULL, &bx), M40_ERR_INVALID_ARG);
+    /* an explicit budget: the bytes as given, nothing else left over */
+    memset(&bx, 0xab, sizeof bx);
+    m40_budget_bytes(12345, &bx);
+    CHECK(bx.usable_bytes == 12345 && bx.board_bytes == 0 && bx.reserved_bytes == 0 &&
+          !strcmp(bx.name, "explicit"));
     m40_model_desc d;
     m40_model_plan mp;
     m40_model_desc_init(&d, M40_MODEL_CHATGLM2_6B);

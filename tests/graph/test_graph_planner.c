@@ -327,6 +327,56 @@ static void test_model_facts(void) {
           strstr(m40_errmsg(C), "int8 with ctx <= 32768") && strstr(m40_errmsg(C), "int4"));
     printf("fp16 on m40-12g: %s\n", m40_errmsg(C));
     CHECK(mp.fits_format[M40_WFMT_INT8] == 1 && mp.fits_format[M40_WFMT_INT4] == 1);
+    /* the message, exactly: the region, the shortfall, what would fit (not
+    ** the asked format with ctx <= 0, nor batch <= 0) */
+    CHECK(strstr(m40_errmsg(C), "needs 11.97 GiB but m40-12g has 10.75 GiB usable: region "
+                 "weights (11.63 GiB) does not fit, short by 1.22 GiB. Would fit: int8 with "
+                 "ctx <= 32768 (fits as asked); int4 with ctx <= 32768 (fits as asked); "
+                 "int4g128 with ctx <= 32768 (fits as asked)") != NULL);
+    CHECK(!strstr(m40_errmsg(C), "fp16 with") && !strstr(m40_errmsg(C), "batch <="));
+    CHECK(mp.phases == 2 && mp.arena[1] > 0 && mp.lower_bound[1] > 0 && mp.workspace[1] > 0);
+    CHECK(mp.plan.usable_bytes == b12.usable_bytes &&
+          mp.plan.headroom_bytes == -(int64_t)(mp.plan.total_bytes - b12.usable_bytes));
+    {
+        /* a budget of exactly the total fits (headroom 0), and the
+        ** searches' answers are exact at that edge: the context and the
+        ** batch that need exactly these bytes */
+        m40_model_desc e;
+        m40_model_desc_init(&e, M40_MODEL_CHATGLM2_6B);
+        e.weights = M40_WFMT_INT4;
+        e.ctx = 3001;
+        e.batch = 2;
+        m40_budget huge, exact;
+        m40_budget_bytes((uint64_t)1 << 40, &huge);
+        CHECK_ST(m40_model_plan_build(C, &e, &huge, &mp), M40_OK);
+        CHECK(mp.kv_bytes_per_token == 2 * 28672); /* the whole batch */
+        m40_budget_bytes(mp.plan.total_bytes, &exact);
+        CHECK_ST(m40_model_plan_build(C, &e, &exact, &mp), M40_OK);
+        CHECK(mp.plan.fits && mp.plan.headroom_bytes == 0 && mp.max_batch == 2);
+        int64_t edge = 0;
+        CHECK_ST(m40_model_max_ctx(C, &e, &exact, 32768, &edge), M40_OK);
+        if (edge != 3001) fprintf(stderr, "FAIL: longest ctx in exactly ctx 3001's bytes: %lld\n",
+                                  (long long)edge);
+        CHECK(edge == 3001);
+        /* the search limit: 1..2^22 */
+        CHECK_ST(m40_model_max_ctx(C, &e, &exact, (int64_t)1 << 22, &edge), M40_OK);
+        CHECK(edge == 3001);
+        CHECK_ST(m40_model_max_ctx(C, &e, &exact, ((int64_t)1 << 22) + 1, &edge), M40_ERR_INVALID_ARG);
+        CHECK_ST(m40_model_max_ctx(C, &e, &exact, 0, &edge), M40_ERR_INVALID_ARG);
+        /* the weights and KV cache fill the budget exactly: the workspace
+        ** is the region that crosses it */
+        CHECK_ST(m40_model_plan_build(C, &e, &huge, &mp), M40_OK);
+        m40_budget_bytes(mp.plan.region_bytes[M40_REGION_WEIGHTS] + mp.plan.region_bytes[M40_REGION_KV],
+                         &exact);
+        CHECK_ST(m40_model_plan_build(C, &e, &exact, &mp), M40_ERR_OOM_DEVICE);
+        CHECK(strstr(m40_errmsg(C), "region workspace") != NULL);
+        /* the shared workspace is the larger phase's: decode's at batch 64, chunk 1 */
+        e.batch = 64;
+        e.chunk = 1;
+        CHECK_ST(m40_model_plan_build(C, &e, &huge, &mp), M40_OK);
+        CHECK(mp.workspace[1] > mp.workspace[0] &&
+              mp.plan.region_bytes[M40_REGION_WORKSPACE] == mp.workspace[1]);
+    }
     /* fp16 fits 24 GB; int8 and int4 fit 12 GB with the full 32K context */
     CHECK_ST(m40_model_plan_build(C, &d, &b24, &mp), M40_OK);
     CHECK(mp.kv_bytes_per_token == 28672);
@@ -354,12 +404,33 @@ static void test_model_facts(void) {
     CHECK_ST(m40_model_max_ctx(C, &d, &tight, 32768, &best), M40_OK);
     CHECK(best > 1000 && best < 32768);
     printf("fp16 longest context in 12.25 GiB: %lld\n", (long long)best);
+    /* at ctx 32768 fp16 does not fit there: the asked format is offered
+    ** once, at its longest context */
+    d.ctx = 32768;
+    CHECK_ST(m40_model_plan_build(C, &d, &tight, &mp), M40_ERR_OOM_DEVICE);
+    {
+        char want[64];
+        snprintf(want, sizeof want, "Would fit: fp16 with ctx <= %lld; ", (long long)best);
+        const char *first = strstr(m40_errmsg(C), "fp16 with");
+        CHECK(strstr(m40_errmsg(C), want) != NULL && first && !strstr(first + 1, "fp16 with"));
+    }
+    d.ctx = 8192;
+    m40_budget tiny;
+    m40_budget_bytes(1, &tiny);
+    CHECK_ST(m40_model_max_ctx(C, &d, &tiny, 0, &best), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_model_max_ctx(C, &d, &tiny, 1, &best), M40_OK);
+    CHECK(best == 0);
     /* ResNet-50: 25.5 M parameters, batch 64 fits a 24 GB card */
     m40_model_desc_init(&d, M40_MODEL_RESNET50);
     d.batch = 64;
     CHECK_ST(m40_model_plan_build(C, &d, &b24, &mp), M40_OK);
     CHECK(mp.params == 25530472ull);
     CHECK(mp.max_batch > 64);
+    /* a batch over the card: fp32 (its only format) does not fit */
+    d.batch = 4000;
+    CHECK_ST(m40_model_plan_build(C, &d, &b24, &mp), M40_ERR_OOM_DEVICE);
+    CHECK(!mp.plan.fits && mp.fits_format[M40_WFMT_FP32] == 0 && mp.max_batch < 4000);
+    d.batch = 64;
     d.weights = M40_WFMT_FP16;
     CHECK_ST(m40_model_plan_build(C, &d, &b24, &mp), M40_ERR_INVALID_ARG);
 }

@@ -168,6 +168,54 @@ int main(void) {
     CHECK_ST(m40_model_plan_split(c, &rn, two12, 2, &sp), M40_ERR_UNSUPPORTED);
     /* the context is still usable */
     CHECK_ST(m40_model_plan_split(c, &d, two12, 2, &sp), M40_OK);
+    /* tensor parallelism on unequal cards: every card holds the same
+    ** bytes, so fp32 (12.80 GiB a card) fits the 24 GB card and not the
+    ** 12 GB one; the plan must not fit whichever card comes first */
+    {
+        m40_model_desc f;
+        m40_model_desc_init(&f, M40_MODEL_CHATGLM2_6B);
+        f.weights = M40_WFMT_FP32;
+        const m40_budget mix[2][2] = {{preset("m40-24g"), preset("m40-12g")},
+                                      {preset("m40-12g"), preset("m40-24g")}};
+        for (int k = 0; k < 2; k++) {
+            CHECK_ST(m40_model_plan_tensor(c, &f, mix[k], 2, &sp), M40_ERR_OOM_DEVICE);
+            CHECK(!sp.fits && sp.fits_format[M40_WFMT_FP32] == 0 && sp.max_ctx == 0);
+            const m40_stage_plan *over = &sp.stage[k == 0 ? 1 : 0];
+            CHECK(!over->plan.fits && sp.shortfall_bytes == over->plan.total_bytes - over->card.usable_bytes);
+            char want[96];
+            snprintf(want, sizeof want, "card %d (m40-12g, layers 0-27) needs 12.80 GiB, short by 2.05 GiB",
+                     k == 0 ? 1 : 0);
+            if (!strstr(m40_errmsg(c), want)) fprintf(stderr, "FAIL: lacks '%s': %s\n", want, m40_errmsg(c));
+            CHECK(strstr(m40_errmsg(c), want) != NULL);
+            CHECK(sp.fill == (double)over->plan.total_bytes / (double)over->card.usable_bytes);
+        }
+        /* equal cards, equal fill: the first is named; both short, summed */
+        CHECK_ST(m40_model_plan_tensor(c, &f, two12, 2, &sp), M40_ERR_OOM_DEVICE);
+        CHECK(strstr(m40_errmsg(c), "split card 0 (m40-12g") != NULL);
+        CHECK(sp.shortfall_bytes == 2 * (sp.stage[0].plan.total_bytes - sp.stage[0].card.usable_bytes));
+        /* what moves between cards per token, for the whole batch */
+        f.weights = M40_WFMT_FP16;
+        f.batch = 2;
+        CHECK_ST(m40_model_plan_tensor(c, &f, two12, 2, &sp), M40_OK);
+        CHECK(sp.hidden_bytes_per_token == 2ull * 28 * 2 * 4096 * 4);
+        CHECK_ST(m40_model_plan_split(c, &f, two12, 2, &sp), M40_OK);
+        CHECK(sp.hidden_bytes_per_token == 2ull * 4096 * 4);
+        /* one card of exactly the model's bytes: it fits, in every answer */
+        m40_model_plan mp;
+        m40_budget one[1];
+        CHECK_ST(m40_budget_preset("m40-24g", &one[0]), M40_OK);
+        f.batch = 1;
+        CHECK_ST(m40_model_plan_build(c, &f, &one[0], &mp), M40_OK);
+        m40_budget_bytes(mp.plan.total_bytes, &one[0]);
+        CHECK_ST(m40_model_plan_split(c, &f, one, 1, &sp), M40_OK);
+        CHECK(sp.fits && sp.fits_format[M40_WFMT_FP16] == 1 && sp.max_ctx == f.ctx);
+        /* 16 cards is the limit, 17 is over */
+        m40_budget many[M40_PLAN_MAX_CARDS];
+        for (int i = 0; i < M40_PLAN_MAX_CARDS; i++) many[i] = preset("m40-24g");
+        CHECK_ST(m40_model_plan_split(c, &f, many, M40_PLAN_MAX_CARDS, &sp), M40_OK);
+        CHECK(sp.ncards == M40_PLAN_MAX_CARDS);
+        CHECK_ST(m40_model_plan_split(c, &f, many, M40_PLAN_MAX_CARDS + 1, &sp), M40_ERR_INVALID_ARG);
+    }
     m40_ctx_destroy(c);
     return m40t_finish("test_plan_split");
 }

@@ -106,6 +106,7 @@ static void expect_stop(m40_ctx *ctx, net *n, const char *node, const char *op, 
     m40_check_report r;
     CHECK_ST(m40_graph_get_check_report(n->g, &r), M40_OK);
     CHECK(r.found == 1 && !strcmp(r.node_name, node) && r.index == index && r.count == count);
+    CHECK(r.node == m40_graph_get_step_node(n->g, r.step) && !strcmp(node, "fc2") == (r.step == 2));
     CHECK(is_nan ? isnan(r.value) : isinf(r.value));
     CHECK(!strcmp(m40_op_name(r.op), op));
 }
@@ -159,6 +160,29 @@ static void run_case(m40_ctx *ctx, const char *label) {
     CHECK_ST(m40_graph_set_check(n.g, M40_CHECK_NONE), M40_OK);
     CHECK_ST(m40_graph_run(n.g), M40_OK);
     CHECK_ST(m40_ctx_sync(ctx), M40_OK);
+    /* f32: 3e38 (exponent 0xFD) is finite: not flagged */
+    {
+        m40_graph *g2 = NULL;
+        int64_t s4[1] = {4};
+        m40_tensor_desc d4;
+        m40_tensor_desc_make(&d4, M40_DTYPE_F32, 1, s4);
+        int xi, yi;
+        CHECK_ST(m40_graph_create(ctx, &g2), M40_OK);
+        CHECK_ST(m40_graph_tensor(g2, M40_ROLE_INPUT, "big", &d4, &xi), M40_OK);
+        m40_node_desc nd;
+        m40_node_desc_init(&nd, M40_OP_SCALE);
+        nd.name = "one", nd.ninputs = 1, nd.inputs[0] = xi, nd.alpha = 1.0f;
+        CHECK_ST(m40_graph_node(g2, &nd, &yi), M40_OK);
+        CHECK_ST(m40_graph_mark_output(g2, yi), M40_OK);
+        CHECK_ST(m40_graph_alloc(g2), M40_OK);
+        CHECK_ST(m40_graph_set_check(g2, M40_CHECK_NONFINITE), M40_OK);
+        float v[4] = {3e38f, -3e38f, 1.7e38f, 1.0f};
+        m40_tensor *tv = NULL;
+        CHECK_ST(m40_graph_get_tensor(g2, xi, &tv), M40_OK);
+        CHECK_ST(m40_tensor_upload(ctx, tv, v, sizeof v), M40_OK);
+        CHECK_ST(m40_graph_run(g2), M40_OK);
+        m40_graph_destroy(g2);
+    }
 out:
     m40_graph_destroy(n.g);
     m40_tensor_destroy(n.w2);
@@ -186,7 +210,30 @@ static void run_f16(m40_ctx *ctx) {
     m40_tensor *t = NULL;
     CHECK_ST(m40_graph_get_tensor(g, x, &t), M40_OK);
     CHECK_ST(m40_tensor_upload(ctx, t, h, sizeof h), M40_OK);
+    /* large finite f16 values are not flagged: 65504 (the largest) and -40000 */
+    h[3] = 65504.0f;
+    h[4] = -40000.0f;
+    CHECK_ST(m40_tensor_upload(ctx, t, h, sizeof h), M40_OK);
     CHECK_ST(m40_graph_run(g), M40_OK);
+    /* -inf is named so; a later clean run of this one-node graph forgets
+    ** it, and so does m40_graph_set_check */
+    h[5] = -70000.0f;
+    CHECK_ST(m40_tensor_upload(ctx, t, h, sizeof h), M40_OK);
+    CHECK_ST(m40_graph_run(g), M40_ERR_FORMAT);
+    CHECK(strstr(m40_errmsg(ctx), "element 5 [1,0] of [3,5] is -inf (1 non-finite)") != NULL);
+    m40_check_report r;
+    h[5] = 5.0f;
+    CHECK_ST(m40_tensor_upload(ctx, t, h, sizeof h), M40_OK);
+    CHECK_ST(m40_graph_run(g), M40_OK);
+    CHECK_ST(m40_graph_get_check_report(g, &r), M40_OK);
+    CHECK(r.found == 0 && r.node == -1);
+    h[5] = -70000.0f;
+    CHECK_ST(m40_tensor_upload(ctx, t, h, sizeof h), M40_OK);
+    CHECK_ST(m40_graph_run(g), M40_ERR_FORMAT);
+    CHECK_ST(m40_graph_set_check(g, M40_CHECK_NONFINITE), M40_OK);
+    CHECK_ST(m40_graph_get_check_report(g, &r), M40_OK);
+    CHECK(r.found == 0 && r.node == -1);
+    h[5] = 5.0f;
     h[7] = 70000.0f;
     h[11] = -1e30f;
     CHECK_ST(m40_tensor_upload(ctx, t, h, sizeof h), M40_OK);

@@ -11,7 +11,8 @@
 #     the copy rate?);
 #  2. correctness: test_quant_gpu (quick), test_gpu_limits (session 23's
 #     64-bit limits), test_chatglm2 --gpu, test_qlinear_fused --gpu;
-#  3. ChatGLM2-6B int4g128 / int4 decode at ctx 128, old / new (session 22's
+#  3. the sm_52 JIT tests where .carry/jit52.tar.xz is carried;
+#  4. ChatGLM2-6B int4g128 / int4 decode at ctx 128, old / new (session 22's
 #     prediction: int4g128 a few % faster, int4 unchanged), then the pattern
 #     again.
 # The carry (CUDA 13 at /usr/local/cuda):
@@ -40,6 +41,11 @@ note "pattern 1 rc=$?"
 cat "$O/pattern1.txt" >> "$SUM"
 M40_QUANT_QUICK=1 TEST_TIMEOUT=70 gpu_tests "test_quant_gpu" | tee -a "$SUM"
 TEST_TIMEOUT=60 gpu_tests "test_gpu_limits" "test_chatglm2 --gpu" "test_qlinear_fused --gpu" | tee -a "$SUM"
+# the sm_52 build (CUDA 11.8) through PTX JIT where carried: session 22's
+# template as an M40 would run it (.carry/jit52.tar.xz: scripts/jit52-check.sh
+# build's test_quant_gpu, test_qlinear_fused, test_gpu_limits)
+[ -f .carry/jit52.tar.xz ] && [ "$(left)" -gt 100 ] &&
+    jit52_tests "test_quant_gpu" "test_qlinear_fused --gpu" "test_gpu_limits"
 GLM_TIMEOUT=40
 for i in 1 2; do
     [ "$(left)" -gt 50 ] || break

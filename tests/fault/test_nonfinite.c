@@ -243,12 +243,54 @@ static void run_f16(m40_ctx *ctx) {
     m40_graph_destroy(g);
 }
 
+/* The report names the node by its index, not its step: node 2 ("make_b")
+** runs at step 1, before node 1 ("late") that reads its output, and its
+** alpha of 1e30 takes 1e20 past f32's range. */
+static void run_order(m40_ctx *ctx) {
+    m40_graph *g = NULL;
+    CHECK_ST(m40_graph_create(ctx, &g), M40_OK);
+    if (!g) return;
+    int64_t s[1] = {6};
+    m40_tensor_desc d;
+    m40_tensor_desc_make(&d, M40_DTYPE_F32, 1, s);
+    int x, b, a, y, mk;
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "x", &d, &x), M40_OK);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_ACTIVATION, "b", &d, &b), M40_OK);
+    m40_node_desc nd;
+    m40_node_desc_init(&nd, M40_OP_SCALE);
+    nd.name = "a", nd.ninputs = 1, nd.inputs[0] = x, nd.alpha = 1.0f;
+    CHECK_ST(m40_graph_node(g, &nd, &a), M40_OK);
+    m40_node_desc_init(&nd, M40_OP_ADD);
+    nd.name = "late", nd.ninputs = 2, nd.inputs[0] = a, nd.inputs[1] = b;
+    CHECK_ST(m40_graph_node(g, &nd, &y), M40_OK);
+    m40_node_desc_init(&nd, M40_OP_SCALE);
+    nd.name = "make_b", nd.ninputs = 1, nd.inputs[0] = a, nd.alpha = 1e30f, nd.output = b;
+    CHECK_ST(m40_graph_node(g, &nd, &mk), M40_OK);
+    CHECK_ST(m40_graph_mark_output(g, y), M40_OK);
+    CHECK_ST(m40_graph_alloc(g), M40_OK);
+    CHECK(m40_graph_get_step_node(g, 1) == 2 && m40_graph_get_step_node(g, 2) == 1);
+    CHECK_ST(m40_graph_set_check(g, M40_CHECK_NONFINITE), M40_OK);
+    float h[6] = {1, 2, 3, 1e20f, 5, 6};
+    m40_tensor *t = NULL;
+    CHECK_ST(m40_graph_get_tensor(g, x, &t), M40_OK);
+    CHECK_ST(m40_tensor_upload(ctx, t, h, sizeof h), M40_OK);
+    CHECK_ST(m40_graph_run(g), M40_ERR_FORMAT);
+    printf("  order run: %s\n", m40_errmsg(ctx));
+    m40_check_report r;
+    CHECK_ST(m40_graph_get_check_report(g, &r), M40_OK);
+    if (r.node != 2 || r.step != 1)
+        fprintf(stderr, "FAIL: report node %d step %d, want node 2 at step 1\n", r.node, r.step);
+    CHECK(r.found == 1 && r.node == 2 && r.step == 1 && !strcmp(r.node_name, "make_b") && r.index == 3);
+    m40_graph_destroy(g);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--gpu")) {
         m40_ctx *ctx = m40t_gpu_ctx_or_skip("test_gpu_nonfinite");
         if (!ctx) return M40T_SKIP;
         run_case(ctx, "GPU");
         run_f16(ctx);
+        run_order(ctx);
         m40_ctx_destroy(ctx);
         return m40t_finish("test_gpu_nonfinite");
     }
@@ -259,6 +301,7 @@ int main(int argc, char **argv) {
     if (m40_ctx_create(&cd, &ctx) != M40_OK) return 1;
     run_case(ctx, "CPU");
     run_f16(ctx);
+    run_order(ctx);
     m40_ctx_destroy(ctx);
     return m40t_finish("test_nonfinite");
 }

@@ -415,8 +415,8 @@ static int open_index(glm_model *m, const char *dir, const char *index) {
 ** 8 or 4 for the official quantized checkpoints) against how layer 0's
 ** dense weight is stored: I8 [out, in] is int8, I8 [out, in/2] packed
 ** int4 (in: heads · kv_channels, as config.json says; where that
-** disagrees with the tensors the loader says so). Absent or 0 says nothing: a directory of our
-** own --save or a hand-made one may hold any format. */
+** disagrees with the tensors the loader says so). Absent or 0 says
+** nothing: a hand-made directory may hold any format. */
 static int check_qbits(glm_model *m, const char *dir, int qbits) {
     if (qbits != 0 && qbits != 4 && qbits != 8)
         return fail(m, "%s/config.json: quantization_bit %d: 0 (none), 4 or 8", dir, qbits);

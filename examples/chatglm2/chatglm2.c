@@ -362,6 +362,8 @@ static int read_config(glm_model *m, const char *dir, int *seq_length, int *qbit
     if (!rc) rc = cfg_int(m, root, "padded_vocab_size", 1, 1 << 20, &c.vocab);
     if (!rc) rc = cfg_int(m, root, "seq_length", 1, 1 << 22, seq_length);
     if (!rc) rc = cfg_int(m, root, "quantization_bit", 0, 16, qbits);
+    if (!rc && *qbits != 0 && *qbits != 4 && *qbits != 8)
+        rc = fail(m, "%s: quantization_bit %d: 0 (none), 4 or 8", p, *qbits);
     if (!rc) rc = cfg_real(m, root, "layernorm_epsilon", 1e-12, 0.5, &eps);
     if (!rc) rc = cfg_real(m, root, "rope_ratio", 1e-3, 1e6, &ratio);
     json_t *mq = json_object_get(root, "multi_query_attention");
@@ -411,46 +413,20 @@ static int open_index(glm_model *m, const char *dir, const char *index) {
     return rc;
 }
 
-/* config.json's quantization_bit (THUDM's: absent or 0 for fp16 and bf16,
-** 8 or 4 for the official quantized checkpoints) against how layer 0's
-** dense weight is stored: I8 [out, in] is int8, I8 [out, in/2] packed
-** int4 (in: heads · kv_channels, as config.json says; where that
-** disagrees with the tensors the loader says so). Absent or 0 says
-** nothing: a hand-made directory may hold any format. */
-static int check_qbits(glm_model *m, const char *dir, int qbits) {
-    if (qbits != 0 && qbits != 4 && qbits != 8)
-        return fail(m, "%s/config.json: quantization_bit %d: 0 (none), 4 or 8", dir, qbits);
-    const char *name = "transformer.encoder.layers.0.self_attention.dense.weight";
-    const m40_st_tensor *t = NULL;
-    for (int i = 0; i < m->nfiles && !t; i++) t = m40_st_find(m->files[i], name);
-    if (!qbits || !t) return 0; /* a missing tensor: the loader names it */
-    const int i8 = t->dtype == M40_DTYPE_I8 && t->ndim == 2;
-    const int64_t in = (int64_t)m->cfg.heads * m->cfg.head_dim;
-    const int have = !i8 ? 0 : t->shape[1] == in ? 8 : t->shape[1] == (in + 1) / 2 ? 4 : -1;
-    if (have == qbits || have < 0) return 0; /* have < 0: a wrong shape, which the loader names */
-    char dims[96] = "";
-    for (int d = 0, n = 0; d < t->ndim && n < (int)sizeof dims; d++)
-        n += snprintf(dims + n, sizeof dims - (size_t)n, "%s%lld", d ? "," : "", (long long)t->shape[d]);
-    return fail(m, "%s/config.json says quantization_bit %d, the tensors are %s ('%s' is %s [%s])",
-                dir, qbits, have == 8 ? "int8" : have == 4 ? "packed int4" : "not quantized", name,
-                t->dtype_name, dims);
-}
-
-static int open_checkpoint(glm_model *m, const char *path, int *have_cfg, int *seq_len) {
+/* *qbits: config.json's quantization_bit (0 when absent) */
+static int open_checkpoint(glm_model *m, const char *path, int *have_cfg, int *seq_len, int *qbits) {
     *have_cfg = 0;
     if (!is_dir(path)) return open_file(m, path);
-    int qbits = 0;
     char p[4096];
     snprintf(p, sizeof p, "%s/config.json", path);
     if (file_exists(p)) {
-        if (read_config(m, path, seq_len, &qbits)) return -1;
+        if (read_config(m, path, seq_len, qbits)) return -1;
         *have_cfg = 1;
     }
     snprintf(p, sizeof p, "%s/model.safetensors.index.json", path);
-    if (file_exists(p))
-        return open_index(m, path, "model.safetensors.index.json") || check_qbits(m, path, qbits) ? -1 : 0;
+    if (file_exists(p)) return open_index(m, path, "model.safetensors.index.json");
     snprintf(p, sizeof p, "%s/model.safetensors", path);
-    if (file_exists(p)) return open_file(m, p) || check_qbits(m, path, qbits) ? -1 : 0;
+    if (file_exists(p)) return open_file(m, p);
     char q[4096];
     snprintf(p, sizeof p, "%s/pytorch_model.bin.index.json", path);
     snprintf(q, sizeof q, "%s/pytorch_model.bin", path);
@@ -460,22 +436,41 @@ static int open_checkpoint(glm_model *m, const char *path, int *have_cfg, int *s
     return fail(m, "%s: no model.safetensors or model.safetensors.index.json", path);
 }
 
-/* The format layer 0's query_key_value weight is stored in (GLM_DTYPE_AUTO):
-** I8 with a weight_scale is int4g128 with 2-D scales, int4 with rows of
-** hidden/2 bytes (rounded up), else int8; anything else (F16, BF16, F32, or
-** missing: the loader names it) fp16. */
-static m40_wformat stored_format(const glm_model *m) {
-    const char *w = "transformer.encoder.layers.0.self_attention.query_key_value.weight";
-    const char *s = "transformer.encoder.layers.0.self_attention.query_key_value.weight_scale";
+/* How layer 0's dense weight is stored (*w: that tensor, NULL when missing):
+** I8 with a weight_scale is int4g128 with 2-D scales, else int8 with rows
+** of in bytes, int4 with in/2 (rounded up; in: heads · kv_channels), else
+** M40_WFMT_COUNT (a wrong shape, which the loader names); anything else
+** (F16, BF16, F32, missing) fp16. */
+static m40_wformat stored_format(const glm_model *m, const m40_st_tensor **w) {
+    const char *wn = "transformer.encoder.layers.0.self_attention.dense.weight";
+    const char *sn = "transformer.encoder.layers.0.self_attention.dense.weight_scale";
     const m40_st_tensor *tw = NULL, *ts = NULL;
     for (int i = 0; i < m->nfiles; i++) {
-        if (!tw) tw = m40_st_find(m->files[i], w);
-        if (!ts) ts = m40_st_find(m->files[i], s);
+        if (!tw) tw = m40_st_find(m->files[i], wn);
+        if (!ts) ts = m40_st_find(m->files[i], sn);
     }
+    *w = tw;
     if (!tw || !ts || tw->dtype != M40_DTYPE_I8 || tw->ndim != 2) return M40_WFMT_FP16;
     if (ts->ndim == 2) return M40_WFMT_INT4G128;
-    const int64_t c = m->cfg.hidden;
-    return tw->shape[1] != c && tw->shape[1] == (c + 1) / 2 ? M40_WFMT_INT4 : M40_WFMT_INT8;
+    const int64_t in = (int64_t)m->cfg.heads * m->cfg.head_dim;
+    return tw->shape[1] == in ? M40_WFMT_INT8 : tw->shape[1] == (in + 1) / 2 ? M40_WFMT_INT4 : M40_WFMT_COUNT;
+}
+
+/* config.json's quantization_bit (THUDM's: absent or 0 for fp16 and bf16,
+** 8 or 4 for the official quantized checkpoints) against the format the
+** weights are stored in (stored_format; w its tensor). 0 says nothing: a
+** hand-made directory may hold any format. */
+static int check_qbits(glm_model *m, const char *dir, int qbits, const m40_st_tensor *w,
+                       m40_wformat stored) {
+    const int have = stored == M40_WFMT_INT8 ? 8 : stored == M40_WFMT_INT4 ? 4
+                   : stored == M40_WFMT_INT4G128 ? 4 : stored == M40_WFMT_FP16 ? 0 : -1;
+    if (!qbits || !w || have == qbits || have < 0) return 0; /* have < 0: the loader names it */
+    char dims[96] = "";
+    for (int d = 0, n = 0; d < w->ndim && n < (int)sizeof dims; d++)
+        n += snprintf(dims + n, sizeof dims - (size_t)n, "%s%lld", d ? "," : "", (long long)w->shape[d]);
+    return fail(m, "%s/config.json says quantization_bit %d, the tensors are %s ('%s' is %s [%s])",
+                dir, qbits, have == 8 ? "int8" : have == 4 ? "packed int4" : "not quantized", w->name,
+                w->dtype_name, dims);
 }
 
 /* ---- open / close ------------------------------------------------------- */
@@ -516,7 +511,7 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
-    int have_cfg = 0, seq_len = 8192;
+    int have_cfg = 0, seq_len = 8192, qbits = 0;
     m40_ctx_desc cd;
     m40_ctx_desc_init(&cd);
     /* rank 0's device: devices[0], or 0 of 0..ndevices-1 (rank r takes r) */
@@ -541,7 +536,7 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
     } else if (!o->path) {
         fail(m, "no model path");
         goto bad;
-    } else if (open_checkpoint(m, o->path, &have_cfg, &seq_len)) {
+    } else if (open_checkpoint(m, o->path, &have_cfg, &seq_len, &qbits)) {
         goto bad;
     }
     m->L = o->ctx > 0 ? o->ctx : (seq_len < 8192 ? seq_len : 8192);
@@ -635,7 +630,15 @@ int glm_model_open(const glm_open_opts *o, glm_model **out, char *err, size_t er
         lib_fail(m, o->path);
         goto bad;
     }
-    if (d.weights == GLM_DTYPE_AUTO) d.weights = o->random_shape ? M40_WFMT_FP16 : stored_format(m);
+    if (o->random_shape) {
+        if (d.weights == GLM_DTYPE_AUTO) d.weights = M40_WFMT_FP16;
+    } else {
+        const m40_st_tensor *w = NULL;
+        const m40_wformat stored = stored_format(m, &w);
+        if (check_qbits(m, o->path, qbits, w, stored)) goto bad;
+        /* a shape the loader will name: let it, as int8 */
+        if (d.weights == GLM_DTYPE_AUTO) d.weights = stored == M40_WFMT_COUNT ? M40_WFMT_INT8 : stored;
+    }
     const m40_chatglm2_config *c = &m->cfg;
     /* layer split: stage r holds blocks [lb[r], lb[r + 1]), as even as the
     ** layer count allows (the first stages take the remainder) */

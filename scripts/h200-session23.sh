@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.." || exit 1
 NEW=$B
 OLD=${OLD:-1}
 setup_arch90
-if [ "$OLD" = 0 ]; then :; else
+if [ "$OLD" != 0 ]; then
 mkdir -p .old && tar xJf .carry/old-src.tar.xz -C .old || { note "no .carry/old-src.tar.xz"; exit 1; }
 (cd .old && O="$O/old" && mkdir -p "$O" &&
     cmake -S . -B build-90 -G Ninja -DCMAKE_CUDA_COMPILER="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}" \

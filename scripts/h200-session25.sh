@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 25: session 23's experiment (scripts/h200-session23.sh) on a short
-# lease, no build on the device (carry [".carry", ".debs"]): .carry/s25.tar.xz
+# lease, no build on the device (carry [".carry"]; none of the programs links
+# jansson or libmicrohttpd, so no .debs): .carry/s25.tar.xz
 # holds arch-90 binaries built on the CPU machine with CUDA 13.0,
 # -DM40_CUBLAS=OFF -DM40_CUDNN=OFF: .s25/new/ (this tree) m40-gemv-pattern,
 # test_quant_gpu, test_gpu_limits, test_chatglm2, test_qlinear_fused,
@@ -30,11 +31,6 @@ cd "$(dirname "$0")/.." || exit 1
 export NVIDIA_TF32_OVERRIDE=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
     --format=csv,noheader >> "$SUM"
-for lib in jansson microhttpd; do
-    pkg-config --exists lib$lib 2>/dev/null || pkg-config --exists $lib 2>/dev/null ||
-        for f in .debs/lib$lib*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
-done
-ldconfig 2>/dev/null
 tar xJf .carry/s25.tar.xz || { note "no .carry/s25.tar.xz"; exit 1; }
 timeout 60 "$B/m40-gemv-pattern" > "$O/pattern1.txt" 2>&1
 note "pattern 1 rc=$?"

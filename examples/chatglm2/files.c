@@ -154,7 +154,7 @@ int glm_parse_dtype(const char *s, m40_wformat *out) {
     static const char *const names[] = {"auto", "fp32", "fp16", "int8", "int4", "int4g128"};
     static const m40_wformat fmts[] = {GLM_DTYPE_AUTO, M40_WFMT_FP32, M40_WFMT_FP16, M40_WFMT_INT8,
                                        M40_WFMT_INT4, M40_WFMT_INT4G128};
-    for (int i = 0; s && i < 6; i++)
+    for (int i = 0; s && i < (int)(sizeof names / sizeof *names); i++)
         if (!strcmp(s, names[i])) {
             *out = fmts[i];
             return 0;

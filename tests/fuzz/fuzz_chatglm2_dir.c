@@ -93,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     glm_open_opts_init(&o);
     o.path = dir;
     o.cpu = 1;
-    o.dtype = (m40_wformat)(data[0] % M40_WFMT_COUNT);
+    o.dtype = (m40_wformat)(data[0] % (M40_WFMT_COUNT + 1)); /* COUNT: GLM_DTYPE_AUTO */
     o.ctx = 1 + data[2] % 16;
     o.chunk = 1 + (data[2] >> 4) % 4;
     o.all_logits = (fl & 4) != 0;

@@ -162,7 +162,10 @@ __global__ void __launch_bounds__(kWarpsB * 32, 4) ringx_kernel(const uint4 *__r
                                                                 const __half *__restrict__ sc,
                                                                 float *__restrict__ y, unsigned *fold) {
     constexpr int R = 2;
-    __shared__ __align__(16) float xs[XS ? kK : 4];
+    /* a lane vector's 32 floats of x at a stride of 36 (v2's padding, LS =
+    ** VC + 4): an LDS.128's quarter warp then hits 8 distinct bank quads */
+    constexpr int LS = 36;
+    __shared__ __align__(16) float xs[XS ? kVpr * LS : 4];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int ngroups = N / R; /* N a multiple of 4 (main) */
     const int gstride = (int)gridDim.x * kWarpsB;
@@ -181,7 +184,10 @@ __global__ void __launch_bounds__(kWarpsB * 32, 4) ringx_kernel(const uint4 *__r
         for (int i = 0; i < kK / 4 / (kWarpsB * 32); i++)
             t[i] = __ldg((const float4 *)x + threadIdx.x + i * kWarpsB * 32);
 #pragma unroll
-        for (int i = 0; i < kK / 4 / (kWarpsB * 32); i++) ((float4 *)xs)[threadIdx.x + i * kWarpsB * 32] = t[i];
+        for (int i = 0; i < kK / 4 / (kWarpsB * 32); i++) {
+            const int f = threadIdx.x + i * kWarpsB * 32; /* float4 f: lane vector f / 8, its float4 f % 8 */
+            *(float4 *)&xs[(f >> 3) * LS + 4 * (f & 7)] = t[i];
+        }
         __syncthreads();
     }
     float acc[R][2] = {{0.f, 0.f}, {0.f, 0.f}}, kept = 0.f;
@@ -192,8 +198,8 @@ __global__ void __launch_bounds__(kWarpsB * 32, 4) ringx_kernel(const uint4 *__r
             for (int q = 0; q < 4; q++) {
                 float xv[8];
                 if (XS) {
-                    const float4 a = ((const float4 *)xs)[(c * 32 + lane) * 8 + 2 * q];
-                    const float4 b = ((const float4 *)xs)[(c * 32 + lane) * 8 + 2 * q + 1];
+                    const float4 a = *(const float4 *)&xs[(c * 32 + lane) * LS + 8 * q];
+                    const float4 b = *(const float4 *)&xs[(c * 32 + lane) * LS + 8 * q + 4];
                     xv[0] = a.x, xv[1] = a.y, xv[2] = a.z, xv[3] = a.w;
                     xv[4] = b.x, xv[5] = b.y, xv[6] = b.z, xv[7] = b.w;
                 } else {

@@ -59,6 +59,9 @@ typedef struct m40k_attn_shape {
                            ** traffic a key is a third of the tile kernel's
                            ** (where they apply; m40-bench attention's A/B,
                            ** test_attention_gpu runs each; bench/NOTES.md) */
+    int decode_max_splits; /* decode (T <= M40K_ATTN_DECODE_T): 0 (default) the rule
+                           ** below; n > 0 at most n splits (an A/B knob,
+                           ** lib/ops/attention.c's m40__attn_decode_max_splits) */
     int prefill_splits;    /* prefill (T > M40K_ATTN_DECODE_T): 0 (default) the rule of
                            ** m40k_attention_prefill_splits, n >= 1 n key shares
                            ** (bench and test A/B; capped as the rule is) */
@@ -170,6 +173,7 @@ static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int slots)
     int64_t cap = (s->L + chunk - 1) / chunk;
     if (n > cap) n = cap;
     if (n > M40K_ATTN_MAX_SPLITS) n = M40K_ATTN_MAX_SPLITS;
+    if (s->decode_max_splits > 0 && n > s->decode_max_splits) n = s->decode_max_splits;
     return n < 1 ? 1 : n;
 }
 

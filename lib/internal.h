@@ -157,5 +157,6 @@ extern int m40__attn_prefill_splits; /* prefill key shares: 0 the rule (lib/ops/
 ** would be the tile kernel at T 1, f16, D 128 (attn_bound); 0 keeps the
 ** tile kernel there (m40-bench's A/B) */
 extern int m40__attn_v6;
+extern int m40__attn_decode_max_splits;
 
 #endif /* M40_INTERNAL_H */

@@ -176,6 +176,10 @@ int m40__attn_decode_variant = 0;
 /* Key shares of a prefill call (kernels/attention.h, m40k_attention_prefill_splits):
 ** 0 the rule, n >= 1 n shares. Internal: tests and m40-bench only. */
 int m40__attn_prefill_splits = 0;
+/* At most this many decode splits (0: the rule, kernels/attention.h): an
+** A/B knob (m40-bench chatglm2's M40_BENCH_GLM_SPLITS); set it before a
+** graph is built, from one thread. */
+int m40__attn_decode_max_splits = 0;
 
 static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_tensor_desc *kc,
                                   float scale) {
@@ -184,6 +188,7 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
                          .qs0 = q->stride[0], .qs1 = q->stride[1],
                          .cache_f16 = kc->dtype == M40_DTYPE_F16,
                          .decode_variant = m40__attn_decode_variant,
+                         .decode_max_splits = m40__attn_decode_max_splits,
                          .prefill_splits = m40__attn_prefill_splits};
     s.scale = scale != 0.0f ? scale : (float)(1.0 / sqrt((double)s.D));
     return s;

@@ -34,7 +34,8 @@
 ** kernel, m40k_attn_fuse_combine; off by default: slower, session 14),
 ** M40_BENCH_GLM_WARP_PV=1 (decode attention's P·V split over the warps,
 ** m40k_attn_warp_pv), M40_BENCH_GLM_ROWS8=1 (decode attention in blocks of 8
-** query rows, m40k_attn_rows8),
+** query rows, m40k_attn_rows8), M40_BENCH_GLM_SPLITS=N (decode attention in at
+** most N splits, 0 the rule; lib/ops/attention.c's m40__attn_decode_max_splits),
 ** M40_BENCH_GLM_V2WHOLE=-1/0/1 / M40_BENCH_GLM_SMALLV2_Q8=0 (kernels/quant.h's v2
 ** knobs: int4's small GEMVs with x staged whole (-1: when EZ); int8's back on v3),
 ** M40_BENCH_GLM_V2EZ=0/1/2 (batch-1 v2 GEMVs with the exponent-zero decode, 2 chunked too,
@@ -388,6 +389,7 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_WARP_PV", &m40k_attn_warp_pv, "decode attention's P.V split over the warps"},
         {"M40_BENCH_GLM_ROWS8", &m40k_attn_rows8, "decode attention in blocks of 8 query rows"},
         {"M40_BENCH_GLM_V6", &m40__attn_v6, "decode v6 where the tile kernel ran (past a 512-key bound, or no bound)"},
+        {"M40_BENCH_GLM_SPLITS", &m40__attn_decode_max_splits, "decode attention's splits at most (0 the rule)"},
         {"M40_BENCH_GLM_SHARES", &m40__attn_prefill_splits, "prefill attention's key shares (0 the rule, 1 none, 2..4)"},
         {"M40_BENCH_GLM_V2WHOLE", &m40k_quant_gemv_v2_whole, "int4 small GEMVs, x staged whole (-1 auto)"},
         {"M40_BENCH_GLM_V2EZ", &m40k_quant_gemv_v2_ez, "batch-1 v2 GEMVs, exponent-zero decode"},
@@ -402,7 +404,8 @@ int run_chatglm2(bench_env *e) {
         if (!v || !*v || !knobs[i].knob) continue;
         *knobs[i].knob = knobs[i].knob == &m40k_quant_gemv_v2_ks || knobs[i].knob == &m40k_quant_gemv_v2_whole ||
                                  knobs[i].knob == &m40k_quant_gemv_v2_deep || knobs[i].knob == &m40k_quant_gemv_v2_ez ||
-                                 knobs[i].knob == &m40__attn_prefill_splits
+                                 knobs[i].knob == &m40__attn_prefill_splits ||
+                                 knobs[i].knob == &m40__attn_decode_max_splits
                              ? atoi(v)
                              : atoi(v) != 0;
         if (e->text) printf("%s: %d (%s)\n", knobs[i].what, *knobs[i].knob, knobs[i].env);

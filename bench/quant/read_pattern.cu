@@ -31,6 +31,9 @@
 **   R2x4 +xs  ring 2 R2x4 with x (K floats) staged in shared memory by
 **            each block and read back for every weight (ringx_kernel);
 **   R2x4 +xs+red  and each row's sum reduced over the warp and stored;
+**   R2x4 +ez+red  and x staged as v2's exponent-zero decode stages it (a lane
+**            vector's max and sum by shuffles, x scaled per bit position, the
+**            vector's factors) with its per-vector epilogue;
 **   chosen   the library's GEMV for the matrix (m40k_quant_gemv_choose).
 ** Every pattern read folds each 32-bit word it reads exactly once into one
 ** XOR, checked against the host's XOR of the matrix (exit 1 if any differs:
@@ -156,7 +159,7 @@ __global__ void __launch_bounds__(kWarpsB * 32, MINB) ring_kernel(const uint4 *_
 ** What is left between these and "chosen" is the library's own: v2's grid,
 ** the exponent-zero staging of x (a max and a sum by shuffles a lane
 ** vector), its per-vector factors, and the norm where it is fused. */
-template <bool XS, bool RED>
+template <bool XS, bool RED, bool EZS = false>
 __global__ void __launch_bounds__(kWarpsB * 32, 4) ringx_kernel(const uint4 *__restrict__ w, int N,
                                                                 const float *__restrict__ x,
                                                                 const __half *__restrict__ sc,
@@ -166,6 +169,7 @@ __global__ void __launch_bounds__(kWarpsB * 32, 4) ringx_kernel(const uint4 *__r
     ** VC + 4): an LDS.128's quarter warp then hits 8 distinct bank quads */
     constexpr int LS = 36;
     __shared__ __align__(16) float xs[XS ? kVpr * LS : 4];
+    __shared__ __align__(16) float4 xe[EZS ? kVpr : 1]; /* EZS: a lane vector's factors */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int ngroups = N / R; /* N a multiple of 4 (main) */
     const int gstride = (int)gridDim.x * kWarpsB;
@@ -186,7 +190,30 @@ __global__ void __launch_bounds__(kWarpsB * 32, 4) ringx_kernel(const uint4 *__r
 #pragma unroll
         for (int i = 0; i < kK / 4 / (kWarpsB * 32); i++) {
             const int f = threadIdx.x + i * kWarpsB * 32; /* float4 f: lane vector f / 8, its float4 f % 8 */
-            *(float4 *)&xs[(f >> 3) * LS + 4 * (f & 7)] = t[i];
+            float4 v = t[i];
+            if (EZS) { /* v2's exponent-zero staging (gemv_v2_body's ez_item), int4 */
+                const int c4 = f & 7;
+                float m = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+                float sum = (v.x + v.y) + (v.z + v.w);
+#pragma unroll
+                for (int o = 1; o < 8; o <<= 1) {
+                    m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, o));
+                    sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
+                }
+                const int S = max((__float_as_int(m) >> 23) - 103, 22);
+                const int base = (276 - S) << 23;
+                auto pos = [](int c) { return (c & 7) / 2 * 8 - ((c & 7) >= 6 ? 8 : 0) + ((c & 1) ? 0 : 4); };
+                v.x *= __int_as_float(base - (pos(4 * c4 + 0) << 23));
+                v.y *= __int_as_float(base - (pos(4 * c4 + 1) << 23));
+                v.z *= __int_as_float(base - (pos(4 * c4 + 2) << 23));
+                v.w *= __int_as_float(base - (pos(4 * c4 + 3) << 23));
+                if (c4 == 0) {
+                    const int h = S >> 1;
+                    auto p2 = [](int e) { return __int_as_float((e + 127) << 23); };
+                    xe[f >> 3] = make_float4((-8.0f * sum) * p2(-h) * p2(h - S), p2(h), p2(S - h), 0.f);
+                }
+            }
+            *(float4 *)&xs[(f >> 3) * LS + 4 * (f & 7)] = v;
         }
         __syncthreads();
     }
@@ -194,6 +221,13 @@ __global__ void __launch_bounds__(kWarpsB * 32, 4) ringx_kernel(const uint4 *__r
     for (; g < ngroups; g += gstride) {
 #pragma unroll
         for (int c = 0; c < kCh; c++) {
+            float4 e = make_float4(0.f, 1.f, 1.f, 0.f);
+            float accv[R][2];
+            if (EZS) {
+                e = xe[c * 32 + lane];
+#pragma unroll
+                for (int r = 0; r < R; r++) accv[r][0] = e.x, accv[r][1] = 0.f;
+            }
 #pragma unroll
             for (int q = 0; q < 4; q++) {
                 float xv[8];
@@ -212,10 +246,14 @@ __global__ void __launch_bounds__(kWarpsB * 32, 4) ringx_kernel(const uint4 *__r
 #pragma unroll
                     for (int k = 0; k < 8; k++) {
                         const float f = __int_as_float((int)(wd & (0xFu << (4 * k))));
-                        acc[r][k & 1] = fmaf(f, xv[k], acc[r][k & 1]);
+                        if (EZS) accv[r][k & 1] = fmaf(f, xv[k], accv[r][k & 1]);
+                        else acc[r][k & 1] = fmaf(f, xv[k], acc[r][k & 1]);
                     }
                 }
             }
+            if (EZS) /* the vector's factors: one FMUL and one FFMA a row (v2's EZ epilogue) */
+#pragma unroll
+                for (int r = 0; r < R; r++) acc[r][0] = fmaf((accv[r][0] + accv[r][1]) * e.y, e.z, acc[r][0]);
             load(g + gstride, c);
         }
         if (RED) {
@@ -284,10 +322,10 @@ int main() {
         uint32_t want = 0;
         for (size_t i = 0; i < mb / 4; i++) want ^= hw[i];
         double tread = 0;
-        for (int kind = 0; kind < 12; kind++) {
+        for (int kind = 0; kind < 13; kind++) {
             static const char *names[] = {"read", "v3-like", "v3-like x8", "v2-like", "ring 0",
                                           "ring 2", "ring 3", "ring 0 R2x4", "ring 2 R2x4",
-                                          "R2x4 +xs", "R2x4 +xs+red", "chosen"};
+                                          "R2x4 +xs", "R2x4 +xs+red", "R2x4 +ez+red", "chosen"};
             const unsigned g3 = (unsigned)sms * 2, g3x8 = (unsigned)sms * 8, g4 = (unsigned)sms * 4;
             const unsigned g2 = (unsigned)((N + 2 * kWarpsB - 1) / (2 * kWarpsB));
             int next = 0; /* the copy the next launch reads */
@@ -305,6 +343,7 @@ int main() {
                 case 8: ring_kernel<2, 2, 4><<<g4, kWarpsB * 32, 0, st>>>(m, N, fold); break;
                 case 9: ringx_kernel<true, false><<<g4, kWarpsB * 32, 0, st>>>(m, N, x, (const __half *)sc, y, fold); break;
                 case 10: ringx_kernel<true, true><<<g4, kWarpsB * 32, 0, st>>>(m, N, x, (const __half *)sc, y, fold); break;
+                case 11: ringx_kernel<true, true, true><<<g4, kWarpsB * 32, 0, st>>>(m, N, x, (const __half *)sc, y, fold); break;
                 default: {
                     m40k_qlinear_args a = {};
                     a.M = 1, a.N = N, a.K = kK, a.x = x, a.wtype = M40_DTYPE_Q4, a.w = m;

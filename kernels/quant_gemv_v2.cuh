@@ -177,11 +177,24 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
     static_assert(!WHOLE || !BYC || WI == NCW * ITERS, "whole staging: items");
     static_assert(!WHOLE || !EZ || BYC || TOT % NT == 0, "EZ: every lane stages");
     float4 xv[WI], nv[NORM ? WI : 1];
+    /* VT (EZ staged whole, batch 1): thread t stages float4 WI·t .. WI·t +
+    ** WI - 1 of x, so a lane vector's G = VC / 4 float4 sit in TPV = G / WI
+    ** consecutive threads and most of its max and sum is taken in registers:
+    ** one shuffle level for int4 at 8 warps (TPV 2), none for int8 (TPV 1),
+    ** where one float4 a thread took log2(G) levels of two dependent
+    ** shuffles each, all before the block's barrier (session 26: that
+    ** staging was the whole of the small GEMVs' ~1 us over a floor GEMV,
+    ** bench/NOTES.md). The sums add in the same tree, so x, S and the
+    ** offsets are bit for bit those of the per-float4 form. */
+    constexpr int G = VC / 4;
+    constexpr bool VT = EZ && WHOLE && B == 1 && TOT % NT == 0 && WI % 2 == 0 && WI <= G && G % WI == 0;
+    constexpr int TPV = VT ? G / WI : 1;
     auto xload = [&](int kb) {
 #pragma unroll
         for (int it = 0; it < WI; it++) {
-            const int f = threadIdx.x + (BYC ? it % ITERS : it) * NT;
-            const int b = BYC ? f / F4 : f / K4, col = kb + (BYC ? (it / ITERS) * KC + 4 * (f % F4) : 4 * (f % K4));
+            const int f = VT ? WI * (int)threadIdx.x + it : threadIdx.x + (BYC ? it % ITERS : it) * NT;
+            const int b = VT ? 0 : BYC ? f / F4 : f / K4;
+            const int col = kb + (VT ? 4 * f : BYC ? (it / ITERS) * KC + 4 * (f % F4) : 4 * (f % K4));
             float4 v = make_float4(0.f, 0.f, 0.f, 0.f), w = v;
             if ((BYC || TOT % NT == 0 || f < TOT) && col < K) {
                 v = ldx4<XC>(a.x + (int64_t)b * K + col);
@@ -192,22 +205,66 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
         }
     };
     auto xstore = [&]() {
+        if constexpr (VT) { /* this thread's WI float4, one lane vector's share */
+            const int f0 = WI * (int)threadIdx.x, c = (4 * f0) / KC, c40 = f0 % F4;
+            float4 v[WI];
+            float m[WI], sum[WI];
 #pragma unroll
-        for (int it = 0; it < WI; it++) {
-            const int f = threadIdx.x + (BYC ? it % ITERS : it) * NT;
-            const int b = BYC ? f / F4 : f / K4, col = BYC ? (it / ITERS) * KC + 4 * (f % F4) : 4 * (f % K4);
-            if (!BYC && TOT % NT != 0 && f >= TOT) continue;
-            float4 v = xv[it];
-            if (NORM) {
-                const float4 w = nv[it];
-#pragma unroll
-                for (int bb = 0; bb < B; bb++)
-                    if (bb == b) ss[bb] = sumsq4(v, ss[bb]);
-                v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
+            for (int it = 0; it < WI; it++) {
+                v[it] = xv[it];
+                if (NORM) {
+                    const float4 w = nv[it];
+                    ss[0] = sumsq4(v[it], ss[0]);
+                    v[it].x *= w.x, v[it].y *= w.y, v[it].z *= w.z, v[it].w *= w.w;
+                }
+                m[it] = fmaxf(fmaxf(fabsf(v[it].x), fabsf(v[it].y)), fmaxf(fabsf(v[it].z), fabsf(v[it].w)));
+                sum[it] = (v[it].x + v[it].y) + (v[it].z + v[it].w);
             }
-            const int c = BYC ? it / ITERS : col / KC, c4 = BYC ? f % F4 : (col % KC) / 4;
-            if constexpr (EZ) ez_item(v, c4, c * B + b);
-            *(float4 *)&xs[(c * B + b) * XS + (c4 / (VC / 4)) * LS + 4 * (c4 % (VC / 4))] = v;
+            /* ez_item's butterfly tree: pairs, then pairs of pairs, ... */
+#pragma unroll
+            for (int w = 1; w < WI; w <<= 1)
+#pragma unroll
+                for (int it = 0; it + w < WI; it += 2 * w) m[it] = fmaxf(m[it], m[it + w]), sum[it] += sum[it + w];
+            float mm = m[0], su = sum[0];
+#pragma unroll
+            for (int o = 1; o < TPV; o <<= 1) {
+                mm = fmaxf(mm, __shfl_xor_sync(kFull, mm, o));
+                su += __shfl_xor_sync(kFull, su, o);
+            }
+            const int S = max((__float_as_int(mm) >> 23) - 103, 22); /* as ez_item */
+            const int base = (276 - S) << 23;
+#pragma unroll
+            for (int it = 0; it < WI; it++) { /* c4 = c40 + it, and c40 is even: ez_pos's bits of it */
+                v[it].x *= __int_as_float(base - (ez_pos<WT>(4 * it + 0) << 23));
+                v[it].y *= __int_as_float(base - (ez_pos<WT>(4 * it + 1) << 23));
+                v[it].z *= __int_as_float(base - (ez_pos<WT>(4 * it + 2) << 23));
+                v[it].w *= __int_as_float(base - (ez_pos<WT>(4 * it + 3) << 23));
+                const int c4 = c40 + it;
+                *(float4 *)&xs[c * XS + (c4 / G) * LS + 4 * (c4 % G)] = v[it];
+            }
+            constexpr float OFF = WT == M40_DTYPE_Q4 ? 8.0f : 128.0f;
+            if (TPV == 1 || (threadIdx.x & (TPV - 1)) == 0) {
+                const int h = S >> 1;
+                xe[c * 32 + c40 / G] = make_float4((-OFF * su) * pow2f(-h) * pow2f(h - S), pow2f(h), pow2f(S - h), 0.f);
+            }
+        } else {
+#pragma unroll
+            for (int it = 0; it < WI; it++) {
+                const int f = threadIdx.x + (BYC ? it % ITERS : it) * NT;
+                const int b = BYC ? f / F4 : f / K4, col = BYC ? (it / ITERS) * KC + 4 * (f % F4) : 4 * (f % K4);
+                if (!BYC && TOT % NT != 0 && f >= TOT) continue;
+                float4 v = xv[it];
+                if (NORM) {
+                    const float4 w = nv[it];
+#pragma unroll
+                    for (int bb = 0; bb < B; bb++)
+                        if (bb == b) ss[bb] = sumsq4(v, ss[bb]);
+                    v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
+                }
+                const int c = BYC ? it / ITERS : col / KC, c4 = BYC ? f % F4 : (col % KC) / 4;
+                if constexpr (EZ) ez_item(v, c4, c * B + b);
+                *(float4 *)&xs[(c * B + b) * XS + (c4 / (VC / 4)) * LS + 4 * (c4 % (VC / 4))] = v;
+            }
         }
     };
     if constexpr (WHOLE) { /* all of x (PASS: its first pass): the loads, then the norm and the stores */

@@ -31,6 +31,11 @@ int main() {
     run<Q4, 0, false, false, 1, false, false>("int4 chunked (the 4h_to_h default)", 40, 13696, 0);
     run<Q4, 0, true, true, 1, true, false>("int4 whole, norm, exponent-zero", 24, 4096, 0);
     run<Q8, 0, false, true, 1, false, false>("int8 whole", 20, 4096, 0);
+    /* the exponent-zero staging a lane vector's share a thread (VT): int4
+    ** at 2 threads a vector, int8 at 1; K short of the staging's 4096 */
+    run<Q8, 0, true, true, 1, true, false>("int8 whole, norm, exponent-zero", 20, 4096, 0);
+    run<Q4, 0, false, true, 4, true, false>("int4 whole, ez, P 4, K 1056", 22, 1056, 0);
+    run<Q8, 0, false, true, 1, true, false>("int8 whole, ez, K 2000", 19, 2000, 0);
     /* group scales, their dtype a template argument (1 f32, 2 f16) */
     run<Q4, 2, true, true, 4, true, false>("int4 g128 f16, whole, norm, ez, P 4", 24, 4096, 128);
     run<Q4, 1, false, true, 1, true, false>("int4 g64 f32, whole, ez", 20, 4096, 64);

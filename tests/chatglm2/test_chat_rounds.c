@@ -6,12 +6,15 @@
 ** answer's text many times over (its ids, penalized, would change that
 ** answer if the history kept them).
 **   test_chat_rounds MODEL_DIR */
+#define _XOPEN_SOURCE 700 /* realpath, symlink */
 #include "chat.h"
 #include "check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t stop_flag;
 
@@ -114,6 +117,43 @@ out:
     free(poison);
     free(a1), free(a2), free(b1), free(b2);
     glm_model_close(m);
+    /* no ctx: the cache is config.json's seq_length (2048), under 8192 */
+    o.path = argv[1];
+    o.ctx = 0;
+    m = NULL;
+    if (glm_model_open(&o, &m, err, sizeof err)) printf("FAIL open %s: %s\n", argv[1], err);
+    CHECK(m && glm_ctx_len(m) == 2048);
+    CHECK(m && glm_config(m)->rope_theta == 10000.0f);
+    glm_model_close(m);
+    /* config.json's rope_ratio (ChatGLM3-6B-32K's 50) scales RoPE's base: the
+    ** same directory with "rope_ratio": 50 put first */
+    char dir[64], cfg[4096], line[8192];
+    snprintf(dir, sizeof dir, "/tmp/m40_rope_%d", (int)getpid());
+    snprintf(path, sizeof path, "%s/config.json", argv[1]);
+    FILE *in = fopen(path, "r");
+    size_t got = in ? fread(line + 1, 1, sizeof line - 2, in) : 0;
+    if (in) fclose(in);
+    line[got + 1] = 0;
+    char *brace = strchr(line + 1, '{');
+    CHECK(brace && mkdir(dir, 0700) == 0);
+    if (brace) {
+        snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+        FILE *f = fopen(cfg, "w");
+        if (f) fprintf(f, "{\"rope_ratio\": 50, %s", brace + 1), fclose(f);
+        snprintf(cfg, sizeof cfg, "%s/model.safetensors", dir);
+        snprintf(path, sizeof path, "%s/model.safetensors", argv[1]);
+        char abs[4096];
+        CHECK(realpath(path, abs) && symlink(abs, cfg) == 0);
+        o.path = dir;
+        m = NULL;
+        if (glm_model_open(&o, &m, err, sizeof err)) printf("FAIL open %s: %s\n", dir, err);
+        CHECK(m && glm_config(m)->rope_theta == 500000.0f);
+        glm_model_close(m);
+        remove(cfg);
+        snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+        remove(cfg);
+        rmdir(dir);
+    }
     m40_tokenizer_destroy(tok);
     return m40t_finish("test_chat_rounds");
 }

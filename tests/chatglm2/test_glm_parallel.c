@@ -209,10 +209,210 @@ static void refusals(glm_model *m) {
     CHECK(glm_seq_prefill(m, 2, at_v, 2, NULL, NULL) == -1);
     CHECK(strstr(glm_errmsg(m), "is not in") != NULL && glm_seq_pos(m, 2) == 0);
     CHECK(glm_seq_prefill(m, NSEQ, ids, 2, NULL, NULL) == -1);
+    CHECK(glm_seq_prefill(m, 2, ids, 0, NULL, NULL) == -1);
+    CHECK(strstr(glm_errmsg(m), "no ids") != NULL && glm_seq_pos(m, 2) == 0);
+    float *all = malloc((size_t)2 * V * sizeof *all); /* every position's logits: not opened so */
+    CHECK(glm_seq_prefill(m, 2, ids, 2, NULL, all) == -1);
+    CHECK(strstr(glm_errmsg(m), "all_logits") != NULL && glm_seq_pos(m, 2) == 0);
+    free(all);
     CHECK(glm_seq_rewind(m, NSEQ, 0) == -1);
     CHECK(strstr(glm_errmsg(m), "conversation 3") != NULL);
     CHECK(glm_seq_rewind(m, 1, glm_seq_pos(m, 1) + 1) == -1);
+    CHECK(glm_seq_rewind(m, 1, -1) == -1 && glm_seq_pos(m, 1) >= 0);
+    CHECK(glm_seq_set_history(m, 1, ids, -1) == -1);
+    CHECK(strstr(glm_errmsg(m), "history of -1") != NULL);
     CHECK(glm_seq_rewind(m, 1, glm_seq_pos(m, 1)) == 0);
+    /* a rewind, even to where the session is, leaves nothing to sample */
+    CHECK(greedy(m, 1, &id) == -1);
+}
+
+/* Idle rows: 3 conversations step in the batch-4 graph of a 4-conversation
+** model; its idle row (position -1) must leave conversation 0's cache row
+** alone (a mutation run found no test with idle rows: batches 1, 2, 3 here).
+** Conversation 0's next step then equals the one-conversation model's. */
+static void idle_rows(glm_model *one, m40_wformat dt, double tol) {
+    glm_model *m = open_model(dt, 4);
+    CHECK(m != NULL);
+    if (!m) return;
+    const int32_t a[6] = {11, 200, 3, 77, 150, 9}, b[3] = {4, 5, 6}, x = 42;
+    const int others[3] = {1, 2, 3}, zero = 0;
+    const int32_t step3[3] = {7, 8, 9};
+    float *l0 = malloc((size_t)V * sizeof *l0), *l1 = malloc((size_t)V * sizeof *l1);
+    int ok = glm_seq_prefill(m, 0, a, 6, NULL, NULL) == 0;
+    for (int c = 1; c < 4 && ok; c++) ok = glm_seq_prefill(m, c, b, 3, NULL, NULL) == 0;
+    ok = ok && glm_step_batch(m, 3, others, step3) == 0 && glm_step_batch(m, 1, &zero, &x) == 0 &&
+         glm_seq_logits(m, 0, l0) == 0;
+    glm_reset(one);
+    ok = ok && glm_prefill(one, a, 6, NULL, NULL) == 0 && glm_step(one, x, l1) == 0;
+    CHECK(ok);
+    if (ok) CHECK(m40t_rel_err(l0, l1, V) <= tol);
+    free(l0);
+    free(l1);
+    glm_model_close(m);
+}
+
+/* The defaults (a mutation run found them unpinned): no ctx, chunk or
+** prefill_min: the cache 8192 (no config.json, no seq_length), chunks of
+** 256, short prefill graphs 16, 32, ..., 128. */
+static void defaults(void) {
+    glm_open_opts o;
+    glm_open_opts_init(&o);
+    o.path = MODEL;
+    o.dtype = M40_WFMT_FP32;
+    o.cpu = 1;
+    glm_model *m = NULL;
+    char err[512];
+    if (glm_model_open(&o, &m, err, sizeof err)) fprintf(stderr, "defaults: %s\n", err);
+    CHECK(m != NULL);
+    if (!m) return;
+    int sz[16];
+    CHECK(glm_ctx_len(m) == 8192 && glm_chunk(m) == 256 && glm_parallel(m) == 1);
+    CHECK(glm_prefill_sizes(m, sz, 16) == 5 && sz[0] == 16 && sz[3] == 128 && sz[4] == 256);
+    sz[2] = -1; /* no more than max sizes written */
+    CHECK(glm_prefill_sizes(m, sz, 2) == 2 && sz[0] == 16 && sz[1] == 32 && sz[2] == -1);
+    glm_model_close(m);
+    o.parallel = 2; /* the smallest batched model */
+    o.ctx = 64;
+    m = NULL;
+    if (glm_model_open(&o, &m, err, sizeof err)) fprintf(stderr, "parallel 2: %s\n", err);
+    CHECK(m && glm_parallel(m) == 2 && glm_seq_pos(m, 1) == 0);
+    glm_model_close(m);
+    o.parallel = GLM_MAX_PARALLEL; /* the most conversations are served */
+    o.ctx = 16;
+    m = NULL;
+    if (glm_model_open(&o, &m, err, sizeof err)) fprintf(stderr, "parallel %d: %s\n", GLM_MAX_PARALLEL, err);
+    CHECK(m && glm_parallel(m) == GLM_MAX_PARALLEL);
+    glm_model_close(m);
+    o.parallel = 1; /* the most devices are taken: refused for the 2 layers, not their count */
+    o.ndevices = GLM_MAX_RANKS;
+    o.layer_split = 1;
+    m = NULL;
+    CHECK(glm_model_open(&o, &m, err, sizeof err) == -1 && m == NULL);
+    CHECK(strstr(err, "8 devices for 2 layers") != NULL);
+}
+
+/* A draw (temperature 1) is m40_sample's at the conversation's position:
+** for 16 seeds, the ids of m40_sample on its logits with pos = glm_pos, and
+** for some seed not those of the next position. */
+static void sample_pos(glm_model *m) {
+    const int32_t p[5] = {3, 1, 4, 1, 5};
+    glm_reset(m);
+    CHECK(glm_prefill(m, p, 5, NULL, NULL) == 0);
+    m40_ctx *ctx = glm_ctx(m);
+    m40_tensor *tl = NULL, *tp = NULL, *to = NULL;
+    const int64_t sl[2] = {1, V}, sp[1] = {1}, so[2] = {1, 2};
+    float *l = malloc((size_t)V * sizeof *l), out[2];
+    CHECK(glm_seq_logits(m, 0, l) == 0);
+    CHECK(m40_tensor_new(ctx, M40_DTYPE_F32, 2, sl, &tl) == M40_OK &&
+          m40_tensor_new(ctx, M40_DTYPE_I32, 1, sp, &tp) == M40_OK &&
+          m40_tensor_new(ctx, M40_DTYPE_F32, 2, so, &to) == M40_OK);
+    CHECK(m40_tensor_upload(ctx, tl, l, (size_t)V * 4) == M40_OK);
+    int same = 1, moved = 0;
+    for (int seed = 1; seed <= 16; seed++) {
+        m40_sampler_desc s;
+        m40_sampler_desc_init(&s);
+        s.seed = (uint64_t)seed;
+        int32_t id = -1, want[2];
+        CHECK(glm_seq_sample(m, 0, &s, &id, NULL) == 0);
+        for (int k = 0; k < 2; k++) {
+            const int32_t pos = glm_pos(m) + k;
+            CHECK(m40_tensor_upload(ctx, tp, &pos, 4) == M40_OK &&
+                  m40_sample(ctx, &s, tl, NULL, tp, to) == M40_OK &&
+                  m40_tensor_download(ctx, to, out, sizeof out) == M40_OK);
+            want[k] = (int32_t)out[0];
+        }
+        same &= id == want[0];
+        moved |= id != want[1];
+    }
+    CHECK(same && moved);
+    m40_tensor_destroy(tl);
+    m40_tensor_destroy(tp);
+    m40_tensor_destroy(to);
+    free(l);
+}
+
+/* The repetition penalty's history (a mutation run found it unpinned):
+** greedy under a large penalty must give the best id outside the ids the
+** session has seen, computed here from the same logits (lib/ref/sample.c's
+** rule: a positive logit divided by the penalty, a negative multiplied). */
+#define PEN 1000.0f
+
+static int32_t oracle(const float *l, const int32_t *hist, int nh) {
+    int32_t best = 0;
+    float bx = 0;
+    for (int v = 0; v < V; v++) {
+        float x = l[v];
+        for (int j = 0; j < nh; j++)
+            if (hist[j] == v) {
+                x = x > 0 ? x / PEN : x * PEN;
+                break;
+            }
+        if (v == 0 || x > bx) best = v, bx = x;
+    }
+    return best;
+}
+
+static int penalized(glm_model *m, int32_t *id) {
+    m40_sampler_desc s;
+    m40_sampler_desc_init(&s);
+    s.temperature = 0.0f;
+    s.repetition_penalty = PEN;
+    return glm_seq_sample(m, 0, &s, id, NULL);
+}
+
+/* 40 random ids, the first np prefilled and the rest stepped one at a time,
+** such that the next token's argmax is one of ids[lo..hi) and none other of
+** the 40 (a history that lost ids[lo..hi) would pick it): the first of up to
+** 64 seeds that gives one. l: the logits there. */
+static int find_state(glm_model *m, int32_t *ids, int np, int lo, int hi, float *l) {
+    uint32_t r = 4242u + (uint32_t)np;
+    for (int t = 0; t < 64; t++) {
+        for (int i = 0; i < 40; i++) {
+            r = r * 1664525u + 1013904223u;
+            ids[i] = (int32_t)((r >> 8) % (uint32_t)V);
+        }
+        glm_reset(m);
+        if (glm_prefill(m, ids, np, NULL, NULL)) return 0;
+        for (int i = np; i < 40; i++)
+            if (glm_step(m, ids[i], NULL)) return 0;
+        if (glm_seq_logits(m, 0, l)) return 0;
+        const int32_t g = oracle(l, NULL, 0);
+        int in = 0, out = 0;
+        for (int i = 0; i < 40; i++) {
+            if (ids[i] == g && i >= lo && i < hi) in = 1;
+            if (ids[i] == g && (i < lo || i >= hi)) out = 1;
+        }
+        if (in && !out) return 1;
+    }
+    return 0;
+}
+
+static void penalty_history(glm_model *m) {
+    float *l = malloc((size_t)V * sizeof *l);
+    int32_t ids[40], id = -1, h[65];
+    /* every prefilled id is in the history, not only the last */
+    CHECK(find_state(m, ids, 40, 0, 39, l));
+    CHECK(penalized(m, &id) == 0 && id == oracle(l, ids, 40) && id != oracle(l, NULL, 0));
+    /* a rewind to a later position keeps it (the cache's ids are gone; the
+    ** history is not rebuilt): the 40 ids and the one prefilled again */
+    CHECK(glm_rewind(m, 39) == 0 && glm_prefill(m, ids + 39, 1, NULL, NULL) == 0);
+    CHECK(glm_seq_logits(m, 0, l) == 0);
+    const int32_t g = oracle(l, NULL, 0);
+    CHECK(g != ids[39] && oracle(l, ids, 40) != g);
+    CHECK(penalized(m, &id) == 0 && id == oracle(l, ids, 40));
+    /* set_history of 65 ids keeps the last 64 (the one at 1 is g) ... */
+    const int32_t other = (g + 1) % V;
+    for (int i = 0; i < 65; i++) h[i] = i == 1 ? g : other;
+    CHECK(glm_seq_set_history(m, 0, h, 65) == 0);
+    CHECK(penalized(m, &id) == 0 && id == oracle(l, h + 1, 64) && id != g);
+    /* ... and replaces what was there */
+    CHECK(glm_seq_set_history(m, 0, &g, 1) == 0 && penalized(m, &id) == 0 && id != g);
+    CHECK(glm_seq_set_history(m, 0, &other, 1) == 0);
+    CHECK(penalized(m, &id) == 0 && id == g);
+    /* every stepped id is in the history too */
+    CHECK(find_state(m, ids, 1, 1, 39, l));
+    CHECK(penalized(m, &id) == 0 && id == oracle(l, ids, 40) && id != oracle(l, NULL, 0));
+    free(l);
 }
 
 /* Short prefill graphs: a prompt of n ids through the ladder (chunks 2, 4,
@@ -281,6 +481,7 @@ out:
 int main(int argc, char **argv) {
     if (m40t_side(argc, argv, &gpu)) return M40T_SKIP;
     parse_bounds();
+    if (!gpu) defaults();
     const m40_wformat fmts[2] = {M40_WFMT_FP32, M40_WFMT_INT8};
     for (int f = 0; f < 2; f++) {
         glm_model *one = open_model(fmts[f], 1), *many = open_model(fmts[f], NSEQ);
@@ -311,7 +512,16 @@ int main(int argc, char **argv) {
         /* again on the same cache rows (rewound to 0): nothing of the first round stays */
         snprintf(tag, sizeof tag, "%s %s, rows reused", gpu ? "gpu" : "cpu", m40_wformat_name(fmts[f]));
         batched(many, cv, gpu ? 1e-4 : 1e-5, tag);
+        /* the decode plan said is the largest decode graph's: batch 3's
+        ** activations, over twice batch 1's */
+        m40_plan_info d1, d3;
+        glm_plans(one, NULL, &d1);
+        glm_plans(many, NULL, &d3);
+        CHECK(d3.arena_lower_bound > 2 * d1.arena_lower_bound);
         refusals(many);
+        penalty_history(one);
+        sample_pos(one);
+        idle_rows(one, fmts[f], gpu ? 1e-4 : 1e-5);
         for (int c = 0; c < NSEQ; c++) free(cv[c].logits);
         glm_model_close(one);
         glm_model_close(many);

@@ -23,6 +23,7 @@ static int fails;
     } while (0)
 
 static m40_tokenizer *tok;
+static chat_stream *s3; /* ChatGLM3's: no official decoder here */
 
 /* Streams ids; returns the concatenated chunks (static buffer). */
 static const char *stream(chat_stream *s, const int32_t *ids, int n, int *chunks_ok) {
@@ -102,6 +103,37 @@ static void held_punct(chat_stream *s) {
     CHECK(!strcmp(seen, "你好，世界"), "got '%s'", seen);
 }
 
+/* Text pushed one byte piece at a time (ids 3 + byte: make_chat_model.py's
+** byte pieces), so the chunks break at every byte: the held-back tails
+** (partial "[[训练时间]]", trailing spaces and punctuation) are hit at each
+** length. want: the processed answer. */
+static void byte_case(chat_stream *s, const char *text, const char *want) {
+    int32_t ids[512];
+    int n = 0, ok;
+    for (const unsigned char *p = (const unsigned char *)text; *p && n < 512; p++) ids[n++] = 3 + *p;
+    const char *got = stream(s, ids, n, &ok);
+    CHECK(ok, "bytes of '%s': a chunk splits a character", text);
+    CHECK(!strcmp(got, want), "bytes of '%s': got '%s', want '%s'", text, got, want);
+    CHECK(s == s3 || !strcmp(got, reference(ids, n)), "bytes of '%s': got '%s', official '%s'", text,
+          got, reference(ids, n));
+}
+
+/* utf8_valid at the edges of UTF-8 (a mutation run found them untested) */
+static void utf8_edges(void) {
+    static const struct { const char *s; int ok; } t[] = {
+        {"\xC2\x80", 1}, {"\xC1\xBF", 0},                 /* U+0080; overlong U+007F */
+        {"\xE0\xA0\x80", 1}, {"\xE0\x9F\xBF", 0},        /* U+0800; overlong U+07FF */
+        {"\xF0\x90\x80\x80", 1}, {"\xF0\x8F\xBF\xBF", 0}, /* U+10000; overlong U+FFFF */
+        {"\xF4\x8F\xBF\xBF", 1}, {"\xF4\x90\x80\x80", 0}, /* U+10FFFF; U+110000 */
+        {"\xED\x9F\xBF", 1}, {"\xED\xA0\x80", 0},        /* U+D7FF; the surrogate U+D800 */
+        {"\xED\xBF\xBF", 0}, {"\xEE\x80\x80", 1},        /* U+DFFF; U+E000 */
+        {"\xF9\x80\x80\x80", 0}, {"\xF8\x88\x80\x80", 0}, /* 5-byte leads */
+        {"a\xE4\xBD", 0}, {"\x80", 0},                     /* cut short; a lone continuation */
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        CHECK(utf8_valid(t[i].s, strlen(t[i].s)) == t[i].ok, "utf8_valid case %zu", i);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_chat_stream TOKENIZER_MODEL\n");
@@ -111,7 +143,7 @@ int main(int argc, char **argv) {
         printf("FAIL tokenizer: %s\n", m40_tokenizer_errmsg(tok));
         return 1;
     }
-    chat_stream *s, *s3;
+    chat_stream *s;
     if (chat_stream_create(tok, 0, &s) || chat_stream_create(tok, 1, &s3)) return 1;
     text_case(s, "你好😀世界", "你好😀世界");
     text_case(s, "  emoji 🎉🐼 and 㐀 (CJK ext. A)  ", "emoji 🎉🐼 and 㐀 (CJK ext. A)");
@@ -122,6 +154,23 @@ int main(int argc, char **argv) {
     text_case(s, "\n\n 你好 \n", "你好");
     held_punct(s);
     CHECK(chat_stream_skipped(s) == 0, "held_punct skipped ids");
+    utf8_edges();
+    byte_case(s, "训练于[[训练时间]]。", "训练于2023年。");
+    byte_case(s, "好?真的[[训练]]! ", "好？真的[[训练]]!");
+    byte_case(s, "你好\x1c", "你好");          /* U+001C: Python's isspace() */
+    byte_case(s, "你好\xc2\xa0", "你好");      /* U+00A0 */
+    /* ids without a piece are skipped and counted, a negative one too */
+    {
+        const char *t;
+        size_t len;
+        chat_stream_begin(s);
+        CHECK(chat_stream_push(s, -1, &t, &len) == 0 && len == 0, "id -1");
+        CHECK(chat_stream_push(s, M40_CHATGLM2_GMASK, &t, &len) == 0 && len == 0, "gMASK");
+        CHECK(chat_stream_push(s, 65000, &t, &len) == 0 && len == 0, "id 65000");
+        CHECK(chat_stream_skipped(s) == 3, "skipped %d ids, want 3", chat_stream_skipped(s));
+        chat_stream_begin(s);
+        CHECK(chat_stream_skipped(s) == 0, "begin keeps the skipped count");
+    }
     /* ChatGLM3: the metadata line */
     int32_t ids[256];
     int n, ok;
@@ -132,6 +181,13 @@ int main(int argc, char **argv) {
     n = encode("tool_call\n{\"a\": 1}", ids, 256);
     got = stream(s3, ids, n, &ok);
     CHECK(ok && !strcmp(got, "tool_call\n{\"a\": 1}"), "ChatGLM3 with metadata: '%s'", got);
+    /* ChatGLM3: "[[训练时间]]" at the very end, multi-byte spaces stripped
+    ** whole (U+3000 at both ends), a one-character metadata line */
+    byte_case(s3, "\n[[训练时间]]", "2023年");
+    byte_case(s3, "\n\xe3\x80\x80你好\xe3\x80\x80", "你好");
+    byte_case(s3, "x\n你好 ", "x\n你好 ");
+    byte_case(s3, "\n你好\x1c", "你好"); /* str.strip(): U+001C and U+00A0 too */
+    byte_case(s3, "\n你好\xc2\xa0", "你好");
     n = encode("no newline ", ids, 256);
     got = stream(s3, ids, n, &ok);
     CHECK(ok && !strcmp(got, "no newline"), "ChatGLM3 without a metadata line: '%s'", got);

@@ -147,6 +147,12 @@ static void breaks(int R, int kind) {
     CHECK(fast);
     CHECK(js[0].st == (kind == 1 ? M40_ERR_SHAPE : M40_ERR_STATE) || js[0].st == M40_ERR_STATE);
     if (kind == 0) CHECK_ST(js[1].st, M40_ERR_DTYPE);
+    if (kind == 2) { /* the rank that waited out the timeout says so */
+        int said = 0;
+        for (int r = 0; r < R; r++)
+            if (r != 1) said |= strstr(m40_errmsg(ctxs[r]), "did not come within") != NULL;
+        CHECK(said);
+    }
     printf("%d ranks, %s: every rank an error (rank 0: %s: %.60s), none waits: %s\n", R,
            what[kind], m40_status_str(js[0].st), m40_errmsg(ctxs[0]), none_ok && fast ? "ok" : "FAIL");
     /* broken for good: a correct call now fails at once */
@@ -168,6 +174,8 @@ static void refusals(void) {
     CHECK_ST(m40_comm_create(twice, 2, M40_COMM_AUTO, &c), M40_ERR_INVALID_ARG);
     CHECK(strstr(m40_errmsg(ctxs[0]), "again") != NULL);
     CHECK_ST(m40_comm_create(ctxs, 2, (m40_comm_kind)7, &c), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_comm_create(ctxs, 2, (m40_comm_kind)-1, &c), M40_ERR_INVALID_ARG);
+    CHECK(strstr(m40_errmsg(ctxs[0]), "unknown kind -1") != NULL);
     CHECK_ST(m40_comm_create(ctxs, 2, M40_COMM_NCCL, &c), M40_ERR_UNSUPPORTED);
     CHECK(strstr(m40_errmsg(ctxs[0]), "NCCL") != NULL);
     m40_comm_destroy(NULL);
@@ -186,6 +194,8 @@ static void refusals(void) {
     CHECK_ST(m40_allreduce(c, 0, y), M40_ERR_INVALID_ARG); /* another context's tensor */
     CHECK_ST(m40_allreduce(NULL, 0, x), M40_ERR_INVALID_ARG);
     CHECK_ST(m40_comm_set_timeout(c, 0), M40_ERR_INVALID_ARG);
+    CHECK_ST(m40_comm_set_timeout(c, 2e6), M40_ERR_INVALID_ARG); /* (0, 1e6] */
+    CHECK_ST(m40_comm_set_timeout(c, 1e6), M40_OK);
     m40_tensor_destroy(x);
     m40_tensor_destroy(y);
     m40_comm_destroy(c);

@@ -116,6 +116,60 @@ int main(int argc, char **argv) {
             fprintf(stderr, "FAIL decode_response: \"%.*s\"\n", (int)len, got);
         }
     }
+    /* The edges (a mutation run found them unpinned): the CJK block's first
+    ** and last code points, Python's isspace() U+001C, the tag at the very
+    ** end, and every special id dropped (MASK..EOP are not in this model). */
+    {
+        static const struct { const char *in, *out; } t[] = {
+            {"\xe4\xb8\x80,", "\xe4\xb8\x80\xef\xbc\x8c"},       /* U+4E00 */
+            {"\xe9\xbf\xbf!", "\xe9\xbf\xbf\xef\xbc\x81"},       /* U+9FFF */
+            {"\xe3\x90\x80,", "\xe3\x90\x80,"},                   /* U+3400: not CJK here */
+            {"\xea\x80\x80?", "\xea\x80\x80?"},                   /* U+A000 */
+            {"a\x1c", "a"}, {"\x1d\x1c a", "a"}, {"a\x1b", "a\x1b"},
+            {"[[训练时间]]", "2023年"}, {"x[[训练时间]]", "x2023年"},
+        };
+        for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+            size_t len = 0;
+            st = m40_chatglm_process_response(t[i].in, strlen(t[i].in), got, CAP, &len);
+            if (st || len != strlen(t[i].out) || memcmp(got, t[i].out, len) != 0) {
+                fails++;
+                fprintf(stderr, "FAIL process_response edge %zu: \"%.*s\"\n", i, (int)len, got);
+            }
+        }
+        const char *text = "a";
+        size_t n = 0, len = 0;
+        m40_tokenizer_encode(tok, text, 1, ids, CAP, &n);
+        for (int32_t sp = M40_CHATGLM2_MASK; sp <= M40_CHATGLM2_EOP; sp++) ids[n++] = sp;
+        st = m40_chatglm_decode_response(tok, ids, n, got, CAP, &len);
+        if (st || len != 1 || got[0] != 'a') {
+            fails++;
+            fprintf(stderr, "FAIL decode_response of MASK..EOP: %s \"%.*s\"\n", m40_status_str(st), (int)len, got);
+        }
+    }
+    /* No byte past cap is written: the prompt's NUL, [gMASK, sop] into 1 id */
+    {
+        m40_chat_turn h = {"q", "r"}, hn = {NULL, "r"};
+        size_t len = 0, n = 0;
+        st = m40_chatglm_build_prompt(&h, 1, "x", NULL, 0, &len);
+        memset(got, 'Z', len + 2);
+        size_t len2 = 0;
+        st = st ? st : m40_chatglm_build_prompt(&h, 1, "x", got, len, &len2);
+        if (st || len2 != len || got[len] != 'Z') {
+            fails++;
+            fprintf(stderr, "FAIL build_prompt into exactly its length wrote past it\n");
+        }
+        ids[1] = -7;
+        st = m40_chatglm_encode_chat(tok, &h, 1, "x", ids, 1, &n);
+        if (st || ids[0] != M40_CHATGLM2_GMASK || ids[1] != -7 || n < 3) {
+            fails++;
+            fprintf(stderr, "FAIL encode_chat into 1 id: %s, ids[1] %d\n", m40_status_str(st), (int)ids[1]);
+        }
+        if (m40_chatglm_build_prompt(&hn, 1, "x", got, CAP, &len) != M40_ERR_INVALID_ARG ||
+            m40_chatglm_encode_chat(tok, &hn, 1, "x", ids, CAP, &n) != M40_ERR_INVALID_ARG) {
+            fails++;
+            fprintf(stderr, "FAIL a NULL history query accepted\n");
+        }
+    }
     if (n_p < 100 || n_c < 40) {
         fprintf(stderr, "FAIL golden file has only %d P and %d C records\n", n_p, n_c);
         fails++;

@@ -113,6 +113,56 @@ static void trainer(buf *o, int model_type, int byte_fallback) {
     field_bytes(o, 2, t.b, t.n);
 }
 
+/* A tiny BPE model with a precompiled_charsmap blob (normalizer_spec field
+** 2); the load's status, its message into msg. */
+static m40_status charsmap_load(const unsigned char *blob, size_t n, char *msg, size_t cap) {
+    static buf o, ns;
+    o.n = ns.n = 0;
+    piece(&o, "<unk>", 5, 0, 2);
+    piece(&o, "a", 1, -1, 1);
+    trainer(&o, 2, 0);
+    field_bytes(&ns, 2, blob, n);
+    field_bytes(&o, 3, ns.b, ns.n);
+    m40_tokenizer *tok = NULL;
+    m40_status st = m40_tokenizer_load_memory(o.b, o.n, &tok);
+    snprintf(msg, cap, "%s", m40_tokenizer_errmsg(tok));
+    m40_tokenizer_destroy(tok);
+    return st;
+}
+
+/* The charsmap's header checks, each named (a mutation run found them
+** untested): a trie as large as the blob, a trie of 0 or 1000 bytes, strings
+** without their final NUL. */
+static void charsmap_header(void) {
+    static unsigned char blob[4 + 1024 + 8];
+    char msg[256];
+    static const struct { uint32_t trie; size_t strings; const char *why; } t[] = {
+        {1024, 0, "larger than blob"}, {0, 2, "multiple of 1024"}, {1000, 2, "multiple of 1024"},
+        {1024, 2, "NUL-terminated"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        memset(blob, 0, sizeof blob);
+        for (int k = 0; k < 4; k++) blob[k] = (unsigned char)(t[i].trie >> (8 * k));
+        memcpy(blob + 4 + t[i].trie, "ab", t[i].strings); /* no NUL after them */
+        m40_status st = charsmap_load(blob, 4 + t[i].trie + t[i].strings, msg, sizeof msg);
+        CHECK(st == M40_ERR_FORMAT && strstr(msg, t[i].why), "charsmap case %zu: %d '%s'", i, (int)st, msg);
+    }
+    /* the smallest valid trie (256 units: the root's offset 1, the rest
+    ** empty) with a value unit (bit 31) at 5 into the strings "a\0": value
+    ** 1 is inside them, 2 (their length) is not */
+    for (uint32_t v = 1; v <= 2; v++) {
+        memset(blob, 0, sizeof blob);
+        blob[0] = 0, blob[1] = 4; /* 1024 */
+        blob[4 + 1] = 1 << 2;     /* units[0] = 1 << 10 */
+        const uint32_t u = 0x80000000u | v;
+        for (int k = 0; k < 4; k++) blob[4 + 4 * 5 + k] = (unsigned char)(u >> (8 * k));
+        memcpy(blob + 4 + 1024, "a", 2);
+        m40_status st = charsmap_load(blob, 4 + 1024 + 2, msg, sizeof msg);
+        CHECK(v == 1 ? st == M40_OK : st == M40_ERR_FORMAT && strstr(msg, "invalid"), "charsmap value %u: %d '%s'",
+              (unsigned)v, (int)st, msg);
+    }
+}
+
 static void handmade(void) {
     buf o;
     /* A valid tiny BPE model, to show the writer is right. */
@@ -131,6 +181,128 @@ static void handmade(void) {
         m40_tokenizer_encode(tok, "ab", 2, ids, 8, &n);
         /* add_dummy_prefix gives "\u2581ab": "\u2581" is unknown, then "ab" merges. */
         CHECK(n == 2 && ids[0] == 0 && ids[1] == 3, "handmade encode gave %zu ids", n);
+        m40_tokenizer_destroy(tok);
+    }
+    o.n = 0; /* remove_extra_whitespaces (on without a normalizer spec): every
+             ** leading space piece is dropped, "▁" then "▁a" decode as "a" */
+    piece(&o, "<unk>", 5, 0, 2);
+    piece(&o, "\xe2\x96\x81", 3, -1, 1);
+    piece(&o, "\xe2\x96\x81" "a", 4, -2, 1);
+    piece(&o, "a", 1, -3, 1);
+    trainer(&o, 2, 0);
+    {
+        m40_tokenizer *tok = NULL;
+        const int32_t two[2] = {1, 2};
+        char text[16];
+        size_t len = 0;
+        CHECK(m40_tokenizer_load_memory(o.b, o.n, &tok) == M40_OK, "remove_extra_ws model");
+        CHECK(m40_tokenizer_decode(tok, two, 2, text, sizeof text, &len) == M40_OK && len == 1 && text[0] == 'a',
+              "remove_extra_ws decode: '%.*s'", (int)len, text);
+        m40_tokenizer_destroy(tok);
+    }
+    /* user-defined symbols: the longest one matches ("<x>>" over "<x>") and
+    ** stays whole (no merge into "<x>a"); a CONTROL piece is never a merge
+    ** ("ab" stays a, b) nor a character's id ("z" is <unk>) */
+    o.n = 0;
+    piece(&o, "<unk>", 5, 0, 2);
+    piece(&o, "<x>", 3, 0, 4);
+    piece(&o, "<x>>", 4, 0, 4);
+    piece(&o, "a", 1, -1, 1);
+    piece(&o, "b", 1, -2, 1);
+    piece(&o, "<x>a", 4, -0.1f, 1);
+    piece(&o, "ab", 2, -0.2f, 3);
+    piece(&o, "z", 1, -0.3f, 3);
+    trainer(&o, 2, 0);
+    {
+        m40_tokenizer *tok = NULL;
+        CHECK(m40_tokenizer_load_memory(o.b, o.n, &tok) == M40_OK, "user-defined model");
+        static const struct { const char *text; int n; int32_t ids[4]; } u[] = {
+            {"<x>>", 2, {0, 2}}, {"<x>a", 3, {0, 1, 3}}, {"ab", 3, {0, 3, 4}}, {"z", 1, {0}},
+        };
+        for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+            int32_t ids[8];
+            size_t n = 0;
+            CHECK(m40_tokenizer_encode(tok, u[i].text, strlen(u[i].text), ids, 8, &n) == M40_OK &&
+                      n == (size_t)u[i].n && !memcmp(ids, u[i].ids, n * sizeof *ids),
+                  "user-defined '%s': %zu ids [%d %d %d]", u[i].text, n, (int)ids[0], (int)ids[1], n > 2 ? (int)ids[2] : -1);
+        }
+        m40_tokenizer_destroy(tok);
+    }
+    /* 16 pieces: the piece map's 16 slots must not all fill (a lookup of a
+    ** missing pair would probe forever; ctest's timeout names that) */
+    o.n = 0;
+    piece(&o, "<unk>", 5, 0, 2);
+    for (int i = 0; i < 15; i++) {
+        char c = (char)('a' + i);
+        piece(&o, &c, 1, -1.0f - (float)i, 1);
+    }
+    trainer(&o, 2, 0);
+    {
+        m40_tokenizer *tok = NULL;
+        int32_t ids[8];
+        size_t n = 0;
+        CHECK(m40_tokenizer_load_memory(o.b, o.n, &tok) == M40_OK, "16-piece model");
+        CHECK(m40_tokenizer_encode(tok, "abz", 3, ids, 8, &n) == M40_OK && n == 4 && ids[1] == 1 && ids[2] == 2,
+              "16 pieces: %zu ids", n);
+        m40_tokenizer_destroy(tok);
+    }
+    /* the merge order: the best score first, ties to the leftmost pair, for
+    ** negative ("aa" -1) and positive ("dd" +2) scores alike, a positive
+    ** before a negative ("ab" +1 over "bc" -1) */
+    o.n = 0;
+    piece(&o, "<unk>", 5, 0, 2);
+    piece(&o, "a", 1, -3, 1);
+    piece(&o, "b", 1, -3, 1);
+    piece(&o, "c", 1, -3, 1);
+    piece(&o, "d", 1, -3, 1);
+    piece(&o, "aa", 2, -1, 1);
+    piece(&o, "ab", 2, 1, 1);
+    piece(&o, "bc", 2, -1, 1);
+    piece(&o, "dd", 2, 2, 1);
+    trainer(&o, 2, 0);
+    {
+        m40_tokenizer *tok = NULL;
+        CHECK(m40_tokenizer_load_memory(o.b, o.n, &tok) == M40_OK, "merge-order model");
+        static const struct { const char *text; int32_t ids[3]; } u[] = {
+            {"aaa", {0, 5, 1}}, {"ddd", {0, 8, 4}}, {"abc", {0, 6, 3}},
+        };
+        for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+            int32_t ids[8];
+            size_t n = 0;
+            CHECK(m40_tokenizer_encode(tok, u[i].text, strlen(u[i].text), ids, 8, &n) == M40_OK && n == 3 &&
+                      !memcmp(ids, u[i].ids, sizeof u[i].ids),
+                  "merge order '%s': %zu ids [%d %d %d]", u[i].text, n, (int)ids[0], (int)ids[1], (int)ids[2]);
+        }
+        m40_tokenizer_destroy(tok);
+    }
+    /* UNUSED pieces (sentencepiece's resegmentation): a merge into one is
+    ** split back into the pair it came from, recursively ("abcd" from "ab"
+    ** and "cd", "ab" again into a, b); a single character of that type, with
+    ** no merge to undo, is <unk> */
+    o.n = 0;
+    piece(&o, "<unk>", 5, 0, 2);
+    piece(&o, "a", 1, -1, 1);
+    piece(&o, "b", 1, -1, 1);
+    piece(&o, "c", 1, -1, 1);
+    piece(&o, "d", 1, -1, 1);
+    piece(&o, "ab", 2, -0.1f, 5);
+    piece(&o, "cd", 2, -0.2f, 1);
+    piece(&o, "abcd", 4, -0.3f, 5);
+    piece(&o, "e", 1, -1, 5);
+    trainer(&o, 2, 0);
+    {
+        m40_tokenizer *tok = NULL;
+        CHECK(m40_tokenizer_load_memory(o.b, o.n, &tok) == M40_OK, "unused-piece model");
+        static const struct { const char *text; int n; int32_t ids[5]; } u[] = {
+            {"ab", 3, {0, 1, 2}}, {"abcd", 4, {0, 1, 2, 6}}, {"e", 1, {0}}, /* unks merge */
+        };
+        for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+            int32_t ids[8];
+            size_t n = 0;
+            CHECK(m40_tokenizer_encode(tok, u[i].text, strlen(u[i].text), ids, 8, &n) == M40_OK &&
+                      n == (size_t)u[i].n && !memcmp(ids, u[i].ids, n * sizeof *ids),
+                  "unused '%s': %zu ids [%d %d %d]", u[i].text, n, (int)ids[0], (int)ids[1], n > 2 ? (int)ids[2] : -1);
+        }
         m40_tokenizer_destroy(tok);
     }
     o.n = 0; /* duplicate piece */
@@ -290,6 +462,67 @@ static void api_misuse(const unsigned char *model, size_t n) {
     m40_tokenizer_destroy(tok);
 }
 
+/* Streams ids into out (NUL-terminated); *lens: each push's length. */
+static void push_all(m40_tokenizer_stream *s, const int32_t *ids, int n, char *out, size_t *lens) {
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        const char *t = "";
+        size_t len = 0;
+        CHECK(m40_tokenizer_stream_push(s, ids[i], &t, &len) == M40_OK, "stream push %d", (int)ids[i]);
+        if (lens) lens[i] = len;
+        memcpy(out + at, t, len);
+        at += len;
+    }
+    out[at] = 0;
+}
+
+/* The stream's edges on bpe_bf.model (a mutation run found them unpinned):
+** byte pieces (ids 3 + byte) give a character with its last byte, not
+** before nor after; the dummy prefix's space ("▁hel" 272, "lo" 388, "▁"
+** 1570) is dropped at the start again after a reset or a finish, and not
+** after bytes. */
+static void stream_edges(const unsigned char *model, size_t n) {
+    m40_tokenizer *tok = NULL;
+    m40_tokenizer_stream *s = NULL;
+    CHECK(m40_tokenizer_load_memory(model, n, &tok) == M40_OK && m40_tokenizer_stream_create(tok, &s) == M40_OK,
+          "stream_edges: load");
+    if (!s) {
+        m40_tokenizer_destroy(tok);
+        return;
+    }
+    char out[256];
+    size_t lens[8];
+    const int32_t bytes[8] = {3 + 0xF0, 3 + 0x9F, 3 + 0x98, 3 + 0x80, 3 + 0xD5, 3 + 0xA1, 3 + 'A', 3 + '9'};
+    push_all(s, bytes, 8, out, lens);
+    CHECK(!strcmp(out, "\xF0\x9F\x98\x80\xD5\xA1" "A9"), "bytes: '%s'", out);
+    CHECK(lens[0] == 0 && lens[1] == 0 && lens[2] == 0 && lens[3] == 4 && lens[4] == 0 && lens[5] == 2 && lens[6] == 1,
+          "bytes out at %zu %zu %zu %zu %zu %zu %zu", lens[0], lens[1], lens[2], lens[3], lens[4], lens[5], lens[6]);
+    static const int32_t hello[2] = {272, 388}, bare[3] = {1570, 272, 388}, after[3] = {3 + 'A', 272, 388},
+                         mid[5] = {272, 388, 1570, 272, 388};
+    const struct { const int32_t *ids; int n; const char *want; } t[] = {
+        {hello, 2, "hello"}, {bare, 3, " hello"}, {after, 3, "A hello"}, {mid, 5, "hello  hello"},
+    };
+    const char *ft;
+    size_t fl;
+    for (int k = 0; k < 4; k++) { /* a reset, then finishes, then a reset */
+        if (k == 0 || k == 3) m40_tokenizer_stream_reset(s);
+        else CHECK(m40_tokenizer_stream_finish(s, &ft, &fl) == M40_OK, "finish");
+        push_all(s, t[k].ids, t[k].n, out, NULL);
+        CHECK(!strcmp(out, t[k].want), "stream case %d: '%s', want '%s'", k, out, t[k].want);
+        size_t len = 0;
+        char text[64];
+        CHECK(m40_tokenizer_decode(tok, t[k].ids, (size_t)t[k].n, text, sizeof text, &len) == M40_OK &&
+              len == strlen(t[k].want) && !memcmp(text, t[k].want, len), "decode case %d", k);
+    }
+    /* decode into exactly its length: no NUL past the end */
+    char text[8] = "ZZZZZZZ";
+    size_t len = 0;
+    CHECK(m40_tokenizer_decode(tok, hello, 2, text, 5, &len) == M40_OK && len == 5 && text[5] == 'Z',
+          "decode into 5 bytes wrote past them");
+    m40_tokenizer_stream_destroy(s);
+    m40_tokenizer_destroy(tok);
+}
+
 /* Issue 15: a model file without end (/dev/zero), a huge sparse file, a
 ** directory and an oversized buffer are refused quickly with a message. */
 static void big_files(void) {
@@ -342,7 +575,7 @@ int main(int argc, char **argv) {
             return 1;
         }
         CHECK(try_load(d, n) == M40_OK, "%s: fixture itself rejected", argv[a]);
-        if (a == 1) api_misuse(d, n);
+        if (a == 1) api_misuse(d, n), stream_edges(d, n);
         /* Truncations: every cut inside a field must be FORMAT. */
         size_t step = n / 3000 + 1;
         for (size_t cut = 0; cut < n; cut += step + (rnd() % step)) {
@@ -370,6 +603,7 @@ int main(int argc, char **argv) {
         loads++;
     }
     handmade();
+    charsmap_header();
     big_files();
     printf("malformed: %d loads, %d failures\n", loads, fails);
     return fails ? 1 : 0;

@@ -876,7 +876,7 @@ int glm_seq_set_history(glm_model *m, int seq, const int32_t *ids, int n) {
     if (check_seq(m, seq)) return -1;
     if (n < 0 || (n > 0 && !ids)) return fail(m, "history of %d ids", n);
     const int first = n > HISTORY ? n - HISTORY : 0;
-    for (int i = first; i < n; i++) /* checked before anything changes */
+    for (int i = 0; i < n; i++) /* all of them (only the last HISTORY are kept), before anything changes */
         if (ids[i] < 0 || ids[i] >= m->cfg.vocab)
             return fail(m, "history id %d at %d is not in 0..%d", (int)ids[i], i, m->cfg.vocab - 1);
     glm_seq *q = &m->seq[seq];

@@ -132,7 +132,8 @@ int glm_seq_sample(glm_model *m, int seq, const m40_sampler_desc *s, int32_t *id
 int glm_seq_logits(glm_model *m, int seq, float *logits);
 int glm_seq_rewind(glm_model *m, int seq, int pos);
 /* The repetition penalty's history of seq: the last of ids[0..n) (after a
-** rewind to n, the ids its cache holds: as if they were prefilled now). */
+** rewind to n, the ids its cache holds: as if they were prefilled now).
+** Every id must be in the vocabulary, the ones too old to be kept too. */
 int glm_seq_set_history(glm_model *m, int seq, const int32_t *ids, int n);
 
 /* Writes the loaded model as one safetensors file: every weight as it is

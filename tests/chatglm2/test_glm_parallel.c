@@ -200,6 +200,12 @@ static void refusals(glm_model *m) {
     CHECK(glm_seq_set_history(m, 1, hist_bad, 3) == -1);
     CHECK(strstr(glm_errmsg(m), "history id") != NULL);
     CHECK(glm_seq_set_history(m, 1, hist_neg, 2) == -1);
+    /* ... also where it is older than the 64 ids kept */
+    int32_t hist_old[70];
+    for (int i = 0; i < 70; i++) hist_old[i] = i % 5;
+    hist_old[0] = V;
+    CHECK(glm_seq_set_history(m, 1, hist_old, 70) == -1);
+    CHECK(strstr(glm_errmsg(m), "at 0 is not in") != NULL);
     CHECK(greedy(m, 1, &id) == 0);
     CHECK(glm_seq_set_history(m, 1, ids, 2) == 0 && greedy(m, 1, &id) == 0);
     /* the bounds themselves (a mutation run found them unchecked): the id

@@ -298,9 +298,12 @@ int main() {
     for (float &v : hx) v = (float)((int)(next_u32() % 2001) - 1000) / 1000.0f;
     std::vector<__half> hs(maxN);
     for (__half &v : hs) v = __float2half(1.0f / 64.0f);
-    /* copies of the matrix, the smallest (4096 rows) 3x L2 in all */
-    const int maxcopies = (int)((3 * l2 + (size_t)4096 * rowb - 1) / ((size_t)4096 * rowb));
-    const size_t cap = std::max((size_t)maxcopies * 4096 * rowb, 3 * wbytes);
+    /* each matrix in as many copies as make 3x L2 (at least one); the
+    ** buffer holds the largest of those sets */
+    const int rows[] = {4096, 4608, 27392}; /* multiples of 4: ring_kernel's groups are whole */
+    auto copies = [&](size_t mb) { return (int)std::max<size_t>(1, (3 * l2 + mb - 1) / mb); };
+    size_t cap = 0;
+    for (int N : rows) cap = std::max(cap, (size_t)copies((size_t)N * rowb) * N * rowb);
     void *w, *sc;
     float *x, *y;
     unsigned *fold, *sink;
@@ -314,11 +317,15 @@ int main() {
     cudaMemset(sink, 0, 4);
     int bad = 0;
     std::printf("%-6s %-13s %9s %9s %9s  %s\n", "rows", "kernel", "us", "GB/s", "of read", "check");
-    for (int N : {4096, 4608, 27392}) { /* multiples of 4: ring_kernel's groups are whole */
+    for (int N : rows) {
         const size_t mb = (size_t)N * rowb;
-        const int ncopy = (int)std::max<size_t>(1, (3 * l2 + mb - 1) / mb);
+        const int ncopy = copies(mb);
         const int nlaunch = std::max(kSeq, ncopy);
-        for (int i = 0; i < ncopy; i++) cudaMemcpy((char *)w + i * mb, hw.data(), mb, cudaMemcpyHostToDevice);
+        for (int i = 0; i < ncopy; i++)
+            if (cudaMemcpy((char *)w + i * mb, hw.data(), mb, cudaMemcpyHostToDevice) != cudaSuccess) {
+                std::printf("m40-gemv-pattern: copy %d of the %d-row matrix failed\n", i, N);
+                return 1;
+            }
         uint32_t want = 0;
         for (size_t i = 0; i < mb / 4; i++) want ^= hw[i];
         double tread = 0;

@@ -381,33 +381,29 @@ int run_chatglm2(bench_env *e) {
         if (e->text) printf("decode attention variant %d (M40_ATTN_DECODE_VARIANT)\n", m40__attn_decode_variant);
     }
     /* the kernels' A/B knobs (weak: NULL in a CPU-only build) */
-    const struct { const char *env; int *knob; const char *what; } knobs[] = {
-        {"M40_BENCH_GLM_SMALLV2", &m40k_quant_gemv_small_v2, "int4 small-shape GEMV v2"},
-        {"M40_BENCH_GLM_SKIP", &m40k_attn_skip_empty, "decode attention skips empty splits"},
-        {"M40_BENCH_GLM_FUSE_ROPE", &m40k_attn_fuse_rope, "decode RoPE + append fused into the attention kernel"},
-        {"M40_BENCH_GLM_FUSE_COMBINE", &m40k_attn_fuse_combine, "decode splits combined inside the attention kernel"},
-        {"M40_BENCH_GLM_WARP_PV", &m40k_attn_warp_pv, "decode attention's P.V split over the warps"},
-        {"M40_BENCH_GLM_ROWS8", &m40k_attn_rows8, "decode attention in blocks of 8 query rows"},
-        {"M40_BENCH_GLM_V6", &m40__attn_v6, "decode v6 where the tile kernel ran (past a 512-key bound, or no bound)"},
-        {"M40_BENCH_GLM_SPLITS", &m40__attn_decode_max_splits, "decode attention's splits at most (0 the rule)"},
-        {"M40_BENCH_GLM_SHARES", &m40__attn_prefill_splits, "prefill attention's key shares (0 the rule, 1 none, 2..4)"},
-        {"M40_BENCH_GLM_V2WHOLE", &m40k_quant_gemv_v2_whole, "int4 small GEMVs, x staged whole (-1 auto)"},
-        {"M40_BENCH_GLM_V2EZ", &m40k_quant_gemv_v2_ez, "batch-1 v2 GEMVs, exponent-zero decode"},
-        {"M40_BENCH_GLM_Q4SPLIT", &m40k_quant_gemv_q4_split, "int4 batch-1 GEMVs with large K on v3 split-K"},
-        {"M40_BENCH_GLM_V2R1", &m40k_quant_gemv_v2_r1, "batch-1 v2 ez-whole GEMVs at R 1 in 16-warp blocks"},
-        {"M40_BENCH_GLM_SMALLV2_Q8", &m40k_quant_gemv_small_v2_q8, "int8 small GEMVs on v2"},
-        {"M40_BENCH_GLM_V2DEEP", &m40k_quant_gemv_v2_deep, "batch-1 v2 GEMVs with four chunks of weights in flight"},
-        {"M40_BENCH_GLM_V2KS", &m40k_quant_gemv_v2_ks, "batch-1 v2-whole GEMVs, warps a row's K is split over (1, 2, 4)"},
-        {"M40_BENCH_GLM_V2PASS", &m40k_quant_gemv_v2_pass, "batch-1 large-K GEMVs on v2, x staged in passes"}};
+    /* count: the knob takes the number as it is (else 0 or 1) */
+    const struct { const char *env; int *knob; const char *what; int count; } knobs[] = {
+        {"M40_BENCH_GLM_SMALLV2", &m40k_quant_gemv_small_v2, "int4 small-shape GEMV v2", 0},
+        {"M40_BENCH_GLM_SKIP", &m40k_attn_skip_empty, "decode attention skips empty splits", 0},
+        {"M40_BENCH_GLM_FUSE_ROPE", &m40k_attn_fuse_rope, "decode RoPE + append fused into the attention kernel", 0},
+        {"M40_BENCH_GLM_FUSE_COMBINE", &m40k_attn_fuse_combine, "decode splits combined inside the attention kernel", 0},
+        {"M40_BENCH_GLM_WARP_PV", &m40k_attn_warp_pv, "decode attention's P.V split over the warps", 0},
+        {"M40_BENCH_GLM_ROWS8", &m40k_attn_rows8, "decode attention in blocks of 8 query rows", 0},
+        {"M40_BENCH_GLM_V6", &m40__attn_v6, "decode v6 where the tile kernel ran (past a 512-key bound, or no bound)", 0},
+        {"M40_BENCH_GLM_SPLITS", &m40__attn_decode_max_splits, "decode attention's splits at most (0 the rule)", 1},
+        {"M40_BENCH_GLM_SHARES", &m40__attn_prefill_splits, "prefill attention's key shares (0 the rule, 1 none, 2..4)", 1},
+        {"M40_BENCH_GLM_V2WHOLE", &m40k_quant_gemv_v2_whole, "int4 small GEMVs, x staged whole (-1 auto)", 1},
+        {"M40_BENCH_GLM_V2EZ", &m40k_quant_gemv_v2_ez, "batch-1 v2 GEMVs, exponent-zero decode", 1},
+        {"M40_BENCH_GLM_Q4SPLIT", &m40k_quant_gemv_q4_split, "int4 batch-1 GEMVs with large K on v3 split-K", 0},
+        {"M40_BENCH_GLM_V2R1", &m40k_quant_gemv_v2_r1, "batch-1 v2 ez-whole GEMVs at R 1 in 16-warp blocks", 0},
+        {"M40_BENCH_GLM_SMALLV2_Q8", &m40k_quant_gemv_small_v2_q8, "int8 small GEMVs on v2", 0},
+        {"M40_BENCH_GLM_V2DEEP", &m40k_quant_gemv_v2_deep, "batch-1 v2 GEMVs with four chunks of weights in flight", 1},
+        {"M40_BENCH_GLM_V2KS", &m40k_quant_gemv_v2_ks, "batch-1 v2-whole GEMVs, warps a row's K is split over (1, 2, 4)", 1},
+        {"M40_BENCH_GLM_V2PASS", &m40k_quant_gemv_v2_pass, "batch-1 large-K GEMVs on v2, x staged in passes", 0}};
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const char *v = getenv(knobs[i].env);
         if (!v || !*v || !knobs[i].knob) continue;
-        *knobs[i].knob = knobs[i].knob == &m40k_quant_gemv_v2_ks || knobs[i].knob == &m40k_quant_gemv_v2_whole ||
-                                 knobs[i].knob == &m40k_quant_gemv_v2_deep || knobs[i].knob == &m40k_quant_gemv_v2_ez ||
-                                 knobs[i].knob == &m40__attn_prefill_splits ||
-                                 knobs[i].knob == &m40__attn_decode_max_splits
-                             ? atoi(v)
-                             : atoi(v) != 0;
+        *knobs[i].knob = knobs[i].count ? atoi(v) : atoi(v) != 0;
         if (e->text) printf("%s: %d (%s)\n", knobs[i].what, *knobs[i].knob, knobs[i].env);
     }
     const char *fz = getenv("M40_BENCH_GLM_FUSE"); /* lib/internal.h's M40__FUSE_* bits */

@@ -38,6 +38,17 @@ typedef struct conv {
     float *logits;             /* [STEPS + 1][V] alone */
 } conv;
 
+/* The model opened with o, or NULL after printing why (what: which open). */
+static glm_model *try_open(const glm_open_opts *o, const char *what) {
+    glm_model *m = NULL;
+    char err[512];
+    if (glm_model_open(o, &m, err, sizeof err)) {
+        fprintf(stderr, "open (%s): %s\n", what, err);
+        return NULL;
+    }
+    return m;
+}
+
 static glm_model *open_model(m40_wformat dt, int parallel) {
     glm_open_opts o;
     glm_open_opts_init(&o);
@@ -48,13 +59,9 @@ static glm_model *open_model(m40_wformat dt, int parallel) {
     o.prefill_min = parallel > 1 ? 2 : 5;
     o.cpu = !gpu;
     o.parallel = parallel;
-    glm_model *m = NULL;
-    char err[512];
-    if (glm_model_open(&o, &m, err, sizeof err)) {
-        fprintf(stderr, "open (parallel %d): %s\n", parallel, err);
-        return NULL;
-    }
-    return m;
+    char what[32];
+    snprintf(what, sizeof what, "parallel %d", parallel);
+    return try_open(&o, what);
 }
 
 static int greedy(glm_model *m, int seq, int32_t *id) {
@@ -266,9 +273,7 @@ static void defaults(void) {
     o.path = MODEL;
     o.dtype = M40_WFMT_FP32;
     o.cpu = 1;
-    glm_model *m = NULL;
-    char err[512];
-    if (glm_model_open(&o, &m, err, sizeof err)) fprintf(stderr, "defaults: %s\n", err);
+    glm_model *m = try_open(&o, "defaults");
     CHECK(m != NULL);
     if (!m) return;
     int sz[16];
@@ -279,20 +284,19 @@ static void defaults(void) {
     glm_model_close(m);
     o.parallel = 2; /* the smallest batched model */
     o.ctx = 64;
-    m = NULL;
-    if (glm_model_open(&o, &m, err, sizeof err)) fprintf(stderr, "parallel 2: %s\n", err);
+    m = try_open(&o, "parallel 2");
     CHECK(m && glm_parallel(m) == 2 && glm_seq_pos(m, 1) == 0);
     glm_model_close(m);
     o.parallel = GLM_MAX_PARALLEL; /* the most conversations are served */
     o.ctx = 16;
-    m = NULL;
-    if (glm_model_open(&o, &m, err, sizeof err)) fprintf(stderr, "parallel %d: %s\n", GLM_MAX_PARALLEL, err);
+    m = try_open(&o, "parallel GLM_MAX_PARALLEL");
     CHECK(m && glm_parallel(m) == GLM_MAX_PARALLEL);
     glm_model_close(m);
     o.parallel = 1; /* the most devices are taken: refused for the 2 layers, not their count */
     o.ndevices = GLM_MAX_RANKS;
     o.layer_split = 1;
     m = NULL;
+    char err[512];
     CHECK(glm_model_open(&o, &m, err, sizeof err) == -1 && m == NULL);
     CHECK(strstr(err, "8 devices for 2 layers") != NULL);
 }
@@ -436,8 +440,7 @@ static void ladder(m40_wformat dt, double tol) {
         o.prefill_min = k ? 64 : 2;
         o.all_logits = 1;
         o.cpu = !gpu;
-        char err[512];
-        if (glm_model_open(&o, &m[k], err, sizeof err)) fprintf(stderr, "ladder open: %s\n", err);
+        m[k] = try_open(&o, "ladder");
     }
     CHECK(m[0] && m[1]);
     if (!m[0] || !m[1]) goto out;

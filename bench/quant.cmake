@@ -46,6 +46,8 @@ if(M40_HAVE_CUDA)
   # the int4 GEMV's address pattern read with no arithmetic, v3's ring with
   # arithmetic, against the plain read and the GEMV
   m40_quant_bench(m40-gemv-pattern read_pattern.cu)
+  # a layer's GEMVs with the next weights fetched into L2 during the attention
+  m40_quant_bench(m40-l2-prefetch prefetch_overlap.cu)
 endif()
 if(M40_HAVE_CUDA AND M40_CUBLAS)  # the baselines are cuBLAS
   add_executable(m40-bench-quant ${PROJECT_SOURCE_DIR}/bench/quant/quant_bench.c

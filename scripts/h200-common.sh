@@ -36,7 +36,8 @@ gpu_tests() {
 }
 # jit52_tests "prog args"...: the CUDA 11.8 sm_52 build's tests carried in
 # .carry/jit52.tar.xz (.jit52/), run through the driver's PTX JIT (quick
-# modes), a note line each (missing programs skipped)
+# modes: M40_ATTN_QUICK as set, else 1; JIT_TIMEOUT seconds each, default
+# 150), a note line each (missing programs skipped)
 jit52_tests() {
     local t s
     tar xJf .carry/jit52.tar.xz || return 1
@@ -44,7 +45,7 @@ jit52_tests() {
         set -- $t
         [ -x .jit52/$1 ] || continue
         s=$SECONDS
-        M40_QUANT_QUICK=1 M40_ATTN_QUICK=1 CUDA_MODULE_LOADING=LAZY timeout 150 .jit52/$t > "$O/jit52-$1.log" 2>&1
+        M40_QUANT_QUICK=1 M40_ATTN_QUICK=${M40_ATTN_QUICK:-1} CUDA_MODULE_LOADING=LAZY timeout "${JIT_TIMEOUT:-150}" .jit52/$t > "$O/jit52-$1.log" 2>&1
         note "jit52 $t rc=$? ($((SECONDS - s)) s) $(grep -E 'checks' "$O/jit52-$1.log" | tail -1)"
         grep -E "FAIL|differ" "$O/jit52-$1.log" | head -5 >> "$SUM"
     done

@@ -45,6 +45,31 @@ template <int WT> __host__ __device__ constexpr int ez_pos(int c) {
     return WT == M40_DTYPE_Q4 ? (c & 7) / 2 * 8 - ((c & 7) >= 6 ? 8 : 0) + ((c & 1) ? 0 : 4)
                               : ((c & 3) == 3 ? 16 : (c & 3) * 8);
 }
+/* v2's exponent-zero staging of x, per lane vector (its VC columns of x,
+** scaled together; gemv_v2_body's ez_item and its VT form share these):
+** the float4's max |x| and sum, the order both forms add in */
+__device__ __forceinline__ float absmax4(float4 v) {
+    return fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+}
+__device__ __forceinline__ float sum4(float4 v) { return (v.x + v.y) + (v.z + v.w); }
+/* the vector's S from its max |x| m: (exponent of m) + 24, at least 22: 22..152 */
+__device__ __forceinline__ int ez_vec_S(float m) { return max((__float_as_int(m) >> 23) - 103, 22); }
+/* float4 c4 of the vector times 2^(149 - pos - S), pos = ez_pos<WT>(4·c4 + j):
+** an exponent field of 276 - S - pos, 104..254 (only c4's low bits count) */
+template <int WT> __device__ __forceinline__ void ez_vec_scale4(float4 &v, int S, int c4) {
+    const int base = (276 - S) << 23;
+    v.x *= __int_as_float(base - (ez_pos<WT>(4 * c4 + 0) << 23));
+    v.y *= __int_as_float(base - (ez_pos<WT>(4 * c4 + 1) << 23));
+    v.z *= __int_as_float(base - (ez_pos<WT>(4 * c4 + 2) << 23));
+    v.w *= __int_as_float(base - (ez_pos<WT>(4 * c4 + 3) << 23));
+}
+/* the vector's factors (v2's xe): its offset term -OFF·sum·2^-S (u = q + OFF)
+** and 2^S as 2^h · 2^(S - h), h = S / 2, each factor <= 2^76 */
+template <int WT> __device__ __forceinline__ float4 ez_vec_factors(float sum, int S) {
+    constexpr float OFF = WT == M40_DTYPE_Q4 ? 8.0f : 128.0f;
+    const int h = S >> 1;
+    return make_float4((-OFF * sum) * pow2f(-h) * pow2f(h - S), pow2f(h), pow2f(S - h), 0.f);
+}
 /* Top byte of w moved to bits 16-23, zeros elsewhere. */
 __device__ __forceinline__ uint32_t top_byte_to_2(uint32_t w) { return __byte_perm(w, 0u, 0x4344); }
 __device__ __forceinline__ float ezf(uint32_t bits) { return __int_as_float((int)bits); }

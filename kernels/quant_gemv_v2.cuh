@@ -144,26 +144,15 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
         constexpr int G = VC / 4;
         /* the vector's max |x| (NaN drops out: it stays NaN in the products)
         ** and sum over its G threads */
-        float m = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
-        float sum = (v.x + v.y) + (v.z + v.w);
+        float m = absmax4(v), sum = sum4(v);
 #pragma unroll
         for (int o = 1; o < G; o <<= 1) {
             m = fmaxf(m, __shfl_xor_sync(kFull, m, o));
             sum += __shfl_xor_sync(kFull, sum, o);
         }
-        /* S = (exponent of m) + 24, at least 22: 22..152 */
-        const int S = max((__float_as_int(m) >> 23) - 103, 22);
-        /* x times 2^(149 - pos - S): an exponent field of 276 - S - pos, 104..254 */
-        const int base = (276 - S) << 23;
-        v.x *= __int_as_float(base - (ez_pos<WT>(4 * c4 + 0) << 23));
-        v.y *= __int_as_float(base - (ez_pos<WT>(4 * c4 + 1) << 23));
-        v.z *= __int_as_float(base - (ez_pos<WT>(4 * c4 + 2) << 23));
-        v.w *= __int_as_float(base - (ez_pos<WT>(4 * c4 + 3) << 23));
-        constexpr float OFF = WT == M40_DTYPE_Q4 ? 8.0f : 128.0f; /* u = q + OFF */
-        if (c4 % G == 0) {
-            const int h = S >> 1; /* 2^S = 2^h 2^(S - h), each factor <= 2^76 */
-            xe[cs * 32 + c4 / G] = make_float4((-OFF * sum) * pow2f(-h) * pow2f(h - S), pow2f(h), pow2f(S - h), 0.f);
-        }
+        const int S = ez_vec_S(m);
+        ez_vec_scale4<WT>(v, S, c4);
+        if (c4 % G == 0) xe[cs * 32 + c4 / G] = ez_vec_factors<WT>(sum, S);
     };
     /* x staging: NF float4 per chunk, a compile-time number of rounds */
     constexpr int F4 = KC / 4, NF = B * F4, ITERS = (NF + NT - 1) / NT;
@@ -217,8 +206,7 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
                     ss[0] = sumsq4(v[it], ss[0]);
                     v[it].x *= w.x, v[it].y *= w.y, v[it].z *= w.z, v[it].w *= w.w;
                 }
-                m[it] = fmaxf(fmaxf(fabsf(v[it].x), fabsf(v[it].y)), fmaxf(fabsf(v[it].z), fabsf(v[it].w)));
-                sum[it] = (v[it].x + v[it].y) + (v[it].z + v[it].w);
+                m[it] = absmax4(v[it]), sum[it] = sum4(v[it]);
             }
             /* ez_item's butterfly tree: pairs, then pairs of pairs, ... */
 #pragma unroll
@@ -231,22 +219,14 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
                 mm = fmaxf(mm, __shfl_xor_sync(kFull, mm, o));
                 su += __shfl_xor_sync(kFull, su, o);
             }
-            const int S = max((__float_as_int(mm) >> 23) - 103, 22); /* as ez_item */
-            const int base = (276 - S) << 23;
+            const int S = ez_vec_S(mm);
 #pragma unroll
             for (int it = 0; it < WI; it++) { /* c4 = c40 + it, and c40 is even: ez_pos's bits of it */
-                v[it].x *= __int_as_float(base - (ez_pos<WT>(4 * it + 0) << 23));
-                v[it].y *= __int_as_float(base - (ez_pos<WT>(4 * it + 1) << 23));
-                v[it].z *= __int_as_float(base - (ez_pos<WT>(4 * it + 2) << 23));
-                v[it].w *= __int_as_float(base - (ez_pos<WT>(4 * it + 3) << 23));
+                ez_vec_scale4<WT>(v[it], S, it);
                 const int c4 = c40 + it;
                 *(float4 *)&xs[c * XS + (c4 / G) * LS + 4 * (c4 % G)] = v[it];
             }
-            constexpr float OFF = WT == M40_DTYPE_Q4 ? 8.0f : 128.0f;
-            if (TPV == 1 || (threadIdx.x & (TPV - 1)) == 0) {
-                const int h = S >> 1;
-                xe[c * 32 + c40 / G] = make_float4((-OFF * su) * pow2f(-h) * pow2f(h - S), pow2f(h), pow2f(S - h), 0.f);
-            }
+            if (TPV == 1 || (threadIdx.x & (TPV - 1)) == 0) xe[c * 32 + c40 / G] = ez_vec_factors<WT>(su, S);
         } else {
 #pragma unroll
             for (int it = 0; it < WI; it++) {

@@ -54,6 +54,7 @@
 #include "../graph_time.cuh"
 #include "bench_read.h"
 #include "quant.h"
+#include "quant_gemv_common.cuh" /* v2's exponent-zero staging helpers */
 
 namespace {
 
@@ -191,27 +192,17 @@ __global__ void __launch_bounds__(kWarpsB * 32, 4) ringx_kernel(const uint4 *__r
         for (int i = 0; i < kK / 4 / (kWarpsB * 32); i++) {
             const int f = threadIdx.x + i * kWarpsB * 32; /* float4 f: lane vector f / 8, its float4 f % 8 */
             float4 v = t[i];
-            if (EZS) { /* v2's exponent-zero staging (gemv_v2_body's ez_item), int4 */
+            if (EZS) { /* v2's exponent-zero staging (gemv_v2_body's ez_item, its helpers), int4 */
                 const int c4 = f & 7;
-                float m = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
-                float sum = (v.x + v.y) + (v.z + v.w);
+                float m = absmax4(v), sum = sum4(v);
 #pragma unroll
                 for (int o = 1; o < 8; o <<= 1) {
                     m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, o));
                     sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
                 }
-                const int S = max((__float_as_int(m) >> 23) - 103, 22);
-                const int base = (276 - S) << 23;
-                auto pos = [](int c) { return (c & 7) / 2 * 8 - ((c & 7) >= 6 ? 8 : 0) + ((c & 1) ? 0 : 4); };
-                v.x *= __int_as_float(base - (pos(4 * c4 + 0) << 23));
-                v.y *= __int_as_float(base - (pos(4 * c4 + 1) << 23));
-                v.z *= __int_as_float(base - (pos(4 * c4 + 2) << 23));
-                v.w *= __int_as_float(base - (pos(4 * c4 + 3) << 23));
-                if (c4 == 0) {
-                    const int h = S >> 1;
-                    auto p2 = [](int e) { return __int_as_float((e + 127) << 23); };
-                    xe[f >> 3] = make_float4((-8.0f * sum) * p2(-h) * p2(h - S), p2(h), p2(S - h), 0.f);
-                }
+                const int S = ez_vec_S(m);
+                ez_vec_scale4<M40_DTYPE_Q4>(v, S, c4);
+                if (c4 == 0) xe[f >> 3] = ez_vec_factors<M40_DTYPE_Q4>(sum, S);
             }
             *(float4 *)&xs[(f >> 3) * LS + 4 * (f & 7)] = v;
         }

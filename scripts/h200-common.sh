@@ -52,6 +52,22 @@ jit52_tests() {
 }
 SUM=$O/summary.txt
 note() { echo "[$((SECONDS - T0)) s] $*" | tee -a "$SUM"; }
+# carry_start TARBALL (the one-call timing scripts that carry their programs,
+# sessions 22-27): TF32 off, the GPU's name, driver, clocks, temperature and
+# power into SUM, then TARBALL unpacked (without it: a note, exit 1);
+# carry_end: the clocks, temperature and power at the end into SUM, the JSON
+# files dropped (each run's .txt keeps its numbers), the summary printed
+carry_start() {
+    export NVIDIA_TF32_OVERRIDE=0
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
+        --format=csv,noheader >> "$SUM"
+    tar xJf "$1" || { note "no $1"; exit 1; }
+}
+carry_end() {
+    nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
+    rm -f "$O"/*.json
+    echo "=== SUMMARY"; cat "$SUM"
+}
 setup_arch90() {
     local lib f gen=()
     export NVIDIA_TF32_OVERRIDE=0 PYTHONUNBUFFERED=1

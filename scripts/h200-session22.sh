@@ -24,10 +24,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session22 200 .s22/new
-export NVIDIA_TF32_OVERRIDE=0
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
-    --format=csv,noheader >> "$SUM"
-tar xJf .carry/s22.tar.xz || { note "no .carry/s22.tar.xz"; exit 1; }
+carry_start .carry/s22.tar.xz
 M40_QUANT_QUICK=1 TEST_TIMEOUT=70 gpu_tests "test_quant_gpu" | tee -a "$SUM"
 TEST_TIMEOUT=40 gpu_tests "test_qlinear_fused --gpu" "test_chatglm2 --gpu" | tee -a "$SUM"
 GLM_TIMEOUT=40
@@ -35,6 +32,4 @@ for i in 1 2; do
     B=.s22/old glm_run "old$i" "" int4g128,int4 128
     B=.s22/new glm_run "new$i" "" int4g128,int4 128
 done
-nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
-rm -f "$O"/*.json
-echo "=== SUMMARY"; cat "$SUM"
+carry_end

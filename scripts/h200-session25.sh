@@ -28,10 +28,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session25 300 .s25/new
-export NVIDIA_TF32_OVERRIDE=0
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
-    --format=csv,noheader >> "$SUM"
-tar xJf .carry/s25.tar.xz || { note "no .carry/s25.tar.xz"; exit 1; }
+carry_start .carry/s25.tar.xz
 timeout 60 "$B/m40-gemv-pattern" > "$O/pattern1.txt" 2>&1
 note "pattern 1 rc=$?"
 cat "$O/pattern1.txt" >> "$SUM"
@@ -53,6 +50,4 @@ if [ "$(left)" -gt 40 ]; then
     note "pattern 2 rc=$?"
     cat "$O/pattern2.txt" >> "$SUM"
 fi
-nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
-rm -f "$O"/*.json
-echo "=== SUMMARY"; cat "$SUM"
+carry_end

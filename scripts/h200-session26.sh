@@ -19,10 +19,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session26 240 .s26
-export NVIDIA_TF32_OVERRIDE=0
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
-    --format=csv,noheader >> "$SUM"
-tar xJf .carry/s26.tar.xz || { note "no .carry/s26.tar.xz"; exit 1; }
+carry_start .carry/s26.tar.xz
 timeout 60 "$B/m40-gemv-pattern" > "$O/pattern1.txt" 2>&1
 note "pattern 1 rc=$?"
 cat "$O/pattern1.txt" >> "$SUM"
@@ -44,6 +41,4 @@ if [ "$(left)" -gt 20 ]; then
     note "pattern 2 rc=$?"
     cat "$O/pattern2.txt" >> "$SUM"
 fi
-nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
-rm -f "$O"/*.json
-echo "=== SUMMARY"; cat "$SUM"
+carry_end

@@ -12,10 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session26b 200 .s26
-export NVIDIA_TF32_OVERRIDE=0
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
-    --format=csv,noheader >> "$SUM"
-tar xJf .carry/s26.tar.xz || { note "no .carry/s26.tar.xz"; exit 1; }
+carry_start .carry/s26.tar.xz
 timeout 60 "$B/m40-gemv-pattern" > "$O/pattern.txt" 2>&1
 note "pattern rc=$?"
 cat "$O/pattern.txt" >> "$SUM"
@@ -27,6 +24,4 @@ for k in base M40_BENCH_GLM_SMALLV2=0 M40_BENCH_GLM_V2DEEP=1 M40_BENCH_GLM_V2DEE
     e=$k; [ "$k" = base ] && e=""
     l=${k#M40_BENCH_GLM_}; glm_run "${l//=/-}" "$e" int4 128
 done
-nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
-rm -f "$O"/*.json
-echo "=== SUMMARY"; cat "$SUM"
+carry_end

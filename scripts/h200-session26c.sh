@@ -10,10 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session26c 150 .s26
-export NVIDIA_TF32_OVERRIDE=0
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
-    --format=csv,noheader >> "$SUM"
-tar xJf .carry/s26.tar.xz || { note "no .carry/s26.tar.xz"; exit 1; }
+carry_start .carry/s26.tar.xz
 GLM_TIMEOUT=40
 run() { # FORMAT CTX SPLITS...
     local f=$1 c=$2 k e
@@ -27,6 +24,4 @@ run() { # FORMAT CTX SPLITS...
 run int4 128 0 1 2 4 0
 run int4 1024 0 8 16 0
 run int8 128 0 1 2
-nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
-rm -f "$O"/*.json
-echo "=== SUMMARY"; cat "$SUM"
+carry_end

@@ -12,10 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session26e 200 .s26e/new
-export NVIDIA_TF32_OVERRIDE=0
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
-    --format=csv,noheader >> "$SUM"
-tar xJf .carry/s26e.tar.xz || { note "no .carry/s26e.tar.xz"; exit 1; }
+carry_start .carry/s26e.tar.xz
 M40_QUANT_QUICK=1 TEST_TIMEOUT=70 gpu_tests "test_quant_gpu" | tee -a "$SUM"
 GLM_TIMEOUT=40
 glm_run new1 "" int4,int8 128
@@ -30,6 +27,4 @@ if [ "$(left)" -gt 8 ]; then
     note "pattern rc=$?"
     grep -E "rows|chosen|ez\+red|xs\+red|^ok|FAIL" "$O/pattern.txt" >> "$SUM"
 fi
-nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
-rm -f "$O"/*.json
-echo "=== SUMMARY"; cat "$SUM"
+carry_end

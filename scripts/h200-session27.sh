@@ -12,10 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session27 240 .s27
-export NVIDIA_TF32_OVERRIDE=0
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
-    --format=csv,noheader >> "$SUM"
-tar xJf .carry/s27.tar.xz || { note "no .carry/s27.tar.xz"; exit 1; }
+carry_start .carry/s27.tar.xz
 pf() {
     timeout 60 "$B/m40-l2-prefetch" > "$O/prefetch$1.txt" 2>&1
     note "prefetch$1 rc=$?"
@@ -27,6 +24,4 @@ M40_ATTN_QUICK=1 TEST_TIMEOUT=90 gpu_tests "test_attention_gpu" | tee -a "$SUM"
 [ "$(left)" -gt 40 ] && pf 2
 GLM_TIMEOUT=45
 [ "$(left)" -gt 50 ] && glm_run base "" int4 128
-nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
-rm -f "$O"/*.json
-echo "=== SUMMARY"; cat "$SUM"
+carry_end

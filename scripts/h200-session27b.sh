@@ -15,10 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session27b 420 .s27
-export NVIDIA_TF32_OVERRIDE=0
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
-    --format=csv,noheader >> "$SUM"
-tar xJf .carry/s27b.tar.xz || { note "no .carry/s27b.tar.xz"; exit 1; }
+carry_start .carry/s27b.tar.xz
 GLM_TIMEOUT=60
 glm_run pre0a "M40_BENCH_GLM_V5PRE=0" int4,int8 128,512
 glm_run pre1a "M40_BENCH_GLM_V5PRE=1" int4,int8 128,512
@@ -29,6 +26,4 @@ if [ "$(left)" -gt 60 ]; then
     glm_run pre1b "M40_BENCH_GLM_V5PRE=1" int4,int8 128
     glm_run pre0b "M40_BENCH_GLM_V5PRE=0" int4,int8 128
 fi
-nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
-rm -f "$O"/*.json
-echo "=== SUMMARY"; cat "$SUM"
+carry_end

@@ -16,10 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session27c 420 .s27c/new
-export NVIDIA_TF32_OVERRIDE=0
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
-    --format=csv,noheader >> "$SUM"
-tar xJf .carry/s27c.tar.xz || { note "no .carry/s27c.tar.xz"; exit 1; }
+carry_start .carry/s27c.tar.xz
 M40_QUANT_QUICK=1 TEST_TIMEOUT=100 gpu_tests "test_quant_gpu" "test_qlinear_fused --gpu" | tee -a "$SUM"
 GLM_TIMEOUT=40
 glm_run new1 "" int4,int8 128
@@ -28,6 +25,4 @@ B=.s27c/old glm_run old2 "" int4,int8 128
 glm_run new2 "" int4,int8 128
 [ "$(left)" -gt 110 ] && M40_ATTN_QUICK=1 TEST_TIMEOUT=100 gpu_tests "test_attention_gpu" | tee -a "$SUM"
 [ "$(left)" -gt 90 ] && JIT_TIMEOUT=90 jit52_tests "test_quant_gpu"
-nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
-rm -f "$O"/*.json
-echo "=== SUMMARY"; cat "$SUM"
+carry_end

@@ -3,7 +3,7 @@
 # attn_decode_kernel, decode variants 2, 3, 8, 9), v5 (attn_decode_v5, 10) and
 # v6 (attn_decode_v6, 11 and 12) emulated on the host against a double
 # reference; no GPU needed.
-#   bench/attention/decode_v4_emu.sh   (from the repository root; ~2 min on 2 cores)
+#   bench/attention/decode_v4_emu.sh   (from the repository root; ~3.5 min on 2 cores)
 set -eu
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

@@ -52,15 +52,19 @@ jit52_tests() {
 }
 SUM=$O/summary.txt
 note() { echo "[$((SECONDS - T0)) s] $*" | tee -a "$SUM"; }
-# carry_start TARBALL (the one-call timing scripts that carry their programs,
-# sessions 22-27): TF32 off, the GPU's name, driver, clocks, temperature and
-# power into SUM, then TARBALL unpacked (without it: a note, exit 1);
-# carry_end: the clocks, temperature and power at the end into SUM, the JSON
-# files dropped (each run's .txt keeps its numbers), the summary printed
-carry_start() {
+# gpu_start: TF32 off, the GPU's name, driver, clocks, temperature and power
+# into SUM (setup_arch90's and carry_start's first step)
+gpu_start() {
     export NVIDIA_TF32_OVERRIDE=0
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
         --format=csv,noheader >> "$SUM"
+}
+# carry_start TARBALL (the one-call timing scripts that carry their programs,
+# sessions 22-27): gpu_start, then TARBALL unpacked (without it: a note,
+# exit 1); carry_end: the clocks, temperature and power at the end into SUM,
+# the JSON files dropped (each run's .txt keeps its numbers), the summary printed
+carry_start() {
+    gpu_start
     tar xJf "$1" || { note "no $1"; exit 1; }
 }
 carry_end() {
@@ -70,9 +74,8 @@ carry_end() {
 }
 setup_arch90() {
     local lib f gen=()
-    export NVIDIA_TF32_OVERRIDE=0 PYTHONUNBUFFERED=1
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
-        --format=csv,noheader >> "$SUM"
+    export PYTHONUNBUFFERED=1
+    gpu_start
     for lib in jansson microhttpd; do
         if ! pkg-config --exists lib$lib 2>/dev/null && ! pkg-config --exists $lib 2>/dev/null &&
             ls .debs/lib$lib*.deb >/dev/null 2>&1; then

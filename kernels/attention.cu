@@ -1576,9 +1576,11 @@ __device__ __forceinline__ void v5_fold(const Params &p, int64_t b, int64_t g, i
 ** no alignment asked of qkv) and turned as turn_pairs4 turns them, the
 ** angles of pairs d/2 and d/2 + 1 its own (the same expression as the
 ** shared table's, so the same bits) */
-__device__ __forceinline__ float4 v5_turn(const float *src, bool rot, int d, int rd, float c0,
-                                          float s0, float c1, float s1) {
-    float4 x = make_float4(src[0], src[1], src[2], src[3]);
+__device__ __forceinline__ float4 v5_raw(const float *src) {
+    return make_float4(src[0], src[1], src[2], src[3]);
+}
+__device__ __forceinline__ float4 v5_turn(float4 x, bool rot, int d, int rd, float c0, float s0,
+                                          float c1, float s1) {
     if (rot && d < rd) {
         const float ra = x.x * c0 - x.y * s0, rb = x.y * c0 + x.x * s0;
         x.x = ra, x.y = rb;
@@ -1602,11 +1604,13 @@ __device__ __forceinline__ void rope_angles(const Params &p, int64_t p0, bool ro
         if (d + 2 < rd) sincosf((float)p0 * p.rpos_scale * p.rth[d / 2 + 1], &s1, &c1);
     }
 }
-__device__ __forceinline__ void rope_append4(const Params &p, const float *row, int64_t g, int64_t s,
-                                             int64_t p0, bool rot, int d, int rd, float c0, float s0,
-                                             float c1, float s1) {
-    const float4 kx = v5_turn(row + (p.H + g) * p.D + d, rot, d, rd, c0, s0, c1, s1);
-    const float4 vx = v5_turn(row + (p.H + p.G + g) * p.D + d, false, d, rd, c0, s0, c1, s1);
+/* (kraw, vraw: the lane's dims d..d+3 of the group's K and V rows as read
+** from qkv, asked for by the caller before pos) */
+__device__ __forceinline__ void rope_append4v(const Params &p, float4 kraw, float4 vraw, int64_t g,
+                                              int64_t s, int64_t p0, bool rot, int d, int rd,
+                                              float c0, float s0, float c1, float s1) {
+    const float4 kx = v5_turn(kraw, rot, d, rd, c0, s0, c1, s1);
+    const float4 vx = vraw;
     const int64_t o = ((s * p.L + p0) * p.G + g) * p.D + d;
     const __half2 k01 = __floats2half2_rn(kx.x, kx.y), k23 = __floats2half2_rn(kx.z, kx.w);
     const __half2 v01 = __floats2half2_rn(vx.x, vx.y), v23 = __floats2half2_rn(vx.z, vx.w);
@@ -1628,33 +1632,53 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
     static_assert(!ROPE || sizeof(TC) == 2, "fused RoPE: f16 caches");
     __shared__ int row_pos[DR];
     const int tid = threadIdx.x, lane = tid & 31, r = tid >> 5; /* this warp's row */
+    using R = Raw<TC>;
+    /* ROPE: the qkv values this warp needs, asked for first (they do not
+    ** depend on pos; session 28: behind pos, its angles and the append they
+    ** were three dependent round trips before the first key) */
+    float4 qx = make_float4(0.0f, 0.0f, 0.0f, 0.0f), kx = qx, vx = qx;
+    if constexpr (ROPE) {
+        const int64_t bx = div32(blockIdx.x, p.splits), gq = mod32(bx, p.G), bq = div32(bx, p.G);
+        const float *row = p.q + bq * p.qs0 + 4 * lane;
+        if (r < p.hpg) qx = v5_raw(row + (gq * p.hpg + r) * p.D); /* T 1: nrows = hpg */
+        if (r == 0) kx = v5_raw(row + (p.H + gq) * p.D), vx = v5_raw(row + (p.H + p.G + gq) * p.D);
+    }
     const DecodeBlock db = decode_block<ROPE>(p, row_pos);
     const int64_t split = db.split, g = db.g, b = db.b, s = db.s;
     const int nrows = db.nrows;
     /* q's 4 dims of this lane, pre-scaled (the row's query t, head h) */
     float q[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    /* ROPE: the first step's K rows, asked for before the barrier where none
+    ** of them is the new position's (pre: the keys [pre_lo, pre_kh) they are for) */
+    typename R::V4 kr[4], vr[4];
+    int pre_lo = 0, pre_kh = -1;
     if constexpr (ROPE) {
         const int64_t p0 = p.pos[b];
         const bool rot = p0 >= 0;
         const int d = 4 * lane, rd = 2 * p.rhalf;
+        /* the split's keys as row_pos will give them (decode_kend's rule, T 1) */
+        const int kend0 = decode_kend(p.pos, p.slot, b, 1, p.S, p.L);
+        int lo = 0, hi = kend0;
+        if (p.splits > 1) {
+            const int per = (int)split_share(kend0, p.splits, V5_CHUNK);
+            lo = (int)min((int64_t)kend0, split * per);
+            hi = min(kend0, lo + per);
+        }
+        if (r < nrows && lo < hi && min(lo + 3, hi - 1) < kend0 - 1) {
+            const TC *kc0 = reinterpret_cast<const TC *>(p.kc) + (s * p.L * p.G + g) * p.D + 4 * lane;
+#pragma unroll
+            for (int j = 0; j < 4; j++) kr[j].u = *reinterpret_cast<const uint2 *>(kc0 + (int64_t)min(lo + j, hi - 1) * p.gd);
+            pre_lo = lo, pre_kh = hi;
+        }
         float c0, s0, c1, s1;
         rope_angles(p, p0, rot, d, rd, c0, s0, c1, s1);
-        const float *row = p.q + b * p.qs0;
         if (r < nrows) {
-            const float4 v = v5_turn(row + (g * p.hpg + r) * p.D + d, rot, d, rd, c0, s0, c1, s1);
+            const float4 v = v5_turn(qx, rot, d, rd, c0, s0, c1, s1);
             q[0] = v.x * p.qscale, q[1] = v.y * p.qscale, q[2] = v.z * p.qscale, q[3] = v.w * p.qscale;
         }
         /* the append: the split that holds position p0 (the last key) */
-        if (r == 0 && s >= 0 && s < p.S && p0 >= 0 && p0 < p.L) {
-            const int kend0 = (int)p0 + 1;
-            int lo = 0, hi = kend0;
-            if (p.splits > 1) {
-                const int per = (int)split_share(kend0, p.splits, V5_CHUNK);
-                lo = (int)min((int64_t)kend0, split * per);
-                hi = min(kend0, lo + per);
-            }
-            if (p0 >= lo && p0 < hi) rope_append4(p, row, g, s, p0, rot, d, rd, c0, s0, c1, s1);
-        }
+        if (r == 0 && s >= 0 && s < p.S && p0 >= 0 && p0 < p.L && p0 >= lo && p0 < hi)
+            rope_append4v(p, kx, vx, g, s, p0, rot, d, rd, c0, s0, c1, s1);
     } else if (r < nrows) {
         const int64_t t = div32(r, p.hpg), h = g * p.hpg + mod32(r, p.hpg);
         const float4 v = __ldg(reinterpret_cast<const float4 *>(p.q + b * p.qs0 + t * p.qs1 + h * p.D) + lane);
@@ -1680,7 +1704,6 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
     const TC *vc = reinterpret_cast<const TC *>(p.vc) + (s * p.L * p.G + g) * p.D + 4 * lane;
     /* a key's row (past kh: the last key again, masked below; in L1 already) */
     const auto at = [&](const TC *c, int k) { return c + (int64_t)min(k, kh - 1) * p.gd; };
-    using R = Raw<TC>;
     /* ROPE: plain loads (this launch wrote a row) */
     const auto ld = [&](const TC *c) {
         if constexpr (ROPE) {
@@ -1694,8 +1717,7 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
     /* a software pipeline: a step's V and the next step's K are asked for
     ** at its top, so a step waits on one round trip at most, not two (K,
     ** then V after the scores), and not at all once the loads run ahead */
-    typename R::V4 kr[4], vr[4];
-    if (k_lo < kh)
+    if (k_lo < kh && !(k_lo == pre_lo && kh == pre_kh)) /* ROPE: unless asked for above */
 #pragma unroll
         for (int j = 0; j < 4; j++) kr[j] = ld(at(kc, k_lo + j));
     float m = -INFINITY, l = 0.0f, o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -1828,6 +1850,28 @@ __global__ void __launch_bounds__(DR / HH * V6_ST * 32, 1) attn_decode_v6(Params
     __shared__ float s_m[V6_ST][DR], s_l[V6_ST][DR];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int rg = warp % NRG, st = warp / NRG, dc = lane & 15, par = lane >> 4;
+    /* q: dims 8·dc..+7 of rows rg·HH + j, pre-scaled; ROPE: as read from
+    ** qkv first, with warp 0's K and V dims for the append (none depends on
+    ** pos: asked for before it, as decode v5 asks) */
+    float q[HH][8];
+    float4 kx = make_float4(0.0f, 0.0f, 0.0f, 0.0f), vx = kx;
+    if constexpr (ROPE) {
+        const int64_t bx = div32(blockIdx.x, p.splits), gq = mod32(bx, p.G), bq = div32(bx, p.G);
+        const float *row = p.q + bq * p.qs0;
+#pragma unroll
+        for (int j = 0; j < HH; j++) {
+            const int r = rg * HH + j;
+            float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f), y = x;
+            if (r < p.hpg) { /* T 1: nrows = hpg */
+                x = v5_raw(row + (gq * p.hpg + r) * p.D + 8 * dc);
+                y = v5_raw(row + (gq * p.hpg + r) * p.D + 8 * dc + 4);
+            }
+            q[j][0] = x.x, q[j][1] = x.y, q[j][2] = x.z, q[j][3] = x.w;
+            q[j][4] = y.x, q[j][5] = y.y, q[j][6] = y.z, q[j][7] = y.w;
+        }
+        if (warp == 0)
+            kx = v5_raw(row + (p.H + gq) * p.D + 4 * lane), vx = v5_raw(row + (p.H + p.G + gq) * p.D + 4 * lane);
+    }
     const DecodeBlock db = decode_block<ROPE>(p, row_pos);
     const int64_t split = db.split, g = db.g, b = db.b, s = db.s;
     const int nrows = db.nrows;
@@ -1859,8 +1903,6 @@ __global__ void __launch_bounds__(DR / HH * V6_ST * 32, 1) attn_decode_v6(Params
     if (k0 < k_hi)
 #pragma unroll
         for (int i = 0; i < V6_NS; i++) kr[i] = ld(kc, k0 + 2 * i + par);
-    /* q: dims 8·dc..+7 of rows rg·HH + j, pre-scaled */
-    float q[HH][8];
     int64_t p0 = -1;
     if constexpr (ROPE) {
         p0 = p.pos[b];
@@ -1869,15 +1911,10 @@ __global__ void __launch_bounds__(DR / HH * V6_ST * 32, 1) attn_decode_v6(Params
         float c0, s0, c1, s1, c2, s2, c3, s3;
         rope_angles(p, p0, rot, d, rd, c0, s0, c1, s1);
         rope_angles(p, p0, rot, d + 4, rd, c2, s2, c3, s3);
-        const float *row = p.q + b * p.qs0;
 #pragma unroll
         for (int j = 0; j < HH; j++) {
-            const int r = rg * HH + j;
-            float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f), y = x;
-            if (r < nrows) {
-                x = v5_turn(row + (g * p.hpg + r) * p.D + d, rot, d, rd, c0, s0, c1, s1);
-                y = v5_turn(row + (g * p.hpg + r) * p.D + d + 4, rot, d + 4, rd, c2, s2, c3, s3);
-            }
+            const float4 x = v5_turn(make_float4(q[j][0], q[j][1], q[j][2], q[j][3]), rot, d, rd, c0, s0, c1, s1);
+            const float4 y = v5_turn(make_float4(q[j][4], q[j][5], q[j][6], q[j][7]), rot, d + 4, rd, c2, s2, c3, s3);
             q[j][0] = x.x * p.qscale, q[j][1] = x.y * p.qscale, q[j][2] = x.z * p.qscale, q[j][3] = x.w * p.qscale;
             q[j][4] = y.x * p.qscale, q[j][5] = y.y * p.qscale, q[j][6] = y.z * p.qscale, q[j][7] = y.w * p.qscale;
         }
@@ -1885,7 +1922,7 @@ __global__ void __launch_bounds__(DR / HH * V6_ST * 32, 1) attn_decode_v6(Params
         if (warp == 0 && s >= 0 && s < p.S && p0 >= k_lo && p0 < k_hi) {
             const int da = 4 * lane;
             rope_angles(p, p0, rot, da, rd, c0, s0, c1, s1);
-            rope_append4(p, row, g, s, p0, rot, da, rd, c0, s0, c1, s1);
+            rope_append4v(p, kx, vx, g, s, p0, rot, da, rd, c0, s0, c1, s1);
         }
     } else {
 #pragma unroll
@@ -2308,7 +2345,9 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     /* decode v6 with the fused RoPE (T 1, q = qkv read a float at a time) */
     const bool v6r = ra && small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 && s->T == 1 &&
                      m40k_attention_v6(s);
-    const int64_t chunk = !small || splits == 1 || !m40k_attn_skip_empty ? 0
+    /* the skip (m40k_attn_skip_empty): 1 the tile kernels only, 2 v5 and v6 too */
+    const bool skip = m40k_attn_skip_empty == 2 || (m40k_attn_skip_empty == 1 && !v5 && !v6 && !v6r);
+    const int64_t chunk = !small || splits == 1 || !skip ? 0
                           : v5 ? V5_CHUNK
                           : v6 || v6r ? V6_CHUNK
                           : p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3) ? 32

@@ -203,11 +203,15 @@ extern int m40k_attn_prefill_variant;
 ** causal triangle otherwise leaves the SMs that drew short tiles idle);
 ** 0: one tile a block. Same kind of knob as above (M40_ATTN_AB, tests). */
 extern int m40k_attn_prefill_pair;
-/* 1 (default): a decode call's splits past the sequence's keys (a short
-** context in a long cache: ctx 128 in L 8192 leaves 260 of the H200's 264
-** splits empty) return at once and write no partial, and the combine folds
-** only the splits with keys; 0: every split runs its prologue and writes
-** its (empty) partial, the combine reads them all. Same kind of knob
+/* The empty-split skip: a decode call's splits past the sequence's keys (a
+** short context in a long cache: ctx 128 in L 8192 leaves 260 of the
+** H200's 264 tile-kernel splits empty) return at once and write no
+** partial, and the combine reads pos and folds only the splits with keys.
+** 1 (default): the tile kernels skip; decode v5 (at most 32 splits) and v6
+** (a split an SM) run every split and their combine folds all partials
+** without reading pos first (session 28, H100: int4 +0.6% at ctx 128,
+** +1.1% at 512, +0.3-0.7% at 1K and 8K; bench/NOTES.md); 2: every kernel
+** skips (the rule until session 28); 0: none does. Same kind of knob
 ** (M40_ATTN_AB, M40_BENCH_GLM_SKIP, tests). */
 extern int m40k_attn_skip_empty;
 /* 1: a decode call of the tile kernel with splits > 1, given the context's

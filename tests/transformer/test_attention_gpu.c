@@ -621,12 +621,20 @@ int main(void) {
         m40k_attn_prefill_variant = keep;
         if (&m40k_attn_prefill_pair) m40k_attn_prefill_pair = keep_pair;
     }
-    if (&m40k_attn_skip_empty) { /* the default kernels with every split run and read */
-        m40k_attn_skip_empty = 0;
-        printf("decode kernel variant 0, empty splits not skipped\n");
-        kernels_vs_reference();
-        decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
-        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+    if (&m40k_attn_skip_empty) {
+        /* the default kernels with every split run and read (0), and with
+        ** v5 and v6 skipping too (2: the rule until session 28); v5 under
+        ** a key bound, v6 past it */
+        for (int sk = 0; sk <= 2; sk += 2) {
+            m40k_attn_skip_empty = sk;
+            printf("decode kernel variant 0, empty-split skip %d\n", sk);
+            kernels_vs_reference();
+            decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
+            graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+            for (g_keys = 512; g_keys <= 16384; g_keys *= 32) /* v5, then v6 */
+                graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+            g_keys = 0;
+        }
         m40k_attn_skip_empty = 1;
     }
     if (&m40k_attn_fuse_combine) {

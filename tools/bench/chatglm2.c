@@ -26,8 +26,9 @@
 ** decode_variant, for an A/B of the whole step), M40_BENCH_GLM_FUSE=MASK (the
 ** graphs' fusions, lib/internal.h's M40__FUSE_* bits; 0: none, the unfused
 ** graph, for an A/B), M40_BENCH_GLM_SMALLV2=0 (int4's small GEMVs on v3,
-** kernels/quant.h's m40k_quant_gemv_small_v2, for an A/B), M40_BENCH_GLM_SKIP=0
-** (decode attention's empty splits run and the combine reads them all,
+** kernels/quant.h's m40k_quant_gemv_small_v2, for an A/B), M40_BENCH_GLM_SKIP=0/1/2
+** (decode attention's empty splits: 0 all run and the combine reads them
+** all, 1 the default, 2 v5 and v6 skip too, the rule until session 28;
 ** kernels/attention.h's m40k_attn_skip_empty, for an A/B), M40_BENCH_GLM_FUSE_ROPE=0
 ** (the attention node's RoPE + append as their own launch, m40k_attn_fuse_rope),
 ** M40_BENCH_GLM_FUSE_COMBINE=1 (the decode splits' combine inside the tile
@@ -384,7 +385,7 @@ int run_chatglm2(bench_env *e) {
     /* count: the knob takes the number as it is (else 0 or 1) */
     const struct { const char *env; int *knob; const char *what; int count; } knobs[] = {
         {"M40_BENCH_GLM_SMALLV2", &m40k_quant_gemv_small_v2, "int4 small-shape GEMV v2", 0},
-        {"M40_BENCH_GLM_SKIP", &m40k_attn_skip_empty, "decode attention skips empty splits", 0},
+        {"M40_BENCH_GLM_SKIP", &m40k_attn_skip_empty, "decode attention skips empty splits (0 none, 1 the tile kernels, 2 v5 and v6 too)", 1},
         {"M40_BENCH_GLM_FUSE_ROPE", &m40k_attn_fuse_rope, "decode RoPE + append fused into the attention kernel", 0},
         {"M40_BENCH_GLM_FUSE_COMBINE", &m40k_attn_fuse_combine, "decode splits combined inside the attention kernel", 0},
         {"M40_BENCH_GLM_WARP_PV", &m40k_attn_warp_pv, "decode attention's P.V split over the warps", 0},

@@ -969,10 +969,11 @@ int glm_step_batch(glm_model *m, int n, const int *seqs, const int32_t *ids) {
         m->slot_buf[i] = i < n ? seqs[i] : 0;
     }
     /* the attention key bound of this step (m40_graph_set_attention_keys):
-    ** 512, then powers of two, none from the cache length; a change drops
+    ** 128, then powers of two, none from the cache length (up to 512 decode
+    ** v5, its splits from the bound: lib/ops/attention.c); a change drops
     ** the captured CUDA graph, captured again below (a few times as a
     ** conversation grows, and after a rewind) */
-    int64_t keys = 0, kb = 512;
+    int64_t keys = 0, kb = 128;
     for (int i = 0; i < n; i++)
         if (m->seq[seqs[i]].pos + 1 > keys) keys = m->seq[seqs[i]].pos + 1;
     while (kb < keys) kb *= 2;

@@ -197,7 +197,8 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 /* Which decode kernel runs where the knob is the default (variant 0), at
 ** T 1 with f16 caches and D 128 (elsewhere the tile kernel):
 **   - under a key bound <= ATTN_SHORT_KEYS (m40_graph_set_attention_keys):
-**     decode v5 (variant 10, a warp a query row; with RoPE its fused form);
+**     decode v5 (variant 10, a warp a query row; with RoPE its fused form),
+**     in at most ceil(bound / 16) splits;
 **     H200, session 18 (int4 ChatGLM2-6B step, 8192-token cache): +3.2% at
 **     ctx 128, even at 1K, -34% at 8K, so the bound, not the cache length,
 **     decides;
@@ -229,8 +230,15 @@ static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
         return;
     if (q && ((uintptr_t)q % 16 != 0 || s->qs0 % 4 != 0 || s->qs1 % 4 != 0)) return;
     const int64_t keys = ctx->attn_keys > 0 && ctx->attn_keys < s->L ? ctx->attn_keys : s->L;
-    if (ctx->attn_keys > 0 && ctx->attn_keys <= ATTN_SHORT_KEYS) s->decode_variant = 10;
-    else if (m40__attn_v6) /* key-groups an SM, all sequences counted (double: no overflow) */
+    if (ctx->attn_keys > 0 && ctx->attn_keys <= ATTN_SHORT_KEYS) {
+        s->decode_variant = 10;
+        /* its splits from the bound, not the cache: no more than its 16-key
+        ** shares of the keys the bound allows (session 28, H100, int4 step:
+        ** 8 splits at ctx 128 +1.2% against the cache's 32, 16 at 256
+        ** +0.6%; bench/NOTES.md) */
+        const int64_t cap = (ctx->attn_keys + m40k_attention_chunk(s, 0) - 1) / m40k_attention_chunk(s, 0);
+        if (s->decode_max_splits <= 0 || s->decode_max_splits > cap) s->decode_max_splits = (int)cap;
+    } else if (m40__attn_v6) /* key-groups an SM, all sequences counted (double: no overflow) */
         s->decode_variant = (double)keys * (double)s->G * (double)s->B >=
                                     (double)ATTN_V6_ROWS8_KG * (ctx->sm_count > 0 ? ctx->sm_count : 1)
                                 ? 11

@@ -710,8 +710,8 @@ int main(void) {
     ** keys, v6 beyond, its rows a lane by keys a SM: lib/ops/attention.c):
     ** the positions (<= 103) under it, and past a bound of 16 (the same
     ** results) */
-    static const int64_t kbs[] = {512, 1024, 16384, 16};
-    for (int i = 0; i < 4; i++) {
+    static const int64_t kbs[] = {512, 128, 1024, 16384, 16};
+    for (int i = 0; i < 5; i++) {
         g_keys = kbs[i];
         printf("attention key bound %lld\n", (long long)g_keys);
         graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);

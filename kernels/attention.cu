@@ -1572,9 +1572,10 @@ __device__ __forceinline__ void v5_fold(const Params &p, int64_t b, int64_t g, i
 #pragma unroll
     for (int e = 0; e < 4; e++) p.y[row * p.D + 4 * lane + e] = acc[e] * inv;
 }
-/* ROPE (T 1): a lane's dims d..d+3 of a row read raw from qkv (scalar loads:
-** no alignment asked of qkv) and turned as turn_pairs4 turns them, the
-** angles of pairs d/2 and d/2 + 1 its own (the same expression as the
+/* ROPE (T 1): a lane's dims d..d+3 of a row read raw from qkv (v5_raw:
+** scalar loads, no alignment asked of qkv; asked for before pos, which
+** they do not depend on) and turned as turn_pairs4 turns them (v5_turn),
+** the angles of pairs d/2 and d/2 + 1 its own (the same expression as the
 ** shared table's, so the same bits) */
 __device__ __forceinline__ float4 v5_raw(const float *src) {
     return make_float4(src[0], src[1], src[2], src[3]);

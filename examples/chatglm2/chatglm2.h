@@ -101,7 +101,10 @@ int glm_prefill_sizes(const glm_model *m, int *sizes, int max);
 
 /* Appends n ids (0..V-1) at the session's positions. last: V floats, the
 ** last position's logits (may be NULL); all: n·V floats, every position's
-** (needs all_logits at open; may be NULL). */
+** (needs all_logits at open; may be NULL). The ids run in chunks of
+** glm_chunk; on a failure (-1, glm_errmsg says why) the chunks already in
+** stay in the cache and the position counts them, and there are no logits
+** to sample until the next prefill or step (rewind to retry). */
 int glm_prefill(glm_model *m, const int32_t *ids, int n, float *last, float *all);
 /* One token: appends id, logits (V floats, may be NULL) of its position. */
 int glm_step(glm_model *m, int32_t id, float *logits);

@@ -54,3 +54,13 @@ if(TARGET m40-soak)
   set_tests_properties(m40_soak_glm_cpu_smoke PROPERTIES LABELS cpu
                        PASS_REGULAR_EXPRESSION "3/3 rounds said round 0's 21 ids.*flat within 1 MB after warm-up: yes")
 endif()
+
+# A prefill that fails part-way (examples/chatglm2's model API, CPU): every
+# host allocation of a three-chunk prefill fails in turn; the conversation
+# must keep the chunks that went in, refuse its stale logits and stay usable.
+if(TARGET m40_chatglm2_example)
+  m40_add_test(NAME test_fault_glm SOURCES ${_f}/test_fault_glm.c ${_f}/fault_hooks.c LABELS cpu)
+  target_link_libraries(test_fault_glm PRIVATE m40_chatglm2_example)
+  target_link_options(test_fault_glm PRIVATE
+                      "LINKER:--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=free")
+endif()

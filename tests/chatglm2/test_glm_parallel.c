@@ -14,7 +14,9 @@
 ** The batched model has short prefill graphs (prefill_min 2: chunks 2 and 4
 ** beside 5), the one-conversation model none, so every comparison also
 ** checks them; ladder() compares prompts of 1..70 ids through graphs of
-** 2..16 rows against full 32-row chunks, every position's logits. */
+** 2..16 rows against full 32-row chunks, every position's logits; and on a
+** GPU bound_ladder() takes 600 decode steps through the attention key
+** bound's steps against a CPU model. */
 #include "chatglm2.h"
 #include "check.h"
 #include "files.h"
@@ -487,6 +489,52 @@ out:
     glm_model_close(m[1]);
 }
 
+/* The decode step's attention key bound (glm_step_batch: 128, 256, 512,
+** then powers of two; each step up re-captures the decode graph, and up to
+** 512 keys decode v5 runs in ceil(bound / 16) splits) on a GPU, in a
+** 1024-token cache: 20 prompt ids, then 600 steps through 128, 256 and 512
+** keys, each step's logits against a CPU model fed the same ids (the CPU's
+** greedy choice, so both stay on one path). The test's other models have
+** caches of 64 tokens, where the bound is always 512. */
+static void bound_ladder(m40_wformat dt, double tol) {
+    if (!gpu) return;
+    glm_model *m[2] = {NULL, NULL}; /* GPU, CPU */
+    for (int k = 0; k < 2; k++) {
+        glm_open_opts o;
+        glm_open_opts_init(&o);
+        o.path = MODEL;
+        o.dtype = dt;
+        o.ctx = 1024;
+        o.chunk = 32;
+        o.cpu = k;
+        m[k] = try_open(&o, k ? "bound ladder, cpu" : "bound ladder, gpu");
+    }
+    CHECK(m[0] && m[1]);
+    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b);
+    int32_t ids[20], id = 0;
+    for (int i = 0; i < 20; i++) ids[i] = (int32_t)((i * 37 + 11) % V);
+    int ok = m[0] && m[1] && a && b, n = 0;
+    double worst = 0;
+    for (int k = 0; k < 2 && ok; k++) ok = glm_prefill(m[k], ids, 20, k ? b : a, NULL) == 0;
+    for (; ok && n <= 600; n++) {
+        const double e = m40t_rel_err(a, b, V);
+        if (e > worst) worst = e;
+        if (n == 600) break;
+        id = 0;
+        for (int v = 1; v < V; v++)
+            if (b[v] > b[id]) id = v;
+        ok = glm_step(m[0], id, a) == 0 && glm_step(m[1], id, b) == 0;
+    }
+    CHECK(ok && n == 600 && glm_pos(m[0]) == 620);
+    printf("%s %s key-bound ladder on the GPU, 20 ids + %d steps against the CPU: max |d|/max|ref| "
+           "%.3g (tol %.0e)\n", ok && worst <= tol ? "ok  " : "FAIL", m40_wformat_name(dt), n, worst, tol);
+    CHECK(worst <= tol);
+    free(a);
+    free(b);
+    glm_model_close(m[0]);
+    glm_model_close(m[1]);
+}
+
 int main(int argc, char **argv) {
     if (m40t_side(argc, argv, &gpu)) return M40T_SKIP;
     parse_bounds();
@@ -535,6 +583,7 @@ int main(int argc, char **argv) {
         glm_model_close(one);
         glm_model_close(many);
         ladder(fmts[f], gpu ? 1e-4 : 1e-5);
+        bound_ladder(fmts[f], 1e-4);
     }
     return m40t_finish(argv[0]);
 }

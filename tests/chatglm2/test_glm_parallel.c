@@ -427,23 +427,29 @@ static void penalty_history(glm_model *m) {
     free(l);
 }
 
+/* A one-conversation model in 32-id chunks: a cache of ctx tokens, short
+** prefill graphs from prefill_min (< 0: the default), every position's
+** logits if all_logits, on the CPU if cpu. */
+static glm_model *open_chunked(m40_wformat dt, int ctx, int prefill_min, int all_logits, int cpu,
+                               const char *what) {
+    glm_open_opts o;
+    glm_open_opts_init(&o);
+    o.path = MODEL;
+    o.dtype = dt;
+    o.ctx = ctx;
+    o.chunk = 32;
+    if (prefill_min >= 0) o.prefill_min = prefill_min;
+    o.all_logits = all_logits;
+    o.cpu = cpu;
+    return try_open(&o, what);
+}
+
 /* Short prefill graphs: a prompt of n ids through the ladder (chunks 2, 4,
 ** 8, 16 and 32) gives every position's logits of full 32-id chunks, then
 ** the same greedy step; a second round appends at a later position. */
 static void ladder(m40_wformat dt, double tol) {
     glm_model *m[2] = {NULL, NULL};
-    for (int k = 0; k < 2; k++) {
-        glm_open_opts o;
-        glm_open_opts_init(&o);
-        o.path = MODEL;
-        o.dtype = dt;
-        o.ctx = 160;
-        o.chunk = 32;
-        o.prefill_min = k ? 64 : 2;
-        o.all_logits = 1;
-        o.cpu = !gpu;
-        m[k] = try_open(&o, "ladder");
-    }
+    for (int k = 0; k < 2; k++) m[k] = open_chunked(dt, 160, k ? 64 : 2, 1, !gpu, "ladder");
     CHECK(m[0] && m[1]);
     if (!m[0] || !m[1]) goto out;
     int sz[16], ns = glm_prefill_sizes(m[0], sz, 16);
@@ -499,16 +505,8 @@ out:
 static void bound_ladder(m40_wformat dt, double tol) {
     if (!gpu) return;
     glm_model *m[2] = {NULL, NULL}; /* GPU, CPU */
-    for (int k = 0; k < 2; k++) {
-        glm_open_opts o;
-        glm_open_opts_init(&o);
-        o.path = MODEL;
-        o.dtype = dt;
-        o.ctx = 1024;
-        o.chunk = 32;
-        o.cpu = k;
-        m[k] = try_open(&o, k ? "bound ladder, cpu" : "bound ladder, gpu");
-    }
+    for (int k = 0; k < 2; k++)
+        m[k] = open_chunked(dt, 1024, -1, 0, k, k ? "bound ladder, cpu" : "bound ladder, gpu");
     CHECK(m[0] && m[1]);
     float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b);
     int32_t ids[20], id = 0;

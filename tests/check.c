@@ -88,6 +88,13 @@ m40_ctx *m40t_ctx(int gpu) {
     return c;
 }
 
+int m40t_argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
 double m40t_rel_err(const float *got, const float *ref, int64_t n) {
     double d = 0, r = 0;
     for (int64_t i = 0; i < n; i++) {

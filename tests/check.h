@@ -66,6 +66,9 @@ m40_ctx *m40t_ctx(int gpu);
 ** zeros); INFINITY when got holds a NaN or Inf. */
 double m40t_rel_err(const float *got, const float *ref, int64_t n);
 
+/* The index of the largest of n floats (the first of equals): a greedy id. */
+int m40t_argmax(const float *x, int n);
+
 /* Fills with a NaN bit pattern so unwritten outputs are caught. */
 void m40t_poison(float *p, int64_t n);
 

@@ -59,13 +59,6 @@ static int load_ref(void) {
     return ok;
 }
 
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
 /* The measure: max |got - ref| / max |ref| over one position. */
 static double rel_err(const float *got, const float *r) {
     double e = 0, m = 0;
@@ -164,15 +157,15 @@ static void run_format(m40_ctx *c, m40_st_file *w, m40_wformat fmt, const float 
         if (!(e <= worst[0])) worst[0] = e;
     }
     /* greedy ids: our argmax at each step against the oracle's */
-    int next = argmax(got + (size_t)(nprompt - 1) * V, V);
+    int next = m40t_argmax(got + (size_t)(nprompt - 1) * V, V);
     for (int s = 0; s < ngreedy; s++) {
-        match += next == argmax(oracle + (size_t)(nprompt - 1 + s) * V, V);
+        match += next == m40t_argmax(oracle + (size_t)(nprompt - 1 + s) * V, V);
         /* feed the reference's id, so that each step compares with the
         ** reference's logits even after an argmax differs */
         if (!run(c, dg, &di, &greedy[s], nprompt + s, 1, got, 1)) goto out;
         double e = rel_err(got, oracle + (size_t)(nprompt + s) * V);
         if (!(e <= worst[1])) worst[1] = e;
-        next = argmax(got, V);
+        next = m40t_argmax(got, V);
     }
     if (!run(c, rg, &ri, round2, nprompt + ngreedy, nround2, got, nround2)) goto out;
     for (int i = 0; i < nround2; i++) {

@@ -149,13 +149,6 @@ static m40_graph *build(m40_ctx *c, m40_st_file *w, m40_wformat fmt, int decode,
     return g;
 }
 
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
 /* max |got - ref| / max |ref| over one row of V logits. */
 static double rel_err(const float *got, const float *ref) {
     double e = 0, m = 0;
@@ -200,12 +193,12 @@ static int step(stage *s, int n, int decode, const int *ids, int pos0, int T, fl
 static int conversation(stage *s, int n, float *out, int *ids) {
     static const int prompt[NPROMPT] = {3, 41, 77, 12, 96, 5, 58};
     if (!step(s, n, 0, prompt, 0, NPROMPT, out)) return 0;
-    int next = argmax(out + (NPROMPT - 1) * VOCAB, VOCAB);
+    int next = m40t_argmax(out + (NPROMPT - 1) * VOCAB, VOCAB);
     for (int i = 0; i < NDECODE; i++) {
         ids[i] = next;
         float *row = out + (size_t)(NPROMPT + i) * VOCAB;
         if (!step(s, n, 1, &next, NPROMPT + i, 1, row)) return 0;
-        next = argmax(row, VOCAB);
+        next = m40t_argmax(row, VOCAB);
     }
     return 1;
 }

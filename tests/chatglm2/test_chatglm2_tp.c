@@ -33,13 +33,6 @@
 static int gpu, V;
 static const int prompt[NPROMPT] = {64, 17, 250, 3, 99, 42, 7, 128, 5};
 
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
 /* One rank (or the whole model: size 0): its graphs, and what it computed. */
 typedef struct rank {
     m40_ctx *ctx;
@@ -85,7 +78,7 @@ static void *rank_main(void *arg) {
     }
     if (k->st == M40_OK) k->st = run(k->ctx, pg, &pi, prompt, NPROMPT, 0, k->logits);
     for (int s = 0; k->st == M40_OK && s <= STEPS; s++) {
-        k->ids[s] = argmax(k->logits + (size_t)s * V, V);
+        k->ids[s] = m40t_argmax(k->logits + (size_t)s * V, V);
         if (s < STEPS)
             k->st = run(k->ctx, dg, &di, &k->ids[s], 1, NPROMPT + s, k->logits + (size_t)(s + 1) * V);
     }

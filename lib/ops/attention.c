@@ -236,7 +236,7 @@ static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
         ** shares of the keys the bound allows (session 28, H100, int4 step:
         ** 8 splits at ctx 128 +1.2% against the cache's 32, 16 at 256
         ** +0.6%; bench/NOTES.md) */
-        const int64_t cap = (ctx->attn_keys + m40k_attention_chunk(s, 0) - 1) / m40k_attention_chunk(s, 0);
+        const int64_t chunk = m40k_attention_chunk(s, 0), cap = (ctx->attn_keys + chunk - 1) / chunk;
         if (s->decode_max_splits <= 0 || s->decode_max_splits > cap) s->decode_max_splits = (int)cap;
     } else if (m40__attn_v6) /* key-groups an SM, all sequences counted (double: no overflow) */
         s->decode_variant = (double)keys * (double)s->G * (double)s->B >=

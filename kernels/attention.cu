@@ -1120,7 +1120,8 @@ constexpr int DR = 16; /* query rows a block */
 __device__ __forceinline__ int64_t div32(int64_t a, int64_t b) { return (int64_t)((unsigned)a / (unsigned)b); }
 __device__ __forceinline__ int64_t mod32(int64_t a, int64_t b) { return (int64_t)((unsigned)a % (unsigned)b); }
 
-/* A decode block's (b, g, split) from blockIdx (= (b·G + g)·splits + split),
+/* A decode block's (b, g, split) from blockIdx (= (b·G + g)·nsplit + split;
+** nsplit is p.splits, or decode v5's row groups with ways),
 ** its cache slot, and row_pos[DR] (the positions of its T·HPG rows, -1 for
 ** a pad row, a bad slot or a bad position: those reported once, by the
 ** first split of group 0), set by threads 0..DR-1 (a barrier follows in the
@@ -1130,12 +1131,12 @@ struct DecodeBlock {
     int nrows;
 };
 template <bool ROPE = false>
-__device__ __forceinline__ DecodeBlock decode_block(const Params &p, int *row_pos) {
+__device__ __forceinline__ DecodeBlock decode_block(const Params &p, int *row_pos, int64_t nsplit) {
     const int tid = threadIdx.x;
     DecodeBlock d;
     int64_t bx = blockIdx.x;
-    d.split = mod32(bx, p.splits);
-    bx = div32(bx, p.splits);
+    d.split = mod32(bx, nsplit);
+    bx = div32(bx, nsplit);
     d.g = mod32(bx, p.G), d.b = div32(bx, p.G);
     d.nrows = (int)(p.T * p.hpg);
     d.s = p.slot ? (int64_t)p.slot[d.b] : d.b;
@@ -1280,7 +1281,7 @@ __global__ void __launch_bounds__(DR / RW * 32, C == 1   ? (RW == 4 ? 6 : 8)
     __shared__ int row_pos[DR];
 
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
-    const DecodeBlock db = decode_block(p, row_pos);
+    const DecodeBlock db = decode_block(p, row_pos, p.splits);
     const int64_t split = db.split, g = db.g, b = db.b, s = db.s;
     const int nrows = db.nrows;
     for (int it = tid; it < DR * DP; it += NW * 32) {
@@ -1622,33 +1623,64 @@ __device__ __forceinline__ void rope_append4v(const Params &p, float4 kraw, floa
     *reinterpret_cast<uint2 *>(reinterpret_cast<__half *>(const_cast<void *>(p.vc)) + o) = pv;
 }
 
+/* decode v5's keys [lo, hi) of [0, kend) for share i: with W 1 split i of
+** p.splits in V5_CHUNK-key shares (attn_combine's count, and the
+** pre-barrier K loads' rule), with W > 1 way i of W in V5W_STEP-key shares */
+constexpr int V5W_STEP = 4;
+template <int W>
+__device__ __forceinline__ void v5_keys(const Params &p, int kend, int64_t i, int &lo, int &hi) {
+    const int64_t n = W > 1 ? W : p.splits;
+    lo = 0, hi = kend;
+    if (n > 1) {
+        const int per = (int)split_share(kend, n, W > 1 ? V5W_STEP : V5_CHUNK);
+        lo = (int)min((int64_t)kend, i * per);
+        hi = min(kend, lo + per);
+    }
+}
+
 /* ROPE: the fused RoPE + append (m40k_rope_attention at T 1, f16 caches):
 ** every warp turns its row's q as it loads it (p.q is qkv), and warp 0 of
 ** the block whose keys hold the new position writes the group's K (turned)
 ** and V rows before the barrier that precedes every cache read; K and V
 ** are then read with plain loads (not the read-only path: this launch wrote
-** them). Same results and reports as rope_kv_vec_kernel + decode v5. */
-template <typename TC, bool ROPE = false>
-__global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
+** them). Same results and reports as rope_kv_vec_kernel + decode v5.
+**
+** W > 1 (m40k_attn_shape::v5_ways; session 29): the ways. A block per (b,
+** g, RB query rows) of W·RB warps, warp wi the row wi % RB of its group and
+** the way wi / RB: a V5W_STEP-key share of all the keys. After the key loop
+** the ways' (m, l, O) meet in shared memory behind one barrier and way 0's
+** warps fold them and write y: no partials in global memory and no
+** attn_combine launch. Every block needs the new position's K and V, so
+** with ROPE warp 0 of each block appends them (a group's blocks write the
+** same bits to the same cache rows). */
+template <typename TC, bool ROPE = false, int W = 1, int RB = DR>
+__global__ void __launch_bounds__(W * RB * 32) attn_decode_v5(Params p) {
     static_assert(!ROPE || sizeof(TC) == 2, "fused RoPE: f16 caches");
+    static_assert(W == 1 ? RB == DR : (W * RB <= 32 && DR % RB == 0), "decode v5's ways: <= 32 warps");
     __shared__ int row_pos[DR];
-    const int tid = threadIdx.x, lane = tid & 31, r = tid >> 5; /* this warp's row */
+    const int tid = threadIdx.x, lane = tid & 31, wi = tid >> 5;
+    /* the blocks of a (b, g): its splits, or with ways its row groups */
+    const int64_t nsp = W > 1 ? div32(p.T * p.hpg + RB - 1, RB) : p.splits;
+    const int way = W > 1 ? wi / RB : 0;
+    const int r = W > 1 ? (int)mod32(blockIdx.x, nsp) * RB + wi % RB : wi; /* this warp's row */
     using R = Raw<TC>;
     /* ROPE: the qkv values this warp needs, asked for first (they do not
     ** depend on pos; session 28: behind pos, its angles and the append they
     ** were three dependent round trips before the first key) */
     float4 qx = make_float4(0.0f, 0.0f, 0.0f, 0.0f), kx = qx, vx = qx;
     if constexpr (ROPE) {
-        const int64_t bx = div32(blockIdx.x, p.splits), gq = mod32(bx, p.G), bq = div32(bx, p.G);
+        const int64_t bx = div32(blockIdx.x, nsp), gq = mod32(bx, p.G), bq = div32(bx, p.G);
         const float *row = p.q + bq * p.qs0 + 4 * lane;
         if (r < p.hpg) qx = v5_raw(row + (gq * p.hpg + r) * p.D); /* T 1: nrows = hpg */
-        if (r == 0) kx = v5_raw(row + (p.H + gq) * p.D), vx = v5_raw(row + (p.H + p.G + gq) * p.D);
+        if (wi == 0) kx = v5_raw(row + (p.H + gq) * p.D), vx = v5_raw(row + (p.H + p.G + gq) * p.D);
     }
-    const DecodeBlock db = decode_block<ROPE>(p, row_pos);
-    const int64_t split = db.split, g = db.g, b = db.b, s = db.s;
+    const DecodeBlock db = decode_block<ROPE>(p, row_pos, nsp);
+    const int64_t split = W > 1 ? way : db.split, g = db.g, b = db.b, s = db.s;
     const int nrows = db.nrows;
     /* q's 4 dims of this lane, pre-scaled (the row's query t, head h) */
     float q[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const TC *kc = reinterpret_cast<const TC *>(p.kc) + (s * p.L * p.G + g) * p.D + 4 * lane;
+    const TC *vc = reinterpret_cast<const TC *>(p.vc) + (s * p.L * p.G + g) * p.D + 4 * lane;
     /* ROPE: the first step's K rows, asked for before the barrier where none
     ** of them is the new position's (pre: the keys [pre_lo, pre_kh) they are for) */
     typename R::V4 kr[4], vr[4];
@@ -1657,18 +1689,14 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
         const int64_t p0 = p.pos[b];
         const bool rot = p0 >= 0;
         const int d = 4 * lane, rd = 2 * p.rhalf;
-        /* the split's keys as row_pos will give them (decode_kend's rule, T 1) */
+        /* the share's keys as row_pos will give them (decode_kend's rule, T
+        ** 1): kend0 is p0 + 1 where the slot and p0 are valid, else 0 */
         const int kend0 = decode_kend(p.pos, p.slot, b, 1, p.S, p.L);
-        int lo = 0, hi = kend0;
-        if (p.splits > 1) {
-            const int per = (int)split_share(kend0, p.splits, V5_CHUNK);
-            lo = (int)min((int64_t)kend0, split * per);
-            hi = min(kend0, lo + per);
-        }
+        int lo, hi;
+        v5_keys<W>(p, kend0, split, lo, hi);
         if (r < nrows && lo < hi && min(lo + 3, hi - 1) < kend0 - 1) {
-            const TC *kc0 = reinterpret_cast<const TC *>(p.kc) + (s * p.L * p.G + g) * p.D + 4 * lane;
 #pragma unroll
-            for (int j = 0; j < 4; j++) kr[j].u = *reinterpret_cast<const uint2 *>(kc0 + (int64_t)min(lo + j, hi - 1) * p.gd);
+            for (int j = 0; j < 4; j++) kr[j].u = *reinterpret_cast<const uint2 *>(kc + (int64_t)min(lo + j, hi - 1) * p.gd);
             pre_lo = lo, pre_kh = hi;
         }
         float c0, s0, c1, s1;
@@ -1677,8 +1705,10 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
             const float4 v = v5_turn(qx, rot, d, rd, c0, s0, c1, s1);
             q[0] = v.x * p.qscale, q[1] = v.y * p.qscale, q[2] = v.z * p.qscale, q[3] = v.w * p.qscale;
         }
-        /* the append: the split that holds position p0 (the last key) */
-        if (r == 0 && s >= 0 && s < p.S && p0 >= 0 && p0 < p.L && p0 >= lo && p0 < hi)
+        /* the append: the split that holds position p0 (the last key; its
+        ** share is inside [0, kend0), so the slot and p0 are valid), or with
+        ** ways every block */
+        if (wi == 0 && (W > 1 ? kend0 > 0 : p0 >= lo && p0 < hi))
             rope_append4v(p, kx, vx, g, s, p0, rot, d, rd, c0, s0, c1, s1);
     } else if (r < nrows) {
         const int64_t t = div32(r, p.hpg), h = g * p.hpg + mod32(r, p.hpg);
@@ -1690,19 +1720,13 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
     int kend = 0;
 #pragma unroll
     for (int i = 0; i < DR; i++) kend = max(kend, row_pos[i] + 1);
-    int k_lo = 0, k_hi = kend;
-    if (p.splits > 1) { /* the tile kernel's rule; attn_combine's count (chunk V5_CHUNK) */
-        const int per = (int)split_share(kend, p.splits, V5_CHUNK);
-        k_lo = (int)min((int64_t)kend, split * per);
-        k_hi = min(kend, k_lo + per);
-    }
-    if (p.skip && split > 0 && k_lo >= k_hi) return; /* no keys: no partial */
+    int k_lo, k_hi;
+    v5_keys<W>(p, kend, split, k_lo, k_hi);
+    if (W == 1 && p.skip && split > 0 && k_lo >= k_hi) return; /* no keys: no partial */
     const bool live = r < nrows;
-    if (!live && !p.cnt) return;                     /* no barrier follows */
+    if (W == 1 && !live && !p.cnt) return;           /* no barrier follows */
     const int kh = live ? min(k_hi, row_pos[r] + 1) : k_lo; /* this row's keys: [k_lo, kh) */
 
-    const TC *kc = reinterpret_cast<const TC *>(p.kc) + (s * p.L * p.G + g) * p.D + 4 * lane;
-    const TC *vc = reinterpret_cast<const TC *>(p.vc) + (s * p.L * p.G + g) * p.D + 4 * lane;
     /* a key's row (past kh: the last key again, masked below; in L1 already) */
     const auto at = [&](const TC *c, int k) { return c + (int64_t)min(k, kh - 1) * p.gd; };
     /* ROPE: plain loads (this launch wrote a row) */
@@ -1762,8 +1786,35 @@ __global__ void __launch_bounds__(DR * 32) attn_decode_v5(Params p) {
         m = m_new;
     }
 
-    /* y (one split) or the partial (m, l, O), in attn_combine's layout */
     const int64_t row = (b * p.T + div32(r, p.hpg)) * p.H + g * p.hpg + mod32(r, p.hpg);
+    if constexpr (W > 1) { /* the ways' (m, l, O) folded by way 0's warps, as attn_combine folds splits */
+        __shared__ float4 wo[W][RB][32];
+        __shared__ float2 wml[W][RB];
+        const int rl = wi % RB;
+        wo[way][rl][lane] = make_float4(o[0], o[1], o[2], o[3]);
+        if (lane == 0) wml[way][rl] = make_float2(m, l); /* no keys: (-inf, 0) */
+        __syncthreads();
+        if (way != 0 || !live) return;
+        float M = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < W; j++) M = fmaxf(M, wml[j][rl].x);
+        const float ms = M == -INFINITY ? 0.0f : M;
+        float Ls = 0.0f, acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < W; j++) {
+            const float2 ml = wml[j][rl];
+            const float wj = exp2f(ml.x - ms); /* m -inf: 0 */
+            const float4 v = wo[j][rl][lane];
+            Ls = fmaf(wj, ml.y, Ls);
+            acc[0] = fmaf(wj, v.x, acc[0]), acc[1] = fmaf(wj, v.y, acc[1]);
+            acc[2] = fmaf(wj, v.z, acc[2]), acc[3] = fmaf(wj, v.w, acc[3]);
+        }
+        const float inv = Ls > 0.0f ? 1.0f / Ls : 0.0f; /* no keys: a zero row */
+#pragma unroll
+        for (int e = 0; e < 4; e++) p.y[row * p.D + 4 * lane + e] = acc[e] * inv;
+        return;
+    }
+    /* y (one split) or the partial (m, l, O), in attn_combine's layout */
     if (live && p.splits > 1) {
         float *dst = p.ws_o + (row * p.splits + split) * p.D + 4 * lane;
 #pragma unroll
@@ -1873,7 +1924,7 @@ __global__ void __launch_bounds__(DR / HH * V6_ST * 32, 1) attn_decode_v6(Params
         if (warp == 0)
             kx = v5_raw(row + (p.H + gq) * p.D + 4 * lane), vx = v5_raw(row + (p.H + p.G + gq) * p.D + 4 * lane);
     }
-    const DecodeBlock db = decode_block<ROPE>(p, row_pos);
+    const DecodeBlock db = decode_block<ROPE>(p, row_pos, p.splits);
     const int64_t split = db.split, g = db.g, b = db.b, s = db.s;
     const int nrows = db.nrows;
     /* K first: the keys of this split from the positions (decode_kend: the
@@ -2180,6 +2231,30 @@ cudaError_t launch(cudaStream_t st, Params p, int64_t nblocks, int f16) {
     return cudaGetLastError();
 }
 
+/* decode v5 (ROPE: with the fused RoPE + append): ways 0 one block per (b,
+** g, split) of nrows warps (bg = B·G); ways n > 0 M40K_ATTN_V5_WAYS' row n,
+** one block per (b, g, RB rows) of W·RB warps */
+template <bool ROPE, int W, int RB>
+cudaError_t launch_v5w(cudaStream_t st, const Params &p, int64_t bg, int64_t nrows) {
+    attn_decode_v5<__half, ROPE, W, RB><<<(unsigned)(bg * ((nrows + RB - 1) / RB)), W * RB * 32, 0, st>>>(p);
+    return cudaGetLastError();
+}
+template <bool ROPE>
+cudaError_t launch_v5(cudaStream_t st, const Params &p, int64_t bg, int64_t splits, int64_t nrows, int ways) {
+    switch (ways) {
+    case 1: return launch_v5w<ROPE, 8, 2>(st, p, bg, nrows);
+    case 2: return launch_v5w<ROPE, 8, 4>(st, p, bg, nrows);
+    case 3: return launch_v5w<ROPE, 4, 4>(st, p, bg, nrows);
+    case 4: return launch_v5w<ROPE, 4, 8>(st, p, bg, nrows);
+    case 5: return launch_v5w<ROPE, 16, 2>(st, p, bg, nrows);
+    case 6: return launch_v5w<ROPE, 2, 16>(st, p, bg, nrows);
+    default:
+        attn_decode_v5<__half, ROPE><<<(unsigned)(bg * splits), (unsigned)(nrows * 32), 0, st>>>(p);
+        return cudaGetLastError();
+    }
+}
+static_assert(M40K_ATTN_V5_NWAYS == 6, "launch_v5's cases: M40K_ATTN_V5_WAYS");
+
 /* decode v6 (with the fused RoPE + append: ROPE), HH query rows a lane (8 or
 ** 4), one block per (b, g, split) */
 template <bool ROPE> cudaError_t launch_v6(cudaStream_t st, const Params &p, int64_t nblocks, int hh) {
@@ -2340,6 +2415,12 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     /* (q's float4 loads; with the fused RoPE, q = qkv is read a float at a time) */
     const bool v5 = small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 && s->decode_variant == 10 &&
                     (ra || ((uintptr_t)q % 16 == 0 && s->qs0 % 4 == 0 && s->qs1 % 4 == 0));
+    /* decode v5's ways (s->v5_ways): one split, folded in the block */
+    const int v5w = v5 && s->v5_ways >= 1 && s->v5_ways <= M40K_ATTN_V5_NWAYS ? s->v5_ways : 0;
+    if (v5w) {
+        splits = 1, p.splits = 1;
+        p.ws_ml = p.ws_o = nullptr;
+    }
     /* decode v6 (variants 11 and 12: 8 and 4 rows a lane): the same conditions, no fused RoPE */
     const bool v6 = !ra && small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 &&
                     m40k_attention_v6(s) && (uintptr_t)q % 16 == 0 && s->qs0 % 4 == 0 && s->qs1 % 4 == 0;
@@ -2382,10 +2463,8 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     if (ra && !((k_first || v5 || v6r) && s->T == 1 && splits >= 1)) return (int)cudaErrorInvalidValue;
     if (v6r) {
         e = launch_v6<true>(st, p, s->B * s->G * splits, s->decode_variant == 12 ? 4 : 8);
-    } else if (ra && v5) {
-        /* decode v5 with the RoPE + append inside */
-        attn_decode_v5<__half, true><<<(unsigned)(s->B * s->G * splits), (unsigned)(nrows * 32), 0, st>>>(p);
-        e = cudaGetLastError();
+    } else if (ra && v5) { /* decode v5 with the RoPE + append inside */
+        e = launch_v5<true>(st, p, s->B * s->G, splits, nrows, v5w);
     } else if (ra && r8) {
         attn_kernel<128, 8, 32, 1, 2, 1, 4, __half, true, false, true><<<(unsigned)nblocks, NT, 0, st>>>(p);
         e = cudaGetLastError();
@@ -2396,10 +2475,8 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
         e = cudaGetLastError();
     } else if (v6) {
         e = launch_v6<false>(st, p, s->B * s->G * splits, s->decode_variant == 12 ? 4 : 8);
-    } else if (v5) {
-        /* decode v5: a warp a row, one block per (b, g, split) */
-        attn_decode_v5<__half><<<(unsigned)(s->B * s->G * splits), (unsigned)(nrows * 32), 0, st>>>(p);
-        e = cudaGetLastError();
+    } else if (v5) { /* decode v5: a warp a row */
+        e = launch_v5<false>(st, p, s->B * s->G, splits, nrows, v5w);
     } else if (small && p.vec && DP <= 128 && (s->decode_variant == 2 || s->decode_variant == 3)) {
         /* decode v3 (4 rows a warp, a lane a key), one block per (b, g, split) */
         const unsigned nb = (unsigned)(s->B * s->G * splits);

@@ -65,7 +65,20 @@ typedef struct m40k_attn_shape {
     int prefill_splits;    /* prefill (T > M40K_ATTN_DECODE_T): 0 (default) the rule of
                            ** m40k_attention_prefill_splits, n >= 1 n key shares
                            ** (bench and test A/B; capped as the rule is) */
+    int64_t keys;          /* decode: the key bound the call runs under (the graph's
+                           ** m40_graph_set_attention_keys; 0: none, the cache's L).
+                           ** Decode v5 takes at most ceil(keys / 16) splits
+                           ** (m40k_attention_splits; session 28) */
+    int v5_ways;           /* decode v5 (variant 10) in one block per (b, g, RB query
+                           ** rows), W warps a row over shares of all the keys, folded
+                           ** in the block: no partials, no attn_combine launch
+                           ** (session 29). 0 (default): v5's splits; n in 1..6 the
+                           ** (W, RB) of M40K_ATTN_V5_WAYS' row n (an A/B knob:
+                           ** lib/ops/attention.c's m40__attn_v5_ways) */
 } m40k_attn_shape;
+/* decode v5's ways (m40k_attn_shape::v5_ways n: W = row n's first, RB its second) */
+#define M40K_ATTN_V5_WAYS {{1, 16}, {8, 2}, {8, 4}, {4, 4}, {4, 8}, {16, 2}, {2, 16}}
+#define M40K_ATTN_V5_NWAYS 6
 
 /* Decode v3 runs (kernels/attention.cu; variants 2, 3; v4: 8, 9): T·HPG <= 16 query rows a KV
 ** group, D <= 128, and 16-byte aligned cache rows (the launcher's check;
@@ -170,7 +183,11 @@ static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int slots)
     ** whole gain in an 8192-token cache) */
     if (s->decode_variant == 10 && n > 32) n = 32;
     const int64_t chunk = m40k_attention_chunk(s, slots);
-    int64_t cap = (s->L + chunk - 1) / chunk;
+    /* decode v5 under a key bound: its 16-key shares of the keys the bound
+    ** allows, not of the cache (session 28, H100, int4 step: 8 splits at
+    ** ctx 128 +1.2% against the cache's 32, 16 at 256 +0.6%) */
+    const int64_t klen = s->decode_variant == 10 && s->keys > 0 && s->keys < s->L ? s->keys : s->L;
+    int64_t cap = (klen + chunk - 1) / chunk;
     if (n > cap) n = cap;
     if (n > M40K_ATTN_MAX_SPLITS) n = M40K_ATTN_MAX_SPLITS;
     if (s->decode_max_splits > 0 && n > s->decode_max_splits) n = s->decode_max_splits;

@@ -158,5 +158,6 @@ extern int m40__attn_prefill_splits; /* prefill key shares: 0 the rule (lib/ops/
 ** tile kernel there (m40-bench's A/B) */
 extern int m40__attn_v6;
 extern int m40__attn_decode_max_splits;
+extern int m40__attn_v5_ways; /* decode v5's ways: -1 the rule (lib/ops/attention.c) */
 
 #endif /* M40_INTERNAL_H */

@@ -18,7 +18,10 @@ constexpr int ATT_FUSED_HALF_MAX = 64;
 ** FUSED (v5): its last block folds the partials (Params::cnt, v5_fold), no host fold */
 static int counters_left = 0; /* fused runs whose counter words did not return to 0 */
 /* V6 (4 or 8): attn_decode_v6<V6> (decode v6, V6 rows a lane) */
-template <typename TC, int DP, int RW, int C, bool V5 = false, bool FUSED = false, int V6 = 0>
+/* W > 1 (v5): its ways, attn_decode_v5<TC, false, W, RB>: a block per (b, g,
+** RB rows) of W·RB warps folding in the block (splits must be 1) */
+template <typename TC, int DP, int RW, int C, bool V5 = false, bool FUSED = false, int V6 = 0,
+          int W = 1, int RB = 16>
 static double run(int B, int T, int H, int G, int D, int S, int L, int splits, const int *posv) {
     const int hpg = H / G, nrows = T * hpg;
     std::vector<float> q((size_t)B * T * H * D), y((size_t)B * T * H * D, -7.0f);
@@ -44,8 +47,9 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
     p.gd = G * D;
     std::vector<unsigned> cnt((size_t)B * G, 0u);
     if (FUSED) p.cnt = cnt.data();
-    const int nt = V6 ? 16 / V6 * V6_ST * 32 : V5 ? nrows * 32 : 16 / RW * 32, nw = nt / 32;
-    for (int64_t blk = 0; blk < (int64_t)B * G * splits; blk++) {
+    const int nt = V6 ? 16 / V6 * V6_ST * 32 : W > 1 ? W * RB * 32 : V5 ? nrows * 32 : 16 / RW * 32, nw = nt / 32;
+    const int64_t per_bg = W > 1 ? (nrows + RB - 1) / RB : splits;
+    for (int64_t blk = 0; blk < (int64_t)B * G * per_bg; blk++) {
         pthread_barrier_init(&bar, NULL, nt);
         for (int w = 0; w < nw; w++) pthread_barrier_init(&wbar[w], NULL, 32);
         std::vector<std::thread> th;
@@ -54,7 +58,7 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
                 threadIdx.x = t;
                 blockIdx.x = (unsigned)blk;
                 if constexpr (V6 > 0) attn_decode_v6<V6>(p);
-                else if (V5) attn_decode_v5<TC>(p);
+                else if (V5) attn_decode_v5<TC, false, W, RB>(p);
                 else attn_decode_kernel<DP, RW, C, TC>(p);
             });
         for (auto &x : th) x.join();
@@ -108,6 +112,11 @@ int main() {
     check("v5 f16 D128 short ctx, 6 splits (skip)", run<__half, 128, 4, 1, true>(2, 1, 32, 2, 128, 2, 700, 6, p2));
     check("v5 f16 D128 T2 pad, 2 splits", run<__half, 128, 4, 1, true>(2, 2, 16, 2, 128, 2, 400, 2, p3));
     check("v5 f16 D128 ctx 130, 32 splits", run<__half, 128, 4, 1, true>(1, 1, 32, 2, 128, 1, 8192 / 16, 32, p4));
+    /* decode v5's ways (W warps a row, folded in the block; one split): 8 ways of 2 rows, 4 of 8
+    ** rows with a T 2 pad row (two row groups), 16 of 2 at a context of 130 */
+    check("v5 ways 8x2 f16 D128 B2 L700 ctx 300/170", run<__half, 128, 4, 1, true, false, 0, 8, 2>(2, 1, 32, 2, 128, 2, 700, 1, p6));
+    check("v5 ways 4x8 f16 D128 T2 pad", run<__half, 128, 4, 1, true, false, 0, 4, 8>(2, 2, 16, 2, 128, 2, 400, 1, p3));
+    check("v5 ways 16x2 f16 D128 ctx 130", run<__half, 128, 4, 1, true, false, 0, 16, 2>(1, 1, 32, 2, 128, 1, 8192 / 16, 1, p4));
     /* decode v6 (a key's dims over 16 lanes, 8 or 4 rows a lane) */
     check("v6 8 rows f16 D128 B2 L300 1 split", run<__half, 128, 4, 1, false, false, 8>(2, 1, 32, 2, 128, 2, 300, 1, p5));
     check("v6 8 rows f16 D128 B2 L300 3 splits", run<__half, 128, 4, 1, false, false, 8>(2, 1, 32, 2, 128, 2, 300, 3, p5));

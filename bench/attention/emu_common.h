@@ -29,6 +29,7 @@ struct uint2 { unsigned x, y; };
 struct float4 { float x, y, z, w; };
 struct float2 { float x, y; };
 static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+static inline float2 make_float2(float a, float b) { return {a, b}; }
 static inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
 static inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
 template <typename T> static inline T __ldg(const T *p) { return *p; }
@@ -40,8 +41,8 @@ static inline unsigned atomicAdd(unsigned *a, unsigned v) { return __atomic_fetc
 static inline unsigned atomicExch(unsigned *a, unsigned v) { return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); }
 struct D3 { unsigned x; };
 thread_local D3 threadIdx, blockIdx;
-static pthread_barrier_t bar, wbar[16]; /* up to 16 warps a block (decode v5) */
-static float xbuf[16][32];
+static pthread_barrier_t bar, wbar[32]; /* up to 32 warps a block (decode v5 with ways) */
+static float xbuf[32][32];
 static void __syncthreads() { pthread_barrier_wait(&bar); }
 /* lane src's v, every lane of the warp taking part */
 static float shfl_from(float v, int src) {

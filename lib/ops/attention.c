@@ -180,6 +180,11 @@ int m40__attn_prefill_splits = 0;
 ** A/B knob (m40-bench chatglm2's M40_BENCH_GLM_SPLITS); set it before a
 ** graph is built, from one thread. */
 int m40__attn_decode_max_splits = 0;
+/* decode v5's ways (kernels/attention.h, m40k_attn_shape::v5_ways): -1
+** (default) the node's rule under a key bound (attn_bound), 0 v5's splits
+** everywhere, n in 1..6 that row of M40K_ATTN_V5_WAYS wherever v5 runs. Same
+** kind of knob (m40-bench chatglm2's M40_BENCH_GLM_V5WAYS, tests). */
+int m40__attn_v5_ways = -1;
 
 static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_tensor_desc *kc,
                                   float scale) {
@@ -189,7 +194,8 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
                          .cache_f16 = kc->dtype == M40_DTYPE_F16,
                          .decode_variant = m40__attn_decode_variant,
                          .decode_max_splits = m40__attn_decode_max_splits,
-                         .prefill_splits = m40__attn_prefill_splits};
+                         .prefill_splits = m40__attn_prefill_splits,
+                         .v5_ways = m40__attn_v5_ways > 0 ? m40__attn_v5_ways : 0};
     s.scale = scale != 0.0f ? scale : (float)(1.0 / sqrt((double)s.D));
     return s;
 }
@@ -218,6 +224,10 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 ** m40__attn_v6 = 0 keeps the tile kernel where v6 would run (A/B). */
 #define ATTN_SHORT_KEYS 512
 #define ATTN_V6_ROWS8_KG 256
+/* decode v5's ways (M40K_ATTN_V5_WAYS' row ATTN_V5_WAYS) under a key bound
+** <= ATTN_V5_WAYS_KEYS: not yet measured (session 29), so off */
+#define ATTN_V5_WAYS_KEYS 0
+#define ATTN_V5_WAYS 0
 int m40__attn_v6 = 1;
 /* q: the queries' device pointer where the kernel reads them as float4s
 ** (their rows must then be 16-byte aligned, as the launcher checks; else it
@@ -232,12 +242,9 @@ static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
     const int64_t keys = ctx->attn_keys > 0 && ctx->attn_keys < s->L ? ctx->attn_keys : s->L;
     if (ctx->attn_keys > 0 && ctx->attn_keys <= ATTN_SHORT_KEYS) {
         s->decode_variant = 10;
-        /* its splits from the bound, not the cache: no more than its 16-key
-        ** shares of the keys the bound allows (session 28, H100, int4 step:
-        ** 8 splits at ctx 128 +1.2% against the cache's 32, 16 at 256
-        ** +0.6%; bench/NOTES.md) */
-        const int64_t chunk = m40k_attention_chunk(s, 0), cap = (ctx->attn_keys + chunk - 1) / chunk;
-        if (s->decode_max_splits <= 0 || s->decode_max_splits > cap) s->decode_max_splits = (int)cap;
+        s->keys = ctx->attn_keys; /* its splits from the bound (m40k_attention_splits) */
+        if (m40__attn_v5_ways < 0) /* the rule: its ways under the shortest bounds */
+            s->v5_ways = ctx->attn_keys <= ATTN_V5_WAYS_KEYS ? ATTN_V5_WAYS : 0;
     } else if (m40__attn_v6) /* key-groups an SM, all sequences counted (double: no overflow) */
         s->decode_variant = (double)keys * (double)s->G * (double)s->B >=
                                     (double)ATTN_V6_ROWS8_KG * (ctx->sm_count > 0 ? ctx->sm_count : 1)

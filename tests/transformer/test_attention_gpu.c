@@ -665,6 +665,30 @@ int main(void) {
         m40__attn_decode_variant = 0;
         m40k_attn_fuse_combine = saved;
     }
+    /* decode v5's ways (lib/ops/attention.c's m40__attn_v5_ways: the rows
+    ** 1..6 of kernels/attention.h's M40K_ATTN_V5_WAYS, W warps a row folded
+    ** in the block, no attn_combine): v5 forced (variant 10; T 3 leaves
+    ** dead rows in 8-row groups), then the node's choice under key bounds,
+    ** with and without the fused RoPE (whose blocks each append) */
+    const int saved_ways = m40__attn_v5_ways;
+    for (int wv = 1; wv <= 6; wv++) {
+        m40__attn_v5_ways = wv;
+        m40__attn_decode_variant = 10;
+        printf("decode kernel variant 10, ways %d\n", wv);
+        kernels_vs_reference();
+        decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
+        decode_equals_prefill(90, 16, 1, 128, M40_DTYPE_F16); /* 16 rows a group */
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+        graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
+        m40__attn_decode_variant = 0;
+        for (g_keys = 128; g_keys <= 512; g_keys *= 4) {
+            graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+            graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
+        }
+        g_keys = 0;
+    }
+    m40__attn_v5_ways = saved_ways;
     if (&m40k_attn_warp_pv) { /* P·V split over the warps: the 32- and 64-key tiles (+ RoPE) */
         const int saved = m40k_attn_warp_pv;
         m40k_attn_warp_pv = !saved;

@@ -2248,12 +2248,14 @@ cudaError_t launch_v5(cudaStream_t st, const Params &p, int64_t bg, int64_t spli
     case 4: return launch_v5w<ROPE, 4, 8>(st, p, bg, nrows);
     case 5: return launch_v5w<ROPE, 16, 2>(st, p, bg, nrows);
     case 6: return launch_v5w<ROPE, 2, 16>(st, p, bg, nrows);
+    case 7: return launch_v5w<ROPE, 8, 1>(st, p, bg, nrows);
+    case 8: return launch_v5w<ROPE, 16, 1>(st, p, bg, nrows);
     default:
         attn_decode_v5<__half, ROPE><<<(unsigned)(bg * splits), (unsigned)(nrows * 32), 0, st>>>(p);
         return cudaGetLastError();
     }
 }
-static_assert(M40K_ATTN_V5_NWAYS == 6, "launch_v5's cases: M40K_ATTN_V5_WAYS");
+static_assert(M40K_ATTN_V5_NWAYS == 8, "launch_v5's cases: M40K_ATTN_V5_WAYS");
 
 /* decode v6 (with the fused RoPE + append: ROPE), HH query rows a lane (8 or
 ** 4), one block per (b, g, split) */

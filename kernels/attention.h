@@ -72,13 +72,13 @@ typedef struct m40k_attn_shape {
     int v5_ways;           /* decode v5 (variant 10) in one block per (b, g, RB query
                            ** rows), W warps a row over shares of all the keys, folded
                            ** in the block: no partials, no attn_combine launch
-                           ** (session 29). 0 (default): v5's splits; n in 1..6 the
+                           ** (session 29). 0 (default): v5's splits; n in 1..8 the
                            ** (W, RB) of M40K_ATTN_V5_WAYS' row n (an A/B knob:
                            ** lib/ops/attention.c's m40__attn_v5_ways) */
 } m40k_attn_shape;
 /* decode v5's ways (m40k_attn_shape::v5_ways n: W = row n's first, RB its second) */
-#define M40K_ATTN_V5_WAYS {{1, 16}, {8, 2}, {8, 4}, {4, 4}, {4, 8}, {16, 2}, {2, 16}}
-#define M40K_ATTN_V5_NWAYS 6
+#define M40K_ATTN_V5_WAYS {{1, 16}, {8, 2}, {8, 4}, {4, 4}, {4, 8}, {16, 2}, {2, 16}, {8, 1}, {16, 1}}
+#define M40K_ATTN_V5_NWAYS 8
 
 /* Decode v3 runs (kernels/attention.cu; variants 2, 3; v4: 8, 9): T·HPG <= 16 query rows a KV
 ** group, D <= 128, and 16-byte aligned cache rows (the launcher's check;

@@ -182,7 +182,7 @@ int m40__attn_prefill_splits = 0;
 int m40__attn_decode_max_splits = 0;
 /* decode v5's ways (kernels/attention.h, m40k_attn_shape::v5_ways): -1
 ** (default) the node's rule under a key bound (attn_bound), 0 v5's splits
-** everywhere, n in 1..6 that row of M40K_ATTN_V5_WAYS wherever v5 runs. Same
+** everywhere, n in 1..8 that row of M40K_ATTN_V5_WAYS wherever v5 runs. Same
 ** kind of knob (m40-bench chatglm2's M40_BENCH_GLM_V5WAYS, tests). */
 int m40__attn_v5_ways = -1;
 
@@ -204,7 +204,8 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 ** T 1 with f16 caches and D 128 (elsewhere the tile kernel):
 **   - under a key bound <= ATTN_SHORT_KEYS (m40_graph_set_attention_keys):
 **     decode v5 (variant 10, a warp a query row; with RoPE its fused form),
-**     in at most ceil(bound / 16) splits;
+**     in at most ceil(bound / 16) splits, or under a bound <= 256 its ways
+**     (8 warps a row folded in the block, no attn_combine; session 29);
 **     H200, session 18 (int4 ChatGLM2-6B step, 8192-token cache): +3.2% at
 **     ctx 128, even at 1K, -34% at 8K, so the bound, not the cache length,
 **     decides;
@@ -224,10 +225,13 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 ** m40__attn_v6 = 0 keeps the tile kernel where v6 would run (A/B). */
 #define ATTN_SHORT_KEYS 512
 #define ATTN_V6_ROWS8_KG 256
-/* decode v5's ways (M40K_ATTN_V5_WAYS' row ATTN_V5_WAYS) under a key bound
-** <= ATTN_V5_WAYS_KEYS: not yet measured (session 29), so off */
-#define ATTN_V5_WAYS_KEYS 0
-#define ATTN_V5_WAYS 0
+/* decode v5's ways (M40K_ATTN_V5_WAYS' row ATTN_V5_WAYS: 8 ways of 2 rows)
+** under a key bound <= ATTN_V5_WAYS_KEYS. H100, session 29 (the step's
+** decode tok/s against v5's splits + attn_combine, int8 / int4): bound 128
+** +3.6% / +4.9%, 256 +1.2% / +1.7%, 512 -3.3% / -4.5% (a way's chain grows
+** with the keys); the other five shapes lost to row 1 at every bound */
+#define ATTN_V5_WAYS_KEYS 256
+#define ATTN_V5_WAYS 1
 int m40__attn_v6 = 1;
 /* q: the queries' device pointer where the kernel reads them as float4s
 ** (their rows must then be 16-byte aligned, as the launcher checks; else it

@@ -666,12 +666,12 @@ int main(void) {
         m40k_attn_fuse_combine = saved;
     }
     /* decode v5's ways (lib/ops/attention.c's m40__attn_v5_ways: the rows
-    ** 1..6 of kernels/attention.h's M40K_ATTN_V5_WAYS, W warps a row folded
+    ** 1..8 of kernels/attention.h's M40K_ATTN_V5_WAYS, W warps a row folded
     ** in the block, no attn_combine): v5 forced (variant 10; T 3 leaves
     ** dead rows in 8-row groups), then the node's choice under key bounds,
     ** with and without the fused RoPE (whose blocks each append) */
     const int saved_ways = m40__attn_v5_ways;
-    for (int wv = 1; wv <= 6; wv++) {
+    for (int wv = 1; wv <= 8; wv++) {
         m40__attn_v5_ways = wv;
         m40__attn_decode_variant = 10;
         printf("decode kernel variant 10, ways %d\n", wv);

@@ -2255,7 +2255,13 @@ cudaError_t launch_v5(cudaStream_t st, const Params &p, int64_t bg, int64_t spli
         return cudaGetLastError();
     }
 }
-static_assert(M40K_ATTN_V5_NWAYS == 8, "launch_v5's cases: M40K_ATTN_V5_WAYS");
+constexpr int kV5Ways[][2] = M40K_ATTN_V5_WAYS;
+static_assert(M40K_ATTN_V5_NWAYS == 8 && sizeof kV5Ways / sizeof kV5Ways[0] == 9 &&
+                  kV5Ways[1][0] == 8 && kV5Ways[1][1] == 2 && kV5Ways[2][0] == 8 && kV5Ways[2][1] == 4 &&
+                  kV5Ways[3][0] == 4 && kV5Ways[3][1] == 4 && kV5Ways[4][0] == 4 && kV5Ways[4][1] == 8 &&
+                  kV5Ways[5][0] == 16 && kV5Ways[5][1] == 2 && kV5Ways[6][0] == 2 && kV5Ways[6][1] == 16 &&
+                  kV5Ways[7][0] == 8 && kV5Ways[7][1] == 1 && kV5Ways[8][0] == 16 && kV5Ways[8][1] == 1,
+              "launch_v5's cases are M40K_ATTN_V5_WAYS' rows");
 
 /* decode v6 (with the fused RoPE + append: ROPE), HH query rows a lane (8 or
 ** 4), one block per (b, g, split) */

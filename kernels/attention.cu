@@ -2239,29 +2239,29 @@ cudaError_t launch_v5w(cudaStream_t st, const Params &p, int64_t bg, int64_t nro
     attn_decode_v5<__half, ROPE, W, RB><<<(unsigned)(bg * ((nrows + RB - 1) / RB)), W * RB * 32, 0, st>>>(p);
     return cudaGetLastError();
 }
+constexpr int kV5Ways[][2] = M40K_ATTN_V5_WAYS; /* (W, RB) of each v5_ways row */
+static_assert(sizeof kV5Ways / sizeof kV5Ways[0] == M40K_ATTN_V5_NWAYS + 1, "M40K_ATTN_V5_WAYS' rows");
+template <bool ROPE, int N>
+cudaError_t launch_v5n(cudaStream_t st, const Params &p, int64_t bg, int64_t nrows) {
+    return launch_v5w<ROPE, kV5Ways[N][0], kV5Ways[N][1]>(st, p, bg, nrows);
+}
 template <bool ROPE>
 cudaError_t launch_v5(cudaStream_t st, const Params &p, int64_t bg, int64_t splits, int64_t nrows, int ways) {
+    static_assert(M40K_ATTN_V5_NWAYS == 8, "launch_v5: a case for each row of M40K_ATTN_V5_WAYS");
     switch (ways) {
-    case 1: return launch_v5w<ROPE, 8, 2>(st, p, bg, nrows);
-    case 2: return launch_v5w<ROPE, 8, 4>(st, p, bg, nrows);
-    case 3: return launch_v5w<ROPE, 4, 4>(st, p, bg, nrows);
-    case 4: return launch_v5w<ROPE, 4, 8>(st, p, bg, nrows);
-    case 5: return launch_v5w<ROPE, 16, 2>(st, p, bg, nrows);
-    case 6: return launch_v5w<ROPE, 2, 16>(st, p, bg, nrows);
-    case 7: return launch_v5w<ROPE, 8, 1>(st, p, bg, nrows);
-    case 8: return launch_v5w<ROPE, 16, 1>(st, p, bg, nrows);
+    case 1: return launch_v5n<ROPE, 1>(st, p, bg, nrows);
+    case 2: return launch_v5n<ROPE, 2>(st, p, bg, nrows);
+    case 3: return launch_v5n<ROPE, 3>(st, p, bg, nrows);
+    case 4: return launch_v5n<ROPE, 4>(st, p, bg, nrows);
+    case 5: return launch_v5n<ROPE, 5>(st, p, bg, nrows);
+    case 6: return launch_v5n<ROPE, 6>(st, p, bg, nrows);
+    case 7: return launch_v5n<ROPE, 7>(st, p, bg, nrows);
+    case 8: return launch_v5n<ROPE, 8>(st, p, bg, nrows);
     default:
         attn_decode_v5<__half, ROPE><<<(unsigned)(bg * splits), (unsigned)(nrows * 32), 0, st>>>(p);
         return cudaGetLastError();
     }
 }
-constexpr int kV5Ways[][2] = M40K_ATTN_V5_WAYS;
-static_assert(M40K_ATTN_V5_NWAYS == 8 && sizeof kV5Ways / sizeof kV5Ways[0] == 9 &&
-                  kV5Ways[1][0] == 8 && kV5Ways[1][1] == 2 && kV5Ways[2][0] == 8 && kV5Ways[2][1] == 4 &&
-                  kV5Ways[3][0] == 4 && kV5Ways[3][1] == 4 && kV5Ways[4][0] == 4 && kV5Ways[4][1] == 8 &&
-                  kV5Ways[5][0] == 16 && kV5Ways[5][1] == 2 && kV5Ways[6][0] == 2 && kV5Ways[6][1] == 16 &&
-                  kV5Ways[7][0] == 8 && kV5Ways[7][1] == 1 && kV5Ways[8][0] == 16 && kV5Ways[8][1] == 1,
-              "launch_v5's cases are M40K_ATTN_V5_WAYS' rows");
 
 /* decode v6 (with the fused RoPE + append: ROPE), HH query rows a lane (8 or
 ** 4), one block per (b, g, split) */

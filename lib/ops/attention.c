@@ -228,7 +228,7 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 /* decode v5's ways (M40K_ATTN_V5_WAYS' row ATTN_V5_WAYS: 8 ways of 2 rows)
 ** under a key bound <= ATTN_V5_WAYS_KEYS. H100, session 29 (the step's
 ** decode tok/s against v5's splits + attn_combine, int8 / int4): bound 128
-** +3.6% / +4.9%, 256 +1.2% / +1.7%, 512 -3.3% / -4.5% (a way's chain grows
+** +3.5% / +4.8%, 256 +1.2% / +1.7%, 512 -3.3% / -4.5% (a way's chain grows
 ** with the keys); the other five shapes lost to row 1 at every bound */
 #define ATTN_V5_WAYS_KEYS 256
 #define ATTN_V5_WAYS 1

@@ -35,12 +35,13 @@ gpu_tests() {
     done
 }
 # jit52_tests "prog args"...: the CUDA 11.8 sm_52 build's tests carried in
-# .carry/jit52.tar.xz (.jit52/), run through the driver's PTX JIT (quick
+# .carry/jit52.tar.xz (.jit52/; or already unpacked from the script's own
+# carry), run through the driver's PTX JIT (quick
 # modes: M40_ATTN_QUICK as set, else 1; JIT_TIMEOUT seconds each, default
 # 150), a note line each (missing programs skipped)
 jit52_tests() {
     local t s
-    tar xJf .carry/jit52.tar.xz || return 1
+    [ -d .jit52 ] || tar xJf .carry/jit52.tar.xz || return 1
     for t in "$@"; do
         set -- $t
         [ -x .jit52/$1 ] || continue

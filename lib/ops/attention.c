@@ -203,9 +203,9 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 /* Which decode kernel runs where the knob is the default (variant 0), at
 ** T 1 with f16 caches and D 128 (elsewhere the tile kernel):
 **   - under a key bound <= ATTN_SHORT_KEYS (m40_graph_set_attention_keys):
-**     decode v5 (variant 10, a warp a query row; with RoPE its fused form),
-**     in at most ceil(bound / 16) splits, or under a bound <= 256 its ways
-**     (8 warps a row folded in the block, no attn_combine; session 29);
+**     decode v5 (variant 10, a warp a query row; with RoPE its fused form)
+**     in its ways: 16 warps a row folded in the block, no attn_combine
+**     (sessions 29-30; v5's splits, at most ceil(bound / 16), are knob 0);
 **     H200, session 18 (int4 ChatGLM2-6B step, 8192-token cache): +3.2% at
 **     ctx 128, even at 1K, -34% at 8K, so the bound, not the cache length,
 **     decides;
@@ -225,13 +225,16 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 ** m40__attn_v6 = 0 keeps the tile kernel where v6 would run (A/B). */
 #define ATTN_SHORT_KEYS 512
 #define ATTN_V6_ROWS8_KG 256
-/* decode v5's ways (M40K_ATTN_V5_WAYS' row ATTN_V5_WAYS: 8 ways of 2 rows)
-** under a key bound <= ATTN_V5_WAYS_KEYS. H100, session 29 (the step's
-** decode tok/s against v5's splits + attn_combine, int8 / int4): bound 128
-** +3.5% / +4.8%, 256 +1.2% / +1.7%, 512 -3.3% / -4.5% (a way's chain grows
-** with the keys); the other five shapes lost to row 1 at every bound */
-#define ATTN_V5_WAYS_KEYS 256
-#define ATTN_V5_WAYS 1
+/* decode v5's ways (M40K_ATTN_V5_WAYS' row ATTN_V5_WAYS: 16 ways of 1 row)
+** under a key bound <= ATTN_V5_WAYS_KEYS, so v5's splits no longer run by
+** the rule. H100: session 29 took row 1, (8, 2), under bounds <= 256 (the
+** step's decode tok/s against v5's splits + attn_combine, int8 / int4: 128
+** +3.5% / +4.8%, 256 +1.2% / +1.7%, 512 -3.3% / -4.5%); session 30 measured
+** row 8, (16, 1), against that rule (bench/NOTES.md, session 30): 128 +1.3%
+** / +2.0%, 256 +2.6% / +3.9%, 512 (against v5's splits) +1.2% / +2.0%. Half
+** a way's keys, a block a row: the chain the splits cut, on more SMs */
+#define ATTN_V5_WAYS_KEYS 512
+#define ATTN_V5_WAYS 8
 int m40__attn_v6 = 1;
 /* q: the queries' device pointer where the kernel reads them as float4s
 ** (their rows must then be 16-byte aligned, as the launcher checks; else it

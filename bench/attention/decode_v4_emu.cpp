@@ -118,6 +118,8 @@ int main() {
     check("v5 ways 4x8 f16 D128 T2 pad", run<__half, 128, 4, 1, true, false, 0, 4, 8>(2, 2, 16, 2, 128, 2, 400, 1, p3));
     check("v5 ways 16x2 f16 D128 ctx 130", run<__half, 128, 4, 1, true, false, 0, 16, 2>(1, 1, 32, 2, 128, 1, 8192 / 16, 1, p4));
     check("v5 ways 8x1 f16 D128 T2 pad", run<__half, 128, 4, 1, true, false, 0, 8, 1>(2, 2, 16, 2, 128, 2, 400, 1, p3));
+    /* the node's rule under key bounds <= 512 (session 30): 16 ways of one row, ChatGLM2's shape */
+    check("v5 ways 16x1 f16 D128 B2 L700 ctx 300/170", run<__half, 128, 4, 1, true, false, 0, 16, 1>(2, 1, 32, 2, 128, 2, 700, 1, p6));
     /* T 3 at 4 heads a group: 12 rows, the second 8-row group half dead */
     const int p7[] = {200, 201, 202, 40, 41, -1};
     check("v5 ways 4x8 f16 D128 T3 dead rows", run<__half, 128, 4, 1, true, false, 0, 4, 8>(2, 3, 8, 2, 128, 2, 300, 1, p7));

@@ -185,6 +185,11 @@ int m40__attn_decode_max_splits = 0;
 ** everywhere, n in 1..8 that row of M40K_ATTN_V5_WAYS wherever v5 runs. Same
 ** kind of knob (m40-bench chatglm2's M40_BENCH_GLM_V5WAYS, tests). */
 int m40__attn_v5_ways = -1;
+/* the longest key bound decode v5's ways run under: 0 (default) the rule's
+** ATTN_V5_WAYS_KEYS; n > 0 n keys, also past ATTN_SHORT_KEYS, where v6
+** would run (an A/B knob: m40-bench chatglm2's M40_BENCH_GLM_V5WAYS_KEYS).
+** Ways off (m40__attn_v5_ways 0) leave the rule as it is. */
+int m40__attn_v5_ways_keys = 0;
 
 static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_tensor_desc *kc,
                                   float scale) {
@@ -247,11 +252,13 @@ static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
         return;
     if (q && ((uintptr_t)q % 16 != 0 || s->qs0 % 4 != 0 || s->qs1 % 4 != 0)) return;
     const int64_t keys = ctx->attn_keys > 0 && ctx->attn_keys < s->L ? ctx->attn_keys : s->L;
-    if (ctx->attn_keys > 0 && ctx->attn_keys <= ATTN_SHORT_KEYS) {
+    const int64_t wkeys = m40__attn_v5_ways_keys > 0 ? m40__attn_v5_ways_keys : ATTN_V5_WAYS_KEYS;
+    if (ctx->attn_keys > 0 &&
+        (ctx->attn_keys <= ATTN_SHORT_KEYS || (m40__attn_v5_ways != 0 && ctx->attn_keys <= wkeys))) {
         s->decode_variant = 10;
         s->keys = ctx->attn_keys; /* its splits from the bound (m40k_attention_splits) */
         if (m40__attn_v5_ways < 0) /* the rule: its ways under the shortest bounds */
-            s->v5_ways = ctx->attn_keys <= ATTN_V5_WAYS_KEYS ? ATTN_V5_WAYS : 0;
+            s->v5_ways = ctx->attn_keys <= wkeys ? ATTN_V5_WAYS : 0;
     } else if (m40__attn_v6) /* key-groups an SM, all sequences counted (double: no overflow) */
         s->decode_variant = (double)keys * (double)s->G * (double)s->B >=
                                     (double)ATTN_V6_ROWS8_KG * (ctx->sm_count > 0 ? ctx->sm_count : 1)

@@ -159,6 +159,6 @@ extern int m40__attn_prefill_splits; /* prefill key shares: 0 the rule (lib/ops/
 extern int m40__attn_v6;
 extern int m40__attn_decode_max_splits;
 extern int m40__attn_v5_ways; /* decode v5's ways: -1 the rule (lib/ops/attention.c) */
-extern int m40__attn_v5_ways_keys; /* the longest key bound v5's ways run under: 0 the rule */
+extern int m40__attn_v5_ways_keys; /* v5's ways under key bounds <= n, also past 512: 0 the rule (lib/ops/attention.c) */
 
 #endif /* M40_INTERNAL_H */

@@ -188,7 +188,9 @@ int m40__attn_v5_ways = -1;
 /* the longest key bound decode v5's ways run under: 0 (default) the rule's
 ** ATTN_V5_WAYS_KEYS; n > 0 n keys, also past ATTN_SHORT_KEYS, where v6
 ** would run (an A/B knob: m40-bench chatglm2's M40_BENCH_GLM_V5WAYS_KEYS).
-** Ways off (m40__attn_v5_ways 0) leave the rule as it is. */
+** Below ATTN_SHORT_KEYS it limits the rule's row only (a forced row runs
+** wherever v5 does); ways off or not a row of M40K_ATTN_V5_WAYS leave the
+** rule past ATTN_SHORT_KEYS as it is. */
 int m40__attn_v5_ways_keys = 0;
 
 static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_tensor_desc *kc,
@@ -254,10 +256,12 @@ static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
     const int64_t keys = ctx->attn_keys > 0 && ctx->attn_keys < s->L ? ctx->attn_keys : s->L;
     const int64_t wkeys = m40__attn_v5_ways_keys > 0 ? m40__attn_v5_ways_keys : ATTN_V5_WAYS_KEYS;
     if (ctx->attn_keys > 0 &&
-        (ctx->attn_keys <= ATTN_SHORT_KEYS || (m40__attn_v5_ways != 0 && ctx->attn_keys <= wkeys))) {
+        (ctx->attn_keys <= ATTN_SHORT_KEYS ||
+         ((m40__attn_v5_ways < 0 || (m40__attn_v5_ways >= 1 && m40__attn_v5_ways <= M40K_ATTN_V5_NWAYS)) &&
+          ctx->attn_keys <= wkeys))) {
         s->decode_variant = 10;
         s->keys = ctx->attn_keys; /* its splits from the bound (m40k_attention_splits) */
-        if (m40__attn_v5_ways < 0) /* the rule: its ways under the shortest bounds */
+        if (m40__attn_v5_ways < 0) /* the rule: its ways under every bound <= wkeys */
             s->v5_ways = ctx->attn_keys <= wkeys ? ATTN_V5_WAYS : 0;
     } else if (m40__attn_v6) /* key-groups an SM, all sequences counted (double: no overflow) */
         s->decode_variant = (double)keys * (double)s->G * (double)s->B >=

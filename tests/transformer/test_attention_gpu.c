@@ -745,7 +745,7 @@ int main(void) {
         graph_node(3, 130, 4, 1, 128, 300, M40_DTYPE_F16, 32, M40_ROPE_ADJACENT); /* prefill: the bound changes nothing there */
     }
     /* v5's ways past 512 keys (m40__attn_v5_ways_keys, an A/B knob): where v6 would run */
-    const int64_t saved_wk = m40__attn_v5_ways_keys;
+    const int saved_wk = m40__attn_v5_ways_keys;
     m40__attn_v5_ways_keys = 16384;
     for (g_keys = 1024; g_keys <= 16384; g_keys *= 16) {
         printf("attention key bound %lld, v5's ways up to 16384 keys\n", (long long)g_keys);
@@ -753,7 +753,7 @@ int main(void) {
         graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
         graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
     }
-    m40__attn_v5_ways_keys = (int)saved_wk;
+    m40__attn_v5_ways_keys = saved_wk;
     g_keys = 0;
     /* fused: every dim turned, 8 heads a group, a short cache */
     graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);

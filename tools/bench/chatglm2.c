@@ -397,7 +397,7 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_V6", &m40__attn_v6, "decode v6 where the tile kernel ran (past a 512-key bound, or no bound)", 0},
         {"M40_BENCH_GLM_SPLITS", &m40__attn_decode_max_splits, "decode attention's splits at most (0 the rule)", 1},
         {"M40_BENCH_GLM_V5WAYS", &m40__attn_v5_ways, "decode v5's ways, folded in the block (-1 the rule, 0 its splits, 1..8 kernels/attention.h)", 1},
-        {"M40_BENCH_GLM_V5WAYS_KEYS", &m40__attn_v5_ways_keys, "the longest key bound decode v5's ways run under (0 the rule, 512)", 1},
+        {"M40_BENCH_GLM_V5WAYS_KEYS", &m40__attn_v5_ways_keys, "decode v5's ways under key bounds <= N, also past 512 (0 the rule's 512)", 1},
         {"M40_BENCH_GLM_SHARES", &m40__attn_prefill_splits, "prefill attention's key shares (0 the rule, 1 none, 2..4)", 1},
         {"M40_BENCH_GLM_V2WHOLE", &m40k_quant_gemv_v2_whole, "int4 small GEMVs, x staged whole (-1 auto)", 1},
         {"M40_BENCH_GLM_V2EZ", &m40k_quant_gemv_v2_ez, "batch-1 v2 GEMVs, exponent-zero decode", 1},

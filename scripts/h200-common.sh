@@ -71,7 +71,17 @@ carry_start() {
 carry_end() {
     nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader >> "$SUM"
     rm -f "$O"/*.json
+    bundle_out
     echo "=== SUMMARY"; cat "$SUM"
+}
+# bundle_out: every file in $O but SUM into $O/logs.tar.gz (the device tool
+# returns at most 8 files a call, and session 30 lost its summary.txt to
+# that count); unpack it (tar xzf logs.tar.gz) before committing the files
+bundle_out() {
+    local f=()
+    mapfile -t f < <(cd "$O" && find . -mindepth 1 -maxdepth 1 ! -name summary.txt ! -name logs.tar.gz -printf '%P\n')
+    [ ${#f[@]} -gt 0 ] || return 0
+    tar czf "$O/logs.tar.gz" -C "$O" "${f[@]}" && (cd "$O" && rm -rf "${f[@]}")
 }
 setup_arch90() {
     local lib f gen=()

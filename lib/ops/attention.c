@@ -255,14 +255,15 @@ static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
     if (q && ((uintptr_t)q % 16 != 0 || s->qs0 % 4 != 0 || s->qs1 % 4 != 0)) return;
     const int64_t keys = ctx->attn_keys > 0 && ctx->attn_keys < s->L ? ctx->attn_keys : s->L;
     const int64_t wkeys = m40__attn_v5_ways_keys > 0 ? m40__attn_v5_ways_keys : ATTN_V5_WAYS_KEYS;
-    if (ctx->attn_keys > 0 &&
-        (ctx->attn_keys <= ATTN_SHORT_KEYS ||
-         ((m40__attn_v5_ways < 0 || (m40__attn_v5_ways >= 1 && m40__attn_v5_ways <= M40K_ATTN_V5_NWAYS)) &&
-          ctx->attn_keys <= wkeys))) {
+    /* the ways' row under this bound: the rule's (under every bound <= wkeys),
+    ** or the knob's where it names a row of M40K_ATTN_V5_WAYS; 0 v5's splits */
+    const int ways = m40__attn_v5_ways < 0                     ? (ctx->attn_keys <= wkeys ? ATTN_V5_WAYS : 0)
+                     : m40__attn_v5_ways <= M40K_ATTN_V5_NWAYS ? m40__attn_v5_ways
+                                                               : 0;
+    if (ctx->attn_keys > 0 && (ctx->attn_keys <= ATTN_SHORT_KEYS || (ways && ctx->attn_keys <= wkeys))) {
         s->decode_variant = 10;
         s->keys = ctx->attn_keys; /* its splits from the bound (m40k_attention_splits) */
-        if (m40__attn_v5_ways < 0) /* the rule: its ways under every bound <= wkeys */
-            s->v5_ways = ctx->attn_keys <= wkeys ? ATTN_V5_WAYS : 0;
+        if (m40__attn_v5_ways < 0) s->v5_ways = ways; /* a forced row is attn_shape's */
     } else if (m40__attn_v6) /* key-groups an SM, all sequences counted (double: no overflow) */
         s->decode_variant = (double)keys * (double)s->G * (double)s->B >=
                                     (double)ATTN_V6_ROWS8_KG * (ctx->sm_count > 0 ? ctx->sm_count : 1)

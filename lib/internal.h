@@ -160,5 +160,10 @@ extern int m40__attn_v6;
 extern int m40__attn_decode_max_splits;
 extern int m40__attn_v5_ways; /* decode v5's ways: -1 the rule (lib/ops/attention.c) */
 extern int m40__attn_v5_ways_keys; /* v5's ways under key bounds <= n, also past 512: 0 the rule (lib/ops/attention.c) */
+extern int m40__attn_short_keys; /* v5 under key bounds <= n: 0 the device's (lib/ops/attention.c) */
+struct m40k_attn_shape;
+/* the decode kernel attn_bound picks for s on ctx (its cc_major, sm_count,
+** attn_keys) under the knobs: sets s->decode_variant, keys, v5_ways */
+void m40__attn_bound(const m40_ctx *ctx, struct m40k_attn_shape *s);
 
 #endif /* M40_INTERNAL_H */

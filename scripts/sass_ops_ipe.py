@@ -344,6 +344,35 @@ def attention_v6_row(fname, body, label):
             "bytes_per_key_per_group": 2 * 128 * 2, "ffma_per_row_key": 256.0}
 
 
+# decode v5 (kernels/attention.cu attn_decode_v5<TC, ROPE, W, RB>): a warp a
+# query row, a lane 4 of its 128 dims, 4 keys a step (one 8-byte K and V load
+# a lane a key, their F2F, a butterfly a score); W > 1 the ways (W warps a
+# row over shares of the keys, folded in the block), W 1 the splits (a block
+# a split, attn_combine after). Every one of a group's 16 rows reads and
+# converts each key itself: per key and KV group 16 warps' steps.
+ATT_V5 = re.compile(r"attn_decode_v5I6__halfLb([01])ELi(\d+)ELi(\d+)EE")
+
+
+def attention_v5_row(fname, body, label):
+    w, rb = (int(g) for g in ATT_V5.search(fname).groups()[1:])
+    lps = loops(body)
+    if not lps:
+        return None
+    # the key loop: its K and V conversions (v5_fold's loop, with W 1, has
+    # more FFMA and no F2F)
+    lp = max(lps, key=lambda l: (count(ops(body, l), "F2F"), count(ops(body, l), "FFMA")))
+    if count(ops(body, lp), "FFMA") < 16 + 4 * 4 - 4:  # Q.K^T 4 keys x 4 dims, P.V 4 x 4 (first products FMUL)
+        return None
+    n, q = hot_path(body, lp, req(body, lp, r"LDG|LD\."))
+    per_row_key, per_row_key_w = 32 * n / 4, 32 * (n + 3 * q) / 4
+    return {"op": label, "kernel": f"attn_decode_v5<{w},{rb}>", "ways": w,
+            "smem_per_key_per_group": 0.0, "smem_per_row_key": 0.0,
+            "tile_static": lp[1] - lp[0] + 1, "tile_hot": n, "tile_quarter": q,
+            "per_key_per_group": 16 * per_row_key, "per_key_per_group_weighted": 16 * per_row_key_w,
+            "per_row_key": per_row_key, "per_row_key_weighted": per_row_key_w,
+            "bytes_per_key_per_group": 2 * 128 * 2, "ffma_per_row_key": 256.0}
+
+
 def sample_rows(fname, body):
     rows = []
     for lp in innermost(loops(body)):
@@ -416,6 +445,10 @@ ATT_V4_USED = [(r"attn_decode_kernelILi128ELi8ELi4E6__halfE", "attention decode 
                (r"attn_decode_kernelILi128ELi8ELi1E6__halfE", "attention decode v3 8 rows (f16 cache)")]
 ATT_V6_USED = [(r"attn_decode_v6ILi8ELb1E", "attention decode v6 8 rows (f16 cache, RoPE fused)"),
                (r"attn_decode_v6ILi4ELb1E", "attention decode v6 4 rows (f16 cache, RoPE fused)")]
+# decode v5 under a key bound (lib/ops/attention.c attn_bound): its ways row 8,
+# (16, 1), the rule's; its splits (W 1), knob 0's
+ATT_V5_USED = [(r"attn_decode_v5I6__halfLb1ELi16ELi1EE", "attention decode v5 ways 16x1 (f16 cache, RoPE fused)"),
+               (r"attn_decode_v5I6__halfLb1ELi1ELi16EE", "attention decode v5 splits (f16 cache, RoPE fused)")]
 
 
 def analyse(text):
@@ -433,7 +466,8 @@ def analyse(text):
         else:
             missing.append(spec[0])
     for rx, label, fn in ([u + (attention_row,) for u in ATT_USED] + [u + (attention_v4_row,) for u in ATT_V4_USED] +
-                          [u + (attention_v6_row,) for u in ATT_V6_USED]):
+                          [u + (attention_v6_row,) for u in ATT_V6_USED] +
+                          [u + (attention_v5_row,) for u in ATT_V5_USED]):
         att += [a for a in (fn(name, body, label) for name, body in funcs if re.search(rx, name)) if a]
     for name, body in funcs:
         if "sample_kernel" in name:
@@ -551,7 +585,8 @@ def kernel_ipe(rows, att):
     k["sample digit"] = max(st.get("sample select digit", [36.0]))
     for key, pre in (("att_dec", "attention decode ("), ("att_dec32", "attention decode 32"),
                      ("att_pre", "attention prefill"), ("att_v6_8", "attention decode v6 8"),
-                     ("att_v6_4", "attention decode v6 4")):
+                     ("att_v6_4", "attention decode v6 4"), ("att_v5w", "attention decode v5 ways"),
+                     ("att_v5s", "attention decode v5 splits")):
         k[key] = next((a for a in att if a["op"].startswith(pre)), None)
         if k[key] is None:  # a renamed instance or a new loop shape: say so, not a traceback
             sys.exit(f"--project: no '{pre}...' attention instance found in the sm_52 SASS")
@@ -567,23 +602,59 @@ def small_items(k, T, n):
             Item("swiglu", n, T * F * 12, T * F * k["swiglu"])]
 
 
-def decode_items(k, fmt, ctx, sampling="top-p"):
-    """The fused graph lib/models/chatglm2.c builds on one GPU (sessions 8-9):
+# decode v5 under a key bound <= ATTN_SHORT_KEYS (lib/ops/attention.c
+# attn_bound): its ways, (16, 1) (sessions 29-30), up to ATTN_V5_WAYS_KEYS;
+# past it decode v6. The H100's rule: 512. On a Maxwell card (cc 5.x) the
+# node keeps v5 to ATTN_V5_KEYS_MAXWELL (128) keys: v5 reads and converts
+# each key once a query row (16 a KV group), ~5x v6's instructions a key
+# (docs/projections.md, "The short-context decode attention on an M40")
+V5_KEYS = {"h100": 512, "m40": 128}
+
+
+def attn_kind(ctx, rule):
+    """the decode attention the node runs at ctx keys under a bound of ctx
+    (the chat's ladder and m40-bench give one): 'ways', or 'v6'"""
+    return "ways" if ctx <= V5_KEYS[rule] else "v6"
+
+
+def attn_items(k, ctx, kind):
+    """The decode attention node at ctx keys, its RoPE and K/V append fused
+    (sessions 10, 18, 19), as kind runs it: 'ways' (v5 (16, 1): a block a
+    query row, no partials, no combine), 'splits' (v5, ceil(ctx / 16) <= 32
+    splits a KV group + attn_combine), 'v6' (a split an SM pair of groups:
+    8 rows a lane from 256 key-groups an SM, else 4; + attn_combine)"""
+    C, H, G, D, L = (GLM[x] for x in "CHGDL")
+    hpg = H // G
+    pairs = (H + G) * (D // 4)  # q and K turned; rope_dims = D/2: D/4 pairs a head
+    # the new position's RoPE and K/V append, inside the attention kernel:
+    # counted, no launch (its qkv read is the attention's q read below)
+    it = [Item("rope + K/V append (in the attention kernel)", L, 2 * G * D * 2,
+               pairs * k["rope (shared table)"] + G * D * 2 * k["kv_append (f16 cache)"], launches=0)]
+    if kind == "v6":
+        ad, s = (k["att_v6_8"] if ctx * G >= 256 * SMS else k["att_v6_4"]), max(1, min(-(-SMS // G), -(-ctx // 32)))
+    else:
+        ad = k["att_v5w"] if kind == "ways" else k["att_v5s"]
+        s = 1 if kind == "ways" else max(1, min(32, -(-ctx // 16)))
+    blocks = G * hpg if kind == "ways" else G * s  # ways: a block a query row
+    part = 0 if s == 1 else H * s * (D + 2) * 4  # the partials (m, l, out[D]) a head and split
+    it.append(Item("attention decode", L, ctx * G * 2 * D * 2 + (H + 2 * G) * D * 4 + H * D * 4 + part,
+                   ctx * G * ad["per_key_per_group_weighted"], ctx * G * ad["ffma_per_row_key"] * hpg,
+                   sms=blocks / -(-blocks // SMS), note=f"{ad['kernel']}, {s} splits, {blocks} blocks"))
+    if s > 1:
+        it.append(Item("attention combine", L, part + H * D * 4, H * s * D * k["attention combine"], sms=min(SMS, H)))
+    return it
+
+
+def decode_items(k, fmt, ctx, sampling="top-p", rule="m40"):
+    """The fused graph lib/models/chatglm2.c builds on one GPU (sessions 8-30):
     RMSNorm inside the int8/int4 linears after it (fp16: its own kernel),
     the residual in the epilogues of dense and dense_4h_to_h, RoPE and the
-    K/V append in one kernel, or (the 32-key tile, session 10) in the
-    attention kernel itself; SwiGLU in h_to_4h's store (session 16); 6-7
-    launches a layer for int4, 7-8 int8 (v3's split-K sum where it runs),
-    8-9 fp16 (two norms)."""
+    K/V append inside the decode attention (attn_items), SwiGLU in h_to_4h's
+    store (session 16); a layer 5-6 launches for int4 (the combine after
+    v6), one more for int8 on 24 SMs (v3's split-K sum), fp16 two more (its
+    norms). rule: whose key bound for v5 (V5_KEYS)."""
     C, H, G, D, F, V, L = (GLM[x] for x in "CHGDFVL")
-    # past 512 keys decode v6 (session 19; lib/ops/attention.c attn_bound: 8
-    # rows a lane from 256 key-groups an SM, one block an SM, its RoPE fused);
-    # below, the 32-key tile with its RoPE fused (a key bound's v5 is not
-    # modelled here)
-    v6 = ctx > 512
-    short = v6 or ctx < 128 * -(-2 * SMS // G)  # kernels/attention.h: 32-key tile below one wave x 128
-    ad = (k["att_v6_8"] if ctx * G >= 256 * SMS else k["att_v6_4"]) if v6 else k["att_dec32"] if short else k["att_dec"]
-    s = max(1, min(-(-SMS // G), -(-ctx // 32))) if v6 else attn_splits(ctx, 32 if short else 64)
+    kind = attn_kind(ctx, rule)
     norm_fused = fmt != "fp16"
     it = [Item("embedding (1 row)", 1, C * 6, C * k["embedding (f16 table)"])]
     norms = [] if norm_fused else [Item("rmsnorm (fp16: its own kernel)", 2 * L, C * 8 + 2 * C, C * k["rmsnorm"])]
@@ -597,25 +668,10 @@ def decode_items(k, fmt, ctx, sampling="top-p"):
     dense.bytes += 4 * C
     down.bytes += 4 * C
     it += [qkv, dense, h4h, down] + norms
-    pairs = (H + G) * (D // 4)  # rope_dims = D/2: D/4 pairs per head
-    # the 32-key tile turns Q and appends K/V itself (session 10: one launch
-    # fewer a layer; the same work, counted here); the 64-key tile after a
-    # rope + append kernel
-    it.append(Item("rope + K/V append" + (" (in the attention kernel)" if short else " (one kernel)"), L,
-                   (H + 2 * G) * D * 4 + H * D * 4 + 2 * G * D * 2,
-                   pairs * k["rope (shared table)"] + G * D * 2 * k["kv_append (f16 cache)"],
-                   launches=0 if short else 1))
     # SwiGLU in h_to_4h's GEMV store (session 16, every format of the fused
     # graph): no launch; its bytes and instructions still counted
     it.append(Item("swiglu (in h_to_4h's store)", L, F * 12, F * k["swiglu"], launches=0))
-    # K and V of `ctx` keys per group; partials (m, l, out[D]) per head and split
-    it.append(Item("attention decode", L, ctx * G * 2 * D * 2 + H * D * 4 + H * s * (D + 2) * 4,
-                   ctx * G * ad["per_key_per_group_weighted"], ctx * G * ad["ffma_per_row_key"] * 16,
-                   sms=G * s / -(-G * s // SMS), smem=ctx * G * ad["smem_per_key_per_group"],
-                   note=f"{ad['kernel']}, {s} splits, {G * s} blocks"))
-    if s > 1:
-        it.append(Item("attention combine", L, H * s * (D + 2) * 4 + H * D * 4,
-                       H * s * D * k["attention combine"], sms=min(SMS, H)))
+    it += attn_items(k, ctx, kind)
     it.append(Item("final rmsnorm (the fp16 output layer: its own kernel)", 1, C * 8 + 2 * C, C * k["rmsnorm"]))
     it.append(gemv("lm head (fp16)", "fp16", V, C, False, 1))
     passes = 6 if sampling == "top-p" else 1
@@ -665,14 +721,28 @@ def print_projection(rows, att, launch_us, markdown):
     print(f"\nPROJECTION, not a measurement: ChatGLM2-6B on an M40 (288.4 GB/s, 3.42e12 "
           f"instructions/s, {launch_us:g} µs per launch, GEMM at {GEMM_EFF:.0%} of 6.84 TFLOP/s)")
     print("\ndecode tok/s with the launch cost (kernels only in brackets); top-p sampling included\n")
-    print("| format | ctx 128 | ctx 1024 | ctx 8192 | launches |")
+    print("| format | ctx 128 | ctx 1024 | ctx 8192 | launches (128 / 1024 / 8192) |")
     print("|---|---|---|---|---|")
     for fmt in FORMATS:
-        cells = []
+        cells, ls = [], []
         for ctx in (128, 1024, 8192):
             t, nl, tt = total(decode_items(k, fmt, ctx), launch_us)
             cells.append(f"{1 / tt:.1f} ({1 / t:.1f})")
-        print(f"| {fmt} | " + " | ".join(cells) + f" | {nl} |")
+            ls.append(str(nl))
+        print(f"| {fmt} | " + " | ".join(cells) + " | " + " / ".join(ls) + " |")
+    # the rule's question on an M40 (lib/ops/attention.c attn_bound): the
+    # decode attention node a layer under a key bound, each way it can run
+    print(f"\ndecode attention node a layer under a key bound, µs ({launch_us:g} µs a launch included; "
+          "the RoPE and append inside)\n")
+    sizes = (128, 256, 512, 1024)
+    print("| kernel | " + " | ".join(f"ctx {c}" for c in sizes) + " |")
+    print("|---|" + "---|" * len(sizes))
+    for kind, what in (("ways", "v5 ways (16, 1)"), ("splits", "v5 splits + combine"), ("v6", "v6 + combine")):
+        cells = []
+        for c in sizes:
+            t, nl, tt = total(attn_items(k, c, kind), launch_us)
+            cells.append(f"{tt / GLM['L'] * 1e6:.1f}")
+        print(f"| {what} | " + " | ".join(cells) + " |")
     print("\nprefill tok/s (P tokens in one graph run; kernels only in brackets)\n")
     print("| format | P 128 | P 512 | P 2048 | launches (P 128 / 512 / 2048) |")
     print("|---|---|---|---|---|")

@@ -192,6 +192,11 @@ int m40__attn_v5_ways = -1;
 ** wherever v5 does); ways off or not a row of M40K_ATTN_V5_WAYS leave the
 ** rule past ATTN_SHORT_KEYS as it is. */
 int m40__attn_v5_ways_keys = 0;
+/* the longest key bound decode v5 (its ways or its splits) runs under: 0
+** (default) the device's, ATTN_SHORT_KEYS_MAXWELL on a cc 5.x card, else
+** ATTN_SHORT_KEYS; n > 0 n keys (an A/B knob: m40-bench chatglm2's
+** M40_BENCH_GLM_SHORT_KEYS, for a Maxwell card to decide on; tests). */
+int m40__attn_short_keys = 0;
 
 static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_tensor_desc *kc,
                                   float scale) {
@@ -209,7 +214,8 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 
 /* Which decode kernel runs where the knob is the default (variant 0), at
 ** T 1 with f16 caches and D 128 (elsewhere the tile kernel):
-**   - under a key bound <= ATTN_SHORT_KEYS (m40_graph_set_attention_keys):
+**   - under a key bound <= ATTN_SHORT_KEYS (m40_graph_set_attention_keys;
+**     on a cc 5.x card ATTN_SHORT_KEYS_MAXWELL, below):
 **     decode v5 (variant 10, a warp a query row; with RoPE its fused form)
 **     in its ways: 16 warps a row folded in the block, no attn_combine
 **     (sessions 29-30; v5's splits, at most ceil(bound / 16), are knob 0);
@@ -231,6 +237,17 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 **     +5.1% / +6.0% at ctx 1K / 4K / 8K under the bound.
 ** m40__attn_v6 = 0 keeps the tile kernel where v6 would run (A/B). */
 #define ATTN_SHORT_KEYS 512
+/* On a Maxwell card (cc 5.x: the sm_52 SASS as it runs, F2F at a quarter
+** rate, ~12 instructions a byte) v5 is issue-bound: each of a KV group's 16
+** query rows loads and converts every key itself (sm_52: 284 instructions a
+** warp a 4-key step, 32 of them F2F: ~50.6K weighted thread-instructions a
+** key and group against v6's 9.1-12.7K). Projected on an M40
+** (scripts/sass_ops_ipe.py --project; 3 us a launch; docs/projections.md),
+** the node a layer, v5 ways (16, 1) / v6 + attn_combine: 8.7 / 9.2 us at
+** 128 keys, 14.4 / 9.5 at 256, 25.7 / 10.8 at 512; the int4 step +1.1% at
+** 256 and +3.3% at 512 with v6 there. A projection, not a measurement (no
+** M40 here): m40__attn_short_keys is the knob to measure it on one. */
+#define ATTN_SHORT_KEYS_MAXWELL 128
 #define ATTN_V6_ROWS8_KG 256
 /* decode v5's ways (M40K_ATTN_V5_WAYS' row ATTN_V5_WAYS: 16 ways of 1 row)
 ** under a key bound <= ATTN_V5_WAYS_KEYS, so v5's splits no longer run by
@@ -254,13 +271,18 @@ static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
         return;
     if (q && ((uintptr_t)q % 16 != 0 || s->qs0 % 4 != 0 || s->qs1 % 4 != 0)) return;
     const int64_t keys = ctx->attn_keys > 0 && ctx->attn_keys < s->L ? ctx->attn_keys : s->L;
-    const int64_t wkeys = m40__attn_v5_ways_keys > 0 ? m40__attn_v5_ways_keys : ATTN_V5_WAYS_KEYS;
+    /* v5 under bounds <= short_keys; its ways (the rule's) to wkeys */
+    const int64_t short_keys = m40__attn_short_keys > 0 ? m40__attn_short_keys
+                               : ctx->cc_major == 5     ? ATTN_SHORT_KEYS_MAXWELL
+                                                        : ATTN_SHORT_KEYS;
+    const int64_t wkeys = m40__attn_v5_ways_keys > 0 ? m40__attn_v5_ways_keys
+                                                     : (ATTN_V5_WAYS_KEYS < short_keys ? ATTN_V5_WAYS_KEYS : short_keys);
     /* the ways' row under this bound: the rule's (under every bound <= wkeys),
     ** or the knob's where it names a row of M40K_ATTN_V5_WAYS; 0 v5's splits */
     const int ways = m40__attn_v5_ways < 0                     ? (ctx->attn_keys <= wkeys ? ATTN_V5_WAYS : 0)
                      : m40__attn_v5_ways <= M40K_ATTN_V5_NWAYS ? m40__attn_v5_ways
                                                                : 0;
-    if (ctx->attn_keys > 0 && (ctx->attn_keys <= ATTN_SHORT_KEYS || (ways && ctx->attn_keys <= wkeys))) {
+    if (ctx->attn_keys > 0 && (ctx->attn_keys <= short_keys || (ways && ctx->attn_keys <= wkeys))) {
         s->decode_variant = 10;
         s->keys = ctx->attn_keys; /* its splits from the bound (m40k_attention_splits) */
         if (m40__attn_v5_ways < 0) s->v5_ways = ways; /* a forced row is attn_shape's */
@@ -270,6 +292,10 @@ static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
                                 ? 11
                                 : 12;
 }
+
+/* attn_bound for the tests (internal.h): which decode kernel a context
+** with these properties and knobs would take for shape s */
+void m40__attn_bound(const m40_ctx *ctx, m40k_attn_shape *s) { attn_bound(ctx, s, NULL); }
 
 /* Decode blocks the device keeps resident (kernels/attention.h's split rule) */
 static int attn_slots(const m40_ctx *ctx, const m40k_attn_shape *s) {

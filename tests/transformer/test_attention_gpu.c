@@ -754,6 +754,16 @@ int main(void) {
         graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
     }
     m40__attn_v5_ways_keys = saved_wk;
+    /* a Maxwell card's edge (m40__attn_short_keys; 128 on cc 5.x): v6 under
+    ** bounds 256 and 512, v5's ways under 128 and 64 */
+    const int saved_sk = m40__attn_short_keys;
+    m40__attn_short_keys = 128;
+    for (g_keys = 64; g_keys <= 512; g_keys *= 2) {
+        printf("attention key bound %lld, v5 to 128 keys\n", (long long)g_keys);
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+        graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
+    }
+    m40__attn_short_keys = saved_sk;
     g_keys = 0;
     /* fused: every dim turned, 8 heads a group, a short cache */
     graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);

@@ -12,17 +12,22 @@
 #     (M40_BENCH_GLM_V5WAYS_KEYS=4096), session 30's unmeasured knob.
 # Carry [".carry/s31.tar.xz"]: .s31 (arch 90: m40-bench, test_attention_gpu,
 # test_chatglm2, test_glm_parallel of b71508e + the test case).
-#   OUT=DIR BUDGET=300 scripts/h200-session31.sh
+#   OUT=DIR BUDGET=300 [PART=tests|ab] scripts/h200-session31.sh
+# (PART: only 1-2, or only 3-4; default all)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session31 300 .s31
 carry_start .carry/s31.tar.xz
-TEST_TIMEOUT=60 gpu_tests "test_glm_parallel --gpu" "test_chatglm2 --gpu" | tee -a "$SUM"
-M40_ATTN_QUICK=2 TEST_TIMEOUT=150 gpu_tests "test_attention_gpu" | tee -a "$SUM"
-GLM_TIMEOUT=45
-glm_run rule1 "" int4,int8 128,256,512
-glm_run edge128 "M40_BENCH_GLM_SHORT_KEYS=128" int4,int8 128,256,512
-glm_run rule2 "" int4,int8 128,256,512
-glm_run long "" int4,int8 1024,2048,4096
-glm_run wlong "M40_BENCH_GLM_V5WAYS_KEYS=4096" int4,int8 1024,2048,4096
+if [ "${PART:-all}" != ab ]; then
+    TEST_TIMEOUT=60 gpu_tests "test_glm_parallel --gpu" "test_chatglm2 --gpu" | tee -a "$SUM"
+    M40_ATTN_QUICK=2 TEST_TIMEOUT=150 gpu_tests "test_attention_gpu" | tee -a "$SUM"
+fi
+if [ "${PART:-all}" != tests ]; then
+    GLM_TIMEOUT=45
+    glm_run rule1 "" int4,int8 128,256,512
+    glm_run edge128 "M40_BENCH_GLM_SHORT_KEYS=128" int4,int8 128,256,512
+    glm_run rule2 "" int4,int8 128,256,512
+    glm_run long "" int4,int8 1024,2048,4096
+    glm_run wlong "M40_BENCH_GLM_V5WAYS_KEYS=4096" int4,int8 1024,2048,4096
+fi
 carry_end

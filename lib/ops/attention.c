@@ -246,7 +246,9 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 ** the node a layer, v5 ways (16, 1) / v6 + attn_combine: 8.7 / 9.2 us at
 ** 128 keys, 14.4 / 9.5 at 256, 25.7 / 10.8 at 512; the int4 step +1.1% at
 ** 256 and +3.3% at 512 with v6 there. A projection, not a measurement (no
-** M40 here): m40__attn_short_keys is the knob to measure it on one. */
+** M40 here): m40__attn_short_keys is the knob to measure it on one. On the
+** H100 this edge loses (v6 under bounds 256 / 512: int4 -5.6% / -2.2%;
+** session 31), so it is Maxwell's only. */
 #define ATTN_SHORT_KEYS_MAXWELL 128
 #define ATTN_V6_ROWS8_KG 256
 /* decode v5's ways (M40K_ATTN_V5_WAYS' row ATTN_V5_WAYS: 16 ways of 1 row)
@@ -256,7 +258,9 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 ** +3.5% / +4.8%, 256 +1.2% / +1.7%, 512 -3.3% / -4.5%); session 30 measured
 ** row 8, (16, 1), against that rule (bench/NOTES.md, session 30): 128 +1.3%
 ** / +2.0%, 256 +2.6% / +3.9%, 512 (against v5's splits) +1.2% / +2.0%. Half
-** a way's keys, a block a row: the chain the splits cut, on more SMs */
+** a way's keys, a block a row: the chain the splits cut, on more SMs.
+** Past 512 the ways lose to v6 (session 31, H100, int4: -3.3% at 1K, -14%
+** at 2K, -29% at 4K). */
 #define ATTN_V5_WAYS_KEYS 512
 #define ATTN_V5_WAYS 8
 int m40__attn_v6 = 1;

@@ -401,9 +401,10 @@ M40_API m40_status m40_graph_capture(m40_graph *g, int enable);
 ** caller promises every query row's key count (its position + 1) stays at
 ** most `keys` until the bound changes, so a kernel for short contexts may
 ** run (libm40 takes decode v5, a warp a query row, at keys <= 512 on f16
-** caches with D 128: ChatGLM2-6B int4 +2.3% a token at context 128 and
-** +1.9% at 512 on an H200, session 18; past it decode v6, as without a
-** bound, its rows a lane chosen by the bound instead of the cache length).
+** caches with D 128, at keys <= 128 on a cc 5.x card: ChatGLM2-6B int4 +2.3%
+** a token at context 128 and +1.9% at 512 on an H200, session 18; past it
+** decode v6, as without a bound, its rows a lane chosen by the bound instead
+** of the cache length).
 ** 0 (the default): no bound. Results
 ** never depend on it: past the bound the same values come back, slower.
 ** It takes effect at the next run or capture; a change drops a captured

@@ -365,7 +365,7 @@ def attention_v5_row(fname, body, label):
         return None
     n, q = hot_path(body, lp, req(body, lp, r"LDG|LD\."))
     per_row_key, per_row_key_w = 32 * n / 4, 32 * (n + 3 * q) / 4
-    return {"op": label, "kernel": f"attn_decode_v5<{w},{rb}>", "ways": w,
+    return {"op": label, "kernel": f"attn_decode_v5<{w},{rb}>",
             "smem_per_key_per_group": 0.0, "smem_per_row_key": 0.0,
             "tile_static": lp[1] - lp[0] + 1, "tile_hot": n, "tile_quarter": q,
             "per_key_per_group": 16 * per_row_key, "per_key_per_group_weighted": 16 * per_row_key_w,

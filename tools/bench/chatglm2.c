@@ -40,8 +40,9 @@
 ** M40_BENCH_GLM_V5WAYS=N (decode v5's ways, 1..8, folded in the block: no
 ** attn_combine; 0 none, -1 the rule; m40k_attn_shape::v5_ways),
 ** M40_BENCH_GLM_V5WAYS_KEYS=N (the ways under key bounds <= N, also past v5's
-** edge where v6 runs; 0 the rule: 512, or 128 on a cc 5.x card), M40_BENCH_GLM_SHORT_KEYS=N (decode v5 under key
-** bounds <= N, v6 past it; 0 the device's: 128 on a cc 5.x card, else 512),
+** edge where v6 runs; 0 the rule: 512, or 128 on a cc 5.x card),
+** M40_BENCH_GLM_SHORT_KEYS=N (decode v5 under key bounds <= N, v6 past it; 0
+** the device's: 128 on a cc 5.x card, else 512),
 ** M40_BENCH_GLM_V2WHOLE=-1/0/1 / M40_BENCH_GLM_SMALLV2_Q8=0 (kernels/quant.h's v2
 ** knobs: int4's small GEMVs with x staged whole (-1: when EZ); int8's back on v3),
 ** M40_BENCH_GLM_V2EZ=0/1/2 (batch-1 v2 GEMVs with the exponent-zero decode, 2 chunked too,

@@ -97,7 +97,8 @@ typedef struct m40k_qgemv_variant {
     int depth;  /* V2 at M = 1, R = 2 (0: 1): chunks of weights in flight, 1 or 4 (2: ez whole only) */
     int ks;     /* V2 whole (D = 1) at M = 1, R = 2, depth 1 (0: 1): warps a row's K is split over, 1, 2 or 4 */
     int ez;     /* V2 at M = 1, int8/int4, ks 1: 1 = the exponent-zero decode (EZ); chunked (D 0) at R = 2,
-                ** depth 1; staged whole (D = 1) at R = 2 with depth 1, 2 or 4, or R = 1 (16-warp blocks) */
+                ** depth 1; staged whole (D = 1) at R = 2 with depth 1, 2 or 4, or R = 1 (16-warp blocks);
+                ** in passes (D = 2) at R = 2, depth 1, no norm */
 } m40k_qgemv_variant;
 /* 1 (default): int4 at M = 1 with N <= 8192 runs v2 at R = 2 (the norm
 ** fused on its chunks), else v3; 0: v3 there (the rule before session 9).
@@ -126,7 +127,9 @@ extern int m40k_quant_gemv_v2_whole;
 ** with K > M40K_QGEMV_V2_WHOLE_K where v2 runs (m40k_quant_gemv_small_v2
 ** on, m40k_quant_gemv_q4_split off: else the knob does nothing) and for
 ** int8 where v3 cannot stage x whole (split-K before); dense_4h_to_h in
-** ChatGLM2-6B. */
+** ChatGLM2-6B. 2 = the same with the exponent-zero decode (ez = 1; while
+** m40k_quant_gemv_v2_ez is not 0), each pass's lane vectors scaled as they
+** are staged. */
 extern int m40k_quant_gemv_v2_pass;
 /* V2 at M = 1 and R = 2 with depth 4: a ring of four chunks of weights in
 ** flight (else one chunk ahead). m40k_quant_gemv_v2_deep (knob,

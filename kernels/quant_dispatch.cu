@@ -26,7 +26,7 @@ int m40k_quant_gemv_v2_ks = 1;
 int m40k_quant_gemv_v2_ez = 1;
 int m40k_quant_gemv_q4_split = 0;
 int m40k_quant_gemv_v2_r1 = 0;
-int m40k_quant_gemv_v2_pass = 1;
+int m40k_quant_gemv_v2_pass = 2;
 }
 
 /* Batch 1 on v2 at R = 2: the forms the knobs ask for -- a ring of four
@@ -36,7 +36,10 @@ static void batch1_v2_forms(const m40k_qlinear_args *a, m40k_qgemv_variant *v) {
     /* ez: staged whole only (chunked, its per-vector staging cost more than
     ** the decode saved: H200, session 13, int4 4096x13696 17.3 against
     ** 16.4 us), unless the knob is 2 (tests, A/B); staged whole also at depth 2 */
-    if (v->D == 2) return; /* x in passes: depth 1, v2's own decode, K in one warp */
+    if (v->D == 2) { /* x in passes: depth 1, K in one warp; the EZ decode at knob 2 */
+        if (m40k_quant_gemv_v2_pass == 2 && m40k_quant_gemv_v2_ez) v->ez = 1;
+        return;
+    }
     const bool ez = m40k_quant_gemv_v2_ez && a->wtype != M40_DTYPE_F16 && (v->D == 1 || m40k_quant_gemv_v2_ez == 2);
     if (m40k_quant_gemv_v2_deep) v->depth = m40k_quant_gemv_v2_deep == 2 && ez && v->D == 1 ? 2 : 4;
     else if (v->D == 1 && (m40k_quant_gemv_v2_ks == 2 || m40k_quant_gemv_v2_ks == 4)) v->ks = m40k_quant_gemv_v2_ks;

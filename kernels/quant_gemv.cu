@@ -90,8 +90,9 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
         return cudaErrorInvalidValue;
     if constexpr (B == 1 && WT != M40_DTYPE_F16) { /* the norm fused (m40k_quant_gemv_norm_fused) */
         if (v.kernel == M40K_QGEMV_V2 && v.D == 2) { /* x staged in passes (any K): R 2, depth 1, no norm */
-            if (!(v.R == 0 || v.R == 2) || v.depth > 1 || v.ks > 1 || v.ez || a.nw) return cudaErrorInvalidValue;
-            return launch_v2<WT, 1, 2, false, true, 1, 1, false, kWarps, true>(s, a);
+            if (!(v.R == 0 || v.R == 2) || v.depth > 1 || v.ks > 1 || a.nw) return cudaErrorInvalidValue;
+            return v.ez ? launch_v2<WT, 1, 2, false, true, 1, 1, true, kWarps, true>(s, a)
+                        : launch_v2<WT, 1, 2, false, true, 1, 1, false, kWarps, true>(s, a);
         }
         if (v.ez) { /* the exponent-zero decode, x staged whole (D = 1) or a chunk at a time */
             if (v.R == 1) /* R = 1 in 16-warp blocks */

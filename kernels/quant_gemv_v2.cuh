@@ -47,12 +47,14 @@ constexpr int kV2WholeK = 4096;
 ** vector, (-OFF 2^-S sum x, 2^(S/2), 2^(S - S/2)): S reaches 152, past a
 ** float's 2^127, hence two factors. NW: warps a block (8; 16 at R = 1
 ** with EZ staged whole: the same 16 rows a block, twice the warps). */
-/* PASS (with WHOLE; batch 1, v2's own decode, P 1, KS 1): any K, x staged
-** kV2WholeK columns at a time ("passes"), the next pass's x loaded into
-** registers while this pass's chunks are computed, so a pass costs two
-** barriers and no exposed round trip for x, where the chunked staging
-** costs two barriers and an L2 round trip every chunk (int4 at K 13696: 14
-** chunks against 4 passes). The chunk loop inside a pass has no barrier. */
+/* PASS (with WHOLE; batch 1, P 1, KS 1): any K, x staged kV2WholeK columns
+** at a time ("passes"), the next pass's x loaded into registers while this
+** pass's chunks are computed, so a pass costs two barriers and no exposed
+** round trip for x, where the chunked staging costs two barriers and an L2
+** round trip every chunk (int4 at K 13696: 14 chunks against 4 passes).
+** The chunk loop inside a pass has no barrier. v2's own decode, or EZ: each
+** pass's lane vectors scaled as they are staged (xe holds a pass's chunks,
+** slot c % NCW), the per-vector work once a pass as with x staged whole. */
 /* The body takes its block index bx and a hook: hook() runs after the
 ** block's first weights are asked for (P > 1: the whole ring) and before x
 ** is loaded -- a chained launch waits there for the phase that writes x
@@ -69,7 +71,7 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
     constexpr int XS = 32 * LS;        /* floats per batch row in xs */
     constexpr int NCW = WHOLE ? kV2WholeK / KC : 1; /* chunks xs holds */
     static_assert(!WHOLE || (WT != M40_DTYPE_F16 && kV2WholeK % KC == 0), "whole: int8/int4");
-    static_assert(!PASS || (WHOLE && !EZ && P == 1 && KS == 1 && B == 1), "passes: whole staging, batch 1, v2's decode");
+    static_assert(!PASS || (WHOLE && P == 1 && KS == 1 && B == 1), "passes: whole staging, batch 1");
     /* XG: fp16 weights at batch <= 2 read x straight from global memory (L1
     ** hits), with no barrier in the loop: +2-9% on the H200. For int8/int4
     ** (2-4x more weights per byte, so 2-4x more x reads per byte) it was
@@ -295,7 +297,7 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
         /* XG: lanes past K skip (their re-read weights would meet real x) */
         if (XG && kc0 + lane * VC >= K) {
         } else if (EZ) { /* batch 1: t = the vector's sum in units of 2^-S, from its offset term */
-            const float4 e = xe[(WHOLE ? c : 0) * 32 + lane];
+            const float4 e = xe[(WHOLE ? (PASS ? c % NCW : c) : 0) * 32 + lane];
             float t[R];
 #pragma unroll
             for (int r = 0; r < R; r++) t[r] = e.x;

@@ -48,6 +48,14 @@ int main() {
     run<Q8, 1, false, true, 1, false, true>("int8 g128 f32 passes", 17, 8192, 128);
     run<Q4, 0, false, true, 1, false, true>("int4 passes, one", 16, 4096, 0);
     run<Q4, 0, false, true, 1, false, true>("int4 passes, a 32-column second", 33, 4128, 0);
+    /* x in passes with the exponent-zero decode */
+    run<Q4, 0, false, true, 1, true, true>("int4 passes, ez (last chunk partial)", 40, 13696, 0);
+    run<Q4, 1, false, true, 1, true, true>("int4 g128 f32 passes, ez", 20, 13696, 128);
+    run<Q4, 2, false, true, 1, true, true>("int4 g128 f16 passes, ez", 20, 13696, 128);
+    run<Q8, 0, false, true, 1, true, true>("int8 passes, ez", 18, 13696, 0);
+    run<Q8, 2, false, true, 1, true, true>("int8 g32 f16 passes, ez", 17, 8192 + 16, 32);
+    run<Q4, 0, false, true, 1, true, true>("int4 passes, ez, one", 16, 4096, 0);
+    run<Q4, 0, false, true, 1, true, true>("int4 passes, ez, a 32-column second", 33, 4128, 0);
     printf("%s\n", fails ? "FAILED" : "all ok");
     return fails != 0;
 }

@@ -340,10 +340,11 @@ int main(int argc, char **argv) {
             /* batch-1 GEMVs with K past 4096 on v2 with x staged in passes
             ** (the knob): int4 and int8 (instead of split-K), group scales,
             ** bias and residual, a 32-column second pass, rows past N; with
-            ** the norm the chooser keeps its own path. Both settings: 1 is
-            ** the default, 0 the chunked staging and int8's split-K */
+            ** the norm the chooser keeps its own path. Every setting: 0 the
+            ** chunked staging and int8's split-K, 1 passes, 2 passes with
+            ** the exponent-zero decode */
             const int p0 = m40k_quant_gemv_v2_pass;
-            for (int pv = 0; pv < 2; pv++) {
+            for (int pv = 0; pv < 3; pv++) {
                 m40k_quant_gemv_v2_pass = pv;
                 one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0}); /* dense_4h_to_h */
                 one_case((qcase){q8, 1, 4096, 13696, 1, 0, 1, 0, 0});

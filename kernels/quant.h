@@ -127,9 +127,11 @@ extern int m40k_quant_gemv_v2_whole;
 ** with K > M40K_QGEMV_V2_WHOLE_K where v2 runs (m40k_quant_gemv_small_v2
 ** on, m40k_quant_gemv_q4_split off: else the knob does nothing) and for
 ** int8 where v3 cannot stage x whole (split-K before); dense_4h_to_h in
-** ChatGLM2-6B. 2 = the same with the exponent-zero decode (ez = 1; while
-** m40k_quant_gemv_v2_ez is not 0), each pass's lane vectors scaled as they
-** are staged. */
+** ChatGLM2-6B. 2 (the default since session 32) = the same, int4 with the
+** exponent-zero decode (ez = 1; while m40k_quant_gemv_v2_ez is not 0), each
+** pass's lane vectors scaled as they are staged: H200, ChatGLM2-6B decode
+** int4g128 +4.1-4.7%, int4 +0.1-0.3%; 3 = int8 too (-0.1-0.2% there: its
+** 4h_to_h 13% fewer instructions, 20.2 -> 20.3-21.5 us). */
 extern int m40k_quant_gemv_v2_pass;
 /* V2 at M = 1 and R = 2 with depth 4: a ring of four chunks of weights in
 ** flight (else one chunk ahead). m40k_quant_gemv_v2_deep (knob,

@@ -342,9 +342,9 @@ int main(int argc, char **argv) {
             ** bias and residual, a 32-column second pass, rows past N; with
             ** the norm the chooser keeps its own path. Every setting: 0 the
             ** chunked staging and int8's split-K, 1 passes, 2 passes with
-            ** the exponent-zero decode */
+            ** the exponent-zero decode for int4, 3 for int8 too */
             const int p0 = m40k_quant_gemv_v2_pass;
-            for (int pv = 0; pv < 3; pv++) {
+            for (int pv = 0; pv < 4; pv++) {
                 m40k_quant_gemv_v2_pass = pv;
                 one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0}); /* dense_4h_to_h */
                 one_case((qcase){q8, 1, 4096, 13696, 1, 0, 1, 0, 0});

@@ -477,17 +477,21 @@ static void test_pass_choice(void) {
     a.K = 13696, a.nw = x_dummy_nw, a.wtype = M40_DTYPE_Q4;
     CHECK(m40k_quant_gemv_choose(&a, 132).D != 2);
     a.nw = NULL;
-    m40k_quant_gemv_v2_pass = 2; /* the exponent-zero decode in passes, int8 and int4 */
-    v = m40k_quant_gemv_choose(&a, 132);
-    CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2 && v.R == 2 && v.ez && v.depth <= 1);
-    a.wtype = M40_DTYPE_Q8;
-    v = m40k_quant_gemv_choose(&a, 132);
-    CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2 && v.ez);
-    const int ez0 = m40k_quant_gemv_v2_ez;
-    m40k_quant_gemv_v2_ez = 0; /* no EZ anywhere: passes with v2's own decode */
-    v = m40k_quant_gemv_choose(&a, 132);
-    CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2 && !v.ez);
-    m40k_quant_gemv_v2_ez = ez0;
+    for (int pv = 2; pv <= 3; pv++) { /* the exponent-zero decode in passes: int4 (2), int8 too (3) */
+        m40k_quant_gemv_v2_pass = pv;
+        a.wtype = M40_DTYPE_Q4;
+        v = m40k_quant_gemv_choose(&a, 132);
+        CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2 && v.R == 2 && v.ez && v.depth <= 1);
+        a.wtype = M40_DTYPE_Q8;
+        v = m40k_quant_gemv_choose(&a, 132);
+        CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2 && v.ez == (pv == 3));
+        const int ez0 = m40k_quant_gemv_v2_ez;
+        m40k_quant_gemv_v2_ez = 0; /* no EZ anywhere: passes with v2's own decode */
+        v = m40k_quant_gemv_choose(&a, 132);
+        CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2 && !v.ez);
+        m40k_quant_gemv_v2_ez = ez0;
+    }
+    a.wtype = M40_DTYPE_Q4; /* int8's split-K is v3 in segments, also D 2 */
     m40k_quant_gemv_v2_pass = 0;
     CHECK(m40k_quant_gemv_choose(&a, 132).D != 2);
     m40k_quant_gemv_v2_pass = p0;

@@ -52,10 +52,10 @@
 ** M40_BENCH_GLM_V2DEEP=0/1 (batch-1 v2 GEMVs with a ring of four chunks of
 ** weights in flight, m40k_quant_gemv_v2_deep), M40_BENCH_GLM_V2KS=1/2/4 (a
 ** row's K over that many warps in the batch-1 v2-whole GEMVs, int4's small
-** shapes then staged whole; m40k_quant_gemv_v2_ks), M40_BENCH_GLM_V2PASS=0/1/2
+** shapes then staged whole; m40k_quant_gemv_v2_ks), M40_BENCH_GLM_V2PASS=0/1/2/3
 ** (dense_4h_to_h: 0 back on the chunked staging / int8's split-K, 1 v2 with
-** x staged in 4096-column passes, 2 the same with the exponent-zero decode;
-** m40k_quant_gemv_v2_pass). */
+** x staged in 4096-column passes, 2 the same with int4's exponent-zero decode
+** (the default), 3 int8's too; m40k_quant_gemv_v2_pass). */
 #include "bench/harness.h"
 #include "internal.h" /* m40__attn_decode_variant, m40__chatglm2_fuse */
 
@@ -410,7 +410,7 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_SMALLV2_Q8", &m40k_quant_gemv_small_v2_q8, "int8 small GEMVs on v2", 0},
         {"M40_BENCH_GLM_V2DEEP", &m40k_quant_gemv_v2_deep, "batch-1 v2 GEMVs with four chunks of weights in flight", 1},
         {"M40_BENCH_GLM_V2KS", &m40k_quant_gemv_v2_ks, "batch-1 v2-whole GEMVs, warps a row's K is split over (1, 2, 4)", 1},
-        {"M40_BENCH_GLM_V2PASS", &m40k_quant_gemv_v2_pass, "batch-1 large-K GEMVs on v2, x staged in passes (2: EZ decode)", 1}};
+        {"M40_BENCH_GLM_V2PASS", &m40k_quant_gemv_v2_pass, "batch-1 large-K GEMVs on v2, x staged in passes (2: int4 EZ, 3: int8 too)", 1}};
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const char *v = getenv(knobs[i].env);
         if (!v || !*v || !knobs[i].knob) continue;

@@ -159,7 +159,7 @@ extern int m40__attn_prefill_splits; /* prefill key shares: 0 the rule (lib/ops/
 extern int m40__attn_v6;
 extern int m40__attn_decode_max_splits;
 extern int m40__attn_v5_ways; /* decode v5's ways: -1 the rule (lib/ops/attention.c) */
-extern int m40__attn_v5_ways_keys; /* v5's ways under key bounds <= n, also past 512: 0 the rule (lib/ops/attention.c) */
+extern int m40__attn_v5_ways_keys; /* v5's ways under key bounds <= n, also past v5's edge: 0 the rule (lib/ops/attention.c) */
 extern int m40__attn_short_keys; /* v5 under key bounds <= n: 0 the device's (lib/ops/attention.c) */
 struct m40k_attn_shape;
 /* the decode kernel attn_bound picks for s on ctx (its cc_major, sm_count,

@@ -16,6 +16,7 @@
 # (PART: only 1-2, or only 3-4; default all)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+case ${PART:-all} in all | tests | ab) ;; *) echo "PART: all, tests or ab, not '$PART'" >&2; exit 2 ;; esac
 . scripts/h200-common.sh h200-session31 300 .s31
 carry_start .carry/s31.tar.xz
 if [ "${PART:-all}" != ab ]; then

@@ -4,7 +4,7 @@ sm_52 SASS (cuobjdump -sass, CUDA 11.8): the issue side of the M40
 projections in docs/projections.md (issues 16, 17).
 
     scripts/sass_ops_ipe.py OBJ_OR_SASS... [--check] [--json] [--cuobjdump PATH]
-                            [--project [--markdown] [--launch-us 3]]
+                            [--project [--markdown] [--launch-us 3] [--rule m40|h100]]
 
 OBJ_OR_SASS: the objects of kernels/{norm,rope,swiglu,embedding,attention,
 sample}.cu (cuobjdump runs on them; with a CMake list, the objects of other
@@ -565,14 +565,6 @@ def gemm(name, fmt, M, N, K, n):
                 launches=1 + (splits > 1), note=f"GEMM {M}x{N}x{K}, {blocks} blocks, fill {fill:.2f}")
 
 
-def attn_splits(n, chunk=64):
-    """kernels/attention.h's rule on an M40: 48 resident-block slots (24 SMs x 2);
-    at a cache length L >= 128 x 24 the default decode tile holds 64 keys, below
-    that 32 (the tile with its loads early, variant 7's kernel)"""
-    base = GLM["G"]
-    return max(1, min(-(-2 * SMS // base), -(-n // chunk), 1024))
-
-
 def kernel_ipe(rows, att):
     k = {r.op: r.as_dict()["weighted_ipe"] for r in rows if not r.op.startswith("sample")}
     st = collections.defaultdict(list)
@@ -583,8 +575,7 @@ def kernel_ipe(rows, att):
     # sampling: the static loop bodies (provisional: kernels/sample.cu is being rewritten)
     k["sample pass 1"] = max(st.get("sample pass 1 (z, max)", [30.0]))
     k["sample digit"] = max(st.get("sample select digit", [36.0]))
-    for key, pre in (("att_dec", "attention decode ("), ("att_dec32", "attention decode 32"),
-                     ("att_pre", "attention prefill"), ("att_v6_8", "attention decode v6 8"),
+    for key, pre in (("att_pre", "attention prefill"), ("att_v6_8", "attention decode v6 8"),
                      ("att_v6_4", "attention decode v6 4"), ("att_v5w", "attention decode v5 ways"),
                      ("att_v5s", "attention decode v5 splits")):
         k[key] = next((a for a in att if a["op"].startswith(pre)), None)
@@ -605,7 +596,7 @@ def small_items(k, T, n):
 # decode v5 under a key bound <= ATTN_SHORT_KEYS (lib/ops/attention.c
 # attn_bound): its ways, (16, 1) (sessions 29-30), up to ATTN_V5_WAYS_KEYS;
 # past it decode v6. The H100's rule: 512. On a Maxwell card (cc 5.x) the
-# node keeps v5 to ATTN_V5_KEYS_MAXWELL (128) keys: v5 reads and converts
+# node keeps v5 to ATTN_SHORT_KEYS_MAXWELL (128) keys: v5 reads and converts
 # each key once a query row (16 a KV group), ~5x v6's instructions a key
 # (docs/projections.md, "The short-context decode attention on an M40")
 V5_KEYS = {"h100": 512, "m40": 128}
@@ -617,13 +608,16 @@ def attn_kind(ctx, rule):
     return "ways" if ctx <= V5_KEYS[rule] else "v6"
 
 
-def attn_items(k, ctx, kind):
-    """The decode attention node at ctx keys, its RoPE and K/V append fused
-    (sessions 10, 18, 19), as kind runs it: 'ways' (v5 (16, 1): a block a
-    query row, no partials, no combine), 'splits' (v5, ceil(ctx / 16) <= 32
-    splits a KV group + attn_combine), 'v6' (a split an SM pair of groups:
-    8 rows a lane from 256 key-groups an SM, else 4; + attn_combine)"""
-    C, H, G, D, L = (GLM[x] for x in "CHGDL")
+def attn_items(k, ctx, kind, cache=8192):
+    """The decode attention node at ctx keys under a bound of ctx in a cache
+    of `cache` keys, its RoPE and K/V append fused (sessions 10, 18, 19), as
+    kind runs it: 'ways' (v5 (16, 1): a block a query row, no partials, no
+    combine), 'splits' (v5, ceil(ctx / 16) splits a KV group, at most 32
+    and a wave of 2 blocks an SM, + attn_combine), 'v6' (8 rows a lane from
+    256 key-groups an SM, else 4; its splits, a wave of one block an SM,
+    from the cache length, every one launched and folded (session 28), the
+    blocks with keys ceil(ctx / 32) a group; + attn_combine)"""
+    H, G, D, L = (GLM[x] for x in "HGDL")
     hpg = H // G
     pairs = (H + G) * (D // 4)  # q and K turned; rope_dims = D/2: D/4 pairs a head
     # the new position's RoPE and K/V append, inside the attention kernel:
@@ -631,15 +625,17 @@ def attn_items(k, ctx, kind):
     it = [Item("rope + K/V append (in the attention kernel)", L, 2 * G * D * 2,
                pairs * k["rope (shared table)"] + G * D * 2 * k["kv_append (f16 cache)"], launches=0)]
     if kind == "v6":
-        ad, s = (k["att_v6_8"] if ctx * G >= 256 * SMS else k["att_v6_4"]), max(1, min(-(-SMS // G), -(-ctx // 32)))
+        ad = k["att_v6_8"] if ctx * G >= 256 * SMS else k["att_v6_4"]
+        s = max(1, min(-(-SMS // G), -(-cache // 32)))  # launched and folded
+        busy = max(1, min(s, -(-ctx // 32)))            # with keys
     else:
         ad = k["att_v5w"] if kind == "ways" else k["att_v5s"]
-        s = 1 if kind == "ways" else max(1, min(32, -(-ctx // 16)))
-    blocks = G * hpg if kind == "ways" else G * s  # ways: a block a query row
+        s = busy = 1 if kind == "ways" else max(1, min(32, -(-2 * SMS // G), -(-ctx // 16)))
+    blocks = G * hpg if kind == "ways" else G * busy  # ways: a block a query row
     part = 0 if s == 1 else H * s * (D + 2) * 4  # the partials (m, l, out[D]) a head and split
-    it.append(Item("attention decode", L, ctx * G * 2 * D * 2 + (H + 2 * G) * D * 4 + H * D * 4 + part,
+    it.append(Item("attention decode", L, ctx * G * 2 * D * 2 + (H + 2 * G) * D * 4 + (H * D * 4 if s == 1 else part),
                    ctx * G * ad["per_key_per_group_weighted"], ctx * G * ad["ffma_per_row_key"] * hpg,
-                   sms=blocks / -(-blocks // SMS), note=f"{ad['kernel']}, {s} splits, {blocks} blocks"))
+                   sms=blocks / -(-blocks // SMS), note=f"{ad['kernel']}, {s} splits, {blocks} blocks with keys"))
     if s > 1:
         it.append(Item("attention combine", L, part + H * D * 4, H * s * D * k["attention combine"], sms=min(SMS, H)))
     return it
@@ -716,17 +712,18 @@ def md_items(items, title):
               f"{tf * 1e6:.2f} | {ts * 1e6:.2f} | {t * 1e6:.2f} | {bound} | {i.launches} | {i.note} |")
 
 
-def print_projection(rows, att, launch_us, markdown):
+def print_projection(rows, att, launch_us, markdown, rule="m40"):
     k = kernel_ipe(rows, att)
     print(f"\nPROJECTION, not a measurement: ChatGLM2-6B on an M40 (288.4 GB/s, 3.42e12 "
           f"instructions/s, {launch_us:g} µs per launch, GEMM at {GEMM_EFF:.0%} of 6.84 TFLOP/s)")
-    print("\ndecode tok/s with the launch cost (kernels only in brackets); top-p sampling included\n")
+    print(f"\ndecode tok/s with the launch cost (kernels only in brackets); top-p sampling included; "
+          f"a key bound of ctx (the chat's ladder and m40-bench give one), v5 to {V5_KEYS[rule]} keys\n")
     print("| format | ctx 128 | ctx 1024 | ctx 8192 | launches (128 / 1024 / 8192) |")
     print("|---|---|---|---|---|")
     for fmt in FORMATS:
         cells, ls = [], []
         for ctx in (128, 1024, 8192):
-            t, nl, tt = total(decode_items(k, fmt, ctx), launch_us)
+            t, nl, tt = total(decode_items(k, fmt, ctx, rule=rule), launch_us)
             cells.append(f"{1 / tt:.1f} ({1 / t:.1f})")
             ls.append(str(nl))
         print(f"| {fmt} | " + " | ".join(cells) + " | " + " / ".join(ls) + " |")
@@ -755,7 +752,7 @@ def print_projection(rows, att, launch_us, markdown):
         print(f"| {fmt} | " + " | ".join(cells) + " | " + " / ".join(ls) + " |")
     if markdown:
         for fmt, ctx in (("int4", 8192), ("int8", 1024), ("fp16", 128)):
-            md_items(decode_items(k, fmt, ctx), f"decode step, {fmt}, ctx {ctx} (per instance; x = instances per step)")
+            md_items(decode_items(k, fmt, ctx, rule=rule), f"decode step, {fmt}, ctx {ctx} (per instance; x = instances per step)")
         md_items(prefill_items(k, "int4", 512), "prefill, P 512 (int4; the GEMMs are the same FFMA for every format)")
 
 
@@ -768,6 +765,8 @@ def main():
                     help="--check's weighted instructions per DRAM byte (default 6)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--project", action="store_true", help="print the ChatGLM2-6B M40 projection")
+    ap.add_argument("--rule", choices=sorted(V5_KEYS), default="m40",
+                    help="--project's key bound for decode v5: the M40's (128, the library's on cc 5.x) or the H100's (512)")
     ap.add_argument("--markdown", action="store_true", help="with --project: per-op tables")
     ap.add_argument("--launch-us", type=float, default=3.0, help="fixed cost per launch (projection)")
     args = ap.parse_args()
@@ -808,7 +807,7 @@ def main():
     print(f"M40: {M40_ISSUE / M40_BW:.1f} instructions per byte at 100% issue; budget for the "
           f"checked ops {args.budget:g}; {failures} over or not found")
     if args.project:
-        print_projection(rows, att, args.launch_us, args.markdown)
+        print_projection(rows, att, args.launch_us, args.markdown, args.rule)
     return 1 if (args.check and failures) else 0
 
 

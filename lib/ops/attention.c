@@ -185,12 +185,13 @@ int m40__attn_decode_max_splits = 0;
 ** everywhere, n in 1..8 that row of M40K_ATTN_V5_WAYS wherever v5 runs. Same
 ** kind of knob (m40-bench chatglm2's M40_BENCH_GLM_V5WAYS, tests). */
 int m40__attn_v5_ways = -1;
-/* the longest key bound decode v5's ways run under: 0 (default) the rule's
-** ATTN_V5_WAYS_KEYS; n > 0 n keys, also past ATTN_SHORT_KEYS, where v6
+/* the longest key bound decode v5's ways run under: 0 (default) the rule's,
+** ATTN_V5_WAYS_KEYS or the device's v5 edge (m40__attn_short_keys below)
+** where that is shorter; n > 0 n keys, also past that edge, where v6
 ** would run (an A/B knob: m40-bench chatglm2's M40_BENCH_GLM_V5WAYS_KEYS).
-** Below ATTN_SHORT_KEYS it limits the rule's row only (a forced row runs
-** wherever v5 does); ways off or not a row of M40K_ATTN_V5_WAYS leave the
-** rule past ATTN_SHORT_KEYS as it is. */
+** Below the edge it limits the rule's row only (a forced row runs wherever
+** v5 does); ways off or not a row of M40K_ATTN_V5_WAYS leave the rule past
+** the edge as it is. */
 int m40__attn_v5_ways_keys = 0;
 /* the longest key bound decode v5 (its ways or its splits) runs under: 0
 ** (default) the device's, ATTN_SHORT_KEYS_MAXWELL on a cc 5.x card, else
@@ -243,8 +244,8 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 ** warp a 4-key step, 32 of them F2F: ~50.6K weighted thread-instructions a
 ** key and group against v6's 9.1-12.7K). Projected on an M40
 ** (scripts/sass_ops_ipe.py --project; 3 us a launch; docs/projections.md),
-** the node a layer, v5 ways (16, 1) / v6 + attn_combine: 8.7 / 9.2 us at
-** 128 keys, 14.4 / 9.5 at 256, 25.7 / 10.8 at 512; the int4 step +1.1% at
+** the node a layer, v5 ways (16, 1) / v6 + attn_combine: 8.7 / 9.9 us at
+** 128 keys, 14.4 / 9.9 at 256, 25.7 / 10.8 at 512; the int4 step +1.0% at
 ** 256 and +3.3% at 512 with v6 there. A projection, not a measurement (no
 ** M40 here): m40__attn_short_keys is the knob to measure it on one. On the
 ** H100 this edge loses (v6 under bounds 256 / 512: int4 -5.6% / -2.2%;
@@ -279,8 +280,9 @@ static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
     const int64_t short_keys = m40__attn_short_keys > 0 ? m40__attn_short_keys
                                : ctx->cc_major == 5     ? ATTN_SHORT_KEYS_MAXWELL
                                                         : ATTN_SHORT_KEYS;
-    const int64_t wkeys = m40__attn_v5_ways_keys > 0 ? m40__attn_v5_ways_keys
-                                                     : (ATTN_V5_WAYS_KEYS < short_keys ? ATTN_V5_WAYS_KEYS : short_keys);
+    const int64_t wkeys = m40__attn_v5_ways_keys > 0       ? m40__attn_v5_ways_keys
+                          : ATTN_V5_WAYS_KEYS < short_keys ? ATTN_V5_WAYS_KEYS
+                                                           : short_keys;
     /* the ways' row under this bound: the rule's (under every bound <= wkeys),
     ** or the knob's where it names a row of M40K_ATTN_V5_WAYS; 0 v5's splits */
     const int ways = m40__attn_v5_ways < 0                     ? (ctx->attn_keys <= wkeys ? ATTN_V5_WAYS : 0)

@@ -478,16 +478,17 @@ static void large_scores(void) {
 }
 
 /* The decode kernel the node's rule (lib/ops/attention.c attn_bound) takes
-** at ChatGLM2's shape (32 heads, 2 KV groups, D 128, f16 caches, T 1) on a
-** device of compute capability cc with sms SMs, under a key bound (0: none)
-** in a cache of L keys: its variant (10 v5, 11 / 12 v6 with 8 / 4 rows a
-** lane, 0 untouched: the tile kernel), *ways v5's ways row. */
-static int rule_pick(int cc, int sms, int64_t bound, int64_t L, int *ways) {
+** at ChatGLM2's shape (32 heads, 2 KV groups, f16 caches, T 1) with head
+** dim D on a device of compute capability cc with sms SMs, under a key
+** bound (0: none) in a cache of L keys: its variant (10 v5, 11 / 12 v6
+** with 8 / 4 rows a lane, 0 untouched: the tile kernel), *ways v5's ways
+** row (the rule's; a forced row is attn_shape's, not set here). */
+static int rule_pick(int cc, int sms, int64_t bound, int64_t L, int D, int *ways) {
     m40_ctx c;
     memset(&c, 0, sizeof c);
     c.cc_major = cc, c.sm_count = sms, c.attn_keys = bound;
-    m40k_attn_shape s = {.B = 1, .T = 1, .H = 32, .G = 2, .D = 128, .S = 1, .L = L,
-                         .qs0 = 4608, .qs1 = 4608, .scale = 1.0f, .cache_f16 = 1};
+    m40k_attn_shape s = {.B = 1, .T = 1, .H = 32, .G = 2, .D = D, .S = 1, .L = L,
+                         .qs0 = 36 * D, .qs1 = 36 * D, .scale = 1.0f, .cache_f16 = 1};
     m40__attn_bound(&c, &s);
     *ways = s.v5_ways;
     return s.decode_variant;
@@ -495,45 +496,44 @@ static int rule_pick(int cc, int sms, int64_t bound, int64_t L, int *ways) {
 
 /* v5 (its ways, row 8) under bounds <= 512, v6 past them; on a Maxwell card
 ** (cc 5.x) v5 only to 128 keys (ATTN_SHORT_KEYS_MAXWELL: a projection); the
-** knobs move each edge */
+** knobs move each edge (each restored after) */
 static void rule_cases(void) {
+    const int sk = m40__attn_short_keys, wy = m40__attn_v5_ways, wk = m40__attn_v5_ways_keys;
     int w = -1;
-    CHECK(rule_pick(9, 132, 128, 8192, &w) == 10 && w == 8);
-    CHECK(rule_pick(9, 132, 512, 8192, &w) == 10 && w == 8);
-    CHECK(rule_pick(9, 132, 513, 8192, &w) == 12);   /* 513 x 2 key-groups < 256 an SM */
-    CHECK(rule_pick(9, 132, 0, 32768, &w) == 11);    /* no bound: the cache, 8 rows */
-    CHECK(rule_pick(6, 30, 256, 8192, &w) == 10 && w == 8); /* Pascal: the H100's rule */
-    CHECK(rule_pick(5, 24, 128, 8192, &w) == 10 && w == 8);
-    CHECK(rule_pick(5, 24, 64, 8192, &w) == 10 && w == 8);
-    CHECK(rule_pick(5, 24, 129, 8192, &w) == 12);
-    CHECK(rule_pick(5, 24, 512, 8192, &w) == 12);
-    CHECK(rule_pick(5, 24, 4096, 8192, &w) == 11);   /* 4096 x 2 >= 256 x 24 */
-    CHECK(rule_pick(5, 24, 0, 8192, &w) == 11);
-    CHECK(rule_pick(5, 24, 100, 100, &w) == 10 && w == 8); /* the bound, not L */
+    CHECK(rule_pick(9, 132, 128, 8192, 128, &w) == 10 && w == 8);
+    CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8);
+    CHECK(rule_pick(9, 132, 513, 8192, 128, &w) == 12); /* 513 x 2 key-groups < 256 x 132 */
+    CHECK(rule_pick(9, 132, 0, 32768, 128, &w) == 11);  /* no bound: the cache, 8 rows */
+    CHECK(rule_pick(6, 30, 256, 8192, 128, &w) == 10 && w == 8); /* Pascal: the H100's rule */
+    CHECK(rule_pick(5, 24, 128, 8192, 128, &w) == 10 && w == 8);
+    CHECK(rule_pick(5, 24, 64, 8192, 128, &w) == 10 && w == 8);
+    CHECK(rule_pick(5, 24, 129, 8192, 128, &w) == 12);
+    CHECK(rule_pick(5, 24, 512, 8192, 128, &w) == 12);
+    CHECK(rule_pick(5, 24, 4096, 8192, 128, &w) == 11); /* 4096 x 2 >= 256 x 24 */
+    CHECK(rule_pick(5, 24, 0, 8192, 128, &w) == 11);
+    CHECK(rule_pick(5, 24, 100, 100, 128, &w) == 10 && w == 8);
+    CHECK(rule_pick(5, 24, 200, 100, 128, &w) == 12); /* the bound decides, not L */
+    CHECK(rule_pick(9, 132, 128, 8192, 64, &w) == 0);  /* D 64: neither v5 nor v6 */
+    CHECK(rule_pick(5, 24, 128, 8192, 64, &w) == 0);
     m40__attn_short_keys = 512; /* the H100's edge on a Maxwell card */
-    CHECK(rule_pick(5, 24, 512, 8192, &w) == 10 && w == 8);
-    CHECK(rule_pick(5, 24, 1024, 8192, &w) == 12);
+    CHECK(rule_pick(5, 24, 512, 8192, 128, &w) == 10 && w == 8);
+    CHECK(rule_pick(5, 24, 1024, 8192, 128, &w) == 12);
     m40__attn_short_keys = 64;
-    CHECK(rule_pick(9, 132, 128, 8192, &w) == 12);
-    CHECK(rule_pick(9, 132, 64, 8192, &w) == 10 && w == 8);
-    m40__attn_short_keys = 0;
+    CHECK(rule_pick(9, 132, 128, 8192, 128, &w) == 12);
+    CHECK(rule_pick(9, 132, 64, 8192, 128, &w) == 10 && w == 8);
+    m40__attn_short_keys = sk;
     m40__attn_v5_ways = 0; /* v5's splits where v5 runs */
-    CHECK(rule_pick(5, 24, 128, 8192, &w) == 10 && w == 0);
-    CHECK(rule_pick(5, 24, 256, 8192, &w) == 12);
-    CHECK(rule_pick(9, 132, 512, 8192, &w) == 10 && w == 0);
-    m40__attn_v5_ways = -1;
-    m40__attn_v5_ways_keys = 1024; /* the ways past the short edge too */
-    CHECK(rule_pick(5, 24, 1024, 8192, &w) == 10 && w == 8);
-    CHECK(rule_pick(5, 24, 2048, 8192, &w) == 12);
-    m40__attn_v5_ways_keys = 0;
-    int v = rule_pick(9, 132, 128, 8192, &w); /* D 64: neither v5 nor v6 */
-    m40_ctx c;
-    memset(&c, 0, sizeof c);
-    c.cc_major = 5, c.sm_count = 24, c.attn_keys = 128;
-    m40k_attn_shape s = {.B = 1, .T = 1, .H = 32, .G = 2, .D = 64, .S = 1, .L = 8192,
-                         .qs0 = 2304, .qs1 = 2304, .scale = 1.0f, .cache_f16 = 1};
-    m40__attn_bound(&c, &s);
-    CHECK(v == 10 && s.decode_variant == 0);
+    CHECK(rule_pick(5, 24, 128, 8192, 128, &w) == 10 && w == 0);
+    CHECK(rule_pick(5, 24, 256, 8192, 128, &w) == 12);
+    CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 0);
+    m40__attn_v5_ways = wy;
+    m40__attn_v5_ways_keys = 1024; /* the ways past the edge too */
+    CHECK(rule_pick(5, 24, 1024, 8192, 128, &w) == 10 && w == 8);
+    CHECK(rule_pick(5, 24, 2048, 8192, 128, &w) == 12);
+    m40__attn_v5_ways_keys = 64; /* shorter than the edge: the splits from 65 */
+    CHECK(rule_pick(5, 24, 64, 8192, 128, &w) == 10 && w == 8);
+    CHECK(rule_pick(5, 24, 128, 8192, 128, &w) == 10 && w == 0);
+    m40__attn_v5_ways_keys = wk;
 }
 
 int main(void) {

@@ -555,6 +555,21 @@ extern int m40k_attn_fuse_combine __attribute__((weak));
 extern int m40k_attn_warp_pv __attribute__((weak));
 extern int m40k_attn_rows8 __attribute__((weak));
 
+/* graph nodes at T 1 with the RoPE fused (and without), under key bounds
+** from, from·mul, ... <= to, with *knob at v (restored after) */
+static void bound_nodes(int *knob, int v, int64_t from, int64_t to, int64_t mul, const char *what) {
+    const int saved = *knob;
+    *knob = v;
+    for (g_keys = from; g_keys <= to; g_keys *= mul) {
+        printf("attention key bound %lld, %s\n", (long long)g_keys, what);
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
+        graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
+    }
+    *knob = saved;
+    g_keys = 0;
+}
+
 int main(void) {
     const char *qe = getenv("M40_ATTN_QUICK");
     quick = qe ? (atoi(qe) > 1 ? 2 : 1) : 0;
@@ -745,26 +760,10 @@ int main(void) {
         graph_node(3, 130, 4, 1, 128, 300, M40_DTYPE_F16, 32, M40_ROPE_ADJACENT); /* prefill: the bound changes nothing there */
     }
     /* v5's ways past 512 keys (m40__attn_v5_ways_keys, an A/B knob): where v6 would run */
-    const int saved_wk = m40__attn_v5_ways_keys;
-    m40__attn_v5_ways_keys = 16384;
-    for (g_keys = 1024; g_keys <= 16384; g_keys *= 16) {
-        printf("attention key bound %lld, v5's ways up to 16384 keys\n", (long long)g_keys);
-        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
-        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
-        graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
-    }
-    m40__attn_v5_ways_keys = saved_wk;
+    bound_nodes(&m40__attn_v5_ways_keys, 16384, 1024, 16384, 16, "v5's ways up to 16384 keys");
     /* a Maxwell card's edge (m40__attn_short_keys; 128 on cc 5.x): v6 under
     ** bounds 256 and 512, v5's ways under 128 and 64 */
-    const int saved_sk = m40__attn_short_keys;
-    m40__attn_short_keys = 128;
-    for (g_keys = 64; g_keys <= 512; g_keys *= 2) {
-        printf("attention key bound %lld, v5 to 128 keys\n", (long long)g_keys);
-        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
-        graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
-    }
-    m40__attn_short_keys = saved_sk;
-    g_keys = 0;
+    bound_nodes(&m40__attn_short_keys, 128, 64, 512, 2, "v5 to 128 keys");
     /* fused: every dim turned, 8 heads a group, a short cache */
     graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
     graph_node(1, 1, 2, 2, 128, 40, M40_DTYPE_F16, 32, M40_ROPE_ADJACENT);

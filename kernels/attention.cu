@@ -1746,15 +1746,23 @@ __global__ void __launch_bounds__(W * RB * 32) attn_decode_v5(Params p) {
 #pragma unroll
         for (int j = 0; j < 4; j++) kr[j] = ld(at(kc, k_lo + j));
     float m = -INFINITY, l = 0.0f, o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int k0 = k_lo; k0 < kh; k0 += 4) {
+    /* the loop's rows from the row of its step's first key, advanced a step
+    ** at a time (no 64-bit product a load: session 31, sm_52 SASS); a row
+    ** past kh - 1 reads the step's first row again (valid: k0 < kh; its
+    ** score is masked below, so its p is 0 and its V row adds 0) */
+    const int64_t st4 = 4 * (int64_t)p.gd;
+    const int rg[4] = {0, p.gd, 2 * p.gd, 3 * p.gd};
+    const auto row4 = [&](const TC *r0, int k0, int j) { return r0 + (k0 + j < kh ? rg[j] : 0); };
+    const TC *kq = kc + (int64_t)k_lo * p.gd, *vq = vc + (int64_t)k_lo * p.gd;
+    for (int k0 = k_lo; k0 < kh; k0 += 4, kq += st4, vq += st4) {
         float sc[4], kv[4][4];
 #pragma unroll
-        for (int j = 0; j < 4; j++) vr[j] = ld(at(vc, k0 + j));
+        for (int j = 0; j < 4; j++) vr[j] = ld(row4(vq, k0, j));
 #pragma unroll
         for (int j = 0; j < 4; j++) R::template cvt<4>(kr[j], kv[j]);
         if (k0 + 4 < kh)
 #pragma unroll
-            for (int j = 0; j < 4; j++) kr[j] = ld(at(kc, k0 + 4 + j));
+            for (int j = 0; j < 4; j++) kr[j] = ld(row4(kq + st4, k0 + 4, j));
 #pragma unroll
         for (int j = 0; j < 4; j++)
             sc[j] = fmaf(q[3], kv[j][3], fmaf(q[2], kv[j][2], fmaf(q[1], kv[j][1], q[0] * kv[j][0])));

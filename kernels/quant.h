@@ -159,10 +159,6 @@ extern int m40k_quant_gemv_q4_split;
 ** blocks (the same rows a block and staging, twice the warps; knob, 0,
 ** M40_BENCH_GLM_V2R1). */
 extern int m40k_quant_gemv_v2_r1;
-/* 1: v3 with x staged whole takes R = 4 with row scales at M = 1 too (knob, 0,
-** M40_BENCH_GLM_V3R4): half the row groups a warp, so half their prologue
-** and reduction a weight (dense_h_to_4h in ChatGLM2-6B). */
-extern int m40k_quant_gemv_v3_r4;
 /* The variant the library runs for a (M 1..8) on sm_count SMs, from the
 ** H200 bench (kernels/quant_dispatch.cu). */
 m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count);

@@ -27,7 +27,6 @@ int m40k_quant_gemv_v2_ez = 1;
 int m40k_quant_gemv_q4_split = 0;
 int m40k_quant_gemv_v2_r1 = 0;
 int m40k_quant_gemv_v2_pass = 2;
-int m40k_quant_gemv_v3_r4 = 0;
 }
 
 /* Batch 1 on v2 at R = 2: the forms the knobs ask for -- a ring of four
@@ -131,7 +130,7 @@ extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a,
     } else if (whole) {
         v.kernel = M40K_QGEMV_V3;
         v.D = 4;
-        v.R = a->group || (q4 && a->M == 2) || m40k_quant_gemv_v3_r4 ? 4 : 2;
+        v.R = a->group || (q4 && a->M == 2) ? 4 : 2;
     } else { /* int4 with group scales at batch 2: split-K (4096x13696: 25.4 vs 32.4 us) */
         v.R = 2;
         v.kernel = (!q4 || (a->group && a->M == 2) || (m40k_quant_gemv_q4_split && a->M == 1)) && split_ok

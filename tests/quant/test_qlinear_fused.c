@@ -40,7 +40,6 @@ extern int m40k_quant_gemv_v2_ez __attribute__((weak));
 extern int m40k_quant_gemv_q4_split __attribute__((weak));
 extern int m40k_quant_gemv_v2_pass __attribute__((weak));
 extern int m40k_quant_gemv_v2_r1 __attribute__((weak));
-extern int m40k_quant_gemv_v3_r4 __attribute__((weak));
 
 /* binary16 of v (round to nearest even; |v| < 65504, no subnormals needed here) */
 static uint16_t f2h(float v) {
@@ -408,15 +407,6 @@ int main(int argc, char **argv) {
             one_case((qcase){q4, 1, 4096, 13696, 0, 1, 1, 1, 0});
             one_case((qcase){q4g, 1, 4096, 13696, 0, 0, 1, 0, 0});
             m40k_quant_gemv_q4_split = q0;
-        }
-        if (&m40k_quant_gemv_v3_r4) { /* v3 whole at R 4 with row scales (the knob): dense_h_to_4h */
-            const int r0 = m40k_quant_gemv_v3_r4;
-            m40k_quant_gemv_v3_r4 = 1;
-            one_case((qcase){q4, 1, 2 * 13696, 4096, 0, 1, 0, 1, 1}); /* the norm and SwiGLU fused */
-            one_case((qcase){q8, 1, 2 * 13696, 4096, 0, 1, 0, 0, 1});
-            one_case((qcase){q4, 1, 9000, 1024, 1, 1, 1, 1, 0});
-            one_case((qcase){q8, 1, 9004, 2048, 1, 0, 0, 0, 0});
-            m40k_quant_gemv_v3_r4 = r0;
         }
         if (&m40k_quant_gemv_v2_ks) {
             /* batch-1 v2 whole with a row's K over 2 and 4 warps (and 1) */

@@ -48,8 +48,7 @@
 ** M40_BENCH_GLM_V2EZ=0/1/2 (batch-1 v2 GEMVs with the exponent-zero decode, 2 chunked too,
 ** m40k_quant_gemv_v2_ez), M40_BENCH_GLM_Q4SPLIT=1 (int4's large-K GEMV on v3
 ** split-K, m40k_quant_gemv_q4_split), M40_BENCH_GLM_V2DEEP=2 (two chunks in flight, ez whole), M40_BENCH_GLM_V2R1=1 (ez whole at R 1 in
-** 16-warp blocks, m40k_quant_gemv_v2_r1), M40_BENCH_GLM_V3R4=1 (v3-whole at R 4 with row
-** scales at batch 1: dense_h_to_4h; m40k_quant_gemv_v3_r4),
+** 16-warp blocks, m40k_quant_gemv_v2_r1),
 ** M40_BENCH_GLM_V2DEEP=0/1 (batch-1 v2 GEMVs with a ring of four chunks of
 ** weights in flight, m40k_quant_gemv_v2_deep), M40_BENCH_GLM_V2KS=1/2/4 (a
 ** row's K over that many warps in the batch-1 v2-whole GEMVs, int4's small
@@ -75,7 +74,6 @@ extern int m40k_quant_gemv_v2_ez __attribute__((weak));
 extern int m40k_quant_gemv_v2_pass __attribute__((weak));
 extern int m40k_quant_gemv_q4_split __attribute__((weak));
 extern int m40k_quant_gemv_v2_r1 __attribute__((weak));
-extern int m40k_quant_gemv_v3_r4 __attribute__((weak));
 
 #include <m40/models.h>
 
@@ -409,7 +407,6 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_V2EZ", &m40k_quant_gemv_v2_ez, "batch-1 v2 GEMVs, exponent-zero decode", 1},
         {"M40_BENCH_GLM_Q4SPLIT", &m40k_quant_gemv_q4_split, "int4 batch-1 GEMVs with large K on v3 split-K", 0},
         {"M40_BENCH_GLM_V2R1", &m40k_quant_gemv_v2_r1, "batch-1 v2 ez-whole GEMVs at R 1 in 16-warp blocks", 0},
-        {"M40_BENCH_GLM_V3R4", &m40k_quant_gemv_v3_r4, "batch-1 v3-whole GEMVs with row scales at R 4", 0},
         {"M40_BENCH_GLM_SMALLV2_Q8", &m40k_quant_gemv_small_v2_q8, "int8 small GEMVs on v2", 0},
         {"M40_BENCH_GLM_V2DEEP", &m40k_quant_gemv_v2_deep, "batch-1 v2 GEMVs with four chunks of weights in flight", 1},
         {"M40_BENCH_GLM_V2KS", &m40k_quant_gemv_v2_ks, "batch-1 v2-whole GEMVs, warps a row's K is split over (1, 2, 4)", 1},

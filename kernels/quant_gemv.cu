@@ -25,8 +25,9 @@
 ** int -> float without I2F: the weight byte (offset to unsigned by one XOR
 ** per 32-bit word) is placed by PRMT into the mantissa of 2^23
 ** (0x4B0000uu = 2^23 + u) and one FADD removes 2^23 + offset; or, at
-** batch 1 with x staged whole (the default there), v3's exponent-zero decode
-** with a power of two per lane vector of x (EZ, quant_gemv_v2.cuh).
+** batch 1 with x staged whole (the default there) or, for int4, in passes,
+** v3's exponent-zero decode with a power of two per lane vector of x (EZ,
+** quant_gemv_v2.cuh).
 **
 ** v3 (gemv_kernel; int8/int4): x staged in shared memory once per
 ** persistent block, D chunks of weights in flight per warp ("version 4":

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Prepared in session 32 for the next device call (bench/NOTES.md, session
+# 32, "Owed to the next device call"):
+#  1. test_qlinear_fused --gpu in full on main (session 32's call 5 cut it
+#     at 90 s on an H100), arch 90;
+#  2. the sm_52 build through PTX JIT: test_attention_gpu (quick 2: decode
+#     v5's rows a step at a time), test_qlinear_fused --gpu and
+#     test_quant_gpu (quick 1: int4's dense_4h_to_h with EZ in passes);
+#  3. int4g128,int4 decode at ctx 128 / 8192, dense_4h_to_h knob 1 (v2's
+#     own decode) / 2 (EZ, the default) / 1 / 2.
+# Carry [".carry/s33.tar.xz"]: .s33 (arch 90: m40-bench, test_qlinear_fused)
+# and .jit52 (CUDA 11.8 sm_52: test_attention_gpu, test_qlinear_fused,
+# test_quant_gpu), all of main after session 32.
+#   OUT=DIR BUDGET=480 scripts/h200-session33.sh
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+. scripts/h200-common.sh h200-session33 480 .s33
+carry_start .carry/s33.tar.xz
+TEST_TIMEOUT=200 gpu_tests "test_qlinear_fused --gpu" | tee -a "$SUM"
+GLM_TIMEOUT=45
+for i in 1 2; do
+    glm_run pass1-$i "M40_BENCH_GLM_V2PASS=1" int4g128,int4 128,8192
+    glm_run pass2-$i "M40_BENCH_GLM_V2PASS=2" int4g128,int4 128,8192
+done
+T=$(($(left) - 10))
+[ $T -gt 60 ] && JIT_TIMEOUT=$((T / 3)) M40_ATTN_QUICK=2 jit52_tests "test_attention_gpu" "test_qlinear_fused --gpu" "test_quant_gpu"
+carry_end

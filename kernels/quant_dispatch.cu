@@ -33,9 +33,10 @@ int m40k_quant_gemv_v2_pass = 2;
 ** chunks of weights in flight, or (x staged whole) a row's K over ks warps. */
 static void batch1_v2_forms(const m40k_qlinear_args *a, m40k_qgemv_variant *v) {
     if (a->M != 1 || v->kernel != M40K_QGEMV_V2 || v->R != 2) return;
-    /* ez: staged whole only (chunked, its per-vector staging cost more than
-    ** the decode saved: H200, session 13, int4 4096x13696 17.3 against
-    ** 16.4 us), unless the knob is 2 (tests, A/B); staged whole also at depth 2 */
+    /* ez: staged whole or (int4, below) in passes only (chunked, its
+    ** per-vector staging cost more than the decode saved: H200, session 13,
+    ** int4 4096x13696 17.3 against 16.4 us), unless the knob is 2 (tests,
+    ** A/B); staged whole also at depth 2 */
     if (v->D == 2) { /* x in passes: depth 1, K in one warp; the EZ decode at knob 2 (int4) or 3 */
         const int p = m40k_quant_gemv_v2_pass;
         if (m40k_quant_gemv_v2_ez && (p == 3 || (p == 2 && a->wtype == M40_DTYPE_Q4))) v->ez = 1;

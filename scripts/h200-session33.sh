@@ -8,6 +8,8 @@
 #     test_quant_gpu (quick 1: int4's dense_4h_to_h with EZ in passes);
 #  3. int4g128,int4 decode at ctx 128 / 8192, dense_4h_to_h knob 1 (v2's
 #     own decode) / 2 (EZ, the default), AB_ROUNDS times (default 2);
+#  (short of time: PATTERN_RUNS=1, JIT_FIRST=SECONDS runs the sm_52 tests
+#  before the A/B with that timeout each, and each A/B round needs 100 s left)
 #  0. first of all, m40-gemv-pattern (its floor GEMVs: a LOP and an FFMA a
 #     weight, no staging; never run on an H200 before session 33), twice.
 # Carry [".carry/s33.tar.xz"]: .s33 (arch 90: m40-bench, test_qlinear_fused,
@@ -19,17 +21,21 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session33 540 .s33
 carry_start .carry/s33.tar.xz
-for i in 1 2; do
+for i in $(seq 1 ${PATTERN_RUNS:-2}); do
     timeout 60 "$B/m40-gemv-pattern" > "$O/pattern$i.txt" 2>&1
     note "pattern $i rc=$?"
     cat "$O/pattern$i.txt" >> "$SUM"
 done
 TEST_TIMEOUT=200 gpu_tests "test_qlinear_fused --gpu" | tee -a "$SUM"
+if [ -n "${JIT_FIRST:-}" ]; then
+    JIT_TIMEOUT=$JIT_FIRST M40_ATTN_QUICK=2 jit52_tests "test_attention_gpu" "test_qlinear_fused --gpu" "test_quant_gpu"
+fi
 GLM_TIMEOUT=45
 for i in $(seq 1 ${AB_ROUNDS:-2}); do
+    [ $(left) -gt 100 ] || break
     glm_run pass1-$i "M40_BENCH_GLM_V2PASS=1" int4g128,int4 128,8192
     glm_run pass2-$i "M40_BENCH_GLM_V2PASS=2" int4g128,int4 128,8192
 done
 T=$(($(left) - 10))
-[ $T -gt 60 ] && JIT_TIMEOUT=$((T / 3)) M40_ATTN_QUICK=2 jit52_tests "test_attention_gpu" "test_qlinear_fused --gpu" "test_quant_gpu"
+[ -z "${JIT_FIRST:-}" ] && [ $T -gt 60 ] && JIT_TIMEOUT=$((T / 3)) M40_ATTN_QUICK=2 jit52_tests "test_attention_gpu" "test_qlinear_fused --gpu" "test_quant_gpu"
 carry_end

@@ -26,7 +26,7 @@ for i in $(seq 1 ${PATTERN_RUNS:-2}); do
     note "pattern $i rc=$?"
     cat "$O/pattern$i.txt" >> "$SUM"
 done
-TEST_TIMEOUT=200 gpu_tests "test_qlinear_fused --gpu" | tee -a "$SUM"
+TEST_TIMEOUT=${TQF_TIMEOUT:-200} gpu_tests "test_qlinear_fused --gpu" | tee -a "$SUM"
 if [ -n "${JIT_FIRST:-}" ]; then
     JIT_TIMEOUT=$JIT_FIRST M40_ATTN_QUICK=2 jit52_tests "test_attention_gpu" "test_qlinear_fused --gpu" "test_quant_gpu"
 fi

@@ -10,6 +10,9 @@
 #     own decode) / 2 (EZ, the default), AB_ROUNDS times (default 2);
 #  (short of time: PATTERN_RUNS=1, JIT_FIRST=SECONDS runs the sm_52 tests
 #  before the A/B with that timeout each, and each A/B round needs 100 s left)
+#  0b. the floor chain: m40-bench chatglm2 with M40_BENCH_GLM_FLOOR=1,
+#     every format at ctx 128 / 8192 (the step, its read chain and its
+#     floor chain: the least an sm_52 GEMV can take, in the step's order);
 #  0. first of all, m40-gemv-pattern (its floor GEMVs: a LOP and an FFMA a
 #     weight, no staging; never run on an H200 before session 33), twice.
 # Carry [".carry/s33.tar.xz"]: .s33 (arch 90: m40-bench, test_qlinear_fused,
@@ -26,6 +29,12 @@ for i in $(seq 1 ${PATTERN_RUNS:-2}); do
     note "pattern $i rc=$?"
     cat "$O/pattern$i.txt" >> "$SUM"
 done
+# the floor chain (session 33): every format at ctx 128 / 8192, the read
+# chain and the floor chain beside the step
+env M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 timeout 150 "$B/m40-bench" chatglm2 --warmup 1 \
+    --repeats 7 --sizes 128,8192 > "$O/floor.txt" 2>&1
+note "floor rc=$?"
+grep -E 'tokens/s|chain' "$O/floor.txt" | sed -E 's/ +/ /g' >> "$SUM"
 TEST_TIMEOUT=${TQF_TIMEOUT:-200} gpu_tests "test_qlinear_fused --gpu" | tee -a "$SUM"
 if [ -n "${JIT_FIRST:-}" ]; then
     JIT_TIMEOUT=$JIT_FIRST M40_ATTN_QUICK=2 jit52_tests "test_attention_gpu" "test_qlinear_fused --gpu" "test_quant_gpu"

@@ -97,6 +97,8 @@ m40_status m40__bench_profiler(m40_ctx *ctx, int on);
 typedef struct m40__read_range {
     const void *p0, *p1; /* p1 may be NULL */
     size_t bytes0, bytes1;
+    int wbits; /* 0: a plain read; 4 / 8 / 16: p0's bytes as int4 / int8 / fp16
+               ** weights through m40k_bench_floor (p1 must be NULL) */
 } m40__read_range;
 typedef struct m40__read_chain m40__read_chain;
 /* sink: 4 bytes of device memory. M40_ERR_UNSUPPORTED without CUDA. */

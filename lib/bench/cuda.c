@@ -78,7 +78,9 @@ m40_status m40__bench_read_chain_new(m40_ctx *ctx, const m40__read_range *r, int
     cudaStream_t s = (cudaStream_t)ctx->stream;
     int err = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), e2;
     for (int i = 0; !err && i < n; i++)
-        err = m40k_bench_read(ctx->stream, r[i].p0, r[i].bytes0, r[i].p1, r[i].bytes1, sink);
+        err = r[i].wbits ? (r[i].p1 ? (int)cudaErrorInvalidValue
+                                    : m40k_bench_floor(ctx->stream, r[i].wbits, r[i].p0, r[i].bytes0, sink))
+                         : m40k_bench_read(ctx->stream, r[i].p0, r[i].bytes0, r[i].p1, r[i].bytes1, sink);
     e2 = cudaStreamEndCapture(s, &c->graph); /* ends the capture even after an error */
     if (!err) err = e2;
     if (!err) err = cudaGraphInstantiateWithFlags(&c->exec, c->graph, 0);

@@ -18,7 +18,9 @@
 ** ChatGLM2's head geometry on the CPU reference (a smoke test of the
 ** harness, not a measurement).
 ** Environment: M40_BENCH_GLM_FORMATS (e.g. "int4,fp16": only those),
-** M40_BENCH_GLM_NO_CHAIN=1 (no read chain), M40_BENCH_GLM_PREFILL=0 (no prefill) or a list of prompt lengths (e.g.
+** M40_BENCH_GLM_NO_CHAIN=1 (no read chain), M40_BENCH_GLM_FLOOR=1 (also the
+** "floor chain": the read chain with each weight's least sm_52 GEMV arithmetic,
+** kernels/bench_read.h's m40k_bench_floor; measured even with NO_CHAIN), M40_BENCH_GLM_PREFILL=0 (no prefill) or a list of prompt lengths (e.g.
 ** "512"), M40_BENCH_GLM_PROFILE=1 (one more
 ** replay of each decode graph inside cudaProfilerStart/Stop, for
 ** `ncu --profile-from-start off`: the step's kernels, one by one),
@@ -163,18 +165,27 @@ static m40_status run_chain(bench_env *e, void *arg) {
     return m40__bench_read_chain_run(e->ctx, ((chain_arg *)arg)->c);
 }
 
-static int chain_tensor(m40_graph *g, const char *name, const void **p, size_t *bytes) {
+/* wbits: NULL, or the floor chain's reading of the tensor's dtype (4 int4,
+** 8 int8, 16 fp16; 0 anything else: a plain read) */
+static int chain_tensor(m40_graph *g, const char *name, const void **p, size_t *bytes, int *wbits) {
     int id;
     m40_tensor *t;
     if (m40_graph_find(g, name, &id) != M40_OK || m40_graph_get_tensor(g, id, &t) != M40_OK)
         return 0;
     *p = m40_tensor_get_data(t);
     *bytes = m40_tensor_get_nbytes(t);
+    if (wbits) {
+        const m40_dtype dt = m40_tensor_get_desc(t)->dtype;
+        *wbits = dt == M40_DTYPE_Q4 ? 4 : dt == M40_DTYPE_Q8 ? 8 : dt == M40_DTYPE_F16 ? 16 : 0;
+    }
     return *p != NULL;
 }
 
+/* floor: each linear's weight (and the output layer's) through
+** m40k_bench_floor instead of the plain read: the "floor chain", the least
+** an sm_52 GEMV can take in the step's order (K and V stay plain reads) */
 static void measure_chain(bench_env *e, m40_graph *dg, const m40_chatglm2_config *c, int N,
-                          const char *fn, const m40__bench_result *step) {
+                          const char *fn, const m40__bench_result *step, int floor) {
     const int n = 5 * c->layers + 1;
     m40__read_range *r = calloc((size_t)n, sizeof *r);
     m40_tensor *sink = NULL;
@@ -190,25 +201,26 @@ static void measure_chain(bench_env *e, m40_graph *dg, const m40_chatglm2_config
         for (int i = 0; ok && i < 4; i++) { /* qkv, [attention], dense, h_to_4h, 4h_to_h */
             m40__read_range *x = q + (i == 0 ? 0 : i + 1);
             snprintf(name, sizeof name, "transformer.encoder.layers.%d.%s.weight", l, lin[i]);
-            ok = chain_tensor(dg, name, &x->p0, &x->bytes0);
+            ok = chain_tensor(dg, name, &x->p0, &x->bytes0, floor ? &x->wbits : NULL);
         }
         size_t kb, vb;
         snprintf(name, sizeof name, "transformer.encoder.layers.%d.k_cache", l);
-        ok = ok && chain_tensor(dg, name, &q[1].p0, &kb);
+        ok = ok && chain_tensor(dg, name, &q[1].p0, &kb, NULL);
         snprintf(name, sizeof name, "transformer.encoder.layers.%d.v_cache", l);
-        ok = ok && chain_tensor(dg, name, &q[1].p1, &vb) && kb >= kv && vb >= kv;
+        ok = ok && chain_tensor(dg, name, &q[1].p1, &vb, NULL) && kb >= kv && vb >= kv;
         q[1].bytes0 = q[1].bytes1 = kv;
     }
-    ok = ok && chain_tensor(dg, "transformer.output_layer.weight", &r[n - 1].p0, &r[n - 1].bytes0);
+    ok = ok && chain_tensor(dg, "transformer.output_layer.weight", &r[n - 1].p0, &r[n - 1].bytes0,
+                            floor ? &r[n - 1].wbits : NULL);
     for (int i = 0; ok && i < n; i++) bytes += (double)r[i].bytes0 + (double)r[i].bytes1;
     m40__read_chain *ch = NULL;
     if (!ok || m40__bench_read_chain_new(e->ctx, r, n, m40_tensor_get_data(sink), &ch) != M40_OK) {
-        fprintf(stderr, "m40-bench chatglm2 %s: read chain not measured%s%s\n", fn,
+        fprintf(stderr, "m40-bench chatglm2 %s: %s chain not measured%s%s\n", fn, floor ? "floor" : "read",
                 ok ? ": " : " (a tensor of the decode graph not found)", ok ? m40_errmsg(e->ctx) : "");
     } else {
         char label[64];
-        snprintf(label, sizeof label, "%s read chain ctx %d", fn, N);
-        m40__bench_result *rr = new_result(e, "chatglm2", "read chain", label, "GB/s");
+        snprintf(label, sizeof label, "%s %s chain ctx %d", fn, floor ? "floor" : "read", N);
+        m40__bench_result *rr = new_result(e, "chatglm2", floor ? "floor chain" : "read chain", label, "GB/s");
         chain_arg a = {ch};
         if (rr) {
             rr->batch = N;
@@ -221,8 +233,10 @@ static void measure_chain(bench_env *e, m40_graph *dg, const m40_chatglm2_config
                 e->failed = 1;
             } else if (e->text) {
                 print_result(rr);
-                printf("      %d dependent reads of %.3f GB (the step reads %.3f GB): %.3f ms; "
-                       "the decode step takes %.3fx the chain (%.3f ms)\n", n, bytes / 1e9,
+                printf("      %d dependent %s of %.3f GB (the step reads %.3f GB): %.3f ms; "
+                       "the decode step takes %.3fx the chain (%.3f ms)\n", n,
+                       floor ? "reads with a GEMV's least arithmetic a weight (x in registers, no staging, "
+                               "no reduction)" : "reads", bytes / 1e9,
                        step->work / 1e9, rr->t_ms.median, step->t_ms.median / rr->t_ms.median,
                        step->t_ms.median);
             }
@@ -313,7 +327,9 @@ static void one_format(bench_env *e, m40_wformat f, const m40_chatglm2_config *c
                    288e9 / r->work);
         }
         if (e->info.is_gpu && !env_on("M40_BENCH_GLM_NO_CHAIN"))
-            measure_chain(e, dg, c, N, fn, r);
+            measure_chain(e, dg, c, N, fn, r, 0);
+        if (e->info.is_gpu && env_on("M40_BENCH_GLM_FLOOR"))
+            measure_chain(e, dg, c, N, fn, r, 1);
     }
     /* prefill of P tokens, one graph per P sharing the decode graph's weights */
     for (int i = 0; i < npre; i++) {

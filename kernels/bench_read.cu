@@ -15,7 +15,7 @@
 ** each weight of the 64 bytes a thread holds one LOP and one FFMA (int4,
 ** int8) or one F2F and one FFMA (fp16) into 4 accumulators, with x a
 ** constant per lane and accumulator: the instructions no sm_52 GEMV can do
-** without, at the occupancy of a kernel that needs ~40 registers and no
+** without, at the occupancy of a kernel of 28-32 registers (sm_52) and no
 ** shared memory. A chain of these in the step's order (m40-bench chatglm2,
 ** M40_BENCH_GLM_FLOOR=1) bounds from below what any GEMV of that ISA can
 ** take a token, staging, reductions and all left out. */

@@ -103,7 +103,6 @@ extern "C" int m40k_bench_read(void *stream, const void *p0, size_t bytes0, cons
 }
 
 extern "C" int m40k_bench_floor(void *stream, int wbits, const void *p, size_t bytes, unsigned *sink) {
-    if (wbits == 0) return m40k_bench_read(stream, p, bytes, NULL, 0, sink);
     const long long n = p ? (long long)(bytes / 16) : 0, b = (n * 16 + kBlockBytes - 1) / kBlockBytes;
     if (b == 0) return 0;
     if (b > 0x7fffffffLL) return (int)cudaErrorInvalidValue;

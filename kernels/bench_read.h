@@ -21,8 +21,8 @@ int m40k_bench_read(void *stream, const void *p0, size_t bytes0, const void *p1,
 ** in it the least arithmetic an sm_52 GEMV must do -- wbits 4 (int4) or 8
 ** (int8): one LOP (the field masked in place, the exponent-zero decode
 ** without its PRMT) and one FFMA; 16 (fp16): one F2F and one FFMA -- with
-** x in registers: no staging of x, no reduction, no store. wbits 0 is
-** m40k_bench_read; others cudaErrorInvalidValue. */
+** x in registers: no staging of x, no reduction, no store. Other wbits:
+** cudaErrorInvalidValue (a plain read is m40k_bench_read). */
 int m40k_bench_floor(void *stream, int wbits, const void *p, size_t bytes, unsigned *sink);
 
 #ifdef __cplusplus

@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
-# Prepared in session 32 for the next device call (bench/NOTES.md, session
-# 32, "Owed to the next device call"):
-#  1. test_qlinear_fused --gpu in full on main (session 32's call 5 cut it
-#     at 90 s on an H100), arch 90;
-#  2. the sm_52 build through PTX JIT: test_attention_gpu (quick 2: decode
+# Prepared in sessions 32-33 for the next device call (bench/NOTES.md,
+# session 33, "Owed to the next device call"), in this order:
+#  1. m40-gemv-pattern (its floor GEMVs: a LOP and an FFMA a weight, no
+#     staging; never run on an H200 before), PATTERN_RUNS times (default 2);
+#  2. the floor chain: m40-bench chatglm2 with M40_BENCH_GLM_FLOOR=1, every
+#     format at ctx 128 / 8192 (the step, its read chain and its floor
+#     chain: the least an sm_52 GEMV can take, in the step's order);
+#  3. test_qlinear_fused --gpu in full on main (session 32's call 5 cut it
+#     at 90 s on an H100), arch 90 (TQF_TIMEOUT seconds, default 200);
+#  4. int4g128,int4 decode at ctx 128 / 8192, dense_4h_to_h knob 1 (v2's
+#     own decode) / 2 (EZ, the default), AB_ROUNDS times (default 2), each
+#     round only with 100 s of the budget left;
+#  5. the sm_52 build through PTX JIT: test_attention_gpu (quick 2: decode
 #     v5's rows a step at a time), test_qlinear_fused --gpu and
-#     test_quant_gpu (quick 1: int4's dense_4h_to_h with EZ in passes);
-#  3. int4g128,int4 decode at ctx 128 / 8192, dense_4h_to_h knob 1 (v2's
-#     own decode) / 2 (EZ, the default), AB_ROUNDS times (default 2);
-#  (short of time: PATTERN_RUNS=1, JIT_FIRST=SECONDS runs the sm_52 tests
-#  before the A/B with that timeout each, and each A/B round needs 100 s left)
-#  0b. the floor chain: m40-bench chatglm2 with M40_BENCH_GLM_FLOOR=1,
-#     every format at ctx 128 / 8192 (the step, its read chain and its
-#     floor chain: the least an sm_52 GEMV can take, in the step's order);
-#  0. first of all, m40-gemv-pattern (its floor GEMVs: a LOP and an FFMA a
-#     weight, no staging; never run on an H200 before session 33), twice.
-# Carry [".carry/s33.tar.xz"]: .s33 (arch 90: m40-bench, test_qlinear_fused,
-# m40-gemv-pattern)
-# and .jit52 (CUDA 11.8 sm_52: test_attention_gpu, test_qlinear_fused,
-# test_quant_gpu), all of main after session 32.
+#     test_quant_gpu (quick 1: int4's dense_4h_to_h with EZ in passes),
+#     with what is left; JIT_FIRST=SECONDS runs them before item 4 instead,
+#     with that timeout each.
+# Carry [".carry/s33.tar.xz"]: .s33 (arch 90: m40-bench with the floor
+# chain, test_qlinear_fused, m40-gemv-pattern) and .jit52 (CUDA 11.8
+# sm_52: test_attention_gpu, test_qlinear_fused, test_quant_gpu); the
+# kernels tested are main's after session 32 (session 33 changed none).
 #   OUT=DIR BUDGET=540 scripts/h200-session33.sh
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Prepared in sessions 32-33 for the next device call (bench/NOTES.md,
-# session 33, "Owed to the next device call"), in this order:
-#  1. m40-gemv-pattern (its floor GEMVs: a LOP and an FFMA a weight, no
-#     staging; never run on an H200 before), PATTERN_RUNS times (default 2);
-#  2. the floor chain: m40-bench chatglm2 with M40_BENCH_GLM_FLOOR=1, every
+# session 33, "Owed to the next device call"), in this order (the floor
+# chain first since session 34: the item that decides, should the call be cut):
+#  1. the floor chain: m40-bench chatglm2 with M40_BENCH_GLM_FLOOR=1, every
 #     format at ctx 128 / 8192 (the step, its read chain and its floor
 #     chain: the least an sm_52 GEMV can take, in the step's order);
+#  2. m40-gemv-pattern (its floor GEMVs: a LOP and an FFMA a weight, no
+#     staging; never run on an H200 before), PATTERN_RUNS times (default 2);
 #  3. test_qlinear_fused --gpu in full on main (session 32's call 5 cut it
 #     at 90 s on an H100), arch 90 (TQF_TIMEOUT seconds, default 200);
 #  4. int4g128,int4 decode at ctx 128 / 8192, dense_4h_to_h knob 1 (v2's
@@ -25,17 +26,17 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session33 540 .s33
 carry_start .carry/s33.tar.xz
-for i in $(seq 1 ${PATTERN_RUNS:-2}); do
-    timeout 60 "$B/m40-gemv-pattern" > "$O/pattern$i.txt" 2>&1
-    note "pattern $i rc=$?"
-    cat "$O/pattern$i.txt" >> "$SUM"
-done
 # the floor chain (session 33): every format at ctx 128 / 8192, the read
 # chain and the floor chain beside the step
 env M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 timeout 150 "$B/m40-bench" chatglm2 --warmup 1 \
     --repeats 7 --sizes 128,8192 > "$O/floor.txt" 2>&1
 note "floor rc=$?"
 grep -E 'tokens/s|chain' "$O/floor.txt" | sed -E 's/ +/ /g' >> "$SUM"
+for i in $(seq 1 ${PATTERN_RUNS:-2}); do
+    timeout 60 "$B/m40-gemv-pattern" > "$O/pattern$i.txt" 2>&1
+    note "pattern $i rc=$?"
+    cat "$O/pattern$i.txt" >> "$SUM"
+done
 TEST_TIMEOUT=${TQF_TIMEOUT:-200} gpu_tests "test_qlinear_fused --gpu" | tee -a "$SUM"
 if [ -n "${JIT_FIRST:-}" ]; then
     JIT_TIMEOUT=$JIT_FIRST M40_ATTN_QUICK=2 jit52_tests "test_attention_gpu" "test_qlinear_fused --gpu" "test_quant_gpu"

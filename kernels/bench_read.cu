@@ -30,6 +30,18 @@ namespace {
 constexpr int kThreads = 256, kPerThread = 4;
 constexpr long long kBlockBytes = 16LL * kThreads * kPerThread;
 
+/* block b's 16 KB of p (n vectors): this thread's four vectors, each a
+** warp's coalesced 512 bytes; zeros past n */
+__device__ __forceinline__ void load_block(const uint4 *__restrict__ p, long long n, long long b,
+                                           uint4 (&v)[kPerThread]) {
+    const long long i0 = b * (kThreads * kPerThread) + threadIdx.x;
+#pragma unroll
+    for (int j = 0; j < kPerThread; j++) {
+        long long i = i0 + (long long)j * kThreads;
+        v[j] = i < n ? __ldg(p + i) : make_uint4(0, 0, 0, 0);
+    }
+}
+
 __global__ void __launch_bounds__(kThreads) read_kernel(const uint4 *__restrict__ p0, long long n0,
                                                         const uint4 *__restrict__ p1, long long n1,
                                                         long long blocks0, unsigned *sink) {
@@ -37,13 +49,8 @@ __global__ void __launch_bounds__(kThreads) read_kernel(const uint4 *__restrict_
     const uint4 *p = second ? p1 : p0;
     const long long n = second ? n1 : n0;
     const long long b = second ? blockIdx.x - blocks0 : blockIdx.x;
-    const long long i0 = b * (kThreads * kPerThread) + threadIdx.x;
     uint4 v[kPerThread];
-#pragma unroll
-    for (int j = 0; j < kPerThread; j++) {
-        long long i = i0 + (long long)j * kThreads;
-        v[j] = i < n ? __ldg(p + i) : make_uint4(0, 0, 0, 0);
-    }
+    load_block(p, n, b, v);
     unsigned acc = 0;
 #pragma unroll
     for (int j = 0; j < kPerThread; j++) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
@@ -68,13 +75,8 @@ __device__ __forceinline__ void floor_word(unsigned w, int h, const float (&x)[4
 
 template <int WB>
 __global__ void __launch_bounds__(kThreads) floor_kernel(const uint4 *__restrict__ p, long long n, unsigned *sink) {
-    const long long i0 = (long long)blockIdx.x * (kThreads * kPerThread) + threadIdx.x;
     uint4 v[kPerThread];
-#pragma unroll
-    for (int j = 0; j < kPerThread; j++) {
-        long long i = i0 + (long long)j * kThreads;
-        v[j] = i < n ? __ldg(p + i) : make_uint4(0, 0, 0, 0);
-    }
+    load_block(p, n, blockIdx.x, v);
     float x[4], acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int k = 0; k < 4; k++) x[k] = 1.0f + 0.125f * (float)((threadIdx.x + k) & 7);

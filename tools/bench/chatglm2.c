@@ -165,9 +165,12 @@ static m40_status run_chain(bench_env *e, void *arg) {
     return m40__bench_read_chain_run(e->ctx, ((chain_arg *)arg)->c);
 }
 
-/* wbits: NULL, or the floor chain's reading of the tensor's dtype (4 int4,
-** 8 int8, 16 fp16; 0 anything else: a plain read) */
-static int chain_tensor(m40_graph *g, const char *name, const void **p, size_t *bytes, int *wbits) {
+/* wbits: NULL, or the floor chain's reading of the tensor: 16 for fp16;
+** qbits (the run's format: 4 int4 and int4g128, 8 int8) for the I8 tensors
+** that hold int8 codes or int4 pairs (the Q4 / Q8 dtypes name a quantized
+** format, not a tensor's dtype); 0 anything else: a plain read */
+static int chain_tensor(m40_graph *g, const char *name, const void **p, size_t *bytes, int *wbits,
+                        int qbits) {
     int id;
     m40_tensor *t;
     if (m40_graph_find(g, name, &id) != M40_OK || m40_graph_get_tensor(g, id, &t) != M40_OK)
@@ -176,16 +179,20 @@ static int chain_tensor(m40_graph *g, const char *name, const void **p, size_t *
     *bytes = m40_tensor_get_nbytes(t);
     if (wbits) {
         const m40_dtype dt = m40_tensor_get_desc(t)->dtype;
-        *wbits = dt == M40_DTYPE_Q4 ? 4 : dt == M40_DTYPE_Q8 ? 8 : dt == M40_DTYPE_F16 ? 16 : 0;
+        *wbits = dt == M40_DTYPE_F16 ? 16 : dt == M40_DTYPE_I8 ? qbits : 0;
     }
     return *p != NULL;
 }
 
 /* floor: each linear's weight (and the output layer's) through
 ** m40k_bench_floor instead of the plain read: the "floor chain", the least
-** an sm_52 GEMV can take in the step's order (K and V stay plain reads) */
+** an sm_52 GEMV can take in the step's order (K and V stay plain reads);
+** not measured if any of them would be a plain read (session 34: the int4
+** and int8 codes, I8 tensors, were read plainly until then) */
 static void measure_chain(bench_env *e, m40_graph *dg, const m40_chatglm2_config *c, int N,
-                          const char *fn, const m40__bench_result *step, int floor) {
+                          m40_wformat f, const m40__bench_result *step, int floor) {
+    const char *fn = m40_wformat_name(f);
+    const int qbits = f == M40_WFMT_INT8 ? 8 : f == M40_WFMT_INT4 || f == M40_WFMT_INT4G128 ? 4 : 0;
     const int n = 5 * c->layers + 1;
     m40__read_range *r = calloc((size_t)n, sizeof *r);
     m40_tensor *sink = NULL;
@@ -201,22 +208,24 @@ static void measure_chain(bench_env *e, m40_graph *dg, const m40_chatglm2_config
         for (int i = 0; ok && i < 4; i++) { /* qkv, [attention], dense, h_to_4h, 4h_to_h */
             m40__read_range *x = q + (i == 0 ? 0 : i + 1);
             snprintf(name, sizeof name, "transformer.encoder.layers.%d.%s.weight", l, lin[i]);
-            ok = chain_tensor(dg, name, &x->p0, &x->bytes0, floor ? &x->wbits : NULL);
+            ok = chain_tensor(dg, name, &x->p0, &x->bytes0, floor ? &x->wbits : NULL, qbits) &&
+                 (!floor || x->wbits);
         }
         size_t kb, vb;
         snprintf(name, sizeof name, "transformer.encoder.layers.%d.k_cache", l);
-        ok = ok && chain_tensor(dg, name, &q[1].p0, &kb, NULL);
+        ok = ok && chain_tensor(dg, name, &q[1].p0, &kb, NULL, 0);
         snprintf(name, sizeof name, "transformer.encoder.layers.%d.v_cache", l);
-        ok = ok && chain_tensor(dg, name, &q[1].p1, &vb, NULL) && kb >= kv && vb >= kv;
+        ok = ok && chain_tensor(dg, name, &q[1].p1, &vb, NULL, 0) && kb >= kv && vb >= kv;
         q[1].bytes0 = q[1].bytes1 = kv;
     }
     ok = ok && chain_tensor(dg, "transformer.output_layer.weight", &r[n - 1].p0, &r[n - 1].bytes0,
-                            floor ? &r[n - 1].wbits : NULL);
+                            floor ? &r[n - 1].wbits : NULL, qbits) && (!floor || r[n - 1].wbits);
     for (int i = 0; ok && i < n; i++) bytes += (double)r[i].bytes0 + (double)r[i].bytes1;
     m40__read_chain *ch = NULL;
     if (!ok || m40__bench_read_chain_new(e->ctx, r, n, m40_tensor_get_data(sink), &ch) != M40_OK) {
         fprintf(stderr, "m40-bench chatglm2 %s: %s chain not measured%s%s\n", fn, floor ? "floor" : "read",
-                ok ? ": " : " (a tensor of the decode graph not found)", ok ? m40_errmsg(e->ctx) : "");
+                ok ? ": " : " (a tensor of the decode graph not found, or a weight the floor cannot read)",
+                ok ? m40_errmsg(e->ctx) : "");
     } else {
         char label[64];
         snprintf(label, sizeof label, "%s %s chain ctx %d", fn, floor ? "floor" : "read", N);
@@ -327,9 +336,9 @@ static void one_format(bench_env *e, m40_wformat f, const m40_chatglm2_config *c
                    288e9 / r->work);
         }
         if (e->info.is_gpu && !env_on("M40_BENCH_GLM_NO_CHAIN"))
-            measure_chain(e, dg, c, N, fn, r, 0);
+            measure_chain(e, dg, c, N, f, r, 0);
         if (e->info.is_gpu && env_on("M40_BENCH_GLM_FLOOR"))
-            measure_chain(e, dg, c, N, fn, r, 1);
+            measure_chain(e, dg, c, N, f, r, 1);
     }
     /* prefill of P tokens, one graph per P sharing the decode graph's weights */
     for (int i = 0; i < npre; i++) {

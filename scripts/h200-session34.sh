@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Prepared in sessions 32-33 for the next device call (bench/NOTES.md,
-# session 33, "Owed to the next device call"), in this order (the floor
-# chain first since session 34: the item that decides, should the call be cut):
+# Prepared in sessions 32-34 for the next device call (bench/NOTES.md,
+# session 34, "Owed to the next device call"), in this order (the floor
+# chain first: the item that decides, should the call be cut):
 #  1. the floor chain: m40-bench chatglm2 with M40_BENCH_GLM_FLOOR=1, every
 #     format at ctx 128 / 8192 (the step, its read chain and its floor
-#     chain: the least an sm_52 GEMV can take, in the step's order);
+#     chain: the least an sm_52 GEMV can take, in the step's order), then
+#     ncu's count of its int4 floor kernels (3 of 3 expected);
 #  2. m40-gemv-pattern (its floor GEMVs: a LOP and an FFMA a weight, no
 #     staging; never run on an H200 before), PATTERN_RUNS times (default 2);
 #  3. test_qlinear_fused --gpu in full on main (session 32's call 5 cut it
@@ -17,21 +18,29 @@
 #     test_quant_gpu (quick 1: int4's dense_4h_to_h with EZ in passes),
 #     with what is left; JIT_FIRST=SECONDS runs them before item 4 instead,
 #     with that timeout each.
-# Carry [".carry/s33.tar.xz"]: .s33 (arch 90: m40-bench with the floor
-# chain, test_qlinear_fused, m40-gemv-pattern) and .jit52 (CUDA 11.8
+# Carry [".carry/s34.tar.xz"]: .s33 (arch 90: m40-bench with the floor
+# chain as mended in session 34 (the int4 / int8 codes through the floor
+# kernel, not plain reads), test_qlinear_fused, m40-gemv-pattern) and .jit52 (CUDA 11.8
 # sm_52: test_attention_gpu, test_qlinear_fused, test_quant_gpu); the
 # kernels tested are main's after session 32 (session 33 changed none).
-#   OUT=DIR BUDGET=540 scripts/h200-session33.sh
+#   OUT=DIR BUDGET=540 scripts/h200-session34.sh
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-. scripts/h200-common.sh h200-session33 540 .s33
-carry_start .carry/s33.tar.xz
+. scripts/h200-common.sh h200-session34 540 .s33
+carry_start .carry/s34.tar.xz
 # the floor chain (session 33): every format at ctx 128 / 8192, the read
 # chain and the floor chain beside the step
 env M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 timeout 150 "$B/m40-bench" chatglm2 --warmup 1 \
     --repeats 7 --sizes 128,8192 > "$O/floor.txt" 2>&1
 note "floor rc=$?"
 grep -E 'tokens/s|chain' "$O/floor.txt" | sed -E 's/ +/ /g' >> "$SUM"
+# the floor chain's kernels counted under ncu (session 34's first run of it
+# was plain reads for the int4 / int8 codes: the read chain again)
+env M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_NO_CHAIN=1 M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 \
+    timeout 60 ncu --graph-profiling node --kernel-name regex:floor_kernel --launch-count 3 \
+    --metrics gpu__time_duration.sum,smsp__inst_executed.sum "$B/m40-bench" chatglm2 --warmup 0 --repeats 1 \
+    --sizes 128 > "$O/ncu-floor.txt" 2>&1
+note "ncu floor rc=$? floor_kernel<4> $(grep -c 'floor_kernel<4>' "$O/ncu-floor.txt") of 3"
 for i in $(seq 1 ${PATTERN_RUNS:-2}); do
     timeout 60 "$B/m40-gemv-pattern" > "$O/pattern$i.txt" 2>&1
     note "pattern $i rc=$?"

@@ -168,7 +168,8 @@ static m40_status run_chain(bench_env *e, void *arg) {
 /* wbits: NULL, or the floor chain's reading of the tensor: 16 for fp16;
 ** qbits (the run's format: 4 int4 and int4g128, 8 int8) for the I8 tensors
 ** that hold int8 codes or int4 pairs (the Q4 / Q8 dtypes name a quantized
-** format, not a tensor's dtype); 0 anything else: a plain read */
+** format, not a tensor's dtype). 0 if the floor cannot read it (any other
+** dtype): the tensor is then refused, never read plainly in its place. */
 static int chain_tensor(m40_graph *g, const char *name, const void **p, size_t *bytes, int *wbits,
                         int qbits) {
     int id;
@@ -180,6 +181,7 @@ static int chain_tensor(m40_graph *g, const char *name, const void **p, size_t *
     if (wbits) {
         const m40_dtype dt = m40_tensor_get_desc(t)->dtype;
         *wbits = dt == M40_DTYPE_F16 ? 16 : dt == M40_DTYPE_I8 ? qbits : 0;
+        if (!*wbits) return 0;
     }
     return *p != NULL;
 }
@@ -208,8 +210,7 @@ static void measure_chain(bench_env *e, m40_graph *dg, const m40_chatglm2_config
         for (int i = 0; ok && i < 4; i++) { /* qkv, [attention], dense, h_to_4h, 4h_to_h */
             m40__read_range *x = q + (i == 0 ? 0 : i + 1);
             snprintf(name, sizeof name, "transformer.encoder.layers.%d.%s.weight", l, lin[i]);
-            ok = chain_tensor(dg, name, &x->p0, &x->bytes0, floor ? &x->wbits : NULL, qbits) &&
-                 (!floor || x->wbits);
+            ok = chain_tensor(dg, name, &x->p0, &x->bytes0, floor ? &x->wbits : NULL, qbits);
         }
         size_t kb, vb;
         snprintf(name, sizeof name, "transformer.encoder.layers.%d.k_cache", l);
@@ -219,7 +220,7 @@ static void measure_chain(bench_env *e, m40_graph *dg, const m40_chatglm2_config
         q[1].bytes0 = q[1].bytes1 = kv;
     }
     ok = ok && chain_tensor(dg, "transformer.output_layer.weight", &r[n - 1].p0, &r[n - 1].bytes0,
-                            floor ? &r[n - 1].wbits : NULL, qbits) && (!floor || r[n - 1].wbits);
+                            floor ? &r[n - 1].wbits : NULL, qbits);
     for (int i = 0; ok && i < n; i++) bytes += (double)r[i].bytes0 + (double)r[i].bytes1;
     m40__read_chain *ch = NULL;
     if (!ok || m40__bench_read_chain_new(e->ctx, r, n, m40_tensor_get_data(sink), &ch) != M40_OK) {

@@ -5,7 +5,9 @@
 #  1. the floor chain: m40-bench chatglm2 with M40_BENCH_GLM_FLOOR=1, every
 #     format at ctx 128 / 8192 (the step, its read chain and its floor
 #     chain: the least an sm_52 GEMV can take, in the step's order), then
-#     ncu's count of its int4 floor kernels (3 of 3 expected);
+#     ncu's count of its int4 floor kernels (3 of 3 expected), then ncu
+#     over each int4 chain kernel and one profiled step's kernels (the
+#     GEMVs against their floor, as session 35 read them on an H100);
 #  2. m40-gemv-pattern (its floor GEMVs: a LOP and an FFMA a weight, no
 #     staging; never run on an H200 before), PATTERN_RUNS times (default 2);
 #  3. test_qlinear_fused --gpu in full on main (session 32's call 5 cut it
@@ -41,6 +43,19 @@ env M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_NO_CHAIN=1 M40_BENCH_GLM_FLOOR=1 M4
     --metrics gpu__time_duration.sum,smsp__inst_executed.sum "$B/m40-bench" chatglm2 --warmup 0 --repeats 1 \
     --sizes 128 > "$O/ncu-floor.txt" 2>&1
 note "ncu floor rc=$? floor_kernel<4> $(grep -c 'floor_kernel<4>' "$O/ncu-floor.txt") of 3"
+# session 35 (H100): each GEMV of the step against its floor and read
+# kernels, int4, under ncu (the chains' kernels, then one profiled step's
+# kernels: --profile-from-start off, or the random fill takes the count)
+env M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 timeout 75 ncu --graph-profiling node \
+    --kernel-name regex:'floor_kernel|read_kernel' --launch-count 290 --csv --metrics \
+    gpu__time_duration.sum,smsp__inst_executed.sum,dram__bytes_read.sum "$B/m40-bench" chatglm2 --warmup 0 \
+    --repeats 1 --sizes 128 2> "$O/ncu-chains-int4.err" | xz > "$O/ncu-chains-int4.csv.xz"
+note "ncu chains rc=$?"
+env M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_NO_CHAIN=1 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_PROFILE=1 timeout 75 \
+    ncu --profile-from-start off --graph-profiling node --launch-count 200 --csv --metrics \
+    gpu__time_duration.sum,smsp__inst_executed.sum,dram__bytes_read.sum "$B/m40-bench" chatglm2 --warmup 1 \
+    --repeats 2 --sizes 128 2> "$O/ncu-step-int4.err" | xz > "$O/ncu-step-int4.csv.xz"
+note "ncu step rc=$?"
 for i in $(seq 1 ${PATTERN_RUNS:-2}); do
     timeout 60 "$B/m40-gemv-pattern" > "$O/pattern$i.txt" 2>&1
     note "pattern $i rc=$?"

@@ -5,9 +5,9 @@
 #  1. the floor chain: m40-bench chatglm2 with M40_BENCH_GLM_FLOOR=1, every
 #     format at ctx 128 / 8192 (the step, its read chain and its floor
 #     chain: the least an sm_52 GEMV can take, in the step's order), then
-#     ncu's count of its int4 floor kernels (3 of 3 expected), then ncu
-#     over each int4 chain kernel and one profiled step's kernels (the
-#     GEMVs against their floor, as session 35 read them on an H100);
+#     ncu over each int4 chain kernel (its floor kernels counted: 112
+#     expected) and one profiled step's kernels (the GEMVs against their
+#     floor, as session 35 read them on an H100);
 #  2. m40-gemv-pattern (its floor GEMVs: a LOP and an FFMA a weight, no
 #     staging; never run on an H200 before), PATTERN_RUNS times (default 2);
 #  3. test_qlinear_fused --gpu in full on main (session 32's call 5 cut it
@@ -36,21 +36,17 @@ env M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 timeout 150 "$B/m40-bench" cha
     --repeats 7 --sizes 128,8192 > "$O/floor.txt" 2>&1
 note "floor rc=$?"
 grep -E 'tokens/s|chain' "$O/floor.txt" | sed -E 's/ +/ /g' >> "$SUM"
-# the floor chain's kernels counted under ncu (session 34's first run of it
-# was plain reads for the int4 / int8 codes: the read chain again)
-env M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_NO_CHAIN=1 M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 \
-    timeout 60 ncu --graph-profiling node --kernel-name regex:floor_kernel --launch-count 3 \
-    --metrics gpu__time_duration.sum,smsp__inst_executed.sum "$B/m40-bench" chatglm2 --warmup 0 --repeats 1 \
-    --sizes 128 > "$O/ncu-floor.txt" 2>&1
-note "ncu floor rc=$? floor_kernel<4> $(grep -c 'floor_kernel<4>' "$O/ncu-floor.txt") of 3"
-# session 35 (H100): each GEMV of the step against its floor and read
-# kernels, int4, under ncu (the chains' kernels, then one profiled step's
-# kernels: --profile-from-start off, or the random fill takes the count)
+# each int4 chain kernel under ncu (session 35 read them on an H100): its
+# floor_kernel<4> launches counted too, 4 linears x 28 layers = 112 expected
+# (session 34's first floor run read the int4 / int8 codes plainly)
 env M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 timeout 75 ncu --graph-profiling node \
     --kernel-name regex:'floor_kernel|read_kernel' --launch-count 290 --csv --metrics \
     gpu__time_duration.sum,smsp__inst_executed.sum,dram__bytes_read.sum "$B/m40-bench" chatglm2 --warmup 0 \
     --repeats 1 --sizes 128 2> "$O/ncu-chains-int4.err" | xz > "$O/ncu-chains-int4.csv.xz"
-note "ncu chains rc=$?"
+note "ncu chains rc=$? floor_kernel<4> $(xzcat "$O/ncu-chains-int4.csv.xz" | grep 'floor_kernel<4>' |
+    cut -d, -f1 | sort -u | wc -l) of 112"
+# one profiled step's kernels (--profile-from-start off, or the random fill
+# takes the count)
 env M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_NO_CHAIN=1 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_PROFILE=1 timeout 75 \
     ncu --profile-from-start off --graph-profiling node --launch-count 200 --csv --metrics \
     gpu__time_duration.sum,smsp__inst_executed.sum,dram__bytes_read.sum "$B/m40-bench" chatglm2 --warmup 1 \

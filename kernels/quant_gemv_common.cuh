@@ -151,10 +151,16 @@ template <int R> __device__ __forceinline__ int group_row(const m40k_qlinear_arg
     return min(row0 + r, a.N - 1);
 }
 
-/* XC: res through L2 (written earlier in the same launch; gemv_v2_body) */
+/* XC: res through L2 (written earlier in the same launch; gemv_v2_body).
+** pre (not with glu, R·B <= 32): each value's addend, bias[row] + res[b,
+** row], loaded by the caller before its main loop, so the store waits on no
+** global round trip (bias and res left L2 a step ago: a DRAM miss each).
+** With both bias and res the sum rounds as v + (bias + res), not (v + bias)
+** + res; ChatGLM2's linears have one or the other. */
 template <int B, int R, class Post = NoPost, bool XC = false>
 __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, int lane,
-                                           const m40k_qlinear_args &a, Post post = Post()) {
+                                           const m40k_qlinear_args &a, Post post = Post(),
+                                           const float (*pre)[B] = nullptr) {
     if constexpr (R * B > 32) { /* more values than lanes: two halves of the rows */
         if (a.glu) return; /* never pairs (m40k_quant_gemv_glu_ok): y holds F columns, not N */
         constexpr int H = R / 2;
@@ -193,7 +199,15 @@ __device__ __forceinline__ void warp_store(const float (&acc)[R][B], int row0, i
         const int r = id / B, b = id % B, row = row0 + r;
         if (row < a.N) {
             const int64_t i = (int64_t)b * a.N + row;
-            a.y[i] = post(r, red[0]) + (a.bias ? __ldg(a.bias + row) : 0.0f) + (a.res ? (XC ? __ldcg(a.res + i) : a.res[i]) : 0.0f);
+            if (pre) { /* this lane's value id: its addend, selected in registers */
+                float add = 0.0f;
+#pragma unroll
+                for (int j = 0; j < R * B; j++)
+                    if (j == id) add = pre[j / B][j % B];
+                a.y[i] = post(r, red[0]) + add;
+            } else {
+                a.y[i] = post(r, red[0]) + (a.bias ? __ldg(a.bias + row) : 0.0f) + (a.res ? (XC ? __ldcg(a.res + i) : a.res[i]) : 0.0f);
+            }
         }
     }
 }

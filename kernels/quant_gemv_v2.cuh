@@ -137,6 +137,31 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
     uint4 ring[P > 1 ? P : 1][R];
 #pragma unroll
     for (int j = 1; j < P; j++) load_w(ring[j], j);
+    /* PRE: the epilogue's operands (row scales, bias, res) asked for here,
+    ** behind the first weights, so that their DRAM round trips (they left
+    ** L2 a step ago) overlap the loop instead of following it: the old
+    ** epilogue waited on two dependent misses after the loop, the scales
+    ** then the bias (session 36; on an H100 int4 and int4g128 +1.1-1.3% a
+    ** token, int8 +0.6-0.7%). The cost is registers: sm_52 ptxas gives the
+    ** batch-1 instances 2-9 more (int8's qkv 62 -> 71 and its passes 77 ->
+    ** 84, one block an SM fewer, still several times the bytes in flight
+    ** an M40's 288 GB/s needs); asked for after the staging they cost more.
+    ** Not for fp16 (-0.3% a token: its GEMVs read x from global memory,
+    ** with no staging to hide the loads behind), nor with XC (res may be
+    ** written by x's phase). */
+    constexpr bool PRE = WT != M40_DTYPE_F16 && !XC && R * B <= 4;
+    constexpr bool RSC = !GROUPED && WT != M40_DTYPE_F16; /* per-row scales */
+    float psc[R], pre[R][B];
+    if constexpr (PRE) {
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int row = group_row<R>(a, row0, r); /* past N: the last row, not stored */
+            psc[r] = RSC ? load_scale(a.scale, row, sf16) : 1.0f;
+            const float bias = a.bias ? __ldg(a.bias + row) : 0.0f;
+#pragma unroll
+            for (int b = 0; b < B; b++) pre[r][b] = bias + (a.res ? a.res[(int64_t)b * a.N + row] : 0.0f);
+        }
+    }
     hook(); /* a chained launch: x's phase is done */
 
     /* EZ: item v (x·nw, float4 c4 of chunk slot cs) pre-scaled in place; the
@@ -469,10 +494,10 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
     }
 
     /* per-row scales apply once, to the sums */
-    if (!GROUPED && WT != M40_DTYPE_F16) {
+    if (RSC) {
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            float s = load_scale(a.scale, group_row<R>(a, row0, r), sf16);
+            float s = PRE ? psc[r] : load_scale(a.scale, group_row<R>(a, row0, r), sf16);
 #pragma unroll
             for (int b = 0; b < B; b++) acc[r][b] *= s;
         }
@@ -493,7 +518,7 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
 #pragma unroll
                 for (int b = 0; b < B; b++) acc[r][b] += ksum[warp + k][r * B + b][lane];
     }
-    warp_store<B, R, NoPost, XC>(acc, row0, lane, a);
+    warp_store<B, R, NoPost, XC>(acc, row0, lane, a, NoPost(), PRE ? pre : nullptr);
 }
 
 template <int WT, int B, int R, int GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Session 36, one call: v2's epilogue operands (row scales, bias, residual)
+# asked for with the first weights (PRE, kernels/quant_gemv_v2.cuh), against
+# main before it (.s33, carried in .carry/s34.tar.xz):
+#  0. on an H200 only: the floor chain first (session 33's owed item), every
+#     format at ctx 128;
+#  1. every format's decode at ctx 128 / 1024: old / new, ROUNDS times
+#     (default 2; FORMATS, default all four);
+#  2. ncu over one int4 step's kernels, old and new (NCU=1, default 0);
+#  3. test_qlinear_fused --gpu, test_quant_gpu (quick 1), test_chatglm2 --gpu
+#     on the new build, arch 90; then the sm_52 build's test_quant_gpu
+#     (quick 1) and test_chatglm2 --gpu through PTX JIT.
+# Carry [".carry/s34.tar.xz", ".carry/s36.tar.xz"]: .s33 (main 8de6c48, arch
+# 90: m40-bench with the floor chain) and .s36 (arch 90: m40-bench,
+# test_qlinear_fused, test_quant_gpu, test_chatglm2 with PRE; .jit52b: the
+# sm_52 build's test_quant_gpu, test_chatglm2 with PRE).
+#   OUT=DIR BUDGET=400 scripts/h200-session36.sh
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+. scripts/h200-common.sh h200-session36 400 .s36
+carry_start .carry/s34.tar.xz
+tar xJf .carry/s36.tar.xz || { note "no .carry/s36.tar.xz"; exit 1; }
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    env M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 timeout 90 .s33/m40-bench chatglm2 --warmup 1 \
+        --repeats 5 --sizes 128 > "$O/floor.txt" 2>&1
+    note "floor rc=$?"
+    grep -E 'tokens/s|chain' "$O/floor.txt" | sed -E 's/ +/ /g' >> "$SUM"
+fi
+ab() { # LABEL DIR
+    env M40_BENCH_GLM_FORMATS=${FORMATS:-fp16,int8,int4,int4g128} M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
+        timeout 90 "$2/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes 128,1024 > "$O/glm-$1.txt" 2>&1
+    note "$1 rc=$? $(grep -E 'tokens/s' "$O/glm-$1.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
+}
+for i in $(seq 1 ${ROUNDS:-2}); do
+    ab old-$i .s33
+    ab new-$i .s36
+done
+if [ "${NCU:-0}" = 1 ]; then
+    for v in old:.s33 new:.s36; do
+        env M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_NO_CHAIN=1 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_PROFILE=1 timeout 60 \
+            ncu --profile-from-start off --graph-profiling node --launch-count 200 --csv --metrics \
+            gpu__time_duration.sum,smsp__inst_executed.sum,dram__bytes_read.sum "${v#*:}/m40-bench" chatglm2 --warmup 1 \
+            --repeats 2 --sizes 128 2> "$O/ncu-step-${v%%:*}.err" | xz > "$O/ncu-step-${v%%:*}.csv.xz"
+        note "ncu step ${v%%:*} rc=$?"
+    done
+fi
+TEST_TIMEOUT=90 gpu_tests "test_qlinear_fused --gpu" | tee -a "$SUM"
+M40_QUANT_QUICK=1 TEST_TIMEOUT=90 gpu_tests "test_quant_gpu" | tee -a "$SUM"
+TEST_TIMEOUT=60 gpu_tests "test_chatglm2 --gpu" | tee -a "$SUM"
+rm -rf .jit52 && mv .jit52b .jit52
+JIT_TIMEOUT=60 jit52_tests "test_quant_gpu" "test_chatglm2 --gpu"
+carry_end

@@ -34,7 +34,7 @@ struct GemvProblem {
     bool q4, f16, norm;
     std::vector<unsigned char> w;
     std::vector<int> q;
-    std::vector<float> x, sc, nw, y;
+    std::vector<float> x, sc, nw, y, bias, res; /* bias [N], res [B, N]: empty for none */
     std::vector<__half> sh;
     static constexpr float kEps = 1e-5f, kPoison = -7.25f;
     GemvProblem(int B_, int N_, int K_, int group_, bool q4_, bool f16_, bool norm_)
@@ -67,6 +67,14 @@ struct GemvProblem {
         }
         for (auto &v : nw) v = 0.5f + 0.5f * (rnd() + 1);
     }
+    /* a random bias and / or residual, added to y (the epilogue's fusions) */
+    GemvProblem &addends(bool with_bias, bool with_res) {
+        auto rnd = [] { return (float)rand() / RAND_MAX * 2 - 1; };
+        bias.assign(with_bias ? (size_t)N : 0, 0.0f), res.assign(with_res ? (size_t)B * N : 0, 0.0f);
+        for (auto &v : bias) v = rnd();
+        for (auto &v : res) v = rnd();
+        return *this;
+    }
     /* the kernel's arguments for this problem, y poisoned */
     m40k_qlinear_args args(int wtype) {
         m40k_qlinear_args a = {};
@@ -74,6 +82,7 @@ struct GemvProblem {
         a.scale = f16 ? (const void *)sh.data() : (const void *)sc.data();
         a.scale_f16 = f16, a.group = group, a.y = y.data();
         if (norm) a.nw = nw.data(), a.nw_f16 = 0, a.eps = kEps;
+        a.bias = bias.empty() ? nullptr : bias.data(), a.res = res.empty() ? nullptr : res.data();
         return a;
     }
     /* max |y - ref| / max |ref| over all outputs, 1e-5 allowed, and the
@@ -91,6 +100,8 @@ struct GemvProblem {
                     s += (norm ? xb[k] * inv * nw[k] : xb[k]) * q[(size_t)n * K + k] *
                          (group ? sc[(size_t)n * ng + k / group] : 1.0);
                 if (!group) s *= sc[n];
+                if (!bias.empty()) s += bias[n];
+                if (!res.empty()) s += res[(size_t)b * N + n];
                 const float got = y[(size_t)b * N + n];
                 emax = std::max(emax, std::isfinite(got) ? fabs(s - got) : INFINITY);
                 rmax = std::max(rmax, fabs(s));

@@ -16,9 +16,12 @@ namespace {
 
 static int fails = 0;
 /* GROUPED: 1 f32, 2 f16 group scales (the kernel's template argument) */
-template <int WT, int GROUPED, bool NORM, bool WHOLE, int P, bool EZ, bool PASS>
+/* ADD: 1 a bias, 2 a residual, 3 both (the epilogue's operands, asked for
+** with the first weights since session 36) */
+template <int WT, int GROUPED, bool NORM, bool WHOLE, int P, bool EZ, bool PASS, int ADD = 0>
 static void run(const char *what, int N, int K, int group) {
     GemvProblem pb(1, N, K, GROUPED ? group : 0, WT == M40_DTYPE_Q4, GROUPED == 2, NORM);
+    pb.addends(ADD & 1, ADD & 2);
     const m40k_qlinear_args a = pb.args(WT);
     emu_grid((N + kWarps * 2 - 1) / (kWarps * 2), kWarps * 32,
              [&] { gemv_v2_kernel<WT, 1, 2, GROUPED, NORM, WHOLE, P, 1, EZ, kWarps, PASS>(a); });
@@ -56,6 +59,14 @@ int main() {
     run<Q8, 2, false, true, 1, true, true>("int8 g32 f16 passes, ez", 17, 8192 + 16, 32);
     run<Q4, 0, false, true, 1, true, true>("int4 passes, ez, one", 16, 4096, 0);
     run<Q4, 0, false, true, 1, true, true>("int4 passes, ez, a 32-column second", 33, 4128, 0);
+    /* the epilogue's bias and residual (qkv, dense, 4h_to_h), rows past N */
+    run<Q4, 0, true, true, 1, true, false, 1>("int4 whole, norm, ez, bias", 23, 4096, 0);
+    run<Q8, 0, true, true, 1, true, false, 1>("int8 whole, norm, ez, bias", 21, 4096, 0);
+    run<Q4, 0, false, true, 1, true, false, 2>("int4 whole, ez, residual", 19, 4096, 0);
+    run<Q4, 0, false, true, 1, true, true, 2>("int4 passes, ez, residual", 18, 13696, 0);
+    run<Q8, 0, false, true, 1, false, true, 2>("int8 passes, residual", 17, 13696, 0);
+    run<Q4, 2, false, true, 4, true, false, 3>("int4 g128 f16, whole, ez, P 4, bias + res", 21, 4096, 128);
+    run<Q8, 0, false, false, 1, false, false, 3>("int8 chunked, bias + res", 22, 1536, 0);
     printf("%s\n", fails ? "FAILED" : "all ok");
     return fails != 0;
 }

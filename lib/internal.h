@@ -26,6 +26,11 @@ struct m40_ctx {
     char device_name[256];
     m40_conv_engine conv_engine; /* m40_ctx_set_conv_engine (lib/conv_engine/) */
     int64_t attn_keys;  /* the running graph's m40_graph_set_attention_keys (0: none) */
+    /* While a graph runs a node: what the next node would like to find in
+    ** L2 (its op's l2_hint; NULL none). lib/graph/exec.c sets it,
+    ** LINEAR_Q's GPU run passes it to its kernel. */
+    const void *l2_hint;
+    int64_t l2_hint_bytes;
     void *cudnn;        /* cuDNN handle + eager plan cache, created on first use */
     /* Lifetime (core.c): children hold the context; m40_ctx_destroy with live
     ** children only closes it, the last child's release frees it. */

@@ -69,12 +69,13 @@ typedef struct m40__op_def {
     /* At m40_graph_alloc on a GPU: handles the runs will need (cuBLAS), so
     ** that no run allocates. NULL: none. */
     m40_status (*prepare)(m40_ctx *ctx, const m40__op_call *c);
+#endif
     /* What a run of this node waits on before its weights and would like
     ** to find in L2 (a small operand: LINEAR_Q's norm_w), from its inputs;
     ** NULL: nothing. The graph executor hands it to the node before it
-    ** (ctx->l2_hint), whose kernel may ask L2 for it. NULL function: none. */
+    ** (ctx->l2_hint, on a GPU), whose kernel may ask L2 for it
+    ** (m40__graph_l2_hint). NULL function: none. */
     const m40_tensor *(*l2_hint)(const m40_node_desc *nd, const m40_tensor *const *in);
-#endif
 } m40__op_def;
 
 /* The entry of op, or NULL for a value outside m40_op. */
@@ -129,11 +130,9 @@ static inline m40_status m40__launched(m40_ctx *ctx, int err, const char *fn) {
 }
 #define M40__GPU(f) .run_gpu = (f),
 #define M40__PREPARE(f) .prepare = (f),
-#define M40__L2_HINT(f) .l2_hint = (f),
 #else
 #define M40__GPU(f)
 #define M40__PREPARE(f)
-#define M40__L2_HINT(f)
 #endif
 
 /* The families' entries, one per op kind of M40_OP_TABLE (m40/graph.h), each

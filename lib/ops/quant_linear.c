@@ -251,20 +251,18 @@ static m40_status qlinear_workspace(const m40__op_call *c, const m40_tensor_desc
     return M40_OK;
 }
 
-#ifdef M40_HAVE_CUDA
 /* The norm's weights: the staging of x waits on them before the first
 ** weights can be used, and they left L2 a step ago (a DRAM miss each;
 ** bench/NOTES.md, session 36) */
 static const m40_tensor *qlinear_l2_hint(const m40_node_desc *nd, const m40_tensor *const *in) {
     return nd->ninputs > INORM ? in[INORM] : NULL;
 }
-#endif
 
 const m40__op_def m40__op_linear_q = {
     .op = M40_OP_LINEAR_Q, .name = "linear_q", .inplace = 0, .min_in = 2, .max_in = 6,
     .in_names = {"x", "wq", "scale", "bias", "norm_w", "residual"}, .out_name = "y", .rule = qlinear_rule,
     .workspace = qlinear_workspace, .run_check = qlinear_run_check, .run_cpu = qlinear_cpu,
-    M40__GPU(qlinear_gpu) M40__L2_HINT(qlinear_l2_hint)};
+    .l2_hint = qlinear_l2_hint, M40__GPU(qlinear_gpu)};
 
 m40_status m40_quant_linear(m40_ctx *ctx, const m40_tensor *x, const m40_qweight *w,
                             const m40_tensor *bias, m40_tensor *y) {

@@ -4,9 +4,10 @@
 # end; lib/graph/exec.c, kernels/quant_gemv_v2.cuh) against main with PRE
 # only (.s36/m40-bench, main 6b8debe):
 #  1. int4,int8,int4g128 decode at ctx 128: old / new, ROUNDS times (default 2);
-#  2. test_chatglm2 --gpu, test_quant_gpu (quick 1) on the new build, arch 90.
+#  2. test_chatglm2 --gpu, test_graph_ops --gpu, test_quant_gpu (quick 1) on
+#     the new build, arch 90.
 # Carry [".carry/s37.tar.xz"]: .s37 (arch 90: m40-bench, test_quant_gpu,
-# test_chatglm2 with the hint) and .s36/m40-bench.
+# test_chatglm2, test_graph_ops with the hint) and .s36/m40-bench.
 #   OUT=DIR BUDGET=200 scripts/h200-session36b.sh
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -21,6 +22,6 @@ for i in $(seq 1 ${ROUNDS:-2}); do
     ab old-$i .s36
     ab new-$i .s37
 done
-TEST_TIMEOUT=60 gpu_tests "test_chatglm2 --gpu" | tee -a "$SUM"
+TEST_TIMEOUT=60 gpu_tests "test_chatglm2 --gpu" "test_graph_ops --gpu" | tee -a "$SUM"
 M40_QUANT_QUICK=1 TEST_TIMEOUT=60 gpu_tests "test_quant_gpu" | tee -a "$SUM"
 carry_end

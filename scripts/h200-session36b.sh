@@ -3,7 +3,9 @@
 # LINEAR_Q's norm weights prefetched by the node before it, as its v2 warps
 # end; lib/graph/exec.c, kernels/quant_gemv_v2.cuh) against main with PRE
 # only (.s36/m40-bench, main 6b8debe):
-#  1. int4,int8,int4g128 decode at ctx 128: old / new, ROUNDS times (default 2);
+#  1. int4,int8,int4g128,fp16 decode at ctx 128: old / new, ROUNDS times
+#     (default 2; fp16: RMSNORM's weights, prefetched by the fp16 GEMV
+#     before each of its norm nodes);
 #  2. test_chatglm2 --gpu, test_graph_ops --gpu, test_quant_gpu (quick 1) on
 #     the new build, arch 90.
 # Carry [".carry/s37.tar.xz"]: .s37 (arch 90: m40-bench, test_quant_gpu,
@@ -14,7 +16,7 @@ cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session36b 200 .s37
 carry_start .carry/s37.tar.xz
 ab() { # LABEL DIR
-    env M40_BENCH_GLM_FORMATS=${FORMATS:-int4,int8,int4g128} M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
+    env M40_BENCH_GLM_FORMATS=${FORMATS:-int4,int8,int4g128,fp16} M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
         timeout 60 "$2/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes ${SIZES:-128} > "$O/glm-$1.txt" 2>&1
     note "$1 rc=$? $(grep -E 'tokens/s' "$O/glm-$1.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
 }

@@ -98,9 +98,9 @@ __device__ __forceinline__ float4 load_nw4(const m40k_qlinear_args &a, int col) 
 ** gave the v2 instances 8-16 more registers than at 120 or 128 (session 36) */
 static_assert(sizeof(m40k_qlinear_args) <= 128, "m40k_qlinear_args: keep it within 128 bytes");
 /* m40k_qlinear_args.pf (the next node's first operand, a graph run's hint):
-** its 128-byte line `unit` asked of L2 (a warp's lane 0, as the warp's loop
-** ends; the lines past the grid's warps are left out); a prefetch, so no
-** register waits on it */
+** its 128-byte line `unit` asked of L2 (a warp's lane 0, as the warp ends;
+** the lines past the grid's warps are left out); a prefetch, so no register
+** waits on it */
 __device__ __forceinline__ void l2_hint(const m40k_qlinear_args &a, int unit) {
 #ifdef __CUDA_ARCH__ /* the host emulations: nothing to prefetch */
     if ((int64_t)unit << 7 < (int64_t)a.pf_bytes)

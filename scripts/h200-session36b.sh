@@ -3,6 +3,7 @@
 # LINEAR_Q's norm weights prefetched by the node before it, as its v2 warps
 # end; lib/graph/exec.c, kernels/quant_gemv_v2.cuh) against main with PRE
 # only (.s36/m40-bench, main 6b8debe):
+#  0. on an H200 (with .carry/s34.tar.xz carried too): the floor chain first;
 #  1. int4,int8,int4g128,fp16 decode at ctx 128: old / new, ROUNDS times
 #     (default 2; fp16: RMSNORM's weights, prefetched by the fp16 GEMV
 #     before each of its norm nodes);
@@ -10,11 +11,21 @@
 #     the new build, arch 90.
 # Carry [".carry/s37.tar.xz"]: .s37 (arch 90: m40-bench, test_quant_gpu,
 # test_chatglm2, test_graph_ops with the hint) and .s36/m40-bench.
+# On an H200 carry [".carry/s37.tar.xz", ".carry/s34.tar.xz"] and BUDGET=260.
 #   OUT=DIR BUDGET=200 scripts/h200-session36b.sh
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session36b 200 .s37
 carry_start .carry/s37.tar.xz
+# on an H200, the floor chain first (owed since session 33; carry
+# .carry/s34.tar.xz too: .s33/m40-bench)
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && [ -f .carry/s34.tar.xz ]; then
+    tar xJf .carry/s34.tar.xz
+    env M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 timeout 90 .s33/m40-bench chatglm2 --warmup 1 \
+        --repeats 5 --sizes 128 > "$O/floor.txt" 2>&1
+    note "floor rc=$?"
+    grep -E 'tokens/s|chain' "$O/floor.txt" | sed -E 's/ +/ /g' >> "$SUM"
+fi
 ab() { # LABEL DIR
     env M40_BENCH_GLM_FORMATS=${FORMATS:-int4,int8,int4g128,fp16} M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
         timeout 60 "$2/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes ${SIZES:-128} > "$O/glm-$1.txt" 2>&1

@@ -120,3 +120,22 @@ glm_prefill_run() {
         timeout 150 "$B/m40-bench" chatglm2 --warmup 1 --repeats 5 --sizes 128 > "$O/glm-$1.txt" 2>&1
     note "chatglm2 $1 rc=$? 128/512/2048: $(grep -E '^ +[0-9]+ tokens/s$' "$O/glm-$1.txt" | sed -E 's/ +tokens.s//; s/^ +//' | tr '\n' ' ')"
 }
+# floor_on_h200 DIR: on an H200 only, the floor chain (m40-bench chatglm2
+# with M40_BENCH_GLM_FLOOR=1, every format, ctx 128) from DIR/m40-bench, its
+# chain lines into SUM (session 33's owed item, sessions 36-)
+floor_on_h200() {
+    nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || return 0
+    [ -x "$1/m40-bench" ] || { note "floor: no $1/m40-bench"; return 0; }
+    env M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 timeout 90 "$1/m40-bench" chatglm2 --warmup 1 \
+        --repeats 5 --sizes 128 > "$O/floor.txt" 2>&1
+    note "floor rc=$?"
+    grep -E 'tokens/s|chain' "$O/floor.txt" | sed -E 's/ +/ /g' >> "$SUM"
+}
+# glm_ab LABEL DIR FORMATS SIZES TIMEOUT: one m40-bench chatglm2 decode run
+# (no prefill, no chain) of DIR's m40-bench, one note line with the tok/s
+# (the old / new A/Bs of sessions 36-)
+glm_ab() {
+    env M40_BENCH_GLM_FORMATS=$3 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
+        timeout "$5" "$2/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes "$4" > "$O/glm-$1.txt" 2>&1
+    note "$1 rc=$? $(grep -E 'tokens/s' "$O/glm-$1.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
+}

@@ -20,17 +20,8 @@ cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session36 400 .s36
 carry_start .carry/s34.tar.xz
 tar xJf .carry/s36.tar.xz || { note "no .carry/s36.tar.xz"; exit 1; }
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-    env M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 timeout 90 .s33/m40-bench chatglm2 --warmup 1 \
-        --repeats 5 --sizes 128 > "$O/floor.txt" 2>&1
-    note "floor rc=$?"
-    grep -E 'tokens/s|chain' "$O/floor.txt" | sed -E 's/ +/ /g' >> "$SUM"
-fi
-ab() { # LABEL DIR
-    env M40_BENCH_GLM_FORMATS=${FORMATS:-fp16,int8,int4,int4g128} M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
-        timeout 90 "$2/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes 128,1024 > "$O/glm-$1.txt" 2>&1
-    note "$1 rc=$? $(grep -E 'tokens/s' "$O/glm-$1.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
-}
+floor_on_h200 .s33
+ab() { glm_ab "$1" "$2" "${FORMATS:-fp16,int8,int4,int4g128}" 128,1024 90; }
 for i in $(seq 1 ${ROUNDS:-2}); do
     ab old-$i .s33
     ab new-$i .s36

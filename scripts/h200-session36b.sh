@@ -19,18 +19,8 @@ cd "$(dirname "$0")/.." || exit 1
 carry_start .carry/s37.tar.xz
 # on an H200, the floor chain first (owed since session 33; carry
 # .carry/s34.tar.xz too: .s33/m40-bench)
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && [ -f .carry/s34.tar.xz ]; then
-    tar xJf .carry/s34.tar.xz
-    env M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 timeout 90 .s33/m40-bench chatglm2 --warmup 1 \
-        --repeats 5 --sizes 128 > "$O/floor.txt" 2>&1
-    note "floor rc=$?"
-    grep -E 'tokens/s|chain' "$O/floor.txt" | sed -E 's/ +/ /g' >> "$SUM"
-fi
-ab() { # LABEL DIR
-    env M40_BENCH_GLM_FORMATS=${FORMATS:-int4,int8,int4g128,fp16} M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
-        timeout 60 "$2/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes ${SIZES:-128} > "$O/glm-$1.txt" 2>&1
-    note "$1 rc=$? $(grep -E 'tokens/s' "$O/glm-$1.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
-}
+[ -f .carry/s34.tar.xz ] && tar xJf .carry/s34.tar.xz && floor_on_h200 .s33
+ab() { glm_ab "$1" "$2" "${FORMATS:-int4,int8,int4g128,fp16}" "${SIZES:-128}" 60; }
 for i in $(seq 1 ${ROUNDS:-2}); do
     ab old-$i .s36
     ab new-$i .s37

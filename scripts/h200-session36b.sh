@@ -8,9 +8,13 @@
 #     (default 2; fp16: RMSNORM's weights, prefetched by the fp16 GEMV
 #     before each of its norm nodes);
 #  2. test_chatglm2 --gpu, test_graph_ops --gpu, test_quant_gpu (quick 1) on
-#     the new build, arch 90.
+#     the new build, arch 90; then the sm_52 build's test_chatglm2 --gpu,
+#     test_qlinear_fused --gpu and test_quant_gpu (quick 1) through PTX JIT
+#     with the time left (BUDGET=400 for all of them).
 # Carry [".carry/s37.tar.xz"]: .s37 (arch 90: m40-bench, test_quant_gpu,
-# test_chatglm2, test_graph_ops with the hint) and .s36/m40-bench.
+# test_chatglm2, test_graph_ops with the hint), .s36/m40-bench (main's) and
+# .jit52 (CUDA 11.8 sm_52: test_chatglm2, test_qlinear_fused, test_quant_gpu
+# of the branch).
 # On an H200 carry [".carry/s37.tar.xz", ".carry/s34.tar.xz"] and BUDGET=260.
 #   OUT=DIR BUDGET=200 scripts/h200-session36b.sh
 set -uo pipefail
@@ -27,4 +31,7 @@ for i in $(seq 1 ${ROUNDS:-2}); do
 done
 TEST_TIMEOUT=60 gpu_tests "test_chatglm2 --gpu" "test_graph_ops --gpu" | tee -a "$SUM"
 M40_QUANT_QUICK=1 TEST_TIMEOUT=60 gpu_tests "test_quant_gpu" | tee -a "$SUM"
+# the sm_52 build's tests through PTX JIT (.jit52 in the carry), with what is left
+T=$(($(left) - 10))
+[ $T -gt 60 ] && JIT_TIMEOUT=$((T / 3)) jit52_tests "test_chatglm2 --gpu" "test_qlinear_fused --gpu" "test_quant_gpu"
 carry_end

@@ -139,3 +139,14 @@ glm_ab() {
         timeout "$5" "$2/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes "$4" > "$O/glm-$1.txt" 2>&1
     note "$1 rc=$? $(grep -E 'tokens/s' "$O/glm-$1.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
 }
+# ncu_step LABEL DIR [TIMEOUT]: ncu over one profiled int4 decode step of DIR's
+# m40-bench at ctx 128 (--profile-from-start off with M40_BENCH_GLM_PROFILE=1,
+# or the random fill takes the count): time, warp instructions and DRAM
+# bytes of every kernel, into $O/ncu-step-LABEL.csv.xz, and a note
+ncu_step() {
+    env M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_NO_CHAIN=1 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_PROFILE=1 timeout "${3:-75}" \
+        ncu --profile-from-start off --graph-profiling node --launch-count 200 --csv --metrics \
+        gpu__time_duration.sum,smsp__inst_executed.sum,dram__bytes_read.sum "$2/m40-bench" chatglm2 --warmup 1 \
+        --repeats 2 --sizes 128 2> "$O/ncu-step-$1.err" | xz > "$O/ncu-step-$1.csv.xz"
+    note "ncu step $1 rc=$?"
+}

@@ -45,13 +45,8 @@ env M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_FLOOR=1 M40_BENCH_GLM_PREFILL=0 tim
     --repeats 1 --sizes 128 2> "$O/ncu-chains-int4.err" | xz > "$O/ncu-chains-int4.csv.xz"
 note "ncu chains rc=$? floor_kernel<4> $(xzcat "$O/ncu-chains-int4.csv.xz" | grep 'floor_kernel<4>' |
     cut -d, -f1 | sort -u | wc -l) of 112"
-# one profiled step's kernels (--profile-from-start off, or the random fill
-# takes the count)
-env M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_NO_CHAIN=1 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_PROFILE=1 timeout 75 \
-    ncu --profile-from-start off --graph-profiling node --launch-count 200 --csv --metrics \
-    gpu__time_duration.sum,smsp__inst_executed.sum,dram__bytes_read.sum "$B/m40-bench" chatglm2 --warmup 1 \
-    --repeats 2 --sizes 128 2> "$O/ncu-step-int4.err" | xz > "$O/ncu-step-int4.csv.xz"
-note "ncu step rc=$?"
+# one profiled step's kernels
+ncu_step int4 "$B"
 for i in $(seq 1 ${PATTERN_RUNS:-2}); do
     timeout 60 "$B/m40-gemv-pattern" > "$O/pattern$i.txt" 2>&1
     note "pattern $i rc=$?"

@@ -27,13 +27,8 @@ for i in $(seq 1 ${ROUNDS:-2}); do
     ab new-$i .s36
 done
 if [ "${NCU:-0}" = 1 ]; then
-    for v in old:.s33 new:.s36; do
-        env M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_NO_CHAIN=1 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_PROFILE=1 timeout 60 \
-            ncu --profile-from-start off --graph-profiling node --launch-count 200 --csv --metrics \
-            gpu__time_duration.sum,smsp__inst_executed.sum,dram__bytes_read.sum "${v#*:}/m40-bench" chatglm2 --warmup 1 \
-            --repeats 2 --sizes 128 2> "$O/ncu-step-${v%%:*}.err" | xz > "$O/ncu-step-${v%%:*}.csv.xz"
-        note "ncu step ${v%%:*} rc=$?"
-    done
+    ncu_step old .s33 60
+    ncu_step new .s36 60
 fi
 [ "${TESTS:-1}" = 1 ] || { carry_end; exit 0; }
 TEST_TIMEOUT=90 gpu_tests "test_qlinear_fused --gpu" | tee -a "$SUM"

@@ -37,6 +37,7 @@ struct GemvProblem {
     std::vector<float> x, sc, nw, y, bias, res; /* bias [N], res [B, N]: empty for none */
     std::vector<__half> sh;
     static constexpr float kEps = 1e-5f, kPoison = -7.25f;
+    static float rnd() { return (float)rand() / RAND_MAX * 2 - 1; } /* uniform in [-1, 1] */
     GemvProblem(int B_, int N_, int K_, int group_, bool q4_, bool f16_, bool norm_)
         : B(B_), N(N_), K(K_), group(group_), ng(group_ ? (K_ + group_ - 1) / group_ : 1),
           rb(q4_ ? (K_ + 1) / 2 : K_), q4(q4_), f16(f16_), norm(norm_) {
@@ -45,7 +46,6 @@ struct GemvProblem {
         x.resize((size_t)B * K), sc.resize((size_t)N * ng), nw.resize(K), sh.resize(sc.size());
         y.assign((size_t)B * N + 8, kPoison);
         srand(N * 131 + K + 7 * B);
-        auto rnd = [] { return (float)rand() / RAND_MAX * 2 - 1; };
         for (int n = 0; n < N; n++)
             for (int k = 0; k < K; k++) {
                 const int v = q4 ? rand() % 16 - 8 : rand() % 256 - 128;
@@ -69,7 +69,6 @@ struct GemvProblem {
     }
     /* a random bias and / or residual, added to y (the epilogue's fusions) */
     GemvProblem &addends(bool with_bias, bool with_res) {
-        auto rnd = [] { return (float)rand() / RAND_MAX * 2 - 1; };
         bias.assign(with_bias ? (size_t)N : 0, 0.0f), res.assign(with_res ? (size_t)B * N : 0, 0.0f);
         for (auto &v : bias) v = rnd();
         for (auto &v : res) v = rnd();

@@ -174,6 +174,10 @@ void m40__attn_bound(const m40_ctx *ctx, struct m40k_attn_shape *s);
 ** l2_hint): the data and *bytes, or NULL and 0 (lib/graph/exec.c; a graph
 ** run hands it to step s on a GPU as ctx->l2_hint) */
 struct m40_graph;
+/* The hints m40__graph_l2_hint gives (an A/B knob, M40_BENCH_GLM_L2HINT):
+** 0 none, 1 (default) the ops' own but ATTENTION's, 2 ATTENTION's too (its
+** K rows under a key bound <= 512, slot 0's) */
+extern int m40__l2_hint;
 const void *m40__graph_l2_hint(const struct m40_graph *g, int s, int64_t *bytes);
 
 #endif /* M40_INTERNAL_H */

@@ -25,9 +25,13 @@ carry_start .carry/s37.tar.xz
 # .carry/s34.tar.xz too: .s33/m40-bench)
 [ -f .carry/s34.tar.xz ] && tar xJf .carry/s34.tar.xz && floor_on_h200 .s33
 ab() { glm_ab "$1" "$2" "${FORMATS:-int4,int8,int4g128,fp16}" "${SIZES:-128}" 60; }
+# session 37: the new build's knob M40_BENCH_GLM_L2HINT=2 too (the attention's
+# K rows asked of L2 by qkv's warps), and =0 (no hint: the same binary as old)
 for i in $(seq 1 ${ROUNDS:-2}); do
     ab old-$i .s36
     ab new-$i .s37
+    M40_BENCH_GLM_L2HINT=2 ab kv-$i .s37
+    [ $i = 1 ] && M40_BENCH_GLM_L2HINT=0 ab off-$i .s37
 done
 TEST_TIMEOUT=60 gpu_tests "test_chatglm2 --gpu" "test_graph_ops --gpu" | tee -a "$SUM"
 M40_QUANT_QUICK=1 TEST_TIMEOUT=60 gpu_tests "test_quant_gpu" | tee -a "$SUM"

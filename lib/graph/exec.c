@@ -169,14 +169,12 @@ const void *m40__graph_l2_hint(const struct m40_graph *g, int s, int64_t *bytes)
     const m40_tensor *in[M40_NODE_MAX_INPUTS] = {0};
     for (int i = 0; i < n->d.ninputs; i++)
         if (n->d.inputs[i] != M40_NO_TENSOR) in[i] = g->tensors[n->d.inputs[i]].t;
-    int64_t cap = -1;
-    const m40_tensor *t = def->l2_hint(&n->d, in, g->attn_keys, &cap);
+    const m40_tensor *t = def->l2_hint(&n->d, in);
     if (!t || !t->data) return NULL;
     const size_t off = (size_t)((const char *)t->data - (const char *)t->base);
     size_t nb = (size_t)m40_tensor_desc_numel(&t->desc) * m40_dtype_size(t->desc.dtype);
     if (off > t->storage_bytes) return NULL;
     if (nb > t->storage_bytes - off) nb = t->storage_bytes - off;
-    if (cap >= 0 && (uint64_t)cap < nb) nb = (size_t)cap;
     *bytes = (int64_t)nb;
     return t->data;
 }

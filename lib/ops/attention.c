@@ -584,23 +584,9 @@ static m40_status attention_run(m40_ctx *ctx, const m40__op_run *r) {
                       NULL, 0);
 }
 
-/* Under a short key bound (<= 512: decode v5 or v6 from key 0), slot 0's
-** first K rows, which its first loads wait on (they left L2 a step ago);
-** only with m40__l2_hint 2 (an A/B, bench/NOTES.md session 37) */
-static const m40_tensor *attention_l2_hint(const m40_node_desc *nd, const m40_tensor *const *in,
-                                           int64_t keys, int64_t *cap) {
-    (void)nd;
-    const m40_tensor *kc = in[1];
-    if (m40__l2_hint < 2 || keys <= 0 || keys > 512 || !kc || kc->desc.ndim != 4 ||
-        keys > kc->desc.shape[1])
-        return NULL;
-    *cap = keys * kc->desc.shape[2] * kc->desc.shape[3] * (int64_t)m40_dtype_size(kc->desc.dtype);
-    return kc;
-}
-
 const m40__op_def m40__op_attention = {
     .op = M40_OP_ATTENTION, .name = "attention", .inplace = 0, .min_in = 4, .max_in = 5,
     .in_names = {"qkv", "k_cache", "v_cache", "pos", "slot"}, .out_name = "y",
     .state_inputs = (1u << 1) | (1u << 2), .rule = attention_rule,
     .workspace = attention_workspace, .run_check = attention_run_check,
-    .run_cpu = attention_run, .l2_hint = attention_l2_hint, M40__GPU(attention_run)};
+    .run_cpu = attention_run, M40__GPU(attention_run)};

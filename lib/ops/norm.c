@@ -109,9 +109,8 @@ static m40_status rms_gpu(m40_ctx *ctx, const m40__op_run *r) {
 
 /* its weights: a DRAM miss (they left L2 a step ago) that the kernel waits
 ** on, as LINEAR_Q's fused norm does (lib/ops/quant_linear.c) */
-static const m40_tensor *rms_l2_hint(const m40_node_desc *nd, const m40_tensor *const *in, int64_t keys,
-                                     int64_t *cap) {
-    (void)nd, (void)keys, (void)cap;
+static const m40_tensor *rms_l2_hint(const m40_node_desc *nd, const m40_tensor *const *in) {
+    (void)nd;
     return in[1];
 }
 

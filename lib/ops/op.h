@@ -74,11 +74,8 @@ typedef struct m40__op_def {
     ** to find in L2 (a small operand: LINEAR_Q's norm_w), from its inputs;
     ** NULL: nothing. The graph executor hands it to the node before it
     ** (ctx->l2_hint, on a GPU), whose kernel may ask L2 for it
-    ** (m40__graph_l2_hint). keys: the graph's attention key bound (0:
-    ** none); *cap, set only to ask for less than the tensor's span: the
-    ** bytes from its start that the run will read. NULL function: none. */
-    const m40_tensor *(*l2_hint)(const m40_node_desc *nd, const m40_tensor *const *in, int64_t keys,
-                                 int64_t *cap);
+    ** (m40__graph_l2_hint). NULL function: none. */
+    const m40_tensor *(*l2_hint)(const m40_node_desc *nd, const m40_tensor *const *in);
 } m40__op_def;
 
 /* The entry of op, or NULL for a value outside m40_op. */

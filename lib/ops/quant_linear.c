@@ -255,9 +255,7 @@ static m40_status qlinear_workspace(const m40__op_call *c, const m40_tensor_desc
 /* The norm's weights: the staging of x waits on them before the first
 ** weights can be used, and they left L2 a step ago (a DRAM miss each;
 ** bench/NOTES.md, session 36) */
-static const m40_tensor *qlinear_l2_hint(const m40_node_desc *nd, const m40_tensor *const *in,
-                                         int64_t keys, int64_t *cap) {
-    (void)keys, (void)cap;
+static const m40_tensor *qlinear_l2_hint(const m40_node_desc *nd, const m40_tensor *const *in) {
     return nd->ninputs > INORM ? in[INORM] : NULL;
 }
 

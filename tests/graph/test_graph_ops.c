@@ -177,47 +177,6 @@ static void test_l2_hint(void) {
     CHECK(m40__graph_l2_hint(g, 0, &bytes) == NULL && bytes == 0);
     m40__l2_hint = 1;
     m40_graph_destroy(g);
-
-    /* ATTENTION's hint (knob 2 only): a LINEAR_Q into qkv [1,1,(H+2G)·D],
-    ** then the attention over caches [1,1024,G,D]; under a key bound <= 512
-    ** step 0 gets the K cache's first bound·G·D halves */
-    const int64_t H = 4, G = 2, D = 8, QN = (H + 2 * G) * D, s3[3] = {1, 1, K}, sq[2] = {QN, K},
-                  kv[4] = {1, 1024, G, D}, one[2] = {1, 1};
-    m40_tensor_desc dq, dk, dp;
-    m40_tensor_desc_make(&dx, M40_DTYPE_F32, 3, s3);
-    m40_tensor_desc_make(&dq, M40_DTYPE_F16, 2, sq);
-    m40_tensor_desc_make(&dk, M40_DTYPE_F16, 4, kv);
-    m40_tensor_desc_make(&dp, M40_DTYPE_I32, 2, one);
-    int ik, iv, ip, iqkv, iy;
-    CHECK_ST(m40_graph_create(X, &g), M40_OK);
-    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "x", &dx, &ix), M40_OK);
-    CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "w", &dq, &iw), M40_OK);
-    CHECK_ST(m40_graph_tensor(g, M40_ROLE_STATE, "k", &dk, &ik), M40_OK);
-    CHECK_ST(m40_graph_tensor(g, M40_ROLE_STATE, "v", &dk, &iv), M40_OK);
-    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "pos", &dp, &ip), M40_OK);
-    m40_node_desc nd;
-    m40_node_desc_init(&nd, M40_OP_LINEAR_Q);
-    nd.bits = 16, nd.ninputs = 2, nd.inputs[0] = ix, nd.inputs[1] = iw;
-    CHECK_ST(m40_graph_node(g, &nd, &iqkv), M40_OK);
-    m40_node_desc_init(&nd, M40_OP_ATTENTION);
-    nd.ninputs = 4, nd.inputs[0] = iqkv, nd.inputs[1] = ik, nd.inputs[2] = iv, nd.inputs[3] = ip;
-    nd.heads = (int)H, nd.kv_heads = (int)G, nd.head_dim = (int)D;
-    CHECK_ST(m40_graph_node(g, &nd, &iy), M40_OK);
-    CHECK_ST(m40_graph_mark_output(g, iy), M40_OK);
-    CHECK_ST(m40_graph_alloc(g), M40_OK);
-    m40_tensor *tk = NULL;
-    CHECK_ST(m40_graph_get_tensor(g, ik, &tk), M40_OK);
-    const struct { int knob; int64_t keys, want; } hc[] = {
-        {2, 100, 100 * G * D * 2}, {2, 512, 512 * G * D * 2}, {2, 513, 0}, {2, 0, 0}, {1, 100, 0}, {0, 100, 0}};
-    for (size_t i = 0; i < sizeof hc / sizeof hc[0]; i++) {
-        m40__l2_hint = hc[i].knob;
-        CHECK_ST(m40_graph_set_attention_keys(g, hc[i].keys), M40_OK);
-        const void *p = m40__graph_l2_hint(g, 0, &bytes);
-        CHECK(bytes == hc[i].want && p == (hc[i].want ? m40_tensor_get_data(tk) : NULL));
-        CHECK(m40__graph_l2_hint(g, 1, &bytes) == NULL && bytes == 0);
-    }
-    m40__l2_hint = 1;
-    m40_graph_destroy(g);
 }
 
 /* A graph with x [a,b,c,d] and a weight of wd; one node of op with nd's

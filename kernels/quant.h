@@ -46,6 +46,15 @@ typedef struct m40k_qlinear_args {
     ** rows), else through M·N floats at the front of ws (then ws must hold
     ** m40k_quant_linear_workspace bytes). Not with res. */
     int glu;
+    /* A hint (NULL: none): pf_bytes at pf that the next node reads first
+    ** (lib/graph/exec.c; ChatGLM2: the next linear's norm weights, which
+    ** left L2 a step ago). v2 asks L2 for them as its warps end (one
+    ** 128-byte line a warp); the other kernels ignore it. Only a prefetch: nothing is read
+    ** into registers, and any valid device range will do. pf_bytes sits in
+    ** glu's padding: past 128 bytes this struct cost the v2 kernels 8-16
+    ** more registers (sm_52 ptxas; kernels/quant_gemv_common.cuh asserts). */
+    int pf_bytes;
+    const void *pf;
 } m40k_qlinear_args;
 /* Device scratch the GEMV's split-K path needs for this call (0: none);
 ** without it the launcher takes a kernel that needs none. */

@@ -26,6 +26,11 @@ struct m40_ctx {
     char device_name[256];
     m40_conv_engine conv_engine; /* m40_ctx_set_conv_engine (lib/conv_engine/) */
     int64_t attn_keys;  /* the running graph's m40_graph_set_attention_keys (0: none) */
+    /* While a graph runs a node: what the next node would like to find in
+    ** L2 (its op's l2_hint; NULL none). lib/graph/exec.c sets it,
+    ** LINEAR_Q's GPU run passes it to its kernel. */
+    const void *l2_hint;
+    int64_t l2_hint_bytes;
     void *cudnn;        /* cuDNN handle + eager plan cache, created on first use */
     /* Lifetime (core.c): children hold the context; m40_ctx_destroy with live
     ** children only closes it, the last child's release frees it. */
@@ -165,5 +170,16 @@ struct m40k_attn_shape;
 /* the decode kernel attn_bound picks for s on ctx (its cc_major, sm_count,
 ** attn_keys) under the knobs: sets s->decode_variant, keys, v5_ways */
 void m40__attn_bound(const m40_ctx *ctx, struct m40k_attn_shape *s);
+/* What an allocated graph's step s + 1 would like to find in L2 (its op's
+** l2_hint): the data and *bytes, or NULL and 0 (lib/graph/exec.c; a graph
+** run hands it to step s on a GPU as ctx->l2_hint) */
+struct m40_graph;
+/* The hints m40__graph_l2_hint gives (an A/B knob, M40_BENCH_GLM_L2HINT):
+** 0 none, 1 (default) the ops' own, asked of L2 by the first warps of the
+** kernel before, 3 by its last warps (kernels/quant_gemv_common.cuh's
+** l2_hint). 2, the attention's first K rows asked by qkv's warps, measured
+** +0.05% and was taken out (bench/NOTES.md, session 37). */
+extern int m40__l2_hint;
+const void *m40__graph_l2_hint(const struct m40_graph *g, int s, int64_t *bytes);
 
 #endif /* M40_INTERNAL_H */

@@ -155,10 +155,36 @@ m40_status m40__graph_run_nodes(m40_graph *g) {
     return st;
 }
 
+/* What step s + 1's op would like to find in L2 (m40__op_def.l2_hint): its
+** data and *bytes (its span within its storage), or NULL and 0. The rule on
+** any device; run_nodes hands it to step s on a GPU (ctx->l2_hint). */
+int m40__l2_hint = 1;
+
+const void *m40__graph_l2_hint(const struct m40_graph *g, int s, int64_t *bytes) {
+    *bytes = 0;
+    if (m40__l2_hint <= 0 || s < 0 || s + 1 >= g->nnodes) return NULL;
+    const m40__gnode *n = &g->nodes[g->order[s + 1]];
+    const m40__op_def *def = m40__op_get(n->d.op);
+    if (!def->l2_hint) return NULL;
+    const m40_tensor *in[M40_NODE_MAX_INPUTS] = {0};
+    for (int i = 0; i < n->d.ninputs; i++)
+        if (n->d.inputs[i] != M40_NO_TENSOR) in[i] = g->tensors[n->d.inputs[i]].t;
+    const m40_tensor *t = def->l2_hint(&n->d, in);
+    if (!t || !t->data) return NULL;
+    const size_t off = (size_t)((const char *)t->data - (const char *)t->base);
+    size_t nb = (size_t)m40_tensor_desc_numel(&t->desc) * m40_dtype_size(t->desc.dtype);
+    if (off > t->storage_bytes) return NULL;
+    if (nb > t->storage_bytes - off) nb = t->storage_bytes - off;
+    *bytes = (int64_t)nb;
+    return t->data;
+}
+
 static m40_status run_nodes(m40_graph *g) {
     for (int s = 0; s < g->nnodes; s++) {
         const m40__gnode *n = &g->nodes[g->order[s]];
+        if (g->ctx->is_gpu) g->ctx->l2_hint = m40__graph_l2_hint(g, s, &g->ctx->l2_hint_bytes);
         m40_status st = exec_node(g, n);
+        g->ctx->l2_hint = NULL, g->ctx->l2_hint_bytes = 0; /* eager calls see none */
         if (st != M40_OK) {
             char msg[M40__ERRMSG_MAX];
             snprintf(msg, sizeof msg, "%s", m40_errmsg(g->ctx));

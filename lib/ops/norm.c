@@ -107,10 +107,18 @@ static m40_status rms_gpu(m40_ctx *ctx, const m40__op_run *r) {
 }
 #endif
 
+/* its weights: a DRAM miss (they left L2 a step ago) that the kernel waits
+** on, as LINEAR_Q's fused norm does (lib/ops/quant_linear.c) */
+static const m40_tensor *rms_l2_hint(const m40_node_desc *nd, const m40_tensor *const *in) {
+    (void)nd;
+    return in[1];
+}
+
 const m40__op_def m40__op_rmsnorm = {
     .op = M40_OP_RMSNORM, .name = "rmsnorm", .inplace = 1, .min_in = 2, .max_in = 3,
     .in_names = {"x", "w", "residual"}, .out_name = "y", .state_mask = rms_state_mask,
-    .rule = rms_rule, .run_check = rms_run_check, .run_cpu = rms_cpu, M40__GPU(rms_gpu)};
+    .rule = rms_rule, .run_check = rms_run_check, .run_cpu = rms_cpu, .l2_hint = rms_l2_hint,
+    M40__GPU(rms_gpu)};
 
 m40_status m40_rmsnorm(m40_ctx *ctx, float eps, m40_tensor *x, const m40_tensor *w,
                        const m40_tensor *residual, m40_tensor *y) {

@@ -70,6 +70,12 @@ typedef struct m40__op_def {
     ** that no run allocates. NULL: none. */
     m40_status (*prepare)(m40_ctx *ctx, const m40__op_call *c);
 #endif
+    /* What a run of this node waits on before its weights and would like
+    ** to find in L2 (a small operand: LINEAR_Q's norm_w), from its inputs;
+    ** NULL: nothing. The graph executor hands it to the node before it
+    ** (ctx->l2_hint, on a GPU), whose kernel may ask L2 for it
+    ** (m40__graph_l2_hint). NULL function: none. */
+    const m40_tensor *(*l2_hint)(const m40_node_desc *nd, const m40_tensor *const *in);
 } m40__op_def;
 
 /* The entry of op, or NULL for a value outside m40_op. */

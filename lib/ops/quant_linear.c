@@ -191,6 +191,9 @@ static m40_status qlinear_gpu(m40_ctx *ctx, const m40__op_run *r) {
     }
     a.res = res ? res->data : NULL;
     a.glu = r->nd->glu ? a.N / 2 : 0;
+    a.pf = ctx->l2_hint; /* the next node's first operand (a graph run's hint) */
+    a.pf_bytes = ctx->l2_hint_bytes > INT_MAX ? INT_MAX : (int)ctx->l2_hint_bytes;
+    if (m40__l2_hint == 3) a.pf_bytes = -a.pf_bytes; /* the grid's last warps ask (an A/B) */
     /* split-K partial sums (the GEMV's, or the SGEMM's for a prefill) go to
     ** the context's workspace, grown on first need (graphs reserve it at
     ** alloc); if it cannot grow, the launchers take kernels without split-K */
@@ -249,11 +252,18 @@ static m40_status qlinear_workspace(const m40__op_call *c, const m40_tensor_desc
     return M40_OK;
 }
 
+/* The norm's weights: the staging of x waits on them before the first
+** weights can be used, and they left L2 a step ago (a DRAM miss each;
+** bench/NOTES.md, session 36) */
+static const m40_tensor *qlinear_l2_hint(const m40_node_desc *nd, const m40_tensor *const *in) {
+    return nd->ninputs > INORM ? in[INORM] : NULL;
+}
+
 const m40__op_def m40__op_linear_q = {
     .op = M40_OP_LINEAR_Q, .name = "linear_q", .inplace = 0, .min_in = 2, .max_in = 6,
     .in_names = {"x", "wq", "scale", "bias", "norm_w", "residual"}, .out_name = "y", .rule = qlinear_rule,
     .workspace = qlinear_workspace, .run_check = qlinear_run_check, .run_cpu = qlinear_cpu,
-    M40__GPU(qlinear_gpu)};
+    .l2_hint = qlinear_l2_hint, M40__GPU(qlinear_gpu)};
 
 m40_status m40_quant_linear(m40_ctx *ctx, const m40_tensor *x, const m40_qweight *w,
                             const m40_tensor *bias, m40_tensor *y) {

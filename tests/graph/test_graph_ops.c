@@ -1,6 +1,7 @@
 /* Ops through the registry (lib/ops/): LINEAR_Q runs in a graph and equals
 ** the eager m40_quant_linear (int8, int4 with group scales, f16 weights;
-** with and without bias); the planner sizes its split-K scratch with the
+** with and without bias); the executor's L2 hint (the next node's norm
+** weights); the planner sizes its split-K scratch with the
 ** real group; m40_node_desc.struct_size; every user-supplied int of the
 ** rules checked (conv, pool, attention, norms, output sizes), the context
 ** still usable afterwards. CPU by default; with --gpu the LINEAR_Q cases run
@@ -9,6 +10,7 @@
 #include "m40/graph.h"
 #include "m40/quant.h"
 #include "../kernels/quant_plan.h"
+#include "internal.h" /* m40__graph_l2_hint */
 
 #include <limits.h>
 #include <math.h>
@@ -133,6 +135,48 @@ static void test_linear_q(void) {
     qlinear_case((m40_quant_format){M40_DTYPE_Q8, 0, M40_DTYPE_F16}, 7, on_gpu ? 4608 : 64, 8192,
                  1, cap);
     CHECK(m40_op_runs(M40_OP_LINEAR_Q) == 1 && m40_op_runs(M40_OP_ATTENTION) == 1);
+}
+
+/* The executor's L2 hint (m40__graph_l2_hint): three f16 LINEAR_Q steps,
+** the middle one with norm weights; step 0 is handed those weights (their
+** data, all their bytes), steps 1 and 2 nothing (no norm after them, no
+** step after the last); on X's side (the rule is the same on any device). */
+static void test_l2_hint(void) {
+    const int64_t K = 64, sx[2] = {1, K}, sw[2] = {K, K}, sn[1] = {K};
+    m40_tensor_desc dx, dw, dn;
+    m40_tensor_desc_make(&dx, M40_DTYPE_F32, 2, sx);
+    m40_tensor_desc_make(&dw, M40_DTYPE_F16, 2, sw);
+    m40_tensor_desc_make(&dn, M40_DTYPE_F16, 1, sn);
+    m40_graph *g = NULL;
+    int ix, iw, in, ih[3];
+    CHECK_ST(m40_graph_create(X, &g), M40_OK);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_INPUT, "x", &dx, &ix), M40_OK);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "w", &dw, &iw), M40_OK);
+    CHECK_ST(m40_graph_tensor(g, M40_ROLE_WEIGHT, "norm_w", &dn, &in), M40_OK);
+    for (int s = 0; s < 3; s++) {
+        m40_node_desc nd;
+        m40_node_desc_init(&nd, M40_OP_LINEAR_Q);
+        nd.name = s == 0 ? "a" : s == 1 ? "b" : "c";
+        nd.bits = 16;
+        nd.ninputs = s == 1 ? 5 : 2;
+        nd.inputs[0] = s ? ih[s - 1] : ix, nd.inputs[1] = iw;
+        nd.inputs[2] = nd.inputs[3] = M40_NO_TENSOR;
+        nd.inputs[4] = in;
+        CHECK_ST(m40_graph_node(g, &nd, &ih[s]), M40_OK);
+    }
+    CHECK_ST(m40_graph_mark_output(g, ih[2]), M40_OK);
+    CHECK_ST(m40_graph_alloc(g), M40_OK);
+    m40_tensor *tn = NULL;
+    CHECK_ST(m40_graph_get_tensor(g, in, &tn), M40_OK);
+    int64_t bytes = -1;
+    CHECK(tn && m40__graph_l2_hint(g, 0, &bytes) == m40_tensor_get_data(tn) && bytes == 2 * K);
+    CHECK(m40__graph_l2_hint(g, 1, &bytes) == NULL && bytes == 0);
+    CHECK(m40__graph_l2_hint(g, 2, &bytes) == NULL && bytes == 0);
+    CHECK(m40__graph_l2_hint(g, -1, &bytes) == NULL && bytes == 0);
+    m40__l2_hint = 0; /* the knob's "none" */
+    CHECK(m40__graph_l2_hint(g, 0, &bytes) == NULL && bytes == 0);
+    m40__l2_hint = 1;
+    m40_graph_destroy(g);
 }
 
 /* A graph with x [a,b,c,d] and a weight of wd; one node of op with nd's
@@ -346,6 +390,7 @@ int main(int argc, char **argv) {
     }
     on_gpu = gpu;
     test_linear_q();
+    test_l2_hint();
     if (!gpu) {
         test_struct_size();
         test_conv_pool_ints();

@@ -98,18 +98,13 @@ __device__ __forceinline__ float4 load_nw4(const m40k_qlinear_args &a, int col) 
 ** gave the v2 instances 8-16 more registers than at 120 or 128 (session 36) */
 static_assert(sizeof(m40k_qlinear_args) <= 128, "m40k_qlinear_args: keep it within 128 bytes");
 /* m40k_qlinear_args.pf (the next node's first operand, a graph run's hint):
-** its 128-byte line `unit` of `units` asked of L2 (a warp's lane 0, as the
-** warp ends; the lines past the grid's warps are left out); a prefetch, so
-** no register waits on it. pf_bytes < 0 (an A/B, m40__l2_hint 3): the
-** grid's last warps ask, the lines in reverse. */
-__device__ __forceinline__ void l2_hint(const m40k_qlinear_args &a, int unit, int units) {
+** its 128-byte line `unit` asked of L2 (a warp's lane 0, as the warp ends;
+** the lines past the grid's warps are left out); a prefetch, so no register
+** waits on it */
+__device__ __forceinline__ void l2_hint(const m40k_qlinear_args &a, int unit) {
 #ifdef __CUDA_ARCH__ /* the host emulations: nothing to prefetch */
-    int n = a.pf_bytes;
-    if (n < 0) n = -n, unit = units - 1 - unit;
-    if ((int64_t)unit << 7 < (int64_t)n)
+    if ((int64_t)unit << 7 < (int64_t)a.pf_bytes)
         asm volatile("prefetch.global.L2 [%0];" ::"l"((const char *)a.pf + ((int64_t)unit << 7)));
-#else
-    (void)a, (void)unit, (void)units;
 #endif
 }
 /* s + the sum of v's squares (the fused RMSNorm's x², in one order for v2 and v3) */

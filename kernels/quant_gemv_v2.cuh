@@ -521,7 +521,7 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
     warp_store<B, R, NoPost, XC>(acc, row0, lane, a, NoPost(), PRE ? pre : nullptr);
     /* the next node's hint, as the warp ends: late enough that this GEMV's
     ** stream does not push it out of L2 again (an M40 has 3 MB) */
-    if (!XC && lane == 0) l2_hint(a, bx * NW + warp, (int)gridDim.x * NW);
+    if (!XC && lane == 0) l2_hint(a, bx * NW + warp);
 }
 
 template <int WT, int B, int R, int GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,

@@ -175,10 +175,10 @@ void m40__attn_bound(const m40_ctx *ctx, struct m40k_attn_shape *s);
 ** run hands it to step s on a GPU as ctx->l2_hint) */
 struct m40_graph;
 /* The hints m40__graph_l2_hint gives (an A/B knob, M40_BENCH_GLM_L2HINT):
-** 0 none, 1 (default) the ops' own, asked of L2 by the first warps of the
-** kernel before, 3 by its last warps (kernels/quant_gemv_common.cuh's
-** l2_hint). 2, the attention's first K rows asked by qkv's warps, measured
-** +0.05% and was taken out (bench/NOTES.md, session 37). */
+** 0 none, 1 (default) the ops' own. Two more were measured and taken out
+** (bench/NOTES.md, session 37): the attention's first K rows asked by qkv's
+** warps (+0.05%), and the norms' weights asked by the grid's last warps
+** instead of its first (a tie). */
 extern int m40__l2_hint;
 const void *m40__graph_l2_hint(const struct m40_graph *g, int s, int64_t *bytes);
 

@@ -193,7 +193,6 @@ static m40_status qlinear_gpu(m40_ctx *ctx, const m40__op_run *r) {
     a.glu = r->nd->glu ? a.N / 2 : 0;
     a.pf = ctx->l2_hint; /* the next node's first operand (a graph run's hint) */
     a.pf_bytes = ctx->l2_hint_bytes > INT_MAX ? INT_MAX : (int)ctx->l2_hint_bytes;
-    if (m40__l2_hint == 3) a.pf_bytes = -a.pf_bytes; /* the grid's last warps ask (an A/B) */
     /* split-K partial sums (the GEMV's, or the SGEMM's for a prefill) go to
     ** the context's workspace, grown on first need (graphs reserve it at
     ** alloc); if it cannot grow, the launchers take kernels without split-K */

@@ -436,7 +436,7 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_SMALLV2_Q8", &m40k_quant_gemv_small_v2_q8, "int8 small GEMVs on v2", 0},
         {"M40_BENCH_GLM_V2DEEP", &m40k_quant_gemv_v2_deep, "batch-1 v2 GEMVs with four chunks of weights in flight", 1},
         {"M40_BENCH_GLM_V2KS", &m40k_quant_gemv_v2_ks, "batch-1 v2-whole GEMVs, warps a row's K is split over (1, 2, 4)", 1},
-        {"M40_BENCH_GLM_L2HINT", &m40__l2_hint, "the graph's L2 hints (0 none, 1 the norms' weights, 3 the same by the last warps)", 1},
+        {"M40_BENCH_GLM_L2HINT", &m40__l2_hint, "the graph's L2 hints (0 none, 1 the norms' weights)", 1},
         {"M40_BENCH_GLM_V2PASS", &m40k_quant_gemv_v2_pass, "batch-1 large-K GEMVs on v2, x staged in passes (2: int4 EZ, 3: int8 too)", 1}};
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const char *v = getenv(knobs[i].env);

@@ -23,8 +23,9 @@
 # Carry [".carry/s34.tar.xz"]: .s33 (arch 90: m40-bench with the floor
 # chain as mended in session 34 (the int4 / int8 codes through the floor
 # kernel, not plain reads), test_qlinear_fused, m40-gemv-pattern) and .jit52 (CUDA 11.8
-# sm_52: test_attention_gpu, test_qlinear_fused, test_quant_gpu); the
-# kernels tested are main's after session 32 (session 33 changed none).
+# sm_52: test_attention_gpu, test_qlinear_fused, test_quant_gpu); rebuilt
+# in session 37 from main 0d6a919 (PRE and the L2 hint in; the kernels of
+# 2f16129).
 #   OUT=DIR BUDGET=540 scripts/h200-session34.sh
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1

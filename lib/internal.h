@@ -170,16 +170,16 @@ struct m40k_attn_shape;
 /* the decode kernel attn_bound picks for s on ctx (its cc_major, sm_count,
 ** attn_keys) under the knobs: sets s->decode_variant, keys, v5_ways */
 void m40__attn_bound(const m40_ctx *ctx, struct m40k_attn_shape *s);
-/* What an allocated graph's step s + 1 would like to find in L2 (its op's
-** l2_hint): the data and *bytes, or NULL and 0 (lib/graph/exec.c; a graph
-** run hands it to step s on a GPU as ctx->l2_hint) */
-struct m40_graph;
 /* The hints m40__graph_l2_hint gives (an A/B knob, M40_BENCH_GLM_L2HINT):
 ** 0 none, 1 (default) the ops' own. Two more were measured and taken out
 ** (bench/NOTES.md, session 37): the attention's first K rows asked by qkv's
 ** warps (+0.05%), and the norms' weights asked by the grid's last warps
 ** instead of its first (a tie). */
 extern int m40__l2_hint;
+/* What an allocated graph's step s + 1 would like to find in L2 (its op's
+** l2_hint): the data and *bytes, or NULL and 0 (lib/graph/exec.c; a graph
+** run hands it to step s on a GPU as ctx->l2_hint) */
+struct m40_graph;
 const void *m40__graph_l2_hint(const struct m40_graph *g, int s, int64_t *bytes);
 
 #endif /* M40_INTERNAL_H */

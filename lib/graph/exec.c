@@ -155,11 +155,11 @@ m40_status m40__graph_run_nodes(m40_graph *g) {
     return st;
 }
 
+int m40__l2_hint = 1; /* lib/internal.h */
+
 /* What step s + 1's op would like to find in L2 (m40__op_def.l2_hint): its
 ** data and *bytes (its span within its storage), or NULL and 0. The rule on
 ** any device; run_nodes hands it to step s on a GPU (ctx->l2_hint). */
-int m40__l2_hint = 1;
-
 const void *m40__graph_l2_hint(const struct m40_graph *g, int s, int64_t *bytes) {
     *bytes = 0;
     if (m40__l2_hint <= 0 || s < 0 || s + 1 >= g->nnodes) return NULL;

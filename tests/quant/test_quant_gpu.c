@@ -98,7 +98,7 @@ static m40t_tol tol_for(int64_t K) {
 ** generic loader. The teaching versions (every other setting) are checked
 ** by bench/quant/gemv_check.c (m40-quant-versions). */
 enum {
-    V_OP, V_GENERIC, V_V2, V_V2_R1, V_V2_WHOLE, V_V2_DEEP, V_V2_WHOLE_DEEP, V_V2_KS2, V_V2_KS4, V_V2_EZ, V_V2_WHOLE_EZ, V_V2_WHOLE_EZ_D2, V_V2_WHOLE_EZ_D4, V_V2_WHOLE_EZ_R1, V_V2_PASS, V_V2_PASS_EZ, V_V3, V_V3_R4_2SM, V_V3_D4, V_V3_R4_D4, V_SPLIT, V_SPLIT_R8,
+    V_OP, V_GENERIC, V_V2, V_V2_R1, V_V2_WHOLE, V_V2_DEEP, V_V2_WHOLE_DEEP, V_V2_KS2, V_V2_KS4, V_V2_EZ, V_V2_WHOLE_EZ, V_V2_WHOLE_EZ_D2, V_V2_WHOLE_EZ_D4, V_V2_WHOLE_EZ_R1, V_V2_PASS, V_V2_PASS_EZ, V_V2_PASS_D4, V_V2_PASS_EZ_D4, V_V3, V_V3_R4_2SM, V_V3_D4, V_V3_R4_D4, V_SPLIT, V_SPLIT_R8,
     V_GEMM, V_GEMM_GENERIC, V_COUNT
 };
 static const struct {
@@ -122,6 +122,8 @@ static const struct {
     [V_V2_WHOLE_EZ_R1] = {"gemv v2 whole x exponent-zero R1 16 warps", {M40K_QGEMV_V2, 1, 1, 0, 0, 0, 1}, 24},
     [V_V2_PASS] = {"gemv v2 x in passes", {M40K_QGEMV_V2, 2, 2, 0}, 24},
     [V_V2_PASS_EZ] = {"gemv v2 x in passes exponent-zero", {M40K_QGEMV_V2, 2, 2, 0, 0, 0, 1}, 24},
+    [V_V2_PASS_D4] = {"gemv v2 x in passes 4 in flight", {M40K_QGEMV_V2, 2, 2, 0, 4}, 24},
+    [V_V2_PASS_EZ_D4] = {"gemv v2 x in passes exponent-zero 4 in flight", {M40K_QGEMV_V2, 2, 2, 0, 4, 0, 1}, 24},
     [V_V3] = {"gemv v3 R2", {M40K_QGEMV_V3, 2, 2, 0}, 24},
     /* each warp walks many row groups */
     [V_V3_R4_2SM] = {"gemv v3 R4 2x1 blocks", {M40K_QGEMV_V3, 4, 2, 1}, 2},
@@ -146,7 +148,7 @@ static int carried(int variant, m40_dtype wt, int64_t M, int64_t K, int unaligne
     case V_V2_R1: return !isq && M <= 2;
     case V_V2_WHOLE: case V_V2_WHOLE_DEEP: case V_V2_KS2: case V_V2_KS4: case V_V2_WHOLE_EZ: case V_V2_WHOLE_EZ_D2: case V_V2_WHOLE_EZ_D4: case V_V2_WHOLE_EZ_R1:
         return isq && M == 1 && K <= M40K_QGEMV_V2_WHOLE_K;
-    case V_V2_EZ: case V_V2_PASS: case V_V2_PASS_EZ: return isq && M == 1;
+    case V_V2_EZ: case V_V2_PASS: case V_V2_PASS_EZ: case V_V2_PASS_D4: case V_V2_PASS_EZ_D4: return isq && M == 1;
     case V_V2_DEEP: return M == 1;
     case V_SPLIT: case V_SPLIT_R8: return isq;
     default: { /* v3: whole K in shared memory; int8 at batch 1, R = 2 also in segments */

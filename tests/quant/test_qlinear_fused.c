@@ -343,14 +343,16 @@ int main(int argc, char **argv) {
             ** bias and residual, a 32-column second pass, rows past N; with
             ** the norm the chooser keeps its own path. Every setting: 0 the
             ** chunked staging and int8's split-K, 1 passes, 2 passes with
-            ** the exponent-zero decode for int4, 3 for int8 too; with the
-            ** passes' ring of four chunks (m40k_quant_gemv_v2_pass_depth 4)
-            ** for 1-3: a last pass of one chunk, the ring's refill stopping
-            ** at the end of K (test_quant_gpu runs it below the ring's K) */
+            ** the exponent-zero decode for int4, 3 for int8 too. int4's
+            ** weights in a ring of four chunks: by the rule
+            ** (m40k_quant_gemv_v2_pass_depth 0: with row scales), then
+            ** everywhere (4: group scales too) for 1-3; a last pass of one
+            ** chunk, the ring's refill stopping at the end of K
+            ** (test_quant_gpu runs it below the ring's K) */
             const int p0 = m40k_quant_gemv_v2_pass;
-            const int d0 = &m40k_quant_gemv_v2_pass_depth ? m40k_quant_gemv_v2_pass_depth : 1;
+            const int d0 = &m40k_quant_gemv_v2_pass_depth ? m40k_quant_gemv_v2_pass_depth : 0;
             for (int dv = 0; dv < (&m40k_quant_gemv_v2_pass_depth ? 2 : 1); dv++) {
-                if (&m40k_quant_gemv_v2_pass_depth) m40k_quant_gemv_v2_pass_depth = dv ? 4 : 1;
+                if (&m40k_quant_gemv_v2_pass_depth) m40k_quant_gemv_v2_pass_depth = dv ? 4 : 0;
                 for (int pv = dv; pv < 4; pv++) {
                     m40k_quant_gemv_v2_pass = pv;
                     one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0}); /* dense_4h_to_h */
@@ -359,7 +361,7 @@ int main(int argc, char **argv) {
                     one_case((qcase){q8g, 1, 300, 13696, 1, 0, 0, 0, 0});
                     one_case((qcase){q4, 1, 300, 4128, 1, 0, 0, 0, 0});
                     one_case((qcase){q4, 1, 300, 4128, 1, 1, 1, 0, 0}); /* the norm: not in passes */
-                    if (dv) one_case((qcase){q8, 1, 300, 4160, 1, 0, 1, 0, 0}); /* 9 chunks, 2 passes */
+                    if (dv) one_case((qcase){q4g, 1, 300, 5152, 1, 0, 1, 0, 0}); /* 6 chunks, 2 passes */
                 }
             }
             m40k_quant_gemv_v2_pass = p0;

@@ -4,8 +4,9 @@
 # run through PTX JIT:
 #  0. on an H200 (with .carry/s34.tar.xz carried too): the floor chain first
 #     (owed since session 33);
-#  1. int4,int4g128,int8 decode at ctx 128: the default / depth 1, ROUNDS
-#     times (default 1);
+#  1. int4,int4g128,int8 decode at ctx 128: the default / depth 1 / the
+#     default with v2's own decode in the passes (M40_BENCH_GLM_V2PASS=1: the
+#     ring without EZ's staging), ROUNDS times (default 1);
 #  2. test_qlinear_fused --gpu, test_quant_gpu (quick 1), test_chatglm2 --gpu
 #     on the new build, arch 90;
 #  3. the sm_52 build's test_qlinear_fused --gpu through PTX JIT with the
@@ -24,6 +25,7 @@ carry_start .carry/s38b.tar.xz
 for i in $(seq 1 ${ROUNDS:-1}); do
     glm_ab rule-$i .s38 int4,int4g128,int8 128 60
     M40_BENCH_GLM_PASSDEPTH=1 glm_ab d1-$i .s38 int4,int4g128,int8 128 60
+    M40_BENCH_GLM_V2PASS=1 glm_ab pass1-$i .s38 int4,int4g128 128 60
 done
 TEST_TIMEOUT=120 gpu_tests "test_qlinear_fused --gpu" | tee -a "$SUM"
 M40_QUANT_QUICK=1 TEST_TIMEOUT=60 gpu_tests "test_quant_gpu" "test_chatglm2 --gpu" | tee -a "$SUM"

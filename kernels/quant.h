@@ -103,11 +103,12 @@ typedef struct m40k_qgemv_variant {
     int R;      /* rows of W per warp */
     int D;      /* V3: chunks of weights in flight per warp; V2: 1 = x staged whole, 2 = in passes */
     int blocks_per_sm;
-    int depth;  /* V2 at M = 1, R = 2 (0: 1): chunks of weights in flight, 1 or 4 (2: ez whole only) */
+    int depth;  /* V2 at M = 1, R = 2 (0: 1): chunks of weights in flight, 1 or 4 (2: ez whole only;
+                ** in passes, D = 2: 1, or 4 for int4) */
     int ks;     /* V2 whole (D = 1) at M = 1, R = 2, depth 1 (0: 1): warps a row's K is split over, 1, 2 or 4 */
     int ez;     /* V2 at M = 1, int8/int4, ks 1: 1 = the exponent-zero decode (EZ); chunked (D 0) at R = 2,
                 ** depth 1; staged whole (D = 1) at R = 2 with depth 1, 2 or 4, or R = 1 (16-warp blocks);
-                ** in passes (D = 2) at R = 2, depth 1, no norm */
+                ** in passes (D = 2) at R = 2, depth 1 (int4: or 4), no norm */
 } m40k_qgemv_variant;
 /* 1 (default): int4 at M = 1 with N <= 8192 runs v2 at R = 2 (the norm
 ** fused on its chunks), else v3; 0: v3 there (the rule before session 9).
@@ -142,6 +143,13 @@ extern int m40k_quant_gemv_v2_whole;
 ** int4g128 +4.1-4.7%, int4 +0.1-0.3%; 3 = int8 too (-0.1-0.2% there: its
 ** 4h_to_h 13% fewer instructions, 20.2 -> 20.3-21.5 us). */
 extern int m40k_quant_gemv_v2_pass;
+/* V2 with D = 2 (x in passes), int4: the chunks of weights in flight. 0
+** (default): a ring of four chunks with row scales (depth 4: three in
+** flight while one is computed; H100, session 38: ChatGLM2-6B int4 +0.8%),
+** one chunk ahead with group scales (the ring -0.6%); 1: one chunk ahead;
+** 4: the ring. int8 runs one chunk ahead (its ring was 2% slower and is not
+** carried). Knob M40_BENCH_GLM_PASSDEPTH. */
+extern int m40k_quant_gemv_v2_pass_depth;
 /* V2 at M = 1 and R = 2 with depth 4: a ring of four chunks of weights in
 ** flight (else one chunk ahead). m40k_quant_gemv_v2_deep (knob,
 ** M40_BENCH_GLM_V2DEEP): the chooser's V2 variants at M = 1 take it. */

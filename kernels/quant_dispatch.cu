@@ -27,6 +27,7 @@ int m40k_quant_gemv_v2_ez = 1;
 int m40k_quant_gemv_q4_split = 0;
 int m40k_quant_gemv_v2_r1 = 0;
 int m40k_quant_gemv_v2_pass = 2;
+int m40k_quant_gemv_v2_pass_depth = 0;
 }
 
 /* Batch 1 on v2 at R = 2: the forms the knobs ask for -- a ring of four
@@ -40,6 +41,12 @@ static void batch1_v2_forms(const m40k_qlinear_args *a, m40k_qgemv_variant *v) {
     if (v->D == 2) { /* x in passes: depth 1, K in one warp; the EZ decode at knob 2 (int4) or 3 */
         const int p = m40k_quant_gemv_v2_pass;
         if (m40k_quant_gemv_v2_ez && (p == 3 || (p == 2 && a->wtype == M40_DTYPE_Q4))) v->ez = 1;
+        /* int4's ring of four chunks: with row scales by default (H100,
+        ** session 38: int4 +0.8% a token, its 4h_to_h 18.5 -> 18.1 us;
+        ** int4g128 -0.6%, so not with group scales; int8's ring, 2% slower,
+        ** is not carried) */
+        const int d = m40k_quant_gemv_v2_pass_depth;
+        if (a->wtype == M40_DTYPE_Q4 && (d == 4 || (d == 0 && !a->group))) v->depth = 4;
         return;
     }
     const bool ez = m40k_quant_gemv_v2_ez && a->wtype != M40_DTYPE_F16 && (v->D == 1 || m40k_quant_gemv_v2_ez == 2);

@@ -47,14 +47,18 @@ constexpr int kV2WholeK = 4096;
 ** vector, (-OFF 2^-S sum x, 2^(S/2), 2^(S - S/2)): S reaches 152, past a
 ** float's 2^127, hence two factors. NW: warps a block (8; 16 at R = 1
 ** with EZ staged whole: the same 16 rows a block, twice the warps). */
-/* PASS (with WHOLE; batch 1, P 1, KS 1): any K, x staged kV2WholeK columns
+/* PASS (with WHOLE; batch 1, P 1 or 4, KS 1): any K, x staged kV2WholeK columns
 ** at a time ("passes"), the next pass's x loaded into registers while this
 ** pass's chunks are computed, so a pass costs two barriers and no exposed
 ** round trip for x, where the chunked staging costs two barriers and an L2
 ** round trip every chunk (int4 at K 13696: 14 chunks against 4 passes).
 ** The chunk loop inside a pass has no barrier. v2's own decode, or EZ: each
 ** pass's lane vectors scaled as they are staged (xe holds a pass's chunks,
-** slot c % NCW), the per-vector work once a pass as with x staged whole. */
+** slot c % NCW), the per-vector work once a pass as with x staged whole.
+** P 4: the weights in a ring of four chunks, three in flight while one is
+** computed (one chunk ahead keeps 1 KB a warp in flight: at dense_4h_to_h's
+** 256 blocks, 16 warps and 16 KB an SM, about what an H100's copy rate
+** needs at ~0.7 us of DRAM latency and less than an H200's). */
 /* The body takes its block index bx and a hook: hook() runs after the
 ** block's first weights are asked for (P > 1: the whole ring) and before x
 ** is loaded -- a chained launch waits there for the phase that writes x
@@ -71,7 +75,8 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
     constexpr int XS = 32 * LS;        /* floats per batch row in xs */
     constexpr int NCW = WHOLE ? kV2WholeK / KC : 1; /* chunks xs holds */
     static_assert(!WHOLE || (WT != M40_DTYPE_F16 && kV2WholeK % KC == 0), "whole: int8/int4");
-    static_assert(!PASS || (WHOLE && P == 1 && KS == 1 && B == 1), "passes: whole staging, batch 1");
+    static_assert(!PASS || (WHOLE && KS == 1 && B == 1 && (P == 1 || (P == 4 && NCW % P == 0))),
+                  "passes: whole staging, batch 1; a ring of 4 a multiple of the pass");
     /* XG: fp16 weights at batch <= 2 read x straight from global memory (L1
     ** hits), with no barrier in the loop: +2-9% on the H200. For int8/int4
     ** (2-4x more weights per byte, so 2-4x more x reads per byte) it was
@@ -428,8 +433,12 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
             }
         }
     };
-    if constexpr (PASS) { /* x in passes of NCW chunks; weights one chunk ahead, across passes too */
+    if constexpr (PASS) { /* x in passes of NCW chunks; weights one chunk ahead (P 1) or a ring of P
+                           ** (P - 1 chunks in flight while one is computed), across passes too */
         const int npass = (nchunks + NCW - 1) / NCW;
+        if constexpr (P > 1)
+#pragma unroll
+            for (int r = 0; r < R; r++) ring[0][r] = wcur[r];
 #pragma unroll 1
         for (int ps = 0; ps < npass; ps++) {
             if (ps > 0) {
@@ -438,13 +447,24 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
                 __syncthreads();
             }
             if (ps + 1 < npass) xload((ps + 1) * kV2WholeK); /* in flight during this pass */
-            const int c1 = min(nchunks, (ps + 1) * NCW);
-#pragma unroll 2
-            for (int c = ps * NCW; c < c1; c++) {
-                load_w(wnext, c + 1);
-                compute(wcur, c);
+            if constexpr (P > 1) { /* a pass starts at a multiple of P: chunk c sits in ring[c % P] */
 #pragma unroll
-                for (int r = 0; r < R; r++) wcur[r] = wnext[r];
+                for (int j = 0; j < NCW; j++) {
+                    const int c = ps * NCW + j;
+                    if (c < nchunks) { /* block-uniform */
+                        compute(ring[j % P], c);
+                        if (c + P < nchunks) load_w(ring[j % P], c + P);
+                    }
+                }
+            } else {
+                const int c1 = min(nchunks, (ps + 1) * NCW);
+#pragma unroll 2
+                for (int c = ps * NCW; c < c1; c++) {
+                    load_w(wnext, c + 1);
+                    compute(wcur, c);
+#pragma unroll
+                    for (int r = 0; r < R; r++) wcur[r] = wnext[r];
+                }
             }
         }
     } else if constexpr (P <= 1) { /* one chunk ahead: two buffers, one load in flight during a chunk */

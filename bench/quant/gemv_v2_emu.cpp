@@ -5,7 +5,8 @@
 ** (bench/attention/emu_common.h), against a double reference over the same
 ** quantized weights, and a poisoned tail past y that must stay untouched. It
 ** checks x staged in passes (D 2: the pass loop, the next pass's x in
-** registers, the xs offsets, a partial last chunk, rows past N), and, as its
+** registers, the xs offsets, a partial last chunk, rows past N; one chunk
+** of weights ahead or a ring of four), and, as its
 ** own check, the chunked, staged-whole and exponent-zero forms that the GPU
 ** tests already pass. Not the compiler, not timing, not sm_52 rounding. */
 #include "emu_common.h" /* bench/attention/: CUDA names on the host */
@@ -59,6 +60,15 @@ int main() {
     run<Q8, 2, false, true, 1, true, true>("int8 g32 f16 passes, ez", 17, 8192 + 16, 32);
     run<Q4, 0, false, true, 1, true, true>("int4 passes, ez, one", 16, 4096, 0);
     run<Q4, 0, false, true, 1, true, true>("int4 passes, ez, a 32-column second", 33, 4128, 0);
+    /* x in passes with a ring of four chunks of weights (P 4, int4): a last pass
+    ** of one chunk, fewer chunks than the ring, the ring's refill stopping
+    ** at the end of K */
+    run<Q4, 0, false, true, 4, true, true, 2>("int4 passes, ez, P 4, residual", 40, 13696, 0);
+    run<Q4, 2, false, true, 4, true, true>("int4 g128 f16 passes, ez, P 4", 20, 13696, 128);
+    run<Q4, 0, false, true, 4, false, true>("int4 passes, P 4, a 32-column second", 33, 4128, 0);
+    run<Q4, 0, false, true, 4, true, true>("int4 passes, ez, P 4, 3 chunks", 17, 3072, 0);
+    run<Q4, 0, false, true, 4, false, true, 3>("int4 passes, P 4, bias + res", 18, 13696, 0);
+    run<Q4, 1, false, true, 4, true, true>("int4 g128 f32 passes, ez, P 4, 6 chunks", 17, 5152, 128);
     /* the epilogue's bias and residual (qkv, dense, 4h_to_h), rows past N */
     run<Q4, 0, true, true, 1, true, false, 1>("int4 whole, norm, ez, bias", 23, 4096, 0);
     run<Q8, 0, true, true, 1, true, false, 1>("int8 whole, norm, ez, bias", 21, 4096, 0);

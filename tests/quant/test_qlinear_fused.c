@@ -39,6 +39,7 @@ extern int m40k_quant_gemv_v2_ks __attribute__((weak));
 extern int m40k_quant_gemv_v2_ez __attribute__((weak));
 extern int m40k_quant_gemv_q4_split __attribute__((weak));
 extern int m40k_quant_gemv_v2_pass __attribute__((weak));
+extern int m40k_quant_gemv_v2_pass_depth __attribute__((weak));
 extern int m40k_quant_gemv_v2_r1 __attribute__((weak));
 
 /* binary16 of v (round to nearest even; |v| < 65504, no subnormals needed here) */
@@ -342,18 +343,29 @@ int main(int argc, char **argv) {
             ** bias and residual, a 32-column second pass, rows past N; with
             ** the norm the chooser keeps its own path. Every setting: 0 the
             ** chunked staging and int8's split-K, 1 passes, 2 passes with
-            ** the exponent-zero decode for int4, 3 for int8 too */
+            ** the exponent-zero decode for int4, 3 for int8 too. int4's
+            ** weights in a ring of four chunks: by the rule
+            ** (m40k_quant_gemv_v2_pass_depth 0: with row scales), then
+            ** everywhere (4: group scales too) for 1-3; a last pass of one
+            ** chunk, the ring's refill stopping at the end of K
+            ** (test_quant_gpu runs it below the ring's K) */
             const int p0 = m40k_quant_gemv_v2_pass;
-            for (int pv = 0; pv < 4; pv++) {
-                m40k_quant_gemv_v2_pass = pv;
-                one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0}); /* dense_4h_to_h */
-                one_case((qcase){q8, 1, 4096, 13696, 1, 0, 1, 0, 0});
-                one_case((qcase){q4g, 1, 300, 13696, 0, 0, 1, 0, 0});
-                one_case((qcase){q8g, 1, 300, 13696, 1, 0, 0, 0, 0});
-                one_case((qcase){q4, 1, 300, 4128, 1, 0, 0, 0, 0});
-                one_case((qcase){q4, 1, 300, 4128, 1, 1, 1, 0, 0}); /* the norm: not in passes */
+            const int d0 = &m40k_quant_gemv_v2_pass_depth ? m40k_quant_gemv_v2_pass_depth : 0;
+            for (int dv = 0; dv < (&m40k_quant_gemv_v2_pass_depth ? 2 : 1); dv++) {
+                if (&m40k_quant_gemv_v2_pass_depth) m40k_quant_gemv_v2_pass_depth = dv ? 4 : 0;
+                for (int pv = dv; pv < 4; pv++) {
+                    m40k_quant_gemv_v2_pass = pv;
+                    one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0}); /* dense_4h_to_h */
+                    one_case((qcase){q8, 1, 4096, 13696, 1, 0, 1, 0, 0});
+                    one_case((qcase){q4g, 1, 300, 13696, 0, 0, 1, 0, 0});
+                    one_case((qcase){q8g, 1, 300, 13696, 1, 0, 0, 0, 0});
+                    one_case((qcase){q4, 1, 300, 4128, 1, 0, 0, 0, 0});
+                    one_case((qcase){q4, 1, 300, 4128, 1, 1, 1, 0, 0}); /* the norm: not in passes */
+                    if (dv) one_case((qcase){q4g, 1, 300, 5152, 1, 0, 1, 0, 0}); /* 6 chunks, 2 passes */
+                }
             }
             m40k_quant_gemv_v2_pass = p0;
+            if (&m40k_quant_gemv_v2_pass_depth) m40k_quant_gemv_v2_pass_depth = d0;
         }
         if (&m40k_quant_gemv_v2_deep) {
             /* batch-1 v2 with the other depth of weights in flight (a

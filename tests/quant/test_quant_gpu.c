@@ -98,7 +98,7 @@ static m40t_tol tol_for(int64_t K) {
 ** generic loader. The teaching versions (every other setting) are checked
 ** by bench/quant/gemv_check.c (m40-quant-versions). */
 enum {
-    V_OP, V_GENERIC, V_V2, V_V2_R1, V_V2_WHOLE, V_V2_DEEP, V_V2_WHOLE_DEEP, V_V2_KS2, V_V2_KS4, V_V2_EZ, V_V2_WHOLE_EZ, V_V2_WHOLE_EZ_D2, V_V2_WHOLE_EZ_D4, V_V2_WHOLE_EZ_R1, V_V2_PASS, V_V2_PASS_EZ, V_V3, V_V3_R4_2SM, V_V3_D4, V_V3_R4_D4, V_SPLIT, V_SPLIT_R8,
+    V_OP, V_GENERIC, V_V2, V_V2_R1, V_V2_WHOLE, V_V2_DEEP, V_V2_WHOLE_DEEP, V_V2_KS2, V_V2_KS4, V_V2_EZ, V_V2_WHOLE_EZ, V_V2_WHOLE_EZ_D2, V_V2_WHOLE_EZ_D4, V_V2_WHOLE_EZ_R1, V_V2_PASS, V_V2_PASS_EZ, V_V2_PASS_D4, V_V2_PASS_EZ_D4, V_V3, V_V3_R4_2SM, V_V3_D4, V_V3_R4_D4, V_SPLIT, V_SPLIT_R8,
     V_GEMM, V_GEMM_GENERIC, V_COUNT
 };
 static const struct {
@@ -122,6 +122,8 @@ static const struct {
     [V_V2_WHOLE_EZ_R1] = {"gemv v2 whole x exponent-zero R1 16 warps", {M40K_QGEMV_V2, 1, 1, 0, 0, 0, 1}, 24},
     [V_V2_PASS] = {"gemv v2 x in passes", {M40K_QGEMV_V2, 2, 2, 0}, 24},
     [V_V2_PASS_EZ] = {"gemv v2 x in passes exponent-zero", {M40K_QGEMV_V2, 2, 2, 0, 0, 0, 1}, 24},
+    [V_V2_PASS_D4] = {"gemv v2 x in passes 4 in flight", {M40K_QGEMV_V2, 2, 2, 0, 4}, 24},
+    [V_V2_PASS_EZ_D4] = {"gemv v2 x in passes exponent-zero 4 in flight", {M40K_QGEMV_V2, 2, 2, 0, 4, 0, 1}, 24},
     [V_V3] = {"gemv v3 R2", {M40K_QGEMV_V3, 2, 2, 0}, 24},
     /* each warp walks many row groups */
     [V_V3_R4_2SM] = {"gemv v3 R4 2x1 blocks", {M40K_QGEMV_V3, 4, 2, 1}, 2},
@@ -147,6 +149,7 @@ static int carried(int variant, m40_dtype wt, int64_t M, int64_t K, int unaligne
     case V_V2_WHOLE: case V_V2_WHOLE_DEEP: case V_V2_KS2: case V_V2_KS4: case V_V2_WHOLE_EZ: case V_V2_WHOLE_EZ_D2: case V_V2_WHOLE_EZ_D4: case V_V2_WHOLE_EZ_R1:
         return isq && M == 1 && K <= M40K_QGEMV_V2_WHOLE_K;
     case V_V2_EZ: case V_V2_PASS: case V_V2_PASS_EZ: return isq && M == 1;
+    case V_V2_PASS_D4: case V_V2_PASS_EZ_D4: return wt == M40_DTYPE_Q4 && M == 1; /* the ring: int4 only */
     case V_V2_DEEP: return M == 1;
     case V_SPLIT: case V_SPLIT_R8: return isq;
     default: { /* v3: whole K in shared memory; int8 at batch 1, R = 2 also in segments */
@@ -463,10 +466,11 @@ static float x_dummy_nw[4] __attribute__((aligned(16)));
 ** K 13696) goes to v2 with x in passes for int4 and int8, not with a fused
 ** norm, not with the knob off (so the knob's A/B times the kernel it names) */
 static void test_pass_choice(void) {
-    const int p0 = m40k_quant_gemv_v2_pass;
+    const int p0 = m40k_quant_gemv_v2_pass, d0 = m40k_quant_gemv_v2_pass_depth;
     m40k_qlinear_args a = {0};
     a.M = 1, a.N = 4096, a.K = 13696, a.wtype = M40_DTYPE_Q4;
     m40k_quant_gemv_v2_pass = 1;
+    m40k_quant_gemv_v2_pass_depth = 1; /* one chunk of weights ahead */
     m40k_qgemv_variant v = m40k_quant_gemv_choose(&a, 132);
     CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2 && v.R == 2 && !v.ez && v.depth <= 1);
     a.wtype = M40_DTYPE_Q8;
@@ -491,10 +495,23 @@ static void test_pass_choice(void) {
         CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2 && !v.ez);
         m40k_quant_gemv_v2_ez = ez0;
     }
+    /* int4's ring of four chunks: the rule (0) with row scales only, 4
+    ** with group scales too, never int8 */
+    m40k_quant_gemv_v2_pass = 2;
+    for (int dv = 0; dv <= 4; dv += 4) {
+        m40k_quant_gemv_v2_pass_depth = dv;
+        a.wtype = M40_DTYPE_Q4, a.group = 0;
+        v = m40k_quant_gemv_choose(&a, 132);
+        CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2 && v.ez && v.depth == 4);
+        a.group = 128;
+        CHECK(m40k_quant_gemv_choose(&a, 132).depth == (dv ? 4 : 0));
+        a.group = 0, a.wtype = M40_DTYPE_Q8;
+        CHECK(m40k_quant_gemv_choose(&a, 132).depth <= 1);
+    }
     a.wtype = M40_DTYPE_Q4; /* int8's split-K is v3 in segments, also D 2 */
     m40k_quant_gemv_v2_pass = 0;
     CHECK(m40k_quant_gemv_choose(&a, 132).D != 2);
-    m40k_quant_gemv_v2_pass = p0;
+    m40k_quant_gemv_v2_pass = p0, m40k_quant_gemv_v2_pass_depth = d0;
 }
 
 int main(void) {

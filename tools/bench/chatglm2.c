@@ -57,7 +57,9 @@
 ** shapes then staged whole; m40k_quant_gemv_v2_ks), M40_BENCH_GLM_V2PASS=0/1/2/3
 ** (dense_4h_to_h: 0 back on the chunked staging / int8's split-K, 1 v2 with
 ** x staged in 4096-column passes, 2 the same with int4's exponent-zero decode
-** (the default), 3 int8's too; m40k_quant_gemv_v2_pass). */
+** (the default), 3 int8's too; m40k_quant_gemv_v2_pass), M40_BENCH_GLM_PASSDEPTH=0/1/4
+** (int4's passes GEMV: 0 the rule, a ring of four chunks of weights with row scales; 1 one
+** chunk ahead; 4 the ring; m40k_quant_gemv_v2_pass_depth). */
 #include "bench/harness.h"
 #include "internal.h" /* m40__attn_decode_variant, m40__chatglm2_fuse */
 
@@ -74,6 +76,7 @@ extern int m40k_quant_gemv_v2_deep __attribute__((weak));
 extern int m40k_quant_gemv_v2_ks __attribute__((weak));
 extern int m40k_quant_gemv_v2_ez __attribute__((weak));
 extern int m40k_quant_gemv_v2_pass __attribute__((weak));
+extern int m40k_quant_gemv_v2_pass_depth __attribute__((weak));
 extern int m40k_quant_gemv_q4_split __attribute__((weak));
 extern int m40k_quant_gemv_v2_r1 __attribute__((weak));
 
@@ -437,7 +440,8 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_V2DEEP", &m40k_quant_gemv_v2_deep, "batch-1 v2 GEMVs with four chunks of weights in flight", 1},
         {"M40_BENCH_GLM_V2KS", &m40k_quant_gemv_v2_ks, "batch-1 v2-whole GEMVs, warps a row's K is split over (1, 2, 4)", 1},
         {"M40_BENCH_GLM_L2HINT", &m40__l2_hint, "the graph's L2 hints (0 none, 1 the norms' weights)", 1},
-        {"M40_BENCH_GLM_V2PASS", &m40k_quant_gemv_v2_pass, "batch-1 large-K GEMVs on v2, x staged in passes (2: int4 EZ, 3: int8 too)", 1}};
+        {"M40_BENCH_GLM_V2PASS", &m40k_quant_gemv_v2_pass, "batch-1 large-K GEMVs on v2, x staged in passes (2: int4 EZ, 3: int8 too)", 1},
+        {"M40_BENCH_GLM_PASSDEPTH", &m40k_quant_gemv_v2_pass_depth, "int4's passes GEMV: weights one chunk ahead (1), a ring of four (4), or the rule (0: the ring with row scales)", 1}};
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const char *v = getenv(knobs[i].env);
         if (!v || !*v || !knobs[i].knob) continue;

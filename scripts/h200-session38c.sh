@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Session 38, third call: what the decode GEMVs wait on, read by ncu rather
+# than guessed (the ring of session 38 showed that 4h_to_h is not held by its
+# bytes in flight):
+#  0. on an H200 (with .carry/s34.tar.xz carried too): the floor chain first
+#     (owed since session 33);
+#  1. ncu's warp-state, scheduler and occupancy sections over the GEMVs of
+#     one int4 step and one int8 step (the first two layers: qkv, dense,
+#     h_to_4h, 4h_to_h; M40_BENCH_GLM_PROFILE=1, --profile-from-start off,
+#     real clocks, caches as the step left them) with every stall reason a
+#     issued instruction (session 13's metrics), CSV in $OUT.
+# Carry [".carry/s38b.tar.xz"] (.s38/m40-bench), and [".carry/s34.tar.xz"].
+#   OUT=DIR BUDGET=240 scripts/h200-session38c.sh
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+. scripts/h200-common.sh h200-session38c 240 .s38
+carry_start .carry/s38b.tar.xz
+[ -f .carry/s34.tar.xz ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 &&
+    tar xJf .carry/s34.tar.xz && floor_on_h200 .s33
+for f in int4 int8; do
+    [ $(left) -gt 40 ] || break
+    env M40_BENCH_GLM_FORMATS=$f M40_BENCH_GLM_NO_CHAIN=1 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_PROFILE=1 \
+        timeout $(($(left) - 20)) ncu --profile-from-start off --graph-profiling node --clock-control none \
+        --cache-control none --kernel-name regex:'gemv' --launch-count 8 --section WarpStateStats \
+        --section SchedulerStats --section Occupancy --section LaunchStats --section SpeedOfLight \
+        --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+        --csv --page details .s38/m40-bench chatglm2 --warmup 1 \
+        --repeats 2 --sizes 128 2> "$O/ncu-stall-$f.err" | xz > "$O/ncu-stall-$f.csv.xz"
+    note "ncu stalls $f rc=$? $(xzcat "$O/ncu-stall-$f.csv.xz" | wc -l) lines"
+done
+carry_end

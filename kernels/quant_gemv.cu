@@ -48,7 +48,7 @@
 ** int4/int8 with f32 / f16 group scales, 23 int8 v3 with the group scales'
 ** dtype at run time, 3 generic, the split-K sum; 241 before the dtype was a
 ** template argument, 348 before the settings the defaults never pick moved
-** to bench/quant/gemv_versions.cu),
+** to bench/quant/gemv_versions.cu; 6 more since 2026-12-07: int4's ring in passes),
 ** all __launch_bounds__(256, 1) but v2's 16-warp R = 1 form:
 ** v3 and split-K at batch 1-2 76-253 registers (batch 1, R = 2, row
 ** scales: int4 93 / int8 92 at D = 2, 109 / 111 at D = 4), split-K at

@@ -4,19 +4,29 @@
 # bytes in flight):
 #  0. on an H200 (with .carry/s34.tar.xz carried too): the floor chain first
 #     (owed since session 33);
-#  1. ncu's warp-state, scheduler and occupancy sections over the GEMVs of
+#  1. int4 decode at ctx 128: the default / x double-buffered in the passes
+#     GEMV (M40_BENCH_GLM_PASSDB=1: one barrier a pass), ROUNDS times (2);
+#  2. ncu's warp-state, scheduler and occupancy sections over the GEMVs of
 #     one int4 step and one int8 step (the first two layers: qkv, dense,
 #     h_to_4h, 4h_to_h; M40_BENCH_GLM_PROFILE=1, --profile-from-start off,
 #     real clocks, caches as the step left them) with every stall reason a
 #     issued instruction (session 13's metrics), CSV in $OUT.
-# Carry [".carry/s38b.tar.xz"] (.s38/m40-bench), and [".carry/s34.tar.xz"].
+# Carry [".carry/s38c.tar.xz"] (.s38/m40-bench of wip/s38-pass-db), and
+# [".carry/s34.tar.xz"].
 #   OUT=DIR BUDGET=240 scripts/h200-session38c.sh
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session38c 240 .s38
-carry_start .carry/s38b.tar.xz
+carry_start .carry/s38c.tar.xz
 [ -f .carry/s34.tar.xz ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 &&
     tar xJf .carry/s34.tar.xz && floor_on_h200 .s33
+# x double-buffered in int4's passes (M40_BENCH_GLM_PASSDB=1; branch
+# wip/s38-pass-db) against the default, ctx 128
+for i in $(seq 1 ${ROUNDS:-2}); do
+    [ $(left) -gt 60 ] || break
+    glm_ab def-$i .s38 int4 128 40
+    M40_BENCH_GLM_PASSDB=1 glm_ab db-$i .s38 int4 128 40
+done
 for f in int4 int8; do
     [ $(left) -gt 40 ] || break
     env M40_BENCH_GLM_FORMATS=$f M40_BENCH_GLM_NO_CHAIN=1 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_PROFILE=1 \

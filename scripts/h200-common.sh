@@ -131,6 +131,12 @@ floor_on_h200() {
     note "floor rc=$?"
     grep -E 'tokens/s|chain' "$O/floor.txt" | sed -E 's/ +/ /g' >> "$SUM"
 }
+# floor_first: on an H200 with .carry/s34.tar.xz carried too, the floor
+# chain of its .s33/m40-bench first (the item sessions 33- owe an H200)
+floor_first() {
+    [ -f .carry/s34.tar.xz ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 &&
+        tar xJf .carry/s34.tar.xz && floor_on_h200 .s33
+}
 # glm_ab LABEL DIR FORMATS SIZES TIMEOUT: one m40-bench chatglm2 decode run
 # (no prefill, no chain) of DIR's m40-bench, one note line with the tok/s
 # (the old / new A/Bs of sessions 36-)

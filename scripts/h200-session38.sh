@@ -21,8 +21,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session38 520 .s38
 carry_start .carry/s38.tar.xz
-[ -f .carry/s34.tar.xz ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 &&
-    tar xJf .carry/s34.tar.xz && floor_on_h200 .s33
+floor_first
 ab() { glm_ab "$1" .s38 "${FORMATS:-int4,int8,int4g128}" "${SIZES:-128,1024}" 90; }
 for i in $(seq 1 ${ROUNDS:-3}); do
     [ $(left) -gt 200 ] || break

@@ -20,8 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session38b 480 .s38
 carry_start .carry/s38b.tar.xz
-[ -f .carry/s34.tar.xz ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 &&
-    tar xJf .carry/s34.tar.xz && floor_on_h200 .s33
+floor_first
 for i in $(seq 1 ${ROUNDS:-1}); do
     glm_ab rule-$i .s38 int4,int4g128,int8 128 60
     M40_BENCH_GLM_PASSDEPTH=1 glm_ab d1-$i .s38 int4,int4g128,int8 128 60

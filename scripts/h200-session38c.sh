@@ -18,8 +18,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/h200-common.sh h200-session38c 240 .s38
 carry_start .carry/s38c.tar.xz
-[ -f .carry/s34.tar.xz ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 &&
-    tar xJf .carry/s34.tar.xz && floor_on_h200 .s33
+floor_first
 # x double-buffered in int4's passes (M40_BENCH_GLM_PASSDB=1; branch
 # wip/s38-pass-db) against the default, ctx 128
 for i in $(seq 1 ${ROUNDS:-2}); do

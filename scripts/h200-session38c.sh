@@ -10,8 +10,11 @@
 #     one int4 step and one int8 step (the first two layers: qkv, dense,
 #     h_to_4h, 4h_to_h; M40_BENCH_GLM_PROFILE=1, --profile-from-start off,
 #     real clocks, caches as the step left them) with every stall reason a
-#     issued instruction (session 13's metrics), CSV in $OUT.
-# Carry [".carry/s38c.tar.xz"] (.s38/m40-bench of wip/s38-pass-db), and
+#     issued instruction (session 13's metrics), CSV in $OUT;
+#  3. with the time left (BUDGET=480 for all): the branch's test_qlinear_fused
+#     --gpu, arch 90, then its sm_52 build through PTX JIT.
+# Carry [".carry/s38c.tar.xz"] (.s38: arch-90 m40-bench and test_qlinear_fused
+# of wip/s38-pass-db; .jit52b: its CUDA 11.8 sm_52 test_qlinear_fused), and
 # [".carry/s34.tar.xz"].
 #   OUT=DIR BUDGET=240 scripts/h200-session38c.sh
 set -uo pipefail
@@ -37,4 +40,9 @@ for f in int4 int8; do
         --repeats 2 --sizes 128 2> "$O/ncu-stall-$f.err" | xz > "$O/ncu-stall-$f.csv.xz"
     note "ncu stalls $f rc=$? $(xzcat "$O/ncu-stall-$f.csv.xz" | wc -l) lines"
 done
+# the branch's tests with what is left: arch 90, then the sm_52 build through
+# PTX JIT (its test_qlinear_fused needs ~120 s there)
+[ $(left) -gt 100 ] && TEST_TIMEOUT=$(($(left) - 10)) gpu_tests "test_qlinear_fused --gpu" | tee -a "$SUM"
+T=$(($(left) - 10))
+[ $T -gt 130 ] && rm -rf .jit52 && mv .jit52b .jit52 && JIT_TIMEOUT=$T jit52_tests "test_qlinear_fused --gpu"
 carry_end

@@ -126,8 +126,9 @@ extern int m40k_quant_gemv_small_v2;
 ** (M40_BENCH_GLM_SMALLV2_Q8, M40_BENCH_GLM_V2WHOLE). */
 #define M40K_QGEMV_V2_WHOLE_K 4096
 extern int m40k_quant_gemv_v2_whole;
-/* V2 with D = 2 (int8/int4 at M = 1, R = 2, depth 1, v2's own decode, no
-** fused norm; any K): x staged M40K_QGEMV_V2_WHOLE_K columns at a time, the
+/* V2 with D = 2 (int8/int4 at M = 1, R = 2, no fused norm; any K; depth 1,
+** or int4's ring of 4, m40k_quant_gemv_v2_pass_depth below; v2's own decode
+** or EZ, below): x staged M40K_QGEMV_V2_WHOLE_K columns at a time, the
 ** next pass's x loaded into registers during this pass's chunks, so two
 ** barriers a pass and no exposed round trip for x (the chunked staging:
 ** two barriers and an L2 round trip a chunk, 14 at int4's K 13696).
@@ -157,7 +158,8 @@ extern int m40k_quant_gemv_v2_pass_depth;
 extern int m40k_quant_gemv_v2_pass_db;
 /* V2 at M = 1 and R = 2 with depth 4: a ring of four chunks of weights in
 ** flight (else one chunk ahead). m40k_quant_gemv_v2_deep (knob,
-** M40_BENCH_GLM_V2DEEP): the chooser's V2 variants at M = 1 take it. */
+** M40_BENCH_GLM_V2DEEP): the chooser's V2 variants at M = 1 take it, but
+** for x in passes (m40k_quant_gemv_v2_pass_depth). */
 extern int m40k_quant_gemv_v2_deep;
 /* V2 whole at M = 1 with ks 2 or 4: a row's K over that many warps of the
 ** block. m40k_quant_gemv_v2_ks (knob, 1, M40_BENCH_GLM_V2KS): the ks the

@@ -39,7 +39,7 @@ static void batch1_v2_forms(const m40k_qlinear_args *a, m40k_qgemv_variant *v) {
     ** per-vector staging cost more than the decode saved: H200, session 13,
     ** int4 4096x13696 17.3 against 16.4 us), unless the knob is 2 (tests,
     ** A/B); staged whole also at depth 2 */
-    if (v->D == 2) { /* x in passes: depth 1, K in one warp; the EZ decode at knob 2 (int4) or 3 */
+    if (v->D == 2) { /* x in passes: K in one warp; the EZ decode at knob 2 (int4) or 3; int4's ring */
         const int p = m40k_quant_gemv_v2_pass;
         if (m40k_quant_gemv_v2_ez && (p == 3 || (p == 2 && a->wtype == M40_DTYPE_Q4))) v->ez = 1;
         /* int4's ring of four chunks: with row scales by default (H100,

@@ -48,7 +48,7 @@
 ** int4/int8 with f32 / f16 group scales, 23 int8 v3 with the group scales'
 ** dtype at run time, 3 generic, the split-K sum; 241 before the dtype was a
 ** template argument, 348 before the settings the defaults never pick moved
-** to bench/quant/gemv_versions.cu),
+** to bench/quant/gemv_versions.cu; 6 more since 2026-12-07: int4's ring in passes),
 ** all __launch_bounds__(256, 1) but v2's 16-warp R = 1 form:
 ** v3 and split-K at batch 1-2 76-253 registers (batch 1, R = 2, row
 ** scales: int4 93 / int8 92 at D = 2, 109 / 111 at D = 4), split-K at
@@ -81,7 +81,8 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
                            int sm_count) {
     constexpr int RB = B >= 3 ? 4 : 2;
     /* the batch-1 v2 forms (kernels/quant.h: depth 1 or 4, 2 with ez whole;
-    ** ks 1, 2 or 4 on V2 whole, depth 1; ez chunked at depth 1, whole at 1, 2, 4) */
+    ** ks 1, 2 or 4 on V2 whole, depth 1; ez chunked at depth 1, whole at 1, 2, 4;
+    ** in passes (D 2) at depth 1, int4 also 4, ez or not) */
     const bool v2b1 = v.kernel == M40K_QGEMV_V2 && B == 1 &&
                       (v.R == 0 || v.R == 2 || (v.R == 1 && v.ez && v.D == 1 && v.depth <= 1 && WT != M40_DTYPE_F16));
     if (v.depth > 1 && (!v2b1 || (v.depth != 4 && !(v.depth == 2 && v.ez && v.D == 1)))) return cudaErrorInvalidValue;

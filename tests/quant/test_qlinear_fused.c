@@ -345,15 +345,15 @@ int main(int argc, char **argv) {
             ** the norm the chooser keeps its own path. Every setting: 0 the
             ** chunked staging and int8's split-K, 1 passes, 2 passes with
             ** the exponent-zero decode for int4, 3 for int8 too. int4's
-            ** weights in a ring of four chunks: by the rule
-            ** (m40k_quant_gemv_v2_pass_depth 0: with row scales), then
-            ** everywhere (4: group scales too) for 1-3; a last pass of one
-            ** chunk, the ring's refill stopping at the end of K
-            ** (test_quant_gpu runs it below the ring's K) */
+            ** weights one chunk ahead (m40k_quant_gemv_v2_pass_depth 1),
+            ** then in a ring of four chunks with any scales (4; the rule, 0,
+            ** takes one of the two) for 1-3: a last pass of one chunk, the
+            ** ring's refill stopping at the end of K (test_quant_gpu runs it
+            ** below the ring's K); int8 stays one chunk ahead */
             const int p0 = m40k_quant_gemv_v2_pass;
             const int d0 = &m40k_quant_gemv_v2_pass_depth ? m40k_quant_gemv_v2_pass_depth : 0;
             for (int dv = 0; dv < (&m40k_quant_gemv_v2_pass_depth ? 2 : 1); dv++) {
-                if (&m40k_quant_gemv_v2_pass_depth) m40k_quant_gemv_v2_pass_depth = dv ? 4 : 0;
+                if (&m40k_quant_gemv_v2_pass_depth) m40k_quant_gemv_v2_pass_depth = dv ? 4 : 1;
                 for (int pv = dv; pv < 4; pv++) {
                     m40k_quant_gemv_v2_pass = pv;
                     one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0}); /* dense_4h_to_h */

@@ -508,6 +508,13 @@ static void test_pass_choice(void) {
         a.group = 0, a.wtype = M40_DTYPE_Q8;
         CHECK(m40k_quant_gemv_choose(&a, 132).depth <= 1);
     }
+    /* the launcher refuses a ring in passes where none is carried: int8
+    ** (checked before any launch, so no buffers are needed) */
+    const m40k_qgemv_variant ring = {M40K_QGEMV_V2, 2, 2, 0, 4, 0, 0};
+    a.wtype = M40_DTYPE_Q8;
+    CHECK(m40k_quant_gemv_variant(NULL, &a, 132, &ring) != 0);
+    a.wtype = M40_DTYPE_Q4;
+    CHECK(m40k_quant_gemv_variant(NULL, &a, 132, &(m40k_qgemv_variant){M40K_QGEMV_V2, 2, 2, 0, 2, 0, 0}) != 0);
     a.wtype = M40_DTYPE_Q4; /* int8's split-K is v3 in segments, also D 2 */
     m40k_quant_gemv_v2_pass = 0;
     CHECK(m40k_quant_gemv_choose(&a, 132).D != 2);

@@ -151,6 +151,11 @@ extern int m40k_quant_gemv_v2_pass;
 ** 4: the ring. int8 runs one chunk ahead (its ring was 2% slower and is not
 ** carried). Knob M40_BENCH_GLM_PASSDEPTH. */
 extern int m40k_quant_gemv_v2_pass_depth;
+/* 1: int4's ring in passes with EZ stages x double-buffered (pass p in
+** buffer p % 2: one barrier a pass, the next pass stored as soon as a warp
+** is done with this one); 0 (default): one buffer, two barriers a pass.
+** An A/B knob (M40_BENCH_GLM_PASSDB), read at launch. */
+extern int m40k_quant_gemv_v2_pass_db;
 /* V2 at M = 1 and R = 2 with depth 4: a ring of four chunks of weights in
 ** flight (else one chunk ahead). m40k_quant_gemv_v2_deep (knob,
 ** M40_BENCH_GLM_V2DEEP): the chooser's V2 variants at M = 1 take it, but

@@ -28,6 +28,7 @@ int m40k_quant_gemv_q4_split = 0;
 int m40k_quant_gemv_v2_r1 = 0;
 int m40k_quant_gemv_v2_pass = 2;
 int m40k_quant_gemv_v2_pass_depth = 0;
+int m40k_quant_gemv_v2_pass_db = 0;
 }
 
 /* Batch 1 on v2 at R = 2: the forms the knobs ask for -- a ring of four

@@ -96,9 +96,12 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
             if (!(v.R == 0 || v.R == 2) || (v.depth > 1 && v.depth != 4) || v.ks > 1 || a.nw)
                 return cudaErrorInvalidValue;
             if constexpr (WT == M40_DTYPE_Q4) /* the ring: int4 only (int8 2% slower a token, H100) */
-                if (deep)
+                if (deep) {
+                    if (v.ez && m40k_quant_gemv_v2_pass_db) /* x double-buffered: one barrier a pass */
+                        return launch_v2<WT, 1, 2, false, true, 4, 1, true, kWarps, true, true>(s, a);
                     return v.ez ? launch_v2<WT, 1, 2, false, true, 4, 1, true, kWarps, true>(s, a)
                                 : launch_v2<WT, 1, 2, false, true, 4, 1, false, kWarps, true>(s, a);
+                }
             if (deep) return cudaErrorInvalidValue;
             return v.ez ? launch_v2<WT, 1, 2, false, true, 1, 1, true, kWarps, true>(s, a)
                         : launch_v2<WT, 1, 2, false, true, 1, 1, false, kWarps, true>(s, a);

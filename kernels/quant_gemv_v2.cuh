@@ -66,14 +66,16 @@ constexpr int kV2WholeK = 4096;
 ** (ld.global.cg), for an x written earlier in the same launch (the
 ** read-only path may not be used there). */
 template <int WT, int B, int R, int GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,
-          bool EZ = false, int NW = kWarps, bool PASS = false, bool XC = false, class Hook>
+          bool EZ = false, int NW = kWarps, bool PASS = false, bool XC = false, bool DB = false, class Hook>
 __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx, Hook hook) {
     constexpr int NT = NW * 32; /* threads a block */
     constexpr int VC = Fmt<WT>::VC;   /* columns per lane-vector */
     constexpr int KC = 32 * VC;        /* columns per chunk */
     constexpr int LS = VC + 4;         /* padded floats per lane in xs */
     constexpr int XS = 32 * LS;        /* floats per batch row in xs */
-    constexpr int NCW = WHOLE ? kV2WholeK / KC : 1; /* chunks xs holds */
+    constexpr int NCW = WHOLE ? kV2WholeK / KC : 1; /* chunks a pass (xs holds NB passes) */
+    static_assert(!DB || PASS, "double-buffered x: passes only");
+    constexpr int NB = DB ? 2 : 1; /* DB: pass p in buffer p % 2, one barrier a pass */
     static_assert(!WHOLE || (WT != M40_DTYPE_F16 && kV2WholeK % KC == 0), "whole: int8/int4");
     static_assert(!PASS || (WHOLE && KS == 1 && B == 1 && (P == 1 || (P == 4 && NCW % P == 0))),
                   "passes: whole staging, batch 1; a ring of 4 a multiple of the pass");
@@ -84,10 +86,10 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
     ** shared memory (bench/NOTES.md, runs 1 and 2). */
     constexpr bool XG = WT == M40_DTYPE_F16 && B <= 2;
     static_assert(!(NORM && XG), "the norm rides on the staging of x");
-    __shared__ __align__(16) float xs[XG ? 4 : NCW * B * XS]; /* x[chunk][b][chunk cols], padded */
+    __shared__ __align__(16) float xs[XG ? 4 : NB * NCW * B * XS]; /* x[chunk][b][chunk cols], padded */
     __shared__ float wss[NORM ? NW * B : 1];        /* NORM: each warp's sums of x² */
     static_assert(!EZ || (WT != M40_DTYPE_F16 && B == 1 && KS == 1 && (P == 1 || WHOLE)), "EZ: int8/int4, batch 1");
-    __shared__ __align__(16) float4 xe[EZ ? NCW * 32 : 1]; /* EZ: per chunk and lane vector (see above) */
+    __shared__ __align__(16) float4 xe[EZ ? NB * NCW * 32 : 1]; /* EZ: per chunk and lane vector (see above) */
     float ss[B];                                         /* NORM: this thread's sums of x² */
 #pragma unroll
     for (int b = 0; b < B; b++) ss[b] = 0.0f;
@@ -225,9 +227,9 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
             if (NORM) nv[it] = w;
         }
     };
-    auto xstore = [&]() {
+    auto xstore = [&](int xb) { /* xb: the buffer's first chunk slot (DB: NCW for pass 1, 3, ...) */
         if constexpr (VT) { /* this thread's WI float4, one lane vector's share */
-            const int f0 = WI * (int)threadIdx.x, c = (4 * f0) / KC, c40 = f0 % F4;
+            const int f0 = WI * (int)threadIdx.x, c = xb + (4 * f0) / KC, c40 = f0 % F4;
             float4 v[WI];
             float m[WI], sum[WI];
 #pragma unroll
@@ -273,7 +275,7 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
                         if (bb == b) ss[bb] = sumsq4(v, ss[bb]);
                     v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
                 }
-                const int c = BYC ? it / ITERS : col / KC, c4 = BYC ? f % F4 : (col % KC) / 4;
+                const int c = xb + (BYC ? it / ITERS : col / KC), c4 = BYC ? f % F4 : (col % KC) / 4;
                 if constexpr (EZ) ez_item(v, c4, c * B + b);
                 *(float4 *)&xs[(c * B + b) * XS + (c4 / (VC / 4)) * LS + 4 * (c4 % (VC / 4))] = v;
             }
@@ -281,7 +283,7 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
     };
     if constexpr (WHOLE) { /* all of x (PASS: its first pass): the loads, then the norm and the stores */
         xload(0);
-        xstore();
+        xstore(0);
         __syncthreads();
     }
     /* chunk c's x into xs (chunked staging: two barriers a chunk) */
@@ -308,6 +310,8 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
         }
         if (!XG && !WHOLE) __syncthreads();
     };
+    /* chunk c's slot in xs and xe with x in passes: c % NCW, in pass (c / NCW)'s buffer */
+    auto xslot = [&](int c) { return DB ? c % (2 * NCW) : c % NCW; };
     /* acc += chunk c's weights · x */
     auto compute = [&](const uint4 *wcur, int c) {
         const int kc0 = c * KC;
@@ -317,7 +321,7 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
 #pragma unroll
             for (int r = 0; r < R; r++) gs[r] = load_gscale<GROUPED>(a.scale, sbase[r] + g);
         }
-        const float *xl = xs + (WHOLE ? (PASS ? c % NCW : c) * B * XS : 0) + lane * LS;
+        const float *xl = xs + (WHOLE ? (PASS ? xslot(c) : c) * B * XS : 0) + lane * LS;
         const float *xg = a.x + kc0 + lane * VC; /* XG: this lane's columns of x row 0 */
         /* x[b][lane's column + off] */
         auto xv4 = [&](int b, int off) -> float4 {
@@ -327,7 +331,7 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
         /* XG: lanes past K skip (their re-read weights would meet real x) */
         if (XG && kc0 + lane * VC >= K) {
         } else if (EZ) { /* batch 1: t = the vector's sum in units of 2^-S, from its offset term */
-            const float4 e = xe[(WHOLE ? (PASS ? c % NCW : c) : 0) * 32 + lane];
+            const float4 e = xe[(WHOLE ? (PASS ? xslot(c) : c) : 0) * 32 + lane];
             float t[R];
 #pragma unroll
             for (int r = 0; r < R; r++) t[r] = e.x;
@@ -441,9 +445,9 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
             for (int r = 0; r < R; r++) ring[0][r] = wcur[r];
 #pragma unroll 1
         for (int ps = 0; ps < npass; ps++) {
-            if (ps > 0) {
+            if (!DB && ps > 0) {
                 __syncthreads(); /* every warp is done with the last pass's x */
-                xstore();
+                xstore(0);
                 __syncthreads();
             }
             if (ps + 1 < npass) xload((ps + 1) * kV2WholeK); /* in flight during this pass */
@@ -465,6 +469,13 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
 #pragma unroll
                     for (int r = 0; r < R; r++) wcur[r] = wnext[r];
                 }
+            }
+            /* DB: the next pass into the other buffer as soon as this warp
+            ** is done with this pass: that buffer held pass ps - 1, which
+            ** every warp finished before the last barrier; one barrier */
+            if (DB && ps + 1 < npass) {
+                xstore(((ps + 1) & 1) * NCW);
+                __syncthreads();
             }
         }
     } else if constexpr (P <= 1) { /* one chunk ahead: two buffers, one load in flight during a chunk */
@@ -545,14 +556,14 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
 }
 
 template <int WT, int B, int R, int GROUPED, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1,
-          bool EZ = false, int NW = kWarps, bool PASS = false>
+          bool EZ = false, int NW = kWarps, bool PASS = false, bool DB = false>
 __global__ void __launch_bounds__(NW * 32, 1)
 gemv_v2_kernel(m40k_qlinear_args a) {
-    gemv_v2_body<WT, B, R, GROUPED, NORM, WHOLE, P, KS, EZ, NW, PASS>(a, (int)blockIdx.x, [] {});
+    gemv_v2_body<WT, B, R, GROUPED, NORM, WHOLE, P, KS, EZ, NW, PASS, false, DB>(a, (int)blockIdx.x, [] {});
 }
 
 template <int WT, int B, int R, bool NORM = false, bool WHOLE = false, int P = 1, int KS = 1, bool EZ = false,
-          int NW = kWarps, bool PASS = false>
+          int NW = kWarps, bool PASS = false, bool DB = false>
 cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
     constexpr int NT = NW * 32;
     constexpr int RPB = NW / KS * R; /* rows a block */
@@ -560,11 +571,11 @@ cudaError_t launch_v2(cudaStream_t s, const m40k_qlinear_args &a) {
     if (WHOLE && !PASS && a.K > kV2WholeK) return cudaErrorInvalidValue;
     if constexpr (WT != M40_DTYPE_F16) /* fp16 has no scales, so no group instance */
         if (a.group) {
-            if (a.scale_f16) gemv_v2_kernel<WT, B, R, 2, NORM, WHOLE, P, KS, EZ, NW, PASS><<<grid, NT, 0, s>>>(a);
-            else gemv_v2_kernel<WT, B, R, 1, NORM, WHOLE, P, KS, EZ, NW, PASS><<<grid, NT, 0, s>>>(a);
+            if (a.scale_f16) gemv_v2_kernel<WT, B, R, 2, NORM, WHOLE, P, KS, EZ, NW, PASS, DB><<<grid, NT, 0, s>>>(a);
+            else gemv_v2_kernel<WT, B, R, 1, NORM, WHOLE, P, KS, EZ, NW, PASS, DB><<<grid, NT, 0, s>>>(a);
             return cudaGetLastError();
         }
-    gemv_v2_kernel<WT, B, R, 0, NORM, WHOLE, P, KS, EZ, NW, PASS><<<grid, NT, 0, s>>>(a);
+    gemv_v2_kernel<WT, B, R, 0, NORM, WHOLE, P, KS, EZ, NW, PASS, DB><<<grid, NT, 0, s>>>(a);
     return cudaGetLastError();
 }
 

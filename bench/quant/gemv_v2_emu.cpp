@@ -19,13 +19,13 @@ static int fails = 0;
 /* GROUPED: 1 f32, 2 f16 group scales (the kernel's template argument) */
 /* ADD: 1 a bias, 2 a residual, 3 both (the epilogue's operands, asked for
 ** with the first weights since session 36) */
-template <int WT, int GROUPED, bool NORM, bool WHOLE, int P, bool EZ, bool PASS, int ADD = 0>
+template <int WT, int GROUPED, bool NORM, bool WHOLE, int P, bool EZ, bool PASS, int ADD = 0, bool DB = false>
 static void run(const char *what, int N, int K, int group) {
     GemvProblem pb(1, N, K, GROUPED ? group : 0, WT == M40_DTYPE_Q4, GROUPED == 2, NORM);
     pb.addends(ADD & 1, ADD & 2);
     const m40k_qlinear_args a = pb.args(WT);
     emu_grid((N + kWarps * 2 - 1) / (kWarps * 2), kWarps * 32,
-             [&] { gemv_v2_kernel<WT, 1, 2, GROUPED, NORM, WHOLE, P, 1, EZ, kWarps, PASS>(a); });
+             [&] { gemv_v2_kernel<WT, 1, 2, GROUPED, NORM, WHOLE, P, 1, EZ, kWarps, PASS, DB>(a); });
     fails += !pb.check(what);
 }
 
@@ -69,6 +69,11 @@ int main() {
     run<Q4, 0, false, true, 4, true, true>("int4 passes, ez, P 4, 3 chunks", 17, 3072, 0);
     run<Q4, 0, false, true, 4, false, true, 3>("int4 passes, P 4, bias + res", 18, 13696, 0);
     run<Q4, 1, false, true, 4, true, true>("int4 g128 f32 passes, ez, P 4, 6 chunks", 17, 5152, 128);
+    /* x in passes double-buffered (DB: pass p in buffer p % 2, one barrier a pass) */
+    run<Q4, 0, false, true, 4, true, true, 2, true>("int4 passes DB, ez, P 4, residual", 40, 13696, 0);
+    run<Q4, 2, false, true, 4, true, true, 0, true>("int4 g128 f16 passes DB, ez, P 4", 20, 13696, 128);
+    run<Q4, 0, false, true, 1, true, true, 0, true>("int4 passes DB, ez, a 32-column second", 33, 4128, 0);
+    run<Q4, 0, false, true, 4, false, true, 3, true>("int4 passes DB, P 4, bias + res", 18, 13696, 0);
     /* the epilogue's bias and residual (qkv, dense, 4h_to_h), rows past N */
     run<Q4, 0, true, true, 1, true, false, 1>("int4 whole, norm, ez, bias", 23, 4096, 0);
     run<Q8, 0, true, true, 1, true, false, 1>("int8 whole, norm, ez, bias", 21, 4096, 0);

@@ -40,6 +40,7 @@ extern int m40k_quant_gemv_v2_ez __attribute__((weak));
 extern int m40k_quant_gemv_q4_split __attribute__((weak));
 extern int m40k_quant_gemv_v2_pass __attribute__((weak));
 extern int m40k_quant_gemv_v2_pass_depth __attribute__((weak));
+extern int m40k_quant_gemv_v2_pass_db __attribute__((weak));
 extern int m40k_quant_gemv_v2_r1 __attribute__((weak));
 
 /* binary16 of v (round to nearest even; |v| < 65504, no subnormals needed here) */
@@ -366,6 +367,13 @@ int main(int argc, char **argv) {
             }
             m40k_quant_gemv_v2_pass = p0;
             if (&m40k_quant_gemv_v2_pass_depth) m40k_quant_gemv_v2_pass_depth = d0;
+            if (&m40k_quant_gemv_v2_pass_db) { /* the ring with x double-buffered */
+                const int b0 = m40k_quant_gemv_v2_pass_db;
+                m40k_quant_gemv_v2_pass_db = 1;
+                one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0});
+                one_case((qcase){q4, 1, 300, 4128, 1, 0, 0, 0, 0});
+                m40k_quant_gemv_v2_pass_db = b0;
+            }
         }
         if (&m40k_quant_gemv_v2_deep) {
             /* batch-1 v2 with the other depth of weights in flight (a

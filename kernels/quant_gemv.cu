@@ -93,13 +93,14 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
         return cudaErrorInvalidValue;
     if constexpr (B == 1 && WT != M40_DTYPE_F16) { /* the norm fused (m40k_quant_gemv_norm_fused) */
         if (v.kernel == M40K_QGEMV_V2 && v.D == 2) { /* x staged in passes (any K): R 2, depth 1 (4: int4), no norm */
-            if (!(v.R == 0 || v.R == 2) || (v.depth > 1 && v.depth != 4) || v.ks > 1 || a.nw)
-                return cudaErrorInvalidValue;
-            if constexpr (WT == M40_DTYPE_Q4) /* the ring: int4 only (int8 2% slower a token, H100) */
-                if (deep)
+            /* depth: 1, or 4 (2 was refused above) */
+            if (!(v.R == 0 || v.R == 2) || v.ks > 1 || a.nw) return cudaErrorInvalidValue;
+            if (deep) { /* the ring: int4 only (int8 2% slower a token, H100) */
+                if constexpr (WT != M40_DTYPE_Q4) return cudaErrorInvalidValue;
+                else
                     return v.ez ? launch_v2<WT, 1, 2, false, true, 4, 1, true, kWarps, true>(s, a)
                                 : launch_v2<WT, 1, 2, false, true, 4, 1, false, kWarps, true>(s, a);
-            if (deep) return cudaErrorInvalidValue;
+            }
             return v.ez ? launch_v2<WT, 1, 2, false, true, 1, 1, true, kWarps, true>(s, a)
                         : launch_v2<WT, 1, 2, false, true, 1, 1, false, kWarps, true>(s, a);
         }

@@ -151,10 +151,13 @@ extern int m40k_quant_gemv_v2_pass;
 ** 4: the ring. int8 runs one chunk ahead (its ring was 2% slower and is not
 ** carried). Knob M40_BENCH_GLM_PASSDEPTH. */
 extern int m40k_quant_gemv_v2_pass_depth;
-/* 1: int4's ring in passes with EZ stages x double-buffered (pass p in
-** buffer p % 2: one barrier a pass, the next pass stored as soon as a warp
-** is done with this one); 0 (default): one buffer, two barriers a pass.
-** An A/B knob (M40_BENCH_GLM_PASSDB), read at launch. */
+/* V2 with D = 2 (x in passes): x double-buffered, pass p in buffer p % 2,
+** so one barrier a pass, and a warp stores the next pass as soon as it is
+** done with this one (where one buffer takes two barriers a pass). 0
+** (default), the rule: int4's ring (H100, session 39: ChatGLM2-6B int4
+** +0.7-0.8% a token); 1: never; 2: every form in passes (int8 and int4
+** with group scales one chunk ahead too). Knob M40_BENCH_GLM_PASSDB, read
+** at launch. sm_52: 2 blocks an SM either way (41 KB of shared memory). */
 extern int m40k_quant_gemv_v2_pass_db;
 /* V2 at M = 1 and R = 2 with depth 4: a ring of four chunks of weights in
 ** flight (else one chunk ahead). m40k_quant_gemv_v2_deep (knob,

@@ -144,6 +144,9 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
     uint4 ring[P > 1 ? P : 1][R];
 #pragma unroll
     for (int j = 1; j < P; j++) load_w(ring[j], j);
+    if constexpr (P > 1) /* its chunk 0 is wcur's */
+#pragma unroll
+        for (int r = 0; r < R; r++) ring[0][r] = wcur[r];
     /* PRE: the epilogue's operands (row scales, bias, res) asked for here,
     ** behind the first weights, so that their DRAM round trips (they left
     ** L2 a step ago) overlap the loop instead of following it: the old
@@ -440,9 +443,6 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
     if constexpr (PASS) { /* x in passes of NCW chunks; weights one chunk ahead (P 1) or a ring of P
                            ** (P - 1 chunks in flight while one is computed), across passes too */
         const int npass = (nchunks + NCW - 1) / NCW;
-        if constexpr (P > 1)
-#pragma unroll
-            for (int r = 0; r < R; r++) ring[0][r] = wcur[r];
 #pragma unroll 1
         for (int ps = 0; ps < npass; ps++) {
             if (!DB && ps > 0) {
@@ -489,8 +489,6 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
         }
     } else { /* a ring of P chunks: P - 1 loads in flight during a chunk, all of K
              ** at the start when it holds nchunks <= P (int4, K <= 4096 at P = 4) */
-#pragma unroll
-        for (int r = 0; r < R; r++) ring[0][r] = wcur[r];
 #pragma unroll 1
         for (int c0 = 0; c0 < nchunks; c0 += P) {
 #pragma unroll

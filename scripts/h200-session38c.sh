@@ -5,7 +5,9 @@
 #  0. on an H200 (with .carry/s34.tar.xz carried too): the floor chain first
 #     (owed since session 33);
 #  1. int4 decode at ctx 128: the default / x double-buffered in the passes
-#     GEMV (M40_BENCH_GLM_PASSDB=1: one barrier a pass), ROUNDS times (2);
+#     GEMV (M40_BENCH_GLM_PASSDB=1: one barrier a pass, in that binary; since
+#     session 39 the ring double-buffers by default and 1 means never), ROUNDS
+#     times (2);
 #  2. ncu's warp-state, scheduler and occupancy sections over the GEMVs of
 #     one int4 step and one int8 step (the first two layers: qkv, dense,
 #     h_to_4h, 4h_to_h; M40_BENCH_GLM_PROFILE=1, --profile-from-start off,

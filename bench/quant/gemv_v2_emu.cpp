@@ -74,6 +74,9 @@ int main() {
     run<Q4, 2, false, true, 4, true, true, 0, true>("int4 g128 f16 passes DB, ez, P 4", 20, 13696, 128);
     run<Q4, 0, false, true, 1, true, true, 0, true>("int4 passes DB, ez, a 32-column second", 33, 4128, 0);
     run<Q4, 0, false, true, 4, false, true, 3, true>("int4 passes DB, P 4, bias + res", 18, 13696, 0);
+    run<Q8, 0, false, true, 1, false, true, 2, true>("int8 passes DB, one ahead, residual", 18, 13696, 0);
+    run<Q4, 1, false, true, 1, true, true, 0, true>("int4 g128 f32 passes DB, ez, one ahead", 17, 13696, 128);
+    run<Q8, 2, false, true, 1, false, true, 0, true>("int8 g32 f16 passes DB, 3 passes", 17, 8192 + 16, 32);
     /* the epilogue's bias and residual (qkv, dense, 4h_to_h), rows past N */
     run<Q4, 0, true, true, 1, true, false, 1>("int4 whole, norm, ez, bias", 23, 4096, 0);
     run<Q8, 0, true, true, 1, true, false, 1>("int8 whole, norm, ez, bias", 21, 4096, 0);

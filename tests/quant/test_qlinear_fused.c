@@ -367,12 +367,31 @@ int main(int argc, char **argv) {
             }
             m40k_quant_gemv_v2_pass = p0;
             if (&m40k_quant_gemv_v2_pass_depth) m40k_quant_gemv_v2_pass_depth = d0;
-            if (&m40k_quant_gemv_v2_pass_db) { /* the ring with x double-buffered */
+            if (&m40k_quant_gemv_v2_pass_db) {
+                /* x double-buffered in passes (one barrier a pass): never
+                ** (1; the loop above ran the rule, 0: int4's ring), then in
+                ** every passes form (2: int8 one chunk ahead, int4 with
+                ** group scales); int4's ring and one chunk ahead, 4096
+                ** columns a pass, so 4128 is a last pass of one chunk */
                 const int b0 = m40k_quant_gemv_v2_pass_db;
-                m40k_quant_gemv_v2_pass_db = 1;
-                one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0});
-                one_case((qcase){q4, 1, 300, 4128, 1, 0, 0, 0, 0});
+                for (int db = 1; db <= 2; db++) {
+                    m40k_quant_gemv_v2_pass_db = db;
+                    for (int dv = 0; dv < (&m40k_quant_gemv_v2_pass_depth ? 2 : 1); dv++) {
+                        if (&m40k_quant_gemv_v2_pass_depth) m40k_quant_gemv_v2_pass_depth = dv ? 4 : 1;
+                        for (int pv = 2; pv < 4; pv++) {
+                            m40k_quant_gemv_v2_pass = pv;
+                            one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0});
+                            one_case((qcase){q8, 1, 4096, 13696, 1, 0, 1, 0, 0});
+                            one_case((qcase){q4g, 1, 300, 13696, 0, 0, 1, 0, 0});
+                            one_case((qcase){q8g, 1, 300, 13696, 1, 0, 0, 0, 0});
+                            one_case((qcase){q4, 1, 300, 4128, 1, 0, 0, 0, 0});
+                            one_case((qcase){q4g, 1, 300, 5152, 1, 0, 1, 0, 0});
+                        }
+                    }
+                }
                 m40k_quant_gemv_v2_pass_db = b0;
+                m40k_quant_gemv_v2_pass = p0;
+                if (&m40k_quant_gemv_v2_pass_depth) m40k_quant_gemv_v2_pass_depth = d0;
             }
         }
         if (&m40k_quant_gemv_v2_deep) {

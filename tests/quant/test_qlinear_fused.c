@@ -369,9 +369,9 @@ int main(int argc, char **argv) {
             if (&m40k_quant_gemv_v2_pass_depth) m40k_quant_gemv_v2_pass_depth = d0;
             if (&m40k_quant_gemv_v2_pass_db) {
                 /* x double-buffered in passes (one barrier a pass): never
-                ** (1; the loop above ran the rule, 0: int4's ring), then in
-                ** every passes form (2: int8 one chunk ahead, int4 with
-                ** group scales); int4's ring and one chunk ahead, 4096
+                ** (1; the loop above ran the rule, 0: int4's ring and int8),
+                ** then in every passes form (2: int4 with group scales one
+                ** chunk ahead too); int4's ring and one chunk ahead, 4096
                 ** columns a pass, so 4128 is a last pass of one chunk */
                 const int b0 = m40k_quant_gemv_v2_pass_db;
                 for (int db = 1; db <= 2; db++) {

@@ -286,6 +286,21 @@ static void bad_inputs(m40_ctx *ctx) {
     m40_graph_destroy(g);
 }
 
+/* The batch-1 shapes the passes GEMV takes (dense_4h_to_h, int4 / int8,
+** row and group scales, bias and residual, a 32-column second pass, rows
+** past N); norm: also one with the norm, which the chooser keeps off the
+** passes; six: a group-scaled K of 6 chunks, 2 passes */
+static void passes_shapes(m40_quant_format q4, m40_quant_format q8, m40_quant_format q4g, m40_quant_format q8g,
+                          int norm, int six) {
+    one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0}); /* dense_4h_to_h */
+    one_case((qcase){q8, 1, 4096, 13696, 1, 0, 1, 0, 0});
+    one_case((qcase){q4g, 1, 300, 13696, 0, 0, 1, 0, 0});
+    one_case((qcase){q8g, 1, 300, 13696, 1, 0, 0, 0, 0});
+    one_case((qcase){q4, 1, 300, 4128, 1, 0, 0, 0, 0});
+    if (norm) one_case((qcase){q4, 1, 300, 4128, 1, 1, 1, 0, 0}); /* the norm: not in passes */
+    if (six) one_case((qcase){q4g, 1, 300, 5152, 1, 0, 1, 0, 0}); /* 6 chunks, 2 passes */
+}
+
 int main(int argc, char **argv) {
     int gpu = 0;
     int rc = m40t_side(argc, argv, &gpu);
@@ -356,13 +371,7 @@ int main(int argc, char **argv) {
                 if (&m40k_quant_gemv_v2_pass_depth) m40k_quant_gemv_v2_pass_depth = dv ? 4 : 1;
                 for (int pv = dv; pv < 4; pv++) {
                     m40k_quant_gemv_v2_pass = pv;
-                    one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0}); /* dense_4h_to_h */
-                    one_case((qcase){q8, 1, 4096, 13696, 1, 0, 1, 0, 0});
-                    one_case((qcase){q4g, 1, 300, 13696, 0, 0, 1, 0, 0});
-                    one_case((qcase){q8g, 1, 300, 13696, 1, 0, 0, 0, 0});
-                    one_case((qcase){q4, 1, 300, 4128, 1, 0, 0, 0, 0});
-                    one_case((qcase){q4, 1, 300, 4128, 1, 1, 1, 0, 0}); /* the norm: not in passes */
-                    if (dv) one_case((qcase){q4g, 1, 300, 5152, 1, 0, 1, 0, 0}); /* 6 chunks, 2 passes */
+                    passes_shapes(q4, q8, q4g, q8g, 1, dv);
                 }
             }
             m40k_quant_gemv_v2_pass = p0;
@@ -380,12 +389,7 @@ int main(int argc, char **argv) {
                         if (&m40k_quant_gemv_v2_pass_depth) m40k_quant_gemv_v2_pass_depth = dv ? 4 : 1;
                         for (int pv = 2; pv < 4; pv++) {
                             m40k_quant_gemv_v2_pass = pv;
-                            one_case((qcase){q4, 1, 4096, 13696, 1, 0, 1, 0, 0});
-                            one_case((qcase){q8, 1, 4096, 13696, 1, 0, 1, 0, 0});
-                            one_case((qcase){q4g, 1, 300, 13696, 0, 0, 1, 0, 0});
-                            one_case((qcase){q8g, 1, 300, 13696, 1, 0, 0, 0, 0});
-                            one_case((qcase){q4, 1, 300, 4128, 1, 0, 0, 0, 0});
-                            one_case((qcase){q4g, 1, 300, 5152, 1, 0, 1, 0, 0});
+                            passes_shapes(q4, q8, q4g, q8g, 0, 1);
                         }
                     }
                 }

@@ -154,10 +154,12 @@ extern int m40k_quant_gemv_v2_pass_depth;
 /* V2 with D = 2 (x in passes): x double-buffered, pass p in buffer p % 2,
 ** so one barrier a pass, and a warp stores the next pass as soon as it is
 ** done with this one (where one buffer takes two barriers a pass). 0
-** (default), the rule: int4's ring and int8 (one chunk ahead, v2's decode);
+** (default), the rule: int4's ring (with EZ) and int8 (one chunk ahead,
+** v2's decode; int8 with EZ, pass knob 3, would pass 48 KB);
 ** H100, session 39, ChatGLM2-6B a token: int4 +0.2-0.8% (two machines),
 ** int8 +0.3%, int4g128 -0.3% (so not there); 1: never; 2: every form in
-** passes with an instance (int4 with group scales too). Knob
+** passes with an instance (int4 with EZ one chunk ahead too, as int4g128
+** runs; other values as 0). Knob
 ** M40_BENCH_GLM_PASSDB, read at launch. sm_52: 2 blocks an
 ** SM either way (40 KB of shared memory; 76-111 registers, no spills). */
 extern int m40k_quant_gemv_v2_pass_db;

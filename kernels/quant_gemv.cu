@@ -96,7 +96,9 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
             /* depth: 1, or 4 (2 was refused above) */
             if (!(v.R == 0 || v.R == 2) || v.ks > 1 || a.nw) return cudaErrorInvalidValue;
             /* x double-buffered, one barrier a pass (m40k_quant_gemv_v2_pass_db:
-            ** 0 the rule, int4's ring and int8; 1 never; 2 every form here) */
+            ** 0 the rule: int4's ring with EZ, int8 without; 1 never; 2 int4
+            ** with EZ one chunk ahead too; other values as 0). Not int8 with
+            ** EZ (pass knob 3): its two buffers and xe pass 48 KB */
             const int db = m40k_quant_gemv_v2_pass_db;
             if (deep) { /* the ring: int4 only (int8 2% slower a token, H100) */
                 if constexpr (WT != M40_DTYPE_Q4) return cudaErrorInvalidValue;
@@ -107,7 +109,7 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
                 }
             }
             constexpr bool EZD = WT == M40_DTYPE_Q4; /* the decode each format runs in passes */
-            if (v.ez == EZD && (db == 2 || (db == 0 && WT == M40_DTYPE_Q8)))
+            if (v.ez == EZD && (db == 2 || (db != 1 && WT == M40_DTYPE_Q8)))
                 return launch_v2<WT, 1, 2, false, true, 1, 1, EZD, kWarps, true, true>(s, a);
             return v.ez ? launch_v2<WT, 1, 2, false, true, 1, 1, true, kWarps, true>(s, a)
                         : launch_v2<WT, 1, 2, false, true, 1, 1, false, kWarps, true>(s, a);

@@ -76,6 +76,8 @@ __device__ __forceinline__ void gemv_v2_body(const m40k_qlinear_args &a, int bx,
     constexpr int NCW = WHOLE ? kV2WholeK / KC : 1; /* chunks a pass (xs holds NB passes) */
     static_assert(!DB || PASS, "double-buffered x: passes only");
     constexpr int NB = DB ? 2 : 1; /* DB: pass p in buffer p % 2, one barrier a pass */
+    static_assert(!DB || 2 * NCW * (B * XS * 4 + (EZ ? 32 * 16 : 0)) <= 47 * 1024,
+                  "double-buffered x: xs and xe within 48 KB of static shared memory (not int8 with EZ)");
     static_assert(!WHOLE || (WT != M40_DTYPE_F16 && kV2WholeK % KC == 0), "whole: int8/int4");
     static_assert(!PASS || (WHOLE && KS == 1 && B == 1 && (P == 1 || (P == 4 && NCW % P == 0))),
                   "passes: whole staging, batch 1; a ring of 4 a multiple of the pass");

@@ -442,7 +442,7 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_V2KS", &m40k_quant_gemv_v2_ks, "batch-1 v2-whole GEMVs, warps a row's K is split over (1, 2, 4)", 1},
         {"M40_BENCH_GLM_L2HINT", &m40__l2_hint, "the graph's L2 hints (0 none, 1 the norms' weights)", 1},
         {"M40_BENCH_GLM_V2PASS", &m40k_quant_gemv_v2_pass, "batch-1 large-K GEMVs on v2, x staged in passes (2: int4 EZ, 3: int8 too)", 1},
-        {"M40_BENCH_GLM_PASSDB", &m40k_quant_gemv_v2_pass_db, "x double-buffered in passes (0 the rule: int4's ring and int8; 1 never; 2 every passes GEMV)", 1},
+        {"M40_BENCH_GLM_PASSDB", &m40k_quant_gemv_v2_pass_db, "x double-buffered in passes (0 the rule: int4's ring and int8; 1 never; 2 int4 one chunk ahead too)", 1},
         {"M40_BENCH_GLM_PASSDEPTH", &m40k_quant_gemv_v2_pass_depth, "int4's passes GEMV: weights one chunk ahead (1), a ring of four (4), or the rule (0: the ring with row scales)", 1}};
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const char *v = getenv(knobs[i].env);

@@ -59,7 +59,9 @@
 ** x staged in 4096-column passes, 2 the same with int4's exponent-zero decode
 ** (the default), 3 int8's too; m40k_quant_gemv_v2_pass), M40_BENCH_GLM_PASSDEPTH=0/1/4
 ** (int4's passes GEMV: 0 the rule, a ring of four chunks of weights with row scales; 1 one
-** chunk ahead; 4 the ring; m40k_quant_gemv_v2_pass_depth). */
+** chunk ahead; 4 the ring; m40k_quant_gemv_v2_pass_depth), M40_BENCH_GLM_PASSDB=0/1/2 (that
+** GEMV's x double-buffered: 0 the rule, int4's ring and int8; 1 never; 2 int4 one chunk ahead
+** too; m40k_quant_gemv_v2_pass_db). */
 #include "bench/harness.h"
 #include "internal.h" /* m40__attn_decode_variant, m40__chatglm2_fuse */
 

@@ -1623,18 +1623,24 @@ __device__ __forceinline__ void rope_append4v(const Params &p, float4 kraw, floa
     *reinterpret_cast<uint2 *>(reinterpret_cast<__half *>(const_cast<void *>(p.vc)) + o) = pv;
 }
 
-/* decode v5's keys [lo, hi) of [0, kend) for share i: with W 1 split i of
-** p.splits in V5_CHUNK-key shares (attn_combine's count, and the
-** pre-barrier K loads' rule), with W > 1 way i of W in V5W_STEP-key shares */
+/* decode v5's keys [lo, hi) of [0, kend) for split sp and way i: with W 1
+** split sp of p.splits in V5_CHUNK-key shares (attn_combine's count, and
+** the pre-barrier K loads' rule; i is 0), with W > 1 way i of W in
+** V5W_STEP-key shares of split sp's keys, split sp of p.splits in
+** V5W_STEP-key shares of all the keys (one split: all of them) */
 constexpr int V5W_STEP = 4;
 template <int W>
-__device__ __forceinline__ void v5_keys(const Params &p, int kend, int64_t i, int &lo, int &hi) {
-    const int64_t n = W > 1 ? W : p.splits;
+__device__ __forceinline__ void v5_keys(const Params &p, int kend, int64_t sp, int64_t i, int &lo, int &hi) {
     lo = 0, hi = kend;
-    if (n > 1) {
-        const int per = (int)split_share(kend, n, W > 1 ? V5W_STEP : V5_CHUNK);
-        lo = (int)min((int64_t)kend, i * per);
+    if (p.splits > 1) {
+        const int per = (int)split_share(kend, p.splits, W > 1 ? V5W_STEP : V5_CHUNK);
+        lo = (int)min((int64_t)kend, sp * per);
         hi = min(kend, lo + per);
+    }
+    if (W > 1) {
+        const int per = (int)split_share(hi - lo, W, V5W_STEP);
+        lo = (int)min((int64_t)hi, lo + i * per);
+        hi = min(hi, lo + per);
     }
 }
 
@@ -1652,17 +1658,22 @@ __device__ __forceinline__ void v5_keys(const Params &p, int kend, int64_t i, in
 ** warps fold them and write y: no partials in global memory and no
 ** attn_combine launch. Every block needs the new position's K and V, so
 ** with ROPE warp 0 of each block appends them (a group's blocks write the
-** same bits to the same cache rows). */
+** same bits to the same cache rows). With p.splits > 1 (m40k_attn_shape::
+** v5_wsplits; session 40) each (b, g, RB rows) has p.splits blocks (block
+** = row group · splits + split), the ways share their split's keys, and
+** way 0's fold goes out as the split's partial (attn_combine's layout;
+** an empty split's is (-inf, 0, 0)) for attn_combine, with every split
+** counted (no skip). */
 template <typename TC, bool ROPE = false, int W = 1, int RB = DR>
 __global__ void __launch_bounds__(W * RB * 32) attn_decode_v5(Params p) {
     static_assert(!ROPE || sizeof(TC) == 2, "fused RoPE: f16 caches");
     static_assert(W == 1 ? RB == DR : (W * RB <= 32 && DR % RB == 0), "decode v5's ways: <= 32 warps");
     __shared__ int row_pos[DR];
     const int tid = threadIdx.x, lane = tid & 31, wi = tid >> 5;
-    /* the blocks of a (b, g): its splits, or with ways its row groups */
-    const int64_t nsp = W > 1 ? div32(p.T * p.hpg + RB - 1, RB) : p.splits;
+    /* the blocks of a (b, g): its splits, or with ways its row groups times its splits */
+    const int64_t nsp = W > 1 ? div32(p.T * p.hpg + RB - 1, RB) * p.splits : p.splits;
     const int way = W > 1 ? wi / RB : 0;
-    const int r = W > 1 ? (int)mod32(blockIdx.x, nsp) * RB + wi % RB : wi; /* this warp's row */
+    const int r = W > 1 ? (int)div32(mod32(blockIdx.x, nsp), p.splits) * RB + wi % RB : wi; /* this warp's row */
     using R = Raw<TC>;
     /* ROPE: the qkv values this warp needs, asked for first (they do not
     ** depend on pos; session 28: behind pos, its angles and the append they
@@ -1675,7 +1686,8 @@ __global__ void __launch_bounds__(W * RB * 32) attn_decode_v5(Params p) {
         if (wi == 0) kx = v5_raw(row + (p.H + gq) * p.D), vx = v5_raw(row + (p.H + p.G + gq) * p.D);
     }
     const DecodeBlock db = decode_block<ROPE>(p, row_pos, nsp);
-    const int64_t split = W > 1 ? way : db.split, g = db.g, b = db.b, s = db.s;
+    /* the block's split of the keys (with ways: of its row group's) */
+    const int64_t split = W > 1 ? mod32(db.split, p.splits) : db.split, g = db.g, b = db.b, s = db.s;
     const int nrows = db.nrows;
     /* q's 4 dims of this lane, pre-scaled (the row's query t, head h) */
     float q[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -1693,7 +1705,7 @@ __global__ void __launch_bounds__(W * RB * 32) attn_decode_v5(Params p) {
         ** 1): kend0 is p0 + 1 where the slot and p0 are valid, else 0 */
         const int kend0 = decode_kend(p.pos, p.slot, b, 1, p.S, p.L);
         int lo, hi;
-        v5_keys<W>(p, kend0, split, lo, hi);
+        v5_keys<W>(p, kend0, split, way, lo, hi);
         if (r < nrows && lo < hi && min(lo + 3, hi - 1) < kend0 - 1) {
 #pragma unroll
             for (int j = 0; j < 4; j++) kr[j].u = *reinterpret_cast<const uint2 *>(kc + (int64_t)min(lo + j, hi - 1) * p.gd);
@@ -1721,7 +1733,7 @@ __global__ void __launch_bounds__(W * RB * 32) attn_decode_v5(Params p) {
 #pragma unroll
     for (int i = 0; i < DR; i++) kend = max(kend, row_pos[i] + 1);
     int k_lo, k_hi;
-    v5_keys<W>(p, kend, split, k_lo, k_hi);
+    v5_keys<W>(p, kend, split, way, k_lo, k_hi);
     if (W == 1 && p.skip && split > 0 && k_lo >= k_hi) return; /* no keys: no partial */
     const bool live = r < nrows;
     if (W == 1 && !live && !p.cnt) return;           /* no barrier follows */
@@ -1816,6 +1828,16 @@ __global__ void __launch_bounds__(W * RB * 32) attn_decode_v5(Params p) {
             Ls = fmaf(wj, ml.y, Ls);
             acc[0] = fmaf(wj, v.x, acc[0]), acc[1] = fmaf(wj, v.y, acc[1]);
             acc[2] = fmaf(wj, v.z, acc[2]), acc[3] = fmaf(wj, v.w, acc[3]);
+        }
+        if (p.splits > 1) { /* the split's partial (m, l, O): attn_combine folds them */
+            float *dst = p.ws_o + (row * p.splits + split) * p.D + 4 * lane;
+#pragma unroll
+            for (int e = 0; e < 4; e++) dst[e] = acc[e];
+            if (lane == 0) {
+                p.ws_ml[(row * p.splits + split) * 2] = M; /* no keys: -inf */
+                p.ws_ml[(row * p.splits + split) * 2 + 1] = Ls;
+            }
+            return;
         }
         const float inv = Ls > 0.0f ? 1.0f / Ls : 0.0f; /* no keys: a zero row */
 #pragma unroll
@@ -2244,7 +2266,7 @@ cudaError_t launch(cudaStream_t st, Params p, int64_t nblocks, int f16) {
 ** one block per (b, g, RB rows) of W·RB warps */
 template <bool ROPE, int W, int RB>
 cudaError_t launch_v5w(cudaStream_t st, const Params &p, int64_t bg, int64_t nrows) {
-    attn_decode_v5<__half, ROPE, W, RB><<<(unsigned)(bg * ((nrows + RB - 1) / RB)), W * RB * 32, 0, st>>>(p);
+    attn_decode_v5<__half, ROPE, W, RB><<<(unsigned)(bg * ((nrows + RB - 1) / RB) * p.splits), W * RB * 32, 0, st>>>(p);
     return cudaGetLastError();
 }
 constexpr int kV5Ways[][2] = M40K_ATTN_V5_WAYS; /* (W, RB) of each v5_ways row */
@@ -2431,12 +2453,9 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     /* (q's float4 loads; with the fused RoPE, q = qkv is read a float at a time) */
     const bool v5 = small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 && s->decode_variant == 10 &&
                     (ra || ((uintptr_t)q % 16 == 0 && s->qs0 % 4 == 0 && s->qs1 % 4 == 0));
-    /* decode v5's ways (s->v5_ways): one split, folded in the block */
+    /* decode v5's ways (s->v5_ways): folded in the block, with s->v5_wsplits
+    ** splits of the keys (m40k_attention_splits) whose partials attn_combine folds */
     const int v5w = v5 && s->v5_ways >= 1 && s->v5_ways <= M40K_ATTN_V5_NWAYS ? s->v5_ways : 0;
-    if (v5w) {
-        splits = 1, p.splits = 1;
-        p.ws_ml = p.ws_o = nullptr;
-    }
     /* decode v6 (variants 11 and 12: 8 and 4 rows a lane): the same conditions, no fused RoPE */
     const bool v6 = !ra && small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 &&
                     m40k_attention_v6(s) && (uintptr_t)q % 16 == 0 && s->qs0 % 4 == 0 && s->qs1 % 4 == 0;
@@ -2444,7 +2463,7 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     const bool v6r = ra && small && p.vec && DP == 128 && s->D == 128 && s->cache_f16 && s->T == 1 &&
                      m40k_attention_v6(s);
     /* the skip (m40k_attn_skip_empty): 1 the tile kernels only, 2 v5 and v6 too */
-    const bool skip = m40k_attn_skip_empty == 2 || (m40k_attn_skip_empty == 1 && !v5 && !v6 && !v6r);
+    const bool skip = !v5w && (m40k_attn_skip_empty == 2 || (m40k_attn_skip_empty == 1 && !v5 && !v6 && !v6r));
     const int64_t chunk = !small || splits == 1 || !skip ? 0
                           : v5 ? V5_CHUNK
                           : v6 || v6r ? V6_CHUNK
@@ -2464,7 +2483,7 @@ int attention_impl(void *stream, const m40k_attn_shape *s, const float *q, const
     /* P·V split over the warps (m40k_attn_warp_pv): the 32- and 64-key decode tiles at D 128 */
     const bool wpv = m40k_attn_warp_pv && small && DP == 128 && !v34 && s->decode_variant != 4 &&
                      s->decode_variant != 6 && m40k_attention_chunk(s, slots) != 16;
-    if (sync && m40k_attn_fuse_combine && v5 && splits > 1 && s->B * s->G <= M40K_SYNC_WORDS)
+    if (sync && m40k_attn_fuse_combine && v5 && !v5w && splits > 1 && s->B * s->G <= M40K_SYNC_WORDS)
         p.cnt = sync; /* decode v5 folds in its last block (v5_fold) */
     else if (sync && m40k_attn_fuse_combine && small && !v34 && !v5 && !v6 && !v6r && !wpv && !r8 && splits > 1) {
         const int64_t ng = (splits + FC_G - 1) / FC_G;

@@ -75,6 +75,12 @@ typedef struct m40k_attn_shape {
                            ** (session 29). 0 (default): v5's splits; n in 1..8 the
                            ** (W, RB) of M40K_ATTN_V5_WAYS' row n (an A/B knob:
                            ** lib/ops/attention.c's m40__attn_v5_ways) */
+    int v5_wsplits;        /* decode v5's ways (v5_ways > 0): n > 1 splits of the keys
+                           ** for each (b, g, RB rows), the ways sharing a split's
+                           ** keys, each block's fold a partial for attn_combine
+                           ** (session 40; m40k_attention_splits caps n as v5's
+                           ** splits are capped); 0 or 1 one split, folded in the
+                           ** block (lib/ops/attention.c's m40__attn_v5_wsplits) */
 } m40k_attn_shape;
 /* decode v5's ways (m40k_attn_shape::v5_ways n: W = row n's first, RB its second) */
 #define M40K_ATTN_V5_WAYS {{1, 16}, {8, 2}, {8, 4}, {4, 4}, {4, 8}, {16, 2}, {2, 16}, {8, 1}, {16, 1}}
@@ -176,6 +182,16 @@ static inline int64_t m40k_attention_prefill_splits(const m40k_attn_shape *s, in
 static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int slots) {
     if (s->T > M40K_ATTN_DECODE_T) return m40k_attention_prefill_splits(s, slots);
     if (s->B < 1 || s->T < 1 || s->G < 1) return 1;
+    const int64_t klen = s->decode_variant == 10 && s->keys > 0 && s->keys < s->L ? s->keys : s->L;
+    if (s->decode_variant == 10 && s->v5_ways >= 1 && s->v5_ways <= M40K_ATTN_V5_NWAYS) {
+        /* decode v5's ways: v5_wsplits, at most 32 and a 16-key share each of the bound's keys */
+        int64_t w = s->v5_wsplits > 1 ? s->v5_wsplits : 1;
+        const int64_t wcap = (klen + 15) / 16;
+        if (w > 32) w = 32;
+        if (w > wcap) w = wcap;
+        if (s->decode_max_splits > 0 && w > s->decode_max_splits) w = s->decode_max_splits;
+        return w < 1 ? 1 : w;
+    }
     int64_t n = m40k_attention_wave(s, slots);
     /* decode v5 (short contexts): at most 32 splits a (b, g), so a short
     ** context in a long cache is not hundreds of 16-warp blocks that only
@@ -186,7 +202,6 @@ static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int slots)
     /* decode v5 under a key bound: its 16-key shares of the keys the bound
     ** allows, not of the cache (session 28, H100, int4 step: 8 splits at
     ** ctx 128 +1.2% against the cache's 32, 16 at 256 +0.6%) */
-    const int64_t klen = s->decode_variant == 10 && s->keys > 0 && s->keys < s->L ? s->keys : s->L;
     int64_t cap = (klen + chunk - 1) / chunk;
     if (n > cap) n = cap;
     if (n > M40K_ATTN_MAX_SPLITS) n = M40K_ATTN_MAX_SPLITS;

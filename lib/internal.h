@@ -165,6 +165,7 @@ extern int m40__attn_v6;
 extern int m40__attn_decode_max_splits;
 extern int m40__attn_v5_ways; /* decode v5's ways: -1 the rule (lib/ops/attention.c) */
 extern int m40__attn_v5_ways_keys; /* v5's ways under key bounds <= n, also past v5's edge: 0 the rule (lib/ops/attention.c) */
+extern int m40__attn_v5_wsplits; /* decode v5's ways' splits of the keys: -1 the rule, 0/1 none, n > 1 n (lib/ops/attention.c) */
 extern int m40__attn_short_keys; /* v5 under key bounds <= n: 0 the device's (lib/ops/attention.c) */
 struct m40k_attn_shape;
 /* the decode kernel attn_bound picks for s on ctx (its cc_major, sm_count,

@@ -19,7 +19,8 @@ constexpr int ATT_FUSED_HALF_MAX = 64;
 static int counters_left = 0; /* fused runs whose counter words did not return to 0 */
 /* V6 (4 or 8): attn_decode_v6<V6> (decode v6, V6 rows a lane) */
 /* W > 1 (v5): its ways, attn_decode_v5<TC, false, W, RB>: a block per (b, g,
-** RB rows) of W·RB warps folding in the block (splits must be 1) */
+** RB rows) of W·RB warps folding in the block; splits > 1: that many blocks
+** a (b, g, RB rows), each its split's partial, every split counted (no skip) */
 template <typename TC, int DP, int RW, int C, bool V5 = false, bool FUSED = false, int V6 = 0,
           int W = 1, int RB = 16>
 static double run(int B, int T, int H, int G, int D, int S, int L, int splits, const int *posv) {
@@ -40,7 +41,7 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
     p.y = y.data(), p.ws_ml = ml.data(), p.ws_o = wo.data();
     p.T = T, p.H = H, p.G = G, p.D = D, p.S = S, p.L = L, p.hpg = hpg;
     p.qs0 = (int64_t)T * H * D, p.qs1 = (int64_t)H * D;
-    p.splits = splits, p.skip = 1, p.mtiles = 1;
+    p.splits = splits, p.skip = W > 1 ? 0 : 1, p.mtiles = 1;
     const float scale = 1.0f / sqrtf((float)D);
     p.qscale = scale * 1.4426950408889634f;
     p.vec = D % 8 == 0;
@@ -48,7 +49,7 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
     std::vector<unsigned> cnt((size_t)B * G, 0u);
     if (FUSED) p.cnt = cnt.data();
     const int nt = V6 ? 16 / V6 * V6_ST * 32 : W > 1 ? W * RB * 32 : V5 ? nrows * 32 : 16 / RW * 32, nw = nt / 32;
-    const int64_t per_bg = W > 1 ? (nrows + RB - 1) / RB : splits;
+    const int64_t per_bg = W > 1 ? (nrows + RB - 1) / RB * splits : splits;
     for (int64_t blk = 0; blk < (int64_t)B * G * per_bg; blk++) {
         pthread_barrier_init(&bar, NULL, nt);
         for (int w = 0; w < nw; w++) pthread_barrier_init(&wbar[w], NULL, 32);
@@ -123,6 +124,15 @@ int main() {
     /* T 3 at 4 heads a group: 12 rows, the second 8-row group half dead */
     const int p7[] = {200, 201, 202, 40, 41, -1};
     check("v5 ways 4x8 f16 D128 T3 dead rows", run<__half, 128, 4, 1, true, false, 0, 4, 8>(2, 3, 8, 2, 128, 2, 300, 1, p7));
+    /* the ways with splits of the keys (session 40): ChatGLM2's rule shape at 4 splits, 3 splits
+    ** with a T 2 pad row, dead rows in 5, and 32 splits of a 130-key context (most of them empty:
+    ** their partial (-inf, 0)); then a 1K context in 4, the case the splits are for */
+    check("v5 ways 16x1 f16 D128 B2 L700 ctx 300/170 4 splits", run<__half, 128, 4, 1, true, false, 0, 16, 1>(2, 1, 32, 2, 128, 2, 700, 4, p6));
+    check("v5 ways 8x2 f16 D128 T2 pad 3 splits", run<__half, 128, 4, 1, true, false, 0, 8, 2>(2, 2, 16, 2, 128, 2, 400, 3, p3));
+    check("v5 ways 4x8 f16 D128 T3 dead rows 5 splits", run<__half, 128, 4, 1, true, false, 0, 4, 8>(2, 3, 8, 2, 128, 2, 300, 5, p7));
+    check("v5 ways 16x2 f16 D128 ctx 130 32 splits", run<__half, 128, 4, 1, true, false, 0, 16, 2>(1, 1, 32, 2, 128, 1, 8192 / 16, 32, p4));
+    const int p8[] = {1023};
+    check("v5 ways 16x1 f16 D128 ctx 1024 4 splits", run<__half, 128, 4, 1, true, false, 0, 16, 1>(1, 1, 32, 2, 128, 1, 1100, 4, p8));
     /* decode v6 (a key's dims over 16 lanes, 8 or 4 rows a lane) */
     check("v6 8 rows f16 D128 B2 L300 1 split", run<__half, 128, 4, 1, false, false, 8>(2, 1, 32, 2, 128, 2, 300, 1, p5));
     check("v6 8 rows f16 D128 B2 L300 3 splits", run<__half, 128, 4, 1, false, false, 8>(2, 1, 32, 2, 128, 2, 300, 3, p5));

@@ -193,6 +193,12 @@ int m40__attn_v5_ways = -1;
 ** v5 does); ways off or not a row of M40K_ATTN_V5_WAYS leave the rule past
 ** the edge as it is. */
 int m40__attn_v5_ways_keys = 0;
+/* decode v5's ways' splits of the keys (kernels/attention.h,
+** m40k_attn_shape::v5_wsplits): -1 (default) the rule, attn_wsplits; 0 or
+** 1 none (one block per (b, g, RB rows) folding all the keys); n > 1 n
+** splits wherever the ways run (an A/B knob: m40-bench chatglm2's
+** M40_BENCH_GLM_V5WSPLITS). */
+int m40__attn_v5_wsplits = -1;
 /* the longest key bound decode v5 (its ways or its splits) runs under: 0
 ** (default) the device's, ATTN_SHORT_KEYS_MAXWELL on a cc 5.x card, else
 ** ATTN_SHORT_KEYS; n > 0 n keys (an A/B knob: m40-bench chatglm2's
@@ -208,7 +214,8 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
                          .decode_variant = m40__attn_decode_variant,
                          .decode_max_splits = m40__attn_decode_max_splits,
                          .prefill_splits = m40__attn_prefill_splits,
-                         .v5_ways = m40__attn_v5_ways > 0 ? m40__attn_v5_ways : 0};
+                         .v5_ways = m40__attn_v5_ways > 0 ? m40__attn_v5_ways : 0,
+                         .v5_wsplits = m40__attn_v5_wsplits > 1 ? m40__attn_v5_wsplits : 0};
     s.scale = scale != 0.0f ? scale : (float)(1.0 / sqrt((double)s.D));
     return s;
 }
@@ -264,6 +271,19 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 ** at 2K, -29% at 4K). */
 #define ATTN_V5_WAYS_KEYS 512
 #define ATTN_V5_WAYS 8
+/* The ways' splits under a key bound past ATTN_V5_WAYS_KEYS (the ways run
+** there only where m40__attn_v5_ways_keys asks, so by default nowhere yet):
+** one split a ATTN_V5W_SPLIT_KEYS keys, each way's chain what it is under a
+** 256-key bound, and the blocks ~one an SM at 1K (ChatGLM2: 2 groups x 16
+** rows x 4 splits = 128). Under ATTN_V5_WAYS_KEYS one split (session 30's
+** rule, measured without splits). */
+#define ATTN_V5W_SPLIT_KEYS 256
+static int attn_wsplits(int64_t keys) {
+    if (m40__attn_v5_wsplits >= 0) return m40__attn_v5_wsplits;
+    if (keys <= ATTN_V5_WAYS_KEYS) return 1;
+    const int64_t n = (keys + ATTN_V5W_SPLIT_KEYS - 1) / ATTN_V5W_SPLIT_KEYS;
+    return n > 32 ? 32 : (int)n; /* kernels/attention.h caps it there too */
+}
 int m40__attn_v6 = 1;
 /* q: the queries' device pointer where the kernel reads them as float4s
 ** (their rows must then be 16-byte aligned, as the launcher checks; else it
@@ -292,6 +312,7 @@ static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
         s->decode_variant = 10;
         s->keys = ctx->attn_keys; /* its splits from the bound (m40k_attention_splits) */
         if (m40__attn_v5_ways < 0) s->v5_ways = ways; /* a forced row is attn_shape's */
+        s->v5_wsplits = attn_wsplits(ctx->attn_keys);
     } else if (m40__attn_v6) /* key-groups an SM, all sequences counted (double: no overflow) */
         s->decode_variant = (double)keys * (double)s->G * (double)s->B >=
                                     (double)ATTN_V6_ROWS8_KG * (ctx->sm_count > 0 ? ctx->sm_count : 1)
@@ -467,10 +488,12 @@ static m40_status attention_workspace(const m40__op_call *c, const m40_tensor_de
     m40k_attn_shape s = attn_shape(c->nd->heads, out, c->in[1], c->nd->attn_scale);
     int64_t n = m40k_attention_splits(&s, sm_count ? attn_slots(c->ctx, &s) : 0), b = 0;
     if (s.decode_variant == 0 && s.T == 1) { /* a key bound may choose decode v5 or v6 at run time (attn_bound) */
-        static const int bv[] = {10, 11, 12};
-        for (int i = 0; i < 3; i++) {
+        static const int bv[] = {10, 11, 12, 10};
+        for (int i = 0; i < 4; i++) {
             m40k_attn_shape s5 = s;
             s5.decode_variant = bv[i];
+            if (i == 3) /* v5's ways with their splits under the longest bound (the cache's) */
+                s5.v5_ways = s.v5_ways > 0 ? s.v5_ways : ATTN_V5_WAYS, s5.v5_wsplits = attn_wsplits(s.L);
             const int64_t n5 = m40k_attention_splits(&s5, sm_count ? attn_slots(c->ctx, &s5) : 0);
             if (n5 > n) n = n5;
         }

@@ -482,7 +482,9 @@ static void large_scores(void) {
 ** dim D on a device of compute capability cc with sms SMs, under a key
 ** bound (0: none) in a cache of L keys: its variant (10 v5, 11 / 12 v6
 ** with 8 / 4 rows a lane, 0 untouched: the tile kernel), *ways v5's ways
-** row (the rule's; a forced row is attn_shape's, not set here). */
+** row (the rule's; a forced row is attn_shape's, not set here); g_wsplits
+** its ways' splits as m40k_attention_splits takes them (1 without ways). */
+static int64_t g_wsplits;
 static int rule_pick(int cc, int sms, int64_t bound, int64_t L, int D, int *ways) {
     m40_ctx c;
     memset(&c, 0, sizeof c);
@@ -491,6 +493,7 @@ static int rule_pick(int cc, int sms, int64_t bound, int64_t L, int D, int *ways
                          .qs0 = 36 * D, .qs1 = 36 * D, .scale = 1.0f, .cache_f16 = 1};
     m40__attn_bound(&c, &s);
     *ways = s.v5_ways;
+    g_wsplits = s.v5_ways > 0 ? m40k_attention_splits(&s, sms) : 1;
     return s.decode_variant;
 }
 
@@ -498,7 +501,8 @@ static int rule_pick(int cc, int sms, int64_t bound, int64_t L, int D, int *ways
 ** (cc 5.x) v5 only to 128 keys (ATTN_SHORT_KEYS_MAXWELL: a projection); the
 ** knobs move each edge (each restored after) */
 static void rule_cases(void) {
-    const int sk = m40__attn_short_keys, wy = m40__attn_v5_ways, wk = m40__attn_v5_ways_keys;
+    const int sk = m40__attn_short_keys, wy = m40__attn_v5_ways, wk = m40__attn_v5_ways_keys,
+              ws = m40__attn_v5_wsplits;
     int w = -1;
     CHECK(rule_pick(9, 132, 128, 8192, 128, &w) == 10 && w == 8);
     CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8);
@@ -527,9 +531,19 @@ static void rule_cases(void) {
     CHECK(rule_pick(5, 24, 256, 8192, 128, &w) == 12);
     CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 0);
     m40__attn_v5_ways = wy;
-    m40__attn_v5_ways_keys = 1024; /* the ways past the edge too */
-    CHECK(rule_pick(5, 24, 1024, 8192, 128, &w) == 10 && w == 8);
+    CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 1); /* no splits to 512 */
+    m40__attn_v5_ways_keys = 1024; /* the ways past the edge too, a split a 256 keys past 512 */
+    CHECK(rule_pick(5, 24, 1024, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 4);
+    CHECK(rule_pick(9, 132, 1000, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 4);
+    CHECK(rule_pick(9, 132, 513, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 3);
+    CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 1);
     CHECK(rule_pick(5, 24, 2048, 8192, 128, &w) == 12);
+    m40__attn_v5_wsplits = 64; /* forced: capped at 32, and at a 16-key share each */
+    CHECK(rule_pick(9, 132, 1024, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 32);
+    CHECK(rule_pick(9, 132, 100, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 7);
+    m40__attn_v5_wsplits = 0; /* none */
+    CHECK(rule_pick(9, 132, 1024, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 1);
+    m40__attn_v5_wsplits = ws;
     m40__attn_v5_ways_keys = 64; /* shorter than the edge: the splits from 65 */
     CHECK(rule_pick(5, 24, 64, 8192, 128, &w) == 10 && w == 8);
     CHECK(rule_pick(5, 24, 128, 8192, 128, &w) == 10 && w == 0);

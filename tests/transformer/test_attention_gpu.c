@@ -702,6 +702,20 @@ int main(void) {
             graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
         }
         g_keys = 0;
+        /* the ways with 2..4 splits of the keys (m40__attn_v5_wsplits; session
+        ** 40): each block's fold a partial, attn_combine folding every split */
+        const int saved_ws = m40__attn_v5_wsplits;
+        m40__attn_v5_wsplits = 2 + wv % 3;
+        m40__attn_decode_variant = 10;
+        printf("decode kernel variant 10, ways %d, %d splits\n", wv, m40__attn_v5_wsplits);
+        kernels_vs_reference();
+        decode_equals_prefill(quick > 1 ? 40 : 300, 8, 2, 128, M40_DTYPE_F16);
+        decode_equals_prefill(90, 16, 1, 128, M40_DTYPE_F16);
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
+        graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+        graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);
+        m40__attn_decode_variant = 0;
+        m40__attn_v5_wsplits = saved_ws;
     }
     m40__attn_v5_ways = saved_ways;
     if (&m40k_attn_warp_pv) { /* P·V split over the warps: the 32- and 64-key tiles (+ RoPE) */
@@ -759,8 +773,15 @@ int main(void) {
         graph_node(2, 1, 8, 2, 64, 256, M40_DTYPE_F32, 0, M40_ROPE_ADJACENT); /* the tile kernel */
         graph_node(3, 130, 4, 1, 128, 300, M40_DTYPE_F16, 32, M40_ROPE_ADJACENT); /* prefill: the bound changes nothing there */
     }
-    /* v5's ways past 512 keys (m40__attn_v5_ways_keys, an A/B knob): where v6 would run */
+    /* v5's ways past 512 keys (m40__attn_v5_ways_keys, an A/B knob): where v6
+    ** would run, with the rule's splits (4 at 1024 keys, 32 at 16384), then none */
     bound_nodes(&m40__attn_v5_ways_keys, 16384, 1024, 16384, 16, "v5's ways up to 16384 keys");
+    {
+        const int saved_ws = m40__attn_v5_wsplits;
+        m40__attn_v5_wsplits = 0;
+        bound_nodes(&m40__attn_v5_ways_keys, 16384, 1024, 16384, 16, "v5's ways up to 16384 keys, no splits");
+        m40__attn_v5_wsplits = saved_ws;
+    }
     /* a Maxwell card's edge (m40__attn_short_keys; 128 on cc 5.x): v6 under
     ** bounds 256 and 512, v5's ways under 128 and 64 */
     bound_nodes(&m40__attn_short_keys, 128, 64, 512, 2, "v5 to 128 keys");

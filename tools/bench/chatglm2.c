@@ -43,6 +43,8 @@
 ** attn_combine; 0 none, -1 the rule; m40k_attn_shape::v5_ways),
 ** M40_BENCH_GLM_V5WAYS_KEYS=N (the ways under key bounds <= N, also past v5's
 ** edge where v6 runs; 0 the rule: 512, or 128 on a cc 5.x card),
+** M40_BENCH_GLM_V5WSPLITS=N (the ways' splits of the keys, partials folded by
+** attn_combine; -1 the rule, 0 none; m40k_attn_shape::v5_wsplits),
 ** M40_BENCH_GLM_SHORT_KEYS=N (decode v5 under key bounds <= N, v6 past it; 0
 ** the device's: 128 on a cc 5.x card, else 512),
 ** M40_BENCH_GLM_V2WHOLE=-1/0/1 / M40_BENCH_GLM_SMALLV2_Q8=0 (kernels/quant.h's v2
@@ -433,6 +435,7 @@ int run_chatglm2(bench_env *e) {
         {"M40_BENCH_GLM_SPLITS", &m40__attn_decode_max_splits, "decode attention's splits at most (0 the rule)", 1},
         {"M40_BENCH_GLM_V5WAYS", &m40__attn_v5_ways, "decode v5's ways, folded in the block (-1 the rule, 0 its splits, 1..8 kernels/attention.h)", 1},
         {"M40_BENCH_GLM_V5WAYS_KEYS", &m40__attn_v5_ways_keys, "decode v5's ways under key bounds <= N, also past v5's edge (0 the rule's: 512, 128 on cc 5.x)", 1},
+        {"M40_BENCH_GLM_V5WSPLITS", &m40__attn_v5_wsplits, "decode v5's ways' splits of the keys, folded by attn_combine (-1 the rule, 0 none)", 1},
         {"M40_BENCH_GLM_SHORT_KEYS", &m40__attn_short_keys, "decode v5 under key bounds <= N, v6 past it (0 the device's: 128 on cc 5.x, else 512)", 1},
         {"M40_BENCH_GLM_SHARES", &m40__attn_prefill_splits, "prefill attention's key shares (0 the rule, 1 none, 2..4)", 1},
         {"M40_BENCH_GLM_V2WHOLE", &m40k_quant_gemv_v2_whole, "int4 small GEMVs, x staged whole (-1 auto)", 1},

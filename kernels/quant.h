@@ -109,6 +109,9 @@ typedef struct m40k_qgemv_variant {
     int ez;     /* V2 at M = 1, int8/int4, ks 1: 1 = the exponent-zero decode (EZ); chunked (D 0) at R = 2,
                 ** depth 1; staged whole (D = 1) at R = 2 with depth 1, 2 or 4, or R = 1 (16-warp blocks);
                 ** in passes (D = 2) at R = 2, depth 1 (int4: or 4), no norm */
+    int db;     /* V2 in passes (D = 2) at M = 1: 1 = x double-buffered, one barrier a pass (int4 with EZ,
+                ** ring or one chunk ahead; int8 without EZ one chunk ahead; never int8 with EZ: its two
+                ** buffers would pass 48 KB); 0 one buffer */
 } m40k_qgemv_variant;
 /* 1 (default): int4 at M = 1 with N <= 8192 runs v2 at R = 2 (the norm
 ** fused on its chunks), else v3; 0: v3 there (the rule before session 9).
@@ -159,8 +162,9 @@ extern int m40k_quant_gemv_v2_pass_depth;
 ** H100, session 39, ChatGLM2-6B a token: int4 +0.2-0.8% (two machines),
 ** int8 +0.3%, int4g128 -0.3% (so not there); 1: never; 2: every form in
 ** passes with an instance (int4 with EZ one chunk ahead too, as int4g128
-** runs; other values as 0). Knob
-** M40_BENCH_GLM_PASSDB, read at launch. sm_52: 2 blocks an
+** runs; other values as 0). The chooser applies it (the variant's db,
+** batch1_v2_forms in kernels/quant_dispatch.cu); the launcher runs the db
+** it is given. Knob M40_BENCH_GLM_PASSDB. sm_52: 2 blocks an
 ** SM either way (40 KB of shared memory; 76-111 registers, no spills). */
 extern int m40k_quant_gemv_v2_pass_db;
 /* V2 at M = 1 and R = 2 with depth 4: a ring of four chunks of weights in

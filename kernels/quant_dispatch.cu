@@ -32,7 +32,8 @@ int m40k_quant_gemv_v2_pass_db = 0;
 }
 
 /* Batch 1 on v2 at R = 2: the forms the knobs ask for -- a ring of four
-** chunks of weights in flight, or (x staged whole) a row's K over ks warps. */
+** chunks of weights in flight, or (x staged whole) a row's K over ks warps;
+** in passes, EZ, the depth and x double-buffered. */
 static void batch1_v2_forms(const m40k_qlinear_args *a, m40k_qgemv_variant *v) {
     if (a->M != 1 || v->kernel != M40K_QGEMV_V2 || v->R != 2) return;
     /* ez: staged whole or (int4, below) in passes only (chunked, its
@@ -48,6 +49,16 @@ static void batch1_v2_forms(const m40k_qlinear_args *a, m40k_qgemv_variant *v) {
         ** is not carried) */
         const int d = m40k_quant_gemv_v2_pass_depth;
         if (a->wtype == M40_DTYPE_Q4 && (d == 4 || (d == 0 && !a->group))) v->depth = 4;
+        /* x double-buffered, one barrier a pass (m40k_quant_gemv_v2_pass_db:
+        ** 0 the rule, int4's ring with EZ and int8 without (H100, session
+        ** 39, ChatGLM2-6B a token: int4 +0.2-0.8%, int8 +0.3%); 1 never; 2
+        ** int4 with EZ one chunk ahead too (int4g128 -0.3%, so not by
+        ** default); other values as 0). Not int8 with EZ (pass knob 3):
+        ** its two buffers and xe would pass 48 KB, so no instance */
+        const int db = m40k_quant_gemv_v2_pass_db;
+        if (db == 1) v->db = 0;
+        else if (v->depth == 4) v->db = v->ez; /* the ring: int4 only */
+        else v->db = v->ez == (a->wtype == M40_DTYPE_Q4) && (db == 2 || a->wtype == M40_DTYPE_Q8);
         return;
     }
     const bool ez = m40k_quant_gemv_v2_ez && a->wtype != M40_DTYPE_F16 && (v->D == 1 || m40k_quant_gemv_v2_ez == 2);
@@ -58,7 +69,7 @@ static void batch1_v2_forms(const m40k_qlinear_args *a, m40k_qgemv_variant *v) {
 }
 
 extern "C" m40k_qgemv_variant m40k_quant_gemv_choose(const m40k_qlinear_args *a, int sm_count) {
-    m40k_qgemv_variant v = {M40K_QGEMV_GENERIC, 0, 0, 0, 0, 0};
+    m40k_qgemv_variant v = {M40K_QGEMV_GENERIC, 0, 0, 0, 0, 0, 0, 0};
     const int VC = a->wtype == M40_DTYPE_Q4 ? 32 : a->wtype == M40_DTYPE_Q8 ? 16 : 8;
     if (a->M <= 0 || a->M > 8 || a->N <= 0 || a->K <= 0 || a->K % VC != 0 ||
         ((uintptr_t)a->w & 15) != 0 || ((uintptr_t)a->x & 15) != 0)

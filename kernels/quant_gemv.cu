@@ -82,11 +82,12 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
     constexpr int RB = B >= 3 ? 4 : 2;
     /* the batch-1 v2 forms (kernels/quant.h: depth 1 or 4, 2 with ez whole;
     ** ks 1, 2 or 4 on V2 whole, depth 1; ez chunked at depth 1, whole at 1, 2, 4;
-    ** in passes (D 2) at depth 1, int4 also 4, ez or not) */
+    ** in passes (D 2) at depth 1, int4 also 4, ez or not; db as quant.h lists) */
     const bool v2b1 = v.kernel == M40K_QGEMV_V2 && B == 1 &&
                       (v.R == 0 || v.R == 2 || (v.R == 1 && v.ez && v.D == 1 && v.depth <= 1 && WT != M40_DTYPE_F16));
     if (v.depth > 1 && (!v2b1 || (v.depth != 4 && !(v.depth == 2 && v.ez && v.D == 1)))) return cudaErrorInvalidValue;
     if (v.ks > 1 && ((v.ks != 2 && v.ks != 4) || !v2b1 || v.D != 1 || v.depth > 1)) return cudaErrorInvalidValue;
+    if (v.db && (v.db != 1 || !v2b1 || v.D != 2 || WT == M40_DTYPE_F16)) return cudaErrorInvalidValue; /* passes only */
     const bool deep = v.depth == 4;
     if (v.ez && (B != 1 || WT == M40_DTYPE_F16 || !v2b1 || (v.depth > 1 && v.D != 1 && !(v.D == 2 && deep)) ||
                  v.ks > 1))
@@ -95,22 +96,24 @@ cudaError_t launch_variant(cudaStream_t s, const m40k_qlinear_args &a, const m40
         if (v.kernel == M40K_QGEMV_V2 && v.D == 2) { /* x staged in passes (any K): R 2, depth 1 (4: int4), no norm */
             /* depth: 1, or 4 (2 was refused above) */
             if (!(v.R == 0 || v.R == 2) || v.ks > 1 || a.nw) return cudaErrorInvalidValue;
-            /* x double-buffered, one barrier a pass (m40k_quant_gemv_v2_pass_db:
-            ** 0 the rule: int4's ring with EZ, int8 without; 1 never; 2 int4
-            ** with EZ one chunk ahead too; other values as 0). Not int8 with
-            ** EZ (pass knob 3): its two buffers and xe pass 48 KB */
-            const int db = m40k_quant_gemv_v2_pass_db;
+            /* x double-buffered, one barrier a pass (db 1; the chooser's rule,
+            ** m40k_quant_gemv_v2_pass_db): int4 with EZ, the ring or one
+            ** chunk ahead, and int8 without EZ one chunk ahead carry it. Not
+            ** int8 with EZ (pass knob 3): its two buffers and xe pass 48 KB */
             if (deep) { /* the ring: int4 only (int8 2% slower a token, H100) */
                 if constexpr (WT != M40_DTYPE_Q4) return cudaErrorInvalidValue;
                 else {
-                    if (v.ez && db != 1) return launch_v2<WT, 1, 2, false, true, 4, 1, true, kWarps, true, true>(s, a);
+                    if (v.db)
+                        return v.ez ? launch_v2<WT, 1, 2, false, true, 4, 1, true, kWarps, true, true>(s, a)
+                                    : cudaErrorInvalidValue;
                     return v.ez ? launch_v2<WT, 1, 2, false, true, 4, 1, true, kWarps, true>(s, a)
                                 : launch_v2<WT, 1, 2, false, true, 4, 1, false, kWarps, true>(s, a);
                 }
             }
             constexpr bool EZD = WT == M40_DTYPE_Q4; /* the decode each format runs in passes */
-            if (v.ez == EZD && (db == 2 || (db != 1 && WT == M40_DTYPE_Q8)))
-                return launch_v2<WT, 1, 2, false, true, 1, 1, EZD, kWarps, true, true>(s, a);
+            if (v.db)
+                return v.ez == EZD ? launch_v2<WT, 1, 2, false, true, 1, 1, EZD, kWarps, true, true>(s, a)
+                                   : cudaErrorInvalidValue;
             return v.ez ? launch_v2<WT, 1, 2, false, true, 1, 1, true, kWarps, true>(s, a)
                         : launch_v2<WT, 1, 2, false, true, 1, 1, false, kWarps, true>(s, a);
         }
@@ -252,7 +255,8 @@ extern "C" int m40k_quant_gemv_variant(void *stream, const m40k_qlinear_args *a,
     m40k_qgemv_variant w = *v;
     if (w.kernel == M40K_QGEMV_SPLIT && a->wtype != M40_DTYPE_F16) { /* no scratch: v2 */
         const size_t need = m40k_quant_gemv_workspace(a);
-        if (need && (!a->ws || a->ws_bytes < need)) w.kernel = M40K_QGEMV_V2, w.R = 0, w.D = 0, w.depth = 0, w.ks = 0, w.ez = 0;
+        if (need && (!a->ws || a->ws_bytes < need))
+            w.kernel = M40K_QGEMV_V2, w.R = 0, w.D = 0, w.depth = 0, w.ks = 0, w.ez = 0, w.db = 0;
     }
     if (a->glu && !m40k_quant_gemv_glu_ok(a, &w)) return (int)cudaErrorInvalidValue;
     switch (a->wtype) {

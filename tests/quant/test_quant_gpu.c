@@ -98,7 +98,7 @@ static m40t_tol tol_for(int64_t K) {
 ** generic loader. The teaching versions (every other setting) are checked
 ** by bench/quant/gemv_check.c (m40-quant-versions). */
 enum {
-    V_OP, V_GENERIC, V_V2, V_V2_R1, V_V2_WHOLE, V_V2_DEEP, V_V2_WHOLE_DEEP, V_V2_KS2, V_V2_KS4, V_V2_EZ, V_V2_WHOLE_EZ, V_V2_WHOLE_EZ_D2, V_V2_WHOLE_EZ_D4, V_V2_WHOLE_EZ_R1, V_V2_PASS, V_V2_PASS_EZ, V_V2_PASS_D4, V_V2_PASS_EZ_D4, V_V3, V_V3_R4_2SM, V_V3_D4, V_V3_R4_D4, V_SPLIT, V_SPLIT_R8,
+    V_OP, V_GENERIC, V_V2, V_V2_R1, V_V2_WHOLE, V_V2_DEEP, V_V2_WHOLE_DEEP, V_V2_KS2, V_V2_KS4, V_V2_EZ, V_V2_WHOLE_EZ, V_V2_WHOLE_EZ_D2, V_V2_WHOLE_EZ_D4, V_V2_WHOLE_EZ_R1, V_V2_PASS, V_V2_PASS_EZ, V_V2_PASS_D4, V_V2_PASS_EZ_D4, V_V2_PASS_DB, V_V2_PASS_EZ_D4_DB, V_V3, V_V3_R4_2SM, V_V3_D4, V_V3_R4_D4, V_SPLIT, V_SPLIT_R8,
     V_GEMM, V_GEMM_GENERIC, V_COUNT
 };
 static const struct {
@@ -124,6 +124,10 @@ static const struct {
     [V_V2_PASS_EZ] = {"gemv v2 x in passes exponent-zero", {M40K_QGEMV_V2, 2, 2, 0, 0, 0, 1}, 24},
     [V_V2_PASS_D4] = {"gemv v2 x in passes 4 in flight", {M40K_QGEMV_V2, 2, 2, 0, 4}, 24},
     [V_V2_PASS_EZ_D4] = {"gemv v2 x in passes exponent-zero 4 in flight", {M40K_QGEMV_V2, 2, 2, 0, 4, 0, 1}, 24},
+    /* x double-buffered in passes: int8 (v2's decode), int4's ring (EZ) */
+    [V_V2_PASS_DB] = {"gemv v2 x in passes x double-buffered", {M40K_QGEMV_V2, 2, 2, 0, 0, 0, 0, 1}, 24},
+    [V_V2_PASS_EZ_D4_DB] = {"gemv v2 x in passes exponent-zero 4 in flight x double-buffered",
+                            {M40K_QGEMV_V2, 2, 2, 0, 4, 0, 1, 1}, 24},
     [V_V3] = {"gemv v3 R2", {M40K_QGEMV_V3, 2, 2, 0}, 24},
     /* each warp walks many row groups */
     [V_V3_R4_2SM] = {"gemv v3 R4 2x1 blocks", {M40K_QGEMV_V3, 4, 2, 1}, 2},
@@ -149,7 +153,9 @@ static int carried(int variant, m40_dtype wt, int64_t M, int64_t K, int unaligne
     case V_V2_WHOLE: case V_V2_WHOLE_DEEP: case V_V2_KS2: case V_V2_KS4: case V_V2_WHOLE_EZ: case V_V2_WHOLE_EZ_D2: case V_V2_WHOLE_EZ_D4: case V_V2_WHOLE_EZ_R1:
         return isq && M == 1 && K <= M40K_QGEMV_V2_WHOLE_K;
     case V_V2_EZ: case V_V2_PASS: case V_V2_PASS_EZ: return isq && M == 1;
-    case V_V2_PASS_D4: case V_V2_PASS_EZ_D4: return wt == M40_DTYPE_Q4 && M == 1; /* the ring: int4 only */
+    case V_V2_PASS_D4: case V_V2_PASS_EZ_D4: case V_V2_PASS_EZ_D4_DB:
+        return wt == M40_DTYPE_Q4 && M == 1; /* the ring: int4 only */
+    case V_V2_PASS_DB: return wt == M40_DTYPE_Q8 && M == 1; /* one chunk ahead, no EZ: int8 only */
     case V_V2_DEEP: return M == 1;
     case V_SPLIT: case V_SPLIT_R8: return isq;
     default: { /* v3: whole K in shared memory; int8 at batch 1, R = 2 also in segments */
@@ -464,7 +470,9 @@ static void test_glu(void) {
 static float x_dummy_nw[4] __attribute__((aligned(16)));
 /* The chooser under m40k_quant_gemv_v2_pass: dense_4h_to_h's shape (M 1,
 ** K 13696) goes to v2 with x in passes for int4 and int8, not with a fused
-** norm, not with the knob off (so the knob's A/B times the kernel it names) */
+** norm, not with the knob off (so the knob's A/B times the kernel it names);
+** its depth, EZ and x double-buffered (db), and the launcher's refusals of
+** forms it does not carry. Host only: no launch, no buffers */
 static void test_pass_choice(void) {
     const int p0 = m40k_quant_gemv_v2_pass, d0 = m40k_quant_gemv_v2_pass_depth;
     m40k_qlinear_args a = {0};
@@ -510,11 +518,44 @@ static void test_pass_choice(void) {
     }
     /* the launcher refuses a ring in passes where none is carried: int8
     ** (checked before any launch, so no buffers are needed) */
-    const m40k_qgemv_variant ring = {M40K_QGEMV_V2, 2, 2, 0, 4, 0, 0};
+    const m40k_qgemv_variant ring = {M40K_QGEMV_V2, 2, 2, 0, 4, 0, 0, 0};
     a.wtype = M40_DTYPE_Q8;
     CHECK(m40k_quant_gemv_variant(NULL, &a, 132, &ring) != 0);
     a.wtype = M40_DTYPE_Q4;
-    CHECK(m40k_quant_gemv_variant(NULL, &a, 132, &(m40k_qgemv_variant){M40K_QGEMV_V2, 2, 2, 0, 2, 0, 0}) != 0);
+    CHECK(m40k_quant_gemv_variant(NULL, &a, 132, &(m40k_qgemv_variant){M40K_QGEMV_V2, 2, 2, 0, 2, 0, 0, 0}) != 0);
+    /* x double-buffered (db), the chooser's rule under m40k_quant_gemv_v2_pass_db
+    ** (0 the rule, 1 never, 2 int4 one chunk ahead too, 5 as 0): int4's ring
+    ** (row scales, EZ), int4g128 one chunk ahead with EZ, int8 without EZ
+    ** (pass 2) one chunk ahead, int8 with EZ (pass 3) never */
+    static const int dbs[4] = {0, 1, 2, 5};
+    static const struct { int wt, group, pass, depth, db[4]; } dbr[4] = {
+        {M40_DTYPE_Q4, 0, 2, 4, {1, 0, 1, 1}},
+        {M40_DTYPE_Q4, 128, 2, 0, {0, 0, 1, 0}},
+        {M40_DTYPE_Q8, 0, 2, 0, {1, 0, 1, 1}},
+        {M40_DTYPE_Q8, 0, 3, 0, {0, 0, 0, 0}},
+    };
+    const int b0 = m40k_quant_gemv_v2_pass_db;
+    m40k_quant_gemv_v2_pass_depth = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            m40k_quant_gemv_v2_pass = dbr[i].pass, m40k_quant_gemv_v2_pass_db = dbs[j];
+            a.wtype = dbr[i].wt, a.group = dbr[i].group;
+            v = m40k_quant_gemv_choose(&a, 132);
+            CHECK(v.kernel == M40K_QGEMV_V2 && v.D == 2 && v.ez == (dbr[i].wt == M40_DTYPE_Q4 || dbr[i].pass == 3));
+            CHECK(v.depth == dbr[i].depth || (dbr[i].depth == 0 && v.depth <= 1));
+            CHECK(v.db == dbr[i].db[j]);
+        }
+    m40k_quant_gemv_v2_pass_db = b0, m40k_quant_gemv_v2_pass = 2, a.group = 0;
+    /* the launcher refuses db where no instance is: int8 with EZ, int4
+    ** without (one chunk ahead or the ring), fp16, x staged whole */
+    a.wtype = M40_DTYPE_Q8;
+    CHECK(m40k_quant_gemv_variant(NULL, &a, 132, &(m40k_qgemv_variant){M40K_QGEMV_V2, 2, 2, 0, 0, 0, 1, 1}) != 0);
+    a.wtype = M40_DTYPE_Q4;
+    CHECK(m40k_quant_gemv_variant(NULL, &a, 132, &(m40k_qgemv_variant){M40K_QGEMV_V2, 2, 2, 0, 0, 0, 0, 1}) != 0);
+    CHECK(m40k_quant_gemv_variant(NULL, &a, 132, &(m40k_qgemv_variant){M40K_QGEMV_V2, 2, 2, 0, 4, 0, 0, 1}) != 0);
+    CHECK(m40k_quant_gemv_variant(NULL, &a, 132, &(m40k_qgemv_variant){M40K_QGEMV_V2, 2, 1, 0, 0, 0, 1, 1}) != 0);
+    a.wtype = M40_DTYPE_F16;
+    CHECK(m40k_quant_gemv_variant(NULL, &a, 132, &(m40k_qgemv_variant){M40K_QGEMV_V2, 2, 2, 0, 0, 0, 0, 1}) != 0);
     a.wtype = M40_DTYPE_Q4; /* int8's split-K is v3 in segments, also D 2 */
     m40k_quant_gemv_v2_pass = 0;
     CHECK(m40k_quant_gemv_choose(&a, 132).D != 2);

@@ -9,11 +9,13 @@
 # int8 decode at ctx 1K (and 2K) ROUNDS times (2): v6 (the rule today), the
 # ways (16, 1) past the edge with the rule's splits (4 at 1K, 8 at 2K), the
 # ways with 8 and 2 splits, (8, 2) with 8, (4, 4) with 16; then
-# test_attention_gpu (quick 1) and test_chatglm2 --gpu; the sm_52 build's
-# test_attention_gpu through PTX JIT (.carry/s40j.tar.xz: .jit52/); then with
-# time left ncu over the attention kernels of an int4 step at 128 and 1K.
+# test_attention_gpu (quick 1), test_quant_gpu (quick 1; the double-buffer
+# rule now the chooser's, wip/s40-db) and test_chatglm2 --gpu; the sm_52
+# build's test_attention_gpu through PTX JIT (.carry/s40j.tar.xz: .jit52/);
+# test_qlinear_fused --gpu; then with time left ncu over the attention
+# kernels of an int4 step at 128 and 1K.
 # Carry [".carry/s40.tar.xz", ".carry/s40j.tar.xz"] (.s40: arch-90 m40-bench,
-# test_attention_gpu, test_qlinear_fused, test_chatglm2).
+# test_attention_gpu, test_qlinear_fused, test_chatglm2, test_quant_gpu).
 #   OUT=DIR BUDGET=570 scripts/h200-session40.sh
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -32,10 +34,11 @@ for i in $(seq 1 ${ROUNDS:-2}); do
 done
 B=.s40
 M40_ATTN_QUICK=1 TEST_TIMEOUT=$(( $(left) > 260 ? 150 : $(left) / 2 - 20 )) gpu_tests "test_attention_gpu" | tee -a "$SUM"
-[ $(left) -gt 100 ] && TEST_TIMEOUT=60 gpu_tests "test_chatglm2 --gpu" | tee -a "$SUM"
+[ $(left) -gt 100 ] && M40_QUANT_QUICK=1 TEST_TIMEOUT=60 gpu_tests "test_quant_gpu" "test_chatglm2 --gpu" | tee -a "$SUM"
 if [ $(left) -gt 140 ] && tar xJf .carry/s40j.tar.xz; then
-    JIT_TIMEOUT=$(($(left) - 20)) jit52_tests "test_attention_gpu"
+    JIT_TIMEOUT=$(( $(left) > 170 ? 150 : $(left) - 20 )) jit52_tests "test_attention_gpu"
 fi
+[ $(left) -gt 200 ] && TEST_TIMEOUT=170 gpu_tests "test_qlinear_fused --gpu" | tee -a "$SUM"
 if [ $(left) -gt 60 ]; then
     env $W M40_BENCH_GLM_FORMATS=int4 M40_BENCH_GLM_NO_CHAIN=1 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_PROFILE=1 \
         timeout $(($(left) - 10)) ncu --profile-from-start off --graph-profiling node --kernel-name regex:attn \

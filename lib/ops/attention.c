@@ -290,6 +290,20 @@ int m40__attn_v6 = 1;
 ** would run the tile kernel with v5's or v6's split rule); NULL where they
 ** are read a float at a time (the fused RoPE) or sit in the aligned
 ** scratch. Only where v5 and v6 run: <= 16 query rows a KV group. */
+/* v5's edge on ctx's device (the longest key bound v5 runs under), and the
+** longest its ways run under (knobs as documented above) */
+static int64_t attn_short_keys(const m40_ctx *ctx) {
+    return m40__attn_short_keys > 0 ? m40__attn_short_keys
+           : ctx->cc_major == 5     ? ATTN_SHORT_KEYS_MAXWELL
+                                    : ATTN_SHORT_KEYS;
+}
+static int64_t attn_ways_keys(const m40_ctx *ctx) {
+    const int64_t short_keys = attn_short_keys(ctx);
+    return m40__attn_v5_ways_keys > 0       ? m40__attn_v5_ways_keys
+           : ATTN_V5_WAYS_KEYS < short_keys ? ATTN_V5_WAYS_KEYS
+                                            : short_keys;
+}
+
 static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
     if (s->decode_variant != 0 || s->T != 1 || !s->cache_f16 || s->D != 128 || s->G < 1 ||
         s->H / s->G > M40K_ATTN_DECODE_BM)
@@ -297,12 +311,7 @@ static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
     if (q && ((uintptr_t)q % 16 != 0 || s->qs0 % 4 != 0 || s->qs1 % 4 != 0)) return;
     const int64_t keys = ctx->attn_keys > 0 && ctx->attn_keys < s->L ? ctx->attn_keys : s->L;
     /* v5 under bounds <= short_keys; its ways (the rule's) to wkeys */
-    const int64_t short_keys = m40__attn_short_keys > 0 ? m40__attn_short_keys
-                               : ctx->cc_major == 5     ? ATTN_SHORT_KEYS_MAXWELL
-                                                        : ATTN_SHORT_KEYS;
-    const int64_t wkeys = m40__attn_v5_ways_keys > 0       ? m40__attn_v5_ways_keys
-                          : ATTN_V5_WAYS_KEYS < short_keys ? ATTN_V5_WAYS_KEYS
-                                                           : short_keys;
+    const int64_t short_keys = attn_short_keys(ctx), wkeys = attn_ways_keys(ctx);
     /* the ways' row under this bound: the rule's (under every bound <= wkeys),
     ** or the knob's where it names a row of M40K_ATTN_V5_WAYS; 0 v5's splits */
     const int ways = m40__attn_v5_ways < 0                     ? (ctx->attn_keys <= wkeys ? ATTN_V5_WAYS : 0)
@@ -492,8 +501,11 @@ static m40_status attention_workspace(const m40__op_call *c, const m40_tensor_de
         for (int i = 0; i < 4; i++) {
             m40k_attn_shape s5 = s;
             s5.decode_variant = bv[i];
-            if (i == 3) /* v5's ways with their splits under the longest bound (the cache's) */
-                s5.v5_ways = s.v5_ways > 0 ? s.v5_ways : ATTN_V5_WAYS, s5.v5_wsplits = attn_wsplits(s.L);
+            if (i == 3) { /* v5's ways with their splits under the longest bound they run under */
+                const int64_t wk = attn_ways_keys(c->ctx), k = wk < s.L ? wk : s.L;
+                s5.v5_ways = s.v5_ways > 0 ? s.v5_ways : ATTN_V5_WAYS, s5.v5_wsplits = attn_wsplits(k);
+                s5.keys = k;
+            }
             const int64_t n5 = m40k_attention_splits(&s5, sm_count ? attn_slots(c->ctx, &s5) : 0);
             if (n5 > n) n = n5;
         }

@@ -11,10 +11,11 @@
 # ways with 8 and 2 splits, (8, 2) with 8, (4, 4) with 16 (these once); then
 # test_attention_gpu (quick 1), test_quant_gpu (quick 1; the double-buffer
 # rule now the chooser's, wip/s40-db) and test_chatglm2 --gpu; the sm_52
-# build's test_attention_gpu through PTX JIT (.carry/s40j.tar.xz: .jit52/);
+# build's test_attention_gpu and test_quant_gpu through PTX JIT
+# (.carry/s40j.tar.xz: .jit52/, CUDA 11.8 sm_52 builds of the three tests);
 # test_qlinear_fused --gpu; then with time left ncu over the attention
 # kernels of an int4 step at 128 and 1K.
-# Carry [".carry/s40.tar.xz", ".carry/s40j.tar.xz"] (.s40: arch-90 m40-bench,
+# Carry [".carry/s40.tar.xz", ".carry/s40j.tar.xz"] (.s40: stripped arch-90 m40-bench,
 # test_attention_gpu, test_qlinear_fused, test_chatglm2, test_quant_gpu).
 #   OUT=DIR BUDGET=460 scripts/h200-session40.sh
 set -uo pipefail
@@ -38,6 +39,7 @@ M40_ATTN_QUICK=1 TEST_TIMEOUT=$(( $(left) > 260 ? 150 : $(left) / 2 - 20 )) gpu_
 [ $(left) -gt 100 ] && M40_QUANT_QUICK=1 TEST_TIMEOUT=60 gpu_tests "test_quant_gpu" "test_chatglm2 --gpu" | tee -a "$SUM"
 if [ $(left) -gt 140 ] && tar xJf .carry/s40j.tar.xz; then
     JIT_TIMEOUT=$(( $(left) > 170 ? 150 : $(left) - 20 )) jit52_tests "test_attention_gpu"
+    [ $(left) -gt 80 ] && JIT_TIMEOUT=60 jit52_tests "test_quant_gpu"
 fi
 [ $(left) -gt 200 ] && TEST_TIMEOUT=170 gpu_tests "test_qlinear_fused --gpu" | tee -a "$SUM"
 if [ $(left) -gt 60 ]; then

@@ -183,8 +183,11 @@ static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int slots)
     if (s->T > M40K_ATTN_DECODE_T) return m40k_attention_prefill_splits(s, slots);
     if (s->B < 1 || s->T < 1 || s->G < 1) return 1;
     const int64_t klen = s->decode_variant == 10 && s->keys > 0 && s->keys < s->L ? s->keys : s->L;
-    if (s->decode_variant == 10 && s->v5_ways >= 1 && s->v5_ways <= M40K_ATTN_V5_NWAYS) {
-        /* decode v5's ways: v5_wsplits, at most 32 and a 16-key share each of the bound's keys */
+    if (s->decode_variant == 10 && s->v5_ways >= 1 && s->v5_ways <= M40K_ATTN_V5_NWAYS && s->D == 128 &&
+        s->cache_f16 && s->T * (s->H / s->G) <= M40K_ATTN_DECODE_BM) {
+        /* decode v5's ways (where the launcher can run v5; else the rule
+        ** below for the tile kernel it runs): v5_wsplits, at most 32 and a
+        ** 16-key share each of the bound's keys */
         int64_t w = s->v5_wsplits > 1 ? s->v5_wsplits : 1;
         const int64_t wcap = (klen + 15) / 16;
         if (w > 32) w = 32;

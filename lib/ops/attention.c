@@ -321,7 +321,7 @@ static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
         s->decode_variant = 10;
         s->keys = ctx->attn_keys; /* its splits from the bound (m40k_attention_splits) */
         if (m40__attn_v5_ways < 0) s->v5_ways = ways; /* a forced row is attn_shape's */
-        s->v5_wsplits = attn_wsplits(ctx->attn_keys);
+        s->v5_wsplits = attn_wsplits(keys); /* the bound within the cache, as the planner reserved */
     } else if (m40__attn_v6) /* key-groups an SM, all sequences counted (double: no overflow) */
         s->decode_variant = (double)keys * (double)s->G * (double)s->B >=
                                     (double)ATTN_V6_ROWS8_KG * (ctx->sm_count > 0 ? ctx->sm_count : 1)
@@ -502,7 +502,9 @@ static m40_status attention_workspace(const m40__op_call *c, const m40_tensor_de
             m40k_attn_shape s5 = s;
             s5.decode_variant = bv[i];
             if (i == 3) { /* v5's ways with their splits under the longest bound they run under */
-                const int64_t wk = attn_ways_keys(c->ctx), k = wk < s.L ? wk : s.L;
+                /* a forced row runs wherever v5 does: to v5's edge too */
+                const int64_t sk = attn_short_keys(c->ctx), w0 = attn_ways_keys(c->ctx);
+                const int64_t wk = m40__attn_v5_ways > 0 && sk > w0 ? sk : w0, k = wk < s.L ? wk : s.L;
                 s5.v5_ways = s.v5_ways > 0 ? s.v5_ways : ATTN_V5_WAYS, s5.v5_wsplits = attn_wsplits(k);
                 s5.keys = k;
             }

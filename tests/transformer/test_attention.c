@@ -538,6 +538,9 @@ static void rule_cases(void) {
     CHECK(rule_pick(9, 132, 513, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 3);
     CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 1);
     CHECK(rule_pick(5, 24, 2048, 8192, 128, &w) == 12);
+    m40__attn_v5_ways_keys = 16384; /* a bound past the cache: the cache's keys set the splits */
+    CHECK(rule_pick(9, 132, 16384, 1024, 128, &w) == 10 && w == 8 && g_wsplits == 4);
+    m40__attn_v5_ways_keys = 1024;
     m40__attn_v5_wsplits = 64; /* forced: capped at 32, and at a 16-key share each */
     CHECK(rule_pick(9, 132, 1024, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 32);
     CHECK(rule_pick(9, 132, 100, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 7);

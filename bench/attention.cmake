@@ -55,7 +55,7 @@ endif()
 # sanitizer build skips them (scripts/test.sh would run them twice, ~5 min).
 if(M40_BUILD_TESTS AND UNIX AND NOT M40_SANITIZE)
   enable_testing()
-  foreach(emu decode_v4 prefill64)
+  foreach(emu decode_v4 prefill64 rope_ways)
     add_test(NAME attn_${emu}_emu COMMAND sh ${PROJECT_SOURCE_DIR}/bench/attention/${emu}_emu.sh
              WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
     # decode_v4 took 287 s on 2 cores beside the rest of the ctest (session 27's CI; one run

@@ -67,21 +67,7 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
         for (int w = 0; w < nw; w++) pthread_barrier_destroy(&wbar[w]);
     }
     for (unsigned c : cnt) counters_left += c != 0;
-    if (splits > 1 && !FUSED) /* attn_combine's fold, in double */
-        for (int64_t row = 0; row < (int64_t)B * T * H; row++) {
-            double M = -INFINITY;
-            for (int c = 0; c < splits; c++) M = std::max(M, (double)ml[(row * splits + c) * 2]);
-            std::vector<double> acc(D, 0.0);
-            double l = 0;
-            for (int c = 0; c < splits; c++) {
-                const double mc = ml[(row * splits + c) * 2];
-                if (mc == -INFINITY) continue;
-                const double wgt = exp2(mc - M);
-                l += wgt * ml[(row * splits + c) * 2 + 1];
-                for (int d = 0; d < D; d++) acc[d] += wgt * wo[(row * splits + c) * D + d];
-            }
-            for (int d = 0; d < D; d++) y[row * D + d] = l > 0 ? (float)(acc[d] / l) : 0.0f;
-        }
+    if (splits > 1 && !FUSED) fold_partials(ml, wo, (int64_t)B * T * H, splits, D, y); /* attn_combine's fold */
     (void)nrows;
     return ref_err(q, kd, vd, pos, slot, y, B, T, H, G, D, L);
 }

@@ -4,7 +4,10 @@
 # v6 (attn_decode_v6, 11 and 12) emulated on the host against a double
 # reference; no GPU needed.
 #   bench/attention/decode_v4_emu.sh   (from the repository root; ~3.5 min on 2 cores)
+# With an argument, bench/attention/NAME.cpp on the same extracted source
+# instead (rope_ways_emu.sh: rope_ways_emu).
 set -eu
+prog=${1:-decode_v4_emu}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cu=kernels/attention.cu
@@ -16,5 +19,5 @@ sed -n '/^struct Params {/,/^};/p' "$cu" > "$dir/params.inc"
     sed -n '/^constexpr int DR = 16;/,/^\/\* y\[row, :\]/p' "$cu" | sed '$d'
 } > "$dir/kernel.inc"
 grep -q attn_decode_kernel "$dir/kernel.inc" || { echo "decode_v4_emu: the kernel was not found in $cu" >&2; exit 1; }
-c++ -std=c++17 -O1 -fno-strict-aliasing -pthread -w -I"$dir" -Ibench/attention bench/attention/decode_v4_emu.cpp -o "$dir/emu"
+c++ -std=c++17 -O1 -fno-strict-aliasing -pthread -w -I"$dir" -Ibench/attention "bench/attention/$prog.cpp" -o "$dir/emu"
 "$dir/emu"

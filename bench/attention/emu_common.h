@@ -114,6 +114,25 @@ static void fill_cache(std::vector<TC> &c, std::vector<double> &d) {
     }
 }
 
+/* attn_combine's fold of the splits' partials (m, l, O) into y, in double
+** (an empty split's m is -inf), for `rows` rows of D */
+static inline void fold_partials(const std::vector<float> &ml, const std::vector<float> &wo, int64_t rows,
+                                 int splits, int D, std::vector<float> &y) {
+    for (int64_t row = 0; row < rows; row++) {
+        double M = -INFINITY;
+        for (int c = 0; c < splits; c++) M = std::max(M, (double)ml[(row * splits + c) * 2]);
+        std::vector<double> acc(D, 0.0);
+        double l = 0;
+        for (int c = 0; c < splits; c++) {
+            const double mc = ml[(row * splits + c) * 2];
+            if (mc == -INFINITY) continue;
+            const double wgt = exp2(mc - M);
+            l += wgt * ml[(row * splits + c) * 2 + 1];
+            for (int d = 0; d < D; d++) acc[d] += wgt * wo[(row * splits + c) * D + d];
+        }
+        for (int d = 0; d < D; d++) y[row * D + d] = l > 0 ? (float)(acc[d] / l) : 0.0f;
+    }
+}
 /* max |y - ref| / max |ref| over every (b, t, head) row: ref the causal
 ** softmax(q·k·scale)·v over keys 0..pos[b, t] of slot[b] (pos -1: a zero row) */
 static double ref_err(const std::vector<float> &q, const std::vector<double> &kd,

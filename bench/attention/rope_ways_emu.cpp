@@ -69,20 +69,7 @@ static double run(int B, int H, int G, int S, int L, int splits, const int *posv
     if (splits > 1) {
         for (size_t i = 0; i < ml.size(); i += 2) unwritten += ml[i] == 12345.0f;
         if (unwritten) printf("  %d partials unwritten\n", unwritten);
-        for (int64_t row = 0; row < (int64_t)B * H; row++) {
-            double M = -INFINITY;
-            for (int c = 0; c < splits; c++) M = std::max(M, (double)ml[(row * splits + c) * 2]);
-            std::vector<double> acc(D, 0.0);
-            double l = 0;
-            for (int c = 0; c < splits; c++) {
-                const double mc = ml[(row * splits + c) * 2];
-                if (mc == -INFINITY) continue;
-                const double wgt = exp2(mc - M);
-                l += wgt * ml[(row * splits + c) * 2 + 1];
-                for (int d = 0; d < D; d++) acc[d] += wgt * wo[(row * splits + c) * D + d];
-            }
-            for (int d = 0; d < D; d++) y[row * D + d] = l > 0 ? (float)(acc[d] / l) : 0.0f;
-        }
+        fold_partials(ml, wo, (int64_t)B * H, splits, D, y); /* attn_combine's fold */
     }
     double e = ref_err(q, kd, vd, pos, slot, y, B, T, H, G, D, L);
     return unwritten ? 1.0 : e;

@@ -285,11 +285,6 @@ static int attn_wsplits(int64_t keys) {
     return n > 32 ? 32 : (int)n; /* kernels/attention.h caps it there too */
 }
 int m40__attn_v6 = 1;
-/* q: the queries' device pointer where the kernel reads them as float4s
-** (their rows must then be 16-byte aligned, as the launcher checks; else it
-** would run the tile kernel with v5's or v6's split rule); NULL where they
-** are read a float at a time (the fused RoPE) or sit in the aligned
-** scratch. Only where v5 and v6 run: <= 16 query rows a KV group. */
 /* v5's edge on ctx's device (the longest key bound v5 runs under), and the
 ** longest its ways run under (knobs as documented above) */
 static int64_t attn_short_keys(const m40_ctx *ctx) {
@@ -304,6 +299,11 @@ static int64_t attn_ways_keys(const m40_ctx *ctx) {
                                             : short_keys;
 }
 
+/* q: the queries' device pointer where the kernel reads them as float4s
+** (their rows must then be 16-byte aligned, as the launcher checks; else it
+** would run the tile kernel with v5's or v6's split rule); NULL where they
+** are read a float at a time (the fused RoPE) or sit in the aligned
+** scratch. Only where v5 and v6 run: <= 16 query rows a KV group. */
 static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
     if (s->decode_variant != 0 || s->T != 1 || !s->cache_f16 || s->D != 128 || s->G < 1 ||
         s->H / s->G > M40K_ATTN_DECODE_BM)

@@ -185,9 +185,10 @@ int m40__attn_decode_max_splits = 0;
 ** everywhere, n in 1..8 that row of M40K_ATTN_V5_WAYS wherever v5 runs. Same
 ** kind of knob (m40-bench chatglm2's M40_BENCH_GLM_V5WAYS, tests). */
 int m40__attn_v5_ways = -1;
-/* the longest key bound decode v5's ways run under: 0 (default) the rule's,
-** ATTN_V5_WAYS_KEYS or the device's v5 edge (m40__attn_short_keys below)
-** where that is shorter; n > 0 n keys, also past that edge, where v6
+/* the longest key bound decode v5's ways run under: 0 (default) the rule's
+** (attn_ways_keys: ATTN_V5_WAYS_KEYS for one sequence on a device with the
+** default v5 edge, else that edge (m40__attn_short_keys below) where it is
+** shorter); n > 0 n keys, also past that edge, where v6
 ** would run (an A/B knob: m40-bench chatglm2's M40_BENCH_GLM_V5WAYS_KEYS).
 ** Below the edge it limits the rule's row only (a forced row runs wherever
 ** v5 does); ways off or not a row of M40K_ATTN_V5_WAYS leave the rule past
@@ -227,6 +228,8 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 **     decode v5 (variant 10, a warp a query row; with RoPE its fused form)
 **     in its ways: 16 warps a row folded in the block, no attn_combine
 **     (sessions 29-30; v5's splits, at most ceil(bound / 16), are knob 0);
+**     for one sequence to ATTN_V5_WAYS_KEYS (1K) with a split of the keys
+**     a 256 past 512, each split's partial to attn_combine (session 40);
 **     H200, session 18 (int4 ChatGLM2-6B step, 8192-token cache): +3.2% at
 **     ctx 128, even at 1K, -34% at 8K, so the bound, not the cache length,
 **     decides;
@@ -267,20 +270,27 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 ** row 8, (16, 1), against that rule (bench/NOTES.md, session 30): 128 +1.3%
 ** / +2.0%, 256 +2.6% / +3.9%, 512 (against v5's splits) +1.2% / +2.0%. Half
 ** a way's keys, a block a row: the chain the splits cut, on more SMs.
-** Past 512 the ways lose to v6 (session 31, H100, int4: -3.3% at 1K, -14%
-** at 2K, -29% at 4K). */
-#define ATTN_V5_WAYS_KEYS 512
+** Past 512 the ways without splits lose to v6 (session 31, H100, int4:
+** -3.3% at 1K, -14% at 2K, -29% at 4K); with a split a ATTN_V5W_SPLIT_KEYS
+** keys (below) they win to 1K and lose past it (session 40, H100, one
+** sequence, against v6 + attn_combine, int8 / int4: 1K +2.2% / +2.8%, 2K
+** -0.6% / -1.0%), so the edge is 1024 for one sequence on a device whose
+** v5 edge is the default ATTN_SHORT_KEYS. Elsewhere (a Maxwell card, v5's
+** edge set by its knob, B > 1: not measured past 512) v5's edge, at most
+** this. */
+#define ATTN_V5_WAYS_KEYS 1024
 #define ATTN_V5_WAYS 8
-/* The ways' splits under a key bound past ATTN_V5_WAYS_KEYS (the ways run
-** there only where m40__attn_v5_ways_keys asks, so by default nowhere yet):
-** one split a ATTN_V5W_SPLIT_KEYS keys, each way's chain what it is under a
+/* The ways' splits under a key bound past ATTN_V5W_ONE_KEYS (by the rule
+** for one sequence to ATTN_V5_WAYS_KEYS; past it where
+** m40__attn_v5_ways_keys asks): one split a ATTN_V5W_SPLIT_KEYS keys, each way's chain what it is under a
 ** 256-key bound, and the blocks ~one an SM at 1K (ChatGLM2: 2 groups x 16
-** rows x 4 splits = 128). Under ATTN_V5_WAYS_KEYS one split (session 30's
+** rows x 4 splits = 128). Under ATTN_V5W_ONE_KEYS one split (session 30's
 ** rule, measured without splits). */
 #define ATTN_V5W_SPLIT_KEYS 256
+#define ATTN_V5W_ONE_KEYS 512
 static int attn_wsplits(int64_t keys) {
     if (m40__attn_v5_wsplits >= 0) return m40__attn_v5_wsplits;
-    if (keys <= ATTN_V5_WAYS_KEYS) return 1;
+    if (keys <= ATTN_V5W_ONE_KEYS) return 1;
     const int64_t n = (keys + ATTN_V5W_SPLIT_KEYS - 1) / ATTN_V5W_SPLIT_KEYS;
     return n > 32 ? 32 : (int)n; /* kernels/attention.h caps it there too */
 }
@@ -292,11 +302,11 @@ static int64_t attn_short_keys(const m40_ctx *ctx) {
            : ctx->cc_major == 5     ? ATTN_SHORT_KEYS_MAXWELL
                                     : ATTN_SHORT_KEYS;
 }
-static int64_t attn_ways_keys(const m40_ctx *ctx) {
+static int64_t attn_ways_keys(const m40_ctx *ctx, int64_t B) {
+    if (m40__attn_v5_ways_keys > 0) return m40__attn_v5_ways_keys;
     const int64_t short_keys = attn_short_keys(ctx);
-    return m40__attn_v5_ways_keys > 0       ? m40__attn_v5_ways_keys
-           : ATTN_V5_WAYS_KEYS < short_keys ? ATTN_V5_WAYS_KEYS
-                                            : short_keys;
+    if (B == 1 && m40__attn_short_keys <= 0 && ctx->cc_major != 5) return ATTN_V5_WAYS_KEYS;
+    return ATTN_V5_WAYS_KEYS < short_keys ? ATTN_V5_WAYS_KEYS : short_keys;
 }
 
 /* q: the queries' device pointer where the kernel reads them as float4s
@@ -311,7 +321,7 @@ static void attn_bound(const m40_ctx *ctx, m40k_attn_shape *s, const void *q) {
     if (q && ((uintptr_t)q % 16 != 0 || s->qs0 % 4 != 0 || s->qs1 % 4 != 0)) return;
     const int64_t keys = ctx->attn_keys > 0 && ctx->attn_keys < s->L ? ctx->attn_keys : s->L;
     /* v5 under bounds <= short_keys; its ways (the rule's) to wkeys */
-    const int64_t short_keys = attn_short_keys(ctx), wkeys = attn_ways_keys(ctx);
+    const int64_t short_keys = attn_short_keys(ctx), wkeys = attn_ways_keys(ctx, s->B);
     /* the ways' row under this bound: the rule's (under every bound <= wkeys),
     ** or the knob's where it names a row of M40K_ATTN_V5_WAYS; 0 v5's splits */
     const int ways = m40__attn_v5_ways < 0                     ? (ctx->attn_keys <= wkeys ? ATTN_V5_WAYS : 0)
@@ -503,7 +513,7 @@ static m40_status attention_workspace(const m40__op_call *c, const m40_tensor_de
             s5.decode_variant = bv[i];
             if (i == 3) { /* v5's ways with their splits under the longest bound they run under */
                 /* a forced row runs wherever v5 does: to v5's edge too */
-                const int64_t sk = attn_short_keys(c->ctx), w0 = attn_ways_keys(c->ctx);
+                const int64_t sk = attn_short_keys(c->ctx), w0 = attn_ways_keys(c->ctx, s.B);
                 const int64_t wk = m40__attn_v5_ways > 0 && sk > w0 ? sk : w0, k = wk < s.L ? wk : s.L;
                 s5.v5_ways = s.v5_ways > 0 ? s.v5_ways : ATTN_V5_WAYS, s5.v5_wsplits = attn_wsplits(k);
                 s5.keys = k;

@@ -484,12 +484,12 @@ static void large_scores(void) {
 ** with 8 / 4 rows a lane, 0 untouched: the tile kernel), *ways v5's ways
 ** row (the rule's; a forced row is attn_shape's, not set here); g_wsplits
 ** its ways' splits as m40k_attention_splits takes them (1 without ways). */
-static int64_t g_wsplits;
+static int64_t g_wsplits, g_batch = 1; /* the sequences (B) rule_pick asks for */
 static int rule_pick(int cc, int sms, int64_t bound, int64_t L, int D, int *ways) {
     m40_ctx c;
     memset(&c, 0, sizeof c);
     c.cc_major = cc, c.sm_count = sms, c.attn_keys = bound;
-    m40k_attn_shape s = {.B = 1, .T = 1, .H = 32, .G = 2, .D = D, .S = 1, .L = L,
+    m40k_attn_shape s = {.B = g_batch, .T = 1, .H = 32, .G = 2, .D = D, .S = g_batch, .L = L,
                          .qs0 = 36 * D, .qs1 = 36 * D, .scale = 1.0f, .cache_f16 = 1};
     m40__attn_bound(&c, &s);
     *ways = s.v5_ways;
@@ -497,8 +497,9 @@ static int rule_pick(int cc, int sms, int64_t bound, int64_t L, int D, int *ways
     return s.decode_variant;
 }
 
-/* v5 (its ways, row 8) under bounds <= 512, v6 past them; on a Maxwell card
-** (cc 5.x) v5 only to 128 keys (ATTN_SHORT_KEYS_MAXWELL: a projection); the
+/* v5 (its ways, row 8) under bounds <= 512, for one sequence to 1024 with a
+** split a 256 keys past 512, v6 past them; on a Maxwell card (cc 5.x) v5
+** only to 128 keys (ATTN_SHORT_KEYS_MAXWELL: a projection); the
 ** knobs move each edge (each restored after) */
 static void rule_cases(void) {
     const int sk = m40__attn_short_keys, wy = m40__attn_v5_ways, wk = m40__attn_v5_ways_keys,
@@ -506,7 +507,17 @@ static void rule_cases(void) {
     int w = -1;
     CHECK(rule_pick(9, 132, 128, 8192, 128, &w) == 10 && w == 8);
     CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8);
-    CHECK(rule_pick(9, 132, 513, 8192, 128, &w) == 12); /* 513 x 2 key-groups < 256 x 132 */
+    CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 1);
+    CHECK(rule_pick(9, 132, 513, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 3);
+    CHECK(rule_pick(9, 132, 1024, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 4);
+    CHECK(rule_pick(9, 132, 1025, 8192, 128, &w) == 12); /* 1025 x 2 key-groups < 256 x 132 */
+    CHECK(rule_pick(9, 132, 16384, 1024, 128, &w) == 12); /* the bound decides, not L */
+    CHECK(rule_pick(6, 30, 1024, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 4);
+    g_batch = 2; /* two sequences: the ways to v5's edge only (not measured past it) */
+    CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 1);
+    CHECK(rule_pick(9, 132, 513, 8192, 128, &w) == 12);
+    CHECK(rule_pick(9, 132, 1024, 8192, 128, &w) == 12);
+    g_batch = 1;
     CHECK(rule_pick(9, 132, 0, 32768, 128, &w) == 11);  /* no bound: the cache, 8 rows */
     CHECK(rule_pick(6, 30, 256, 8192, 128, &w) == 10 && w == 8); /* Pascal: the H100's rule */
     CHECK(rule_pick(5, 24, 128, 8192, 128, &w) == 10 && w == 8);
@@ -522,6 +533,8 @@ static void rule_cases(void) {
     m40__attn_short_keys = 512; /* the H100's edge on a Maxwell card */
     CHECK(rule_pick(5, 24, 512, 8192, 128, &w) == 10 && w == 8);
     CHECK(rule_pick(5, 24, 1024, 8192, 128, &w) == 12);
+    CHECK(rule_pick(9, 132, 1024, 8192, 128, &w) == 12); /* the knob's edge for the ways too */
+    CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8);
     m40__attn_short_keys = 64;
     CHECK(rule_pick(9, 132, 128, 8192, 128, &w) == 12);
     CHECK(rule_pick(9, 132, 64, 8192, 128, &w) == 10 && w == 8);
@@ -530,6 +543,7 @@ static void rule_cases(void) {
     CHECK(rule_pick(5, 24, 128, 8192, 128, &w) == 10 && w == 0);
     CHECK(rule_pick(5, 24, 256, 8192, 128, &w) == 12);
     CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 0);
+    CHECK(rule_pick(9, 132, 1024, 8192, 128, &w) == 12); /* the ways' edge is theirs */
     m40__attn_v5_ways = wy;
     CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 1); /* no splits to 512 */
     m40__attn_v5_ways_keys = 1024; /* the ways past the edge too, a split a 256 keys past 512 */

@@ -454,7 +454,7 @@ static void guard_rope_node(void) {
 /* graph_node's attention key bound (m40_graph_set_attention_keys) on both
 ** graphs; the GPU graph's is dropped to none at step 2 (its CUDA graph with
 ** it), so a run with the bound, a replay and a run without all compare */
-static int64_t g_keys;
+static int64_t g_keys, g_pos0; /* the key bound (0 none); the first position (sequence 0) */
 static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt, int rope_dims,
                        m40_rope_pairs pairs) {
     const int64_t W = (int64_t)(H + 2 * G) * D, HD = (int64_t)H * D, BT = (int64_t)B * T;
@@ -493,7 +493,7 @@ static void graph_node(int B, int T, int H, int G, int D, int L, m40_dtype cdt, 
     for (int step = 0; step < 3; step++) {
         fill(x, BT * W, 1000 + (uint64_t)step);
         for (int64_t r = 0; r < BT; r++) /* sequence b at length 100·b + step·T + t */
-            p[r] = (int32_t)((r / T) * 100 + step * T + r % T) % L;
+            p[r] = (int32_t)((g_pos0 + (r / T) * 100 + step * T + r % T) % L);
         for (int s = 0; s < 2; s++) {
             CHECK_ST(m40_tensor_upload(ctx[s], ins[s][0], x, (size_t)(BT * W) * sizeof *x), M40_OK);
             CHECK_ST(m40_tensor_upload(ctx[s], ins[s][1], p, (size_t)BT * sizeof *p), M40_OK);
@@ -760,13 +760,18 @@ int main(void) {
         m40k_attn_fuse_rope = 1;
     }
     /* a key bound (where it applies: T 1, f16, D 128; decode v5 at <= 512
-    ** keys, v6 beyond, its rows a lane by keys a SM: lib/ops/attention.c):
-    ** the positions (<= 103) under it, and past a bound of 16 (the same
-    ** results) */
-    static const int64_t kbs[] = {512, 128, 1024, 16384, 16};
-    for (int i = 0; i < 5; i++) {
+    ** keys, for one sequence its ways with splits to 1024, v6 beyond, its
+    ** rows a lane by keys a SM: lib/ops/attention.c): the positions (<= 103)
+    ** under it, and past a bound of 16 (the same results) */
+    static const int64_t kbs[] = {512, 128, 1024, 768, 16384, 16};
+    for (int i = 0; i < 6; i++) {
         g_keys = kbs[i];
         printf("attention key bound %lld\n", (long long)g_keys);
+        /* one sequence, at 700 where the bound allows: splits full, partial, empty */
+        g_pos0 = g_keys >= 768 ? 700 : 0;
+        graph_node(1, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
+        graph_node(1, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
+        g_pos0 = 0;
         graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
         graph_node(2, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);
         graph_node(3, 1, 16, 2, 128, 300, M40_DTYPE_F16, 128, M40_ROPE_ADJACENT);

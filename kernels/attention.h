@@ -179,37 +179,36 @@ static inline int64_t m40k_attention_prefill_splits(const m40k_attn_shape *s, in
     return n < 1 ? 1 : n;
 }
 
+/* A decode split count n within its caps: a share of at least `share` keys
+** each of klen, at most maxn, the decode_max_splits knob's, at least 1 */
+static inline int64_t m40k_attention_decode_caps(const m40k_attn_shape *s, int64_t n, int64_t klen,
+                                                 int64_t share, int64_t maxn) {
+    const int64_t cap = (klen + share - 1) / share;
+    if (n > cap) n = cap;
+    if (n > maxn) n = maxn;
+    if (s->decode_max_splits > 0 && n > s->decode_max_splits) n = s->decode_max_splits;
+    return n < 1 ? 1 : n;
+}
+
 static inline int64_t m40k_attention_splits(const m40k_attn_shape *s, int slots) {
     if (s->T > M40K_ATTN_DECODE_T) return m40k_attention_prefill_splits(s, slots);
     if (s->B < 1 || s->T < 1 || s->G < 1) return 1;
     const int64_t klen = s->decode_variant == 10 && s->keys > 0 && s->keys < s->L ? s->keys : s->L;
     if (s->decode_variant == 10 && s->v5_ways >= 1 && s->v5_ways <= M40K_ATTN_V5_NWAYS && s->D == 128 &&
-        s->cache_f16 && s->T * (s->H / s->G) <= M40K_ATTN_DECODE_BM) {
+        s->cache_f16 && s->T * (s->H / s->G) <= M40K_ATTN_DECODE_BM)
         /* decode v5's ways (where the launcher can run v5; else the rule
         ** below for the tile kernel it runs): v5_wsplits, at most 32 and a
         ** 16-key share each of the bound's keys */
-        int64_t w = s->v5_wsplits > 1 ? s->v5_wsplits : 1;
-        const int64_t wcap = (klen + 15) / 16;
-        if (w > 32) w = 32;
-        if (w > wcap) w = wcap;
-        if (s->decode_max_splits > 0 && w > s->decode_max_splits) w = s->decode_max_splits;
-        return w < 1 ? 1 : w;
-    }
-    int64_t n = m40k_attention_wave(s, slots);
+        return m40k_attention_decode_caps(s, s->v5_wsplits > 1 ? s->v5_wsplits : 1, klen, 16, 32);
     /* decode v5 (short contexts): at most 32 splits a (b, g), so a short
     ** context in a long cache is not hundreds of 16-warp blocks that only
     ** find they have no keys (ncu, session 17: 528 such blocks cost v5 its
-    ** whole gain in an 8192-token cache) */
-    if (s->decode_variant == 10 && n > 32) n = 32;
-    const int64_t chunk = m40k_attention_chunk(s, slots);
-    /* decode v5 under a key bound: its 16-key shares of the keys the bound
-    ** allows, not of the cache (session 28, H100, int4 step: 8 splits at
-    ** ctx 128 +1.2% against the cache's 32, 16 at 256 +0.6%) */
-    int64_t cap = (klen + chunk - 1) / chunk;
-    if (n > cap) n = cap;
-    if (n > M40K_ATTN_MAX_SPLITS) n = M40K_ATTN_MAX_SPLITS;
-    if (s->decode_max_splits > 0 && n > s->decode_max_splits) n = s->decode_max_splits;
-    return n < 1 ? 1 : n;
+    ** whole gain in an 8192-token cache). Under a key bound its shares are
+    ** of the keys the bound allows, not of the cache (session 28, H100,
+    ** int4 step: 8 splits at ctx 128 +1.2% against the cache's 32, 16 at
+    ** 256 +0.6%) */
+    return m40k_attention_decode_caps(s, m40k_attention_wave(s, slots), klen, m40k_attention_chunk(s, slots),
+                                      s->decode_variant == 10 ? 32 : M40K_ATTN_MAX_SPLITS);
 }
 
 /* Workspace bytes of a call: B·T·H·splits·(D + 2) floats (the partial

@@ -281,14 +281,22 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
     };
     /* rows of group g (clamped to N - 1: re-read, never stored); wl: their
     ** lane pointers at chunk c0 (v3_load) */
+    /* Addresses as base + row x bytes, a row >= 0 and the bytes < 2^32: one
+    ** IMAD.WIDE.U32 each (a 64-bit product took four, and load_scale forms
+    ** an address for each dtype) */
+    const bool sf16 = a.scale_f16 != 0;
+    const unsigned sbytes = sf16 ? 2u : 4u, wbytes = (unsigned)(vlast + 1) * 16u; /* a row scale, a weight row */
     auto rows_of = [&](int g, int c0, const uint4 *(&wl)[R], int64_t(&sr)[R], float(&sc)[R]) {
-        const uint4 *wc = wv + (c0 * 32 + lane);
+        const char *wc = (const char *)(wv + (c0 * 32 + lane));
 #pragma unroll
         for (int r = 0; r < R; r++) {
             const int row = group_row<R>(a, g * R, r);
-            wl[r] = wc + (int64_t)row * (vlast + 1);
+            wl[r] = (const uint4 *)(wc + (uint64_t)(unsigned)row * wbytes);
             sr[r] = (int64_t)row * ng;
-            if (!GROUPED) sc[r] = load_scale(a.scale, row, a.scale_f16 != 0);
+            if (!GROUPED) {
+                const char *sp = (const char *)a.scale + (uint64_t)(unsigned)row * sbytes;
+                sc[r] = sf16 ? __half2float(__ldg((const __half *)sp)) : __ldg((const float *)sp);
+            }
         }
     };
 

@@ -7,7 +7,8 @@
 ** checks the whole-K staging (a persistent grid smaller than the row groups,
 ** so warps walk several; D chunks in flight; the fused norm) and the
 ** segmented mode, with row scales and with group scales of each GROUPED kind
-** (1 f32, 2 f16, 3 the dtype at run time: v3's int8). Not the compiler, not
+** (1 f32, 2 f16, 3 the dtype at run time: v3's int8), and K not a multiple of
+** a chunk (lanes past a row's end skip their loads). Not the compiler, not
 ** timing, not sm_52 rounding. */
 #include "emu_common.h" /* bench/attention/: CUDA names on the host */
 #include "gemv_emu.h"    /* the GEMV's intrinsics, the test problem and its check */
@@ -52,6 +53,13 @@ int main() {
     /* segments of x (3 chunks a segment) */
     run<Q8, 1, 2, 0, true, 2, false>("int8 row scales, segmented", 20, 6144, 0, false, 0, 3);
     run<Q4, 1, 2, 2, true, 2, false>("int4 g128 f16, segmented", 18, 8192, 128, true, 0, 3);
+    /* K not a multiple of a chunk: the last chunk's lanes past the row skip
+    ** their loads (v3_load), and so do the chunks that pad K to D */
+    run<Q4, 1, 2, 0, false, 4, true>("int4 row f16, R 2, D 4, norm, K 4256", 70, 4256, 0, true, 2);
+    run<Q4, 1, 4, 0, false, 2, false>("int4 row f16, R 4, D 2, K 5152", 44, 5152, 0, true, 1);
+    run<Q4, 1, 4, 2, false, 4, false>("int4 g32 f16, R 4, D 4, K 1056", 40, 1056, 32, true, 2);
+    run<Q8, 1, 2, 0, false, 4, true>("int8 row f16, R 2, D 4, norm, K 2576", 38, 2576, 0, true, 2);
+    run<Q8, 1, 2, 0, true, 2, false>("int8 row, segmented, K 6160", 20, 6160, 0, false, 0, 3);
     printf("%s\n", fails ? "FAILED" : "all ok");
     return fails != 0;
 }

@@ -280,10 +280,10 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
         return S;
     };
     /* rows of group g (clamped to N - 1: re-read, never stored); wl: their
-    ** lane pointers at chunk c0 (v3_load) */
-    /* Addresses as base + row x bytes, a row >= 0 and the bytes < 2^32: one
-    ** IMAD.WIDE.U32 each (a 64-bit product took four, and load_scale forms
-    ** an address for each dtype) */
+    ** lane pointers at chunk c0 (v3_load). Addresses as base + row x bytes
+    ** (row >= 0, bytes < 2^32): one IMAD.WIDE.U32 each on sm_90, where a
+    ** 64-bit product took four, and one scale address for either dtype
+    ** (load_scale forms both) */
     const bool sf16 = a.scale_f16 != 0;
     const unsigned sbytes = sf16 ? 2u : 4u, wbytes = (unsigned)(vlast + 1) * 16u; /* a row scale, a weight row */
     auto rows_of = [&](int g, int c0, const uint4 *(&wl)[R], int64_t(&sr)[R], float(&sc)[R]) {

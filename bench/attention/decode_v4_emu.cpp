@@ -48,23 +48,14 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int splits, c
     p.gd = G * D;
     std::vector<unsigned> cnt((size_t)B * G, 0u);
     if (FUSED) p.cnt = cnt.data();
-    const int nt = V6 ? 16 / V6 * V6_ST * 32 : W > 1 ? W * RB * 32 : V5 ? nrows * 32 : 16 / RW * 32, nw = nt / 32;
+    const int nt = V6 ? 16 / V6 * V6_ST * 32 : W > 1 ? W * RB * 32 : V5 ? nrows * 32 : 16 / RW * 32;
     const int64_t per_bg = W > 1 ? (nrows + RB - 1) / RB * splits : splits;
     for (int64_t blk = 0; blk < (int64_t)B * G * per_bg; blk++) {
-        pthread_barrier_init(&bar, NULL, nt);
-        for (int w = 0; w < nw; w++) pthread_barrier_init(&wbar[w], NULL, 32);
-        std::vector<std::thread> th;
-        for (int t = 0; t < nt; t++)
-            th.emplace_back([=] {
-                threadIdx.x = t;
-                blockIdx.x = (unsigned)blk;
-                if constexpr (V6 > 0) attn_decode_v6<V6>(p);
-                else if (V5) attn_decode_v5<TC, false, W, RB>(p);
-                else attn_decode_kernel<DP, RW, C, TC>(p);
-            });
-        for (auto &x : th) x.join();
-        pthread_barrier_destroy(&bar);
-        for (int w = 0; w < nw; w++) pthread_barrier_destroy(&wbar[w]);
+        run_block(blk, nt, [=] {
+            if constexpr (V6 > 0) attn_decode_v6<V6>(p);
+            else if (V5) attn_decode_v5<TC, false, W, RB>(p);
+            else attn_decode_kernel<DP, RW, C, TC>(p);
+        });
     }
     for (unsigned c : cnt) counters_left += c != 0;
     if (splits > 1 && !FUSED) fold_partials(ml, wo, (int64_t)B * T * H, splits, D, y); /* attn_combine's fold */

@@ -44,6 +44,23 @@ thread_local D3 threadIdx, blockIdx;
 static pthread_barrier_t bar, wbar[32]; /* up to 32 warps a block (decode v5 with ways) */
 static float xbuf[32][32];
 static void __syncthreads() { pthread_barrier_wait(&bar); }
+/* block blk of a launch: nt host threads (nt / 32 warps) run kernel() as
+** its threads, between the block's and the warps' barriers */
+template <typename F> static void run_block(int64_t blk, int nt, F kernel) {
+    const int nw = nt / 32;
+    pthread_barrier_init(&bar, NULL, nt);
+    for (int w = 0; w < nw; w++) pthread_barrier_init(&wbar[w], NULL, 32);
+    std::vector<std::thread> th;
+    for (int t = 0; t < nt; t++)
+        th.emplace_back([=] {
+            threadIdx.x = t;
+            blockIdx.x = (unsigned)blk;
+            kernel();
+        });
+    for (auto &x : th) x.join();
+    pthread_barrier_destroy(&bar);
+    for (int w = 0; w < nw; w++) pthread_barrier_destroy(&wbar[w]);
+}
 /* lane src's v, every lane of the warp taking part */
 static float shfl_from(float v, int src) {
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;

@@ -55,32 +55,8 @@ static double run(int B, int T, int H, int G, int D, int S, int L, int start, bo
     int64_t nrows = (int64_t)T * p.hpg;
     p.mtiles = (nrows + 63) / 64;
     int64_t nblocks = B * G * p.mtiles * splits;
-    for (int64_t blk = 0; blk < nblocks; blk++) {
-        pthread_barrier_init(&bar, NULL, 128);
-        for (int w = 0; w < 4; w++) pthread_barrier_init(&wbar[w], NULL, 32);
-        std::vector<std::thread> th;
-        for (int t = 0; t < 128; t++)
-            th.emplace_back([=] {
-                threadIdx.x = t;
-                blockIdx.x = (unsigned)blk;
-                attn_prefill64<TC>(p);
-            });
-        for (auto &x : th) x.join();
-        pthread_barrier_destroy(&bar);
-        for (int w = 0; w < 4; w++) pthread_barrier_destroy(&wbar[w]);
-    }
-    for (int64_t row = 0; row < nq && splits > 1; row++)
-        for (int d = 0; d < D; d++) {
-            float M = -INFINITY, l = 0.0f, acc = 0.0f;
-            for (int c = 0; c < splits; c++) M = fmaxf(M, ws_ml[(row * splits + c) * 2]);
-            const float ms = M == -INFINITY ? 0.0f : M;
-            for (int c = 0; c < splits; c++) {
-                const float w = exp2f(ws_ml[(row * splits + c) * 2] - ms);
-                l = fmaf(w, ws_ml[(row * splits + c) * 2 + 1], l);
-                acc = fmaf(w, ws_o[(row * splits + c) * D + d], acc);
-            }
-            y[row * D + d] = l > 0.0f ? acc / l : 0.0f;
-        }
+    for (int64_t blk = 0; blk < nblocks; blk++) run_block(blk, 128, [=] { attn_prefill64<TC>(p); });
+    if (splits > 1) fold_partials(ws_ml, ws_o, nq, splits, D, y); /* attn_combine's fold */
     return ref_err(q, kd, vd, pos, slot, y, B, T, H, G, D, L);
 }
 

@@ -40,7 +40,7 @@ static double run(int B, int H, int G, int S, int L, int splits, const int *posv
     p.splits = splits, p.skip = 0, p.mtiles = 1;
     p.qscale = 1.0f / sqrtf((float)D) * 1.4426950408889634f;
     p.vec = 1, p.gd = G * D, p.rhalf = 0, p.rpos_scale = 1.0f;
-    const int nt = W * RB * 32, nw = W * RB;
+    const int nt = W * RB * 32;
     const int64_t per_bg = (nrows + RB - 1) / RB * splits;
     for (int64_t blk = 0; blk < (int64_t)B * G * per_bg; blk++) {
         if (poison)
@@ -51,18 +51,7 @@ static double run(int B, int H, int G, int S, int L, int splits, const int *posv
                             size_t o = (((size_t)slot[b] * L + pos[b]) * G + g) * D + d;
                             kc[o].b = 0x7E00, vc[o].b = 0x7E00;
                         }
-        pthread_barrier_init(&bar, NULL, nt);
-        for (int w = 0; w < nw; w++) pthread_barrier_init(&wbar[w], NULL, 32);
-        std::vector<std::thread> th;
-        for (int t = 0; t < nt; t++)
-            th.emplace_back([=] {
-                threadIdx.x = t;
-                blockIdx.x = (unsigned)blk;
-                attn_decode_v5<__half, true, W, RB>(p);
-            });
-        for (auto &x : th) x.join();
-        pthread_barrier_destroy(&bar);
-        for (int w = 0; w < nw; w++) pthread_barrier_destroy(&wbar[w]);
+        run_block(blk, nt, [=] { attn_decode_v5<__half, true, W, RB>(p); });
     }
     /* every (row, split) partial written? */
     int unwritten = 0;

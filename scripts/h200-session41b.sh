@@ -8,14 +8,14 @@
 # (bench/bench_torch.py chatglm2, fp16 as a labelled extra when time is
 # left); m40-bench int4 and int8 at ctx 128 again (drift). No peer
 # (llama.cpp) this time: session 32's ratios stand for it.
-# Carry [".carry/s41.tar.xz"] (.s41: stripped arch-90 m40-bench and tests).
+# Carry [".carry/s41v.tar.xz"] (.s41v: stripped arch-90 m40-bench and tests, b6a953c).
 #   OUT=DIR BUDGET=420 scripts/h200-session41b.sh
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-. scripts/h200-common.sh h200-session41b 420 .s41
-carry_start .carry/s41.tar.xz
-floor_on_h200 .s41
-env M40_BENCH_GLM_NO_CHAIN=1 timeout 150 .s41/m40-bench chatglm2 --warmup 1 --repeats 7 \
+. scripts/h200-common.sh h200-session41b 420 .s41v
+carry_start .carry/s41v.tar.xz
+floor_on_h200 .s41v
+env M40_BENCH_GLM_NO_CHAIN=1 timeout 150 .s41v/m40-bench chatglm2 --warmup 1 --repeats 7 \
     --sizes 128,1024,8192 > "$O/glm-all.txt" 2>&1
 note "m40 all rc=$? $(grep -E 'tokens/s' "$O/glm-all.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
 grep -E '^copy|device copy|launches per|the plan' "$O/glm-all.txt" | sed -E 's/ +/ /g' | cut -c1-170 >> "$SUM"
@@ -23,5 +23,5 @@ T=$(($(left) - 60))
 [ $T -gt 60 ] && { timeout $T python3 bench/bench_torch.py chatglm2 --warmup 3 --repeats 20 \
     $([ $T -gt 200 ] && echo --chatglm2-fp16) > "$O/torch.txt" 2>&1
     note "torch rc=$?"; grep -E 'chatglm2' "$O/torch.txt" | cut -c1-200 >> "$SUM"; }
-[ $(left) -gt 40 ] && glm_ab again .s41 int4,int8 128 35
+[ $(left) -gt 40 ] && glm_ab again .s41v int4,int8 128 35
 carry_end

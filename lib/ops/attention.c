@@ -187,8 +187,8 @@ int m40__attn_decode_max_splits = 0;
 int m40__attn_v5_ways = -1;
 /* the longest key bound decode v5's ways run under: 0 (default) the rule's
 ** (attn_ways_keys: ATTN_V5_WAYS_KEYS for one sequence on a device with the
-** default v5 edge, else that edge (m40__attn_short_keys below) where it is
-** shorter); n > 0 n keys, also past that edge, where v6
+** default v5 edge, else 512 or v5's edge (m40__attn_short_keys below) where
+** that is shorter); n > 0 n keys, also past that edge, where v6
 ** would run (an A/B knob: m40-bench chatglm2's M40_BENCH_GLM_V5WAYS_KEYS).
 ** Below the edge it limits the rule's row only (a forced row runs wherever
 ** v5 does); ways off or not a row of M40K_ATTN_V5_WAYS leave the rule past
@@ -276,8 +276,8 @@ static m40k_attn_shape attn_shape(int H, const m40_tensor_desc *q, const m40_ten
 ** sequence, against v6 + attn_combine, int8 / int4: 1K +2.2% / +2.8%, 2K
 ** -0.6% / -1.0%), so the edge is 1024 for one sequence on a device whose
 ** v5 edge is the default ATTN_SHORT_KEYS. Elsewhere (a Maxwell card, v5's
-** edge set by its knob, B > 1: not measured past 512) v5's edge, at most
-** this. */
+** edge set by its knob, B > 1: not measured past 512) the edge of sessions
+** 30-31, ATTN_V5W_ONE_KEYS (512), or v5's where that is shorter. */
 #define ATTN_V5_WAYS_KEYS 1024
 #define ATTN_V5_WAYS 8
 /* The ways' splits under a key bound past ATTN_V5W_ONE_KEYS (by the rule
@@ -306,7 +306,7 @@ static int64_t attn_ways_keys(const m40_ctx *ctx, int64_t B) {
     if (m40__attn_v5_ways_keys > 0) return m40__attn_v5_ways_keys;
     const int64_t short_keys = attn_short_keys(ctx);
     if (B == 1 && m40__attn_short_keys <= 0 && ctx->cc_major != 5) return ATTN_V5_WAYS_KEYS;
-    return ATTN_V5_WAYS_KEYS < short_keys ? ATTN_V5_WAYS_KEYS : short_keys;
+    return ATTN_V5W_ONE_KEYS < short_keys ? ATTN_V5W_ONE_KEYS : short_keys; /* sessions 30-31's edge */
 }
 
 /* q: the queries' device pointer where the kernel reads them as float4s

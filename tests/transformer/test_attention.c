@@ -506,7 +506,6 @@ static void rule_cases(void) {
               ws = m40__attn_v5_wsplits;
     int w = -1;
     CHECK(rule_pick(9, 132, 128, 8192, 128, &w) == 10 && w == 8);
-    CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8);
     CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 1);
     CHECK(rule_pick(9, 132, 513, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 3);
     CHECK(rule_pick(9, 132, 1024, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 4);
@@ -535,6 +534,13 @@ static void rule_cases(void) {
     CHECK(rule_pick(5, 24, 1024, 8192, 128, &w) == 12);
     CHECK(rule_pick(9, 132, 1024, 8192, 128, &w) == 12); /* the knob's edge for the ways too */
     CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8);
+    m40__attn_short_keys = 1024; /* v5 to 1024 by the knob: its splits past 512, the ways to 512 as before */
+    CHECK(rule_pick(9, 132, 700, 8192, 128, &w) == 10 && w == 0);
+    CHECK(rule_pick(9, 132, 512, 8192, 128, &w) == 10 && w == 8 && g_wsplits == 1);
+    CHECK(rule_pick(5, 24, 1024, 8192, 128, &w) == 10 && w == 0);
+    g_batch = 2;
+    CHECK(rule_pick(9, 132, 700, 8192, 128, &w) == 10 && w == 0);
+    g_batch = 1;
     m40__attn_short_keys = 64;
     CHECK(rule_pick(9, 132, 128, 8192, 128, &w) == 12);
     CHECK(rule_pick(9, 132, 64, 8192, 128, &w) == 10 && w == 8);

@@ -767,7 +767,8 @@ int main(void) {
     for (int i = 0; i < 6; i++) {
         g_keys = kbs[i];
         printf("attention key bound %lld\n", (long long)g_keys);
-        /* one sequence, at 700 where the bound allows: splits full, partial, empty */
+        /* one sequence, at 700 where the bound allows (its 701 keys in 3 or 4 splits:
+        ** v5_keys shares the keys there are, the new row in the last split) */
         g_pos0 = g_keys >= 768 ? 700 : 0;
         graph_node(1, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 64, M40_ROPE_ADJACENT);
         graph_node(1, 1, 32, 2, 128, 1024, M40_DTYPE_F16, 0, M40_ROPE_ADJACENT);

@@ -6,7 +6,7 @@
 # (kernels/quant_gemv_v3.cuh: int4's row group 818 -> 769 sm_90 SASS
 # instructions, predicted 0 to +2.7% int4 on an H200, nothing on an H100).
 # In order: on an H200 the floor chain (owed since session 33); int4 and
-# int8 decode, alternated (a second round after the tests, with time): .s41 (main 9469824, the rule, old v3)
+# int8 decode after the tests below, alternated (a second round with time): .s41 (main 9469824, the rule, old v3)
 # against .s41v (+ v3's lane pointers) at ctx 128, and .s41v's old rule
 # (M40_BENCH_GLM_V5WAYS_KEYS=512) against its new at ctx 768 and 1K;
 # .s41v's test_quant_gpu (quick), test_qlinear_fused --gpu, test_chatglm2
@@ -29,11 +29,11 @@ ab_round() {
     M40_BENCH_GLM_V5WAYS_KEYS=512 glm_ab rule-old-$1 .s41v int4,int8 768,1024 50
     glm_ab rule-new-$1 .s41v int4,int8 768,1024 50
 }
-ab_round 1
 M40_QUANT_QUICK=1 TEST_TIMEOUT=60 gpu_tests "test_quant_gpu" "test_chatglm2 --gpu" | tee -a "$SUM"
 TEST_TIMEOUT=110 gpu_tests "test_qlinear_fused --gpu" | tee -a "$SUM"
 M40_ATTN_QUICK=2 TEST_TIMEOUT=120 gpu_tests "test_attention_gpu" | tee -a "$SUM"
 mv "$O/test_attention_gpu.log" "$O/test_attention_gpu-q2.log"
+[ $(left) -gt 100 ] && ab_round 1
 [ $(left) -gt 200 ] && ab_round 2
 if [ $(left) -gt 100 ] && tar xJf .carry/s41j.tar.xz; then
     JIT_TIMEOUT=60 jit52_tests "test_quant_gpu"

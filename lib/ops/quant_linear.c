@@ -115,11 +115,12 @@ static m40_status qlinear_run_check(const m40__op_call *c, const m40_tensor_desc
     if (M > 65535LL * 128)
         return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "M = %lld rows; at most %lld per call",
                               (long long)M, 65535LL * 128);
-    const m40_tensor_desc *nw = c->nd->ninputs > INORM ? c->in[INORM] : NULL;
     const int64_t K = x->shape[x->ndim - 1];
-    if (nw && K > ((int64_t)1 << 30)) /* m40k_rmsnorm's bound */
-        return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "the fused norm over K = %lld: the GPU's "
-                              "RMSNorm takes at most 2^30 columns", (long long)K);
+    /* the GEMVs' column indices (a split's chunks past K, padded to whole
+    ** chunks, in int: kernels/quant_gemv_v3.cuh) and m40k_rmsnorm's bound */
+    if (K > ((int64_t)1 << 30))
+        return m40__rule_fail(c, M40_ERR_UNSUPPORTED, "K = %lld columns: the GPU's quantized "
+                              "linears (and their fused norm) take at most 2^30", (long long)K);
     return M40_OK;
 }
 

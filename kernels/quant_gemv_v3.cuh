@@ -61,24 +61,14 @@ static_assert(V3<M40_DTYPE_Q4, 2>::KC == M40K_QGEMV_KC(1) && V3<M40_DTYPE_Q8, 2>
                   V3<M40_DTYPE_Q4, 2>::CB == M40K_QGEMV_CB(1) && V3<M40_DTYPE_Q8, 2>::CB == M40K_QGEMV_CB(0),
               "quant_plan.h and V3 disagree");
 
-/* One chunk's weight vectors of the R rows: buf[r] = wl[r][off], where wl
-** is each row's lane pointer (the row's vector cb·32 + lane, cb the group's
-** first chunk) and off the chunk's distance from cb in vectors (a multiple of
-** 32; a constant where the caller's loop is unrolled, so the loads take it as
-** an immediate offset: no 64-bit address arithmetic a load). in: the lane's
-** vector cg·32 + lane lies in the row (<= vlast). A lane past the row's end
-** (the last chunk's tail, the chunks that pad K to D) loads nothing and keeps
-** what buf held: its x is staged as zeros, so its products are +0 whatever
-** the weights (any bits decode to a finite float >= 0), exactly as the
-** vector vlast that it re-read before (session 41). */
 template <int WT, int B, int R, int GROUPED>
-__device__ __forceinline__ void v3_load(uint4 (&buf)[R], float (&gb)[R], const uint4 *const (&wl)[R], int off,
-                                        bool in, const int64_t (&sr)[R], int cg, int lane,
+__device__ __forceinline__ void v3_load(uint4 (&buf)[R], float (&gb)[R], const uint4 *const (&wr)[R],
+                                        const int64_t (&sr)[R], int cg, int lane, int vlast,
                                         const m40k_qlinear_args &a, int gshift, int glast) {
     constexpr int VC = V3<WT, R>::VC;
+    const int v = min(cg * 32 + lane, vlast);
 #pragma unroll
-    for (int r = 0; r < R; r++)
-        if (in) buf[r] = __ldg(wl[r] + off);
+    for (int r = 0; r < R; r++) buf[r] = __ldg(wr[r] + v);
     if constexpr (GROUPED != 0) {
         const int gi = min((cg * 32 + lane) * VC >> gshift, glast);
 #pragma unroll
@@ -279,31 +269,21 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
         __syncthreads();
         return S;
     };
-    /* rows of group g (clamped to N - 1: re-read, never stored); wl: their
-    ** lane pointers at chunk c0 (v3_load). Addresses as base + row x bytes
-    ** (row >= 0, bytes < 2^32): one IMAD.WIDE.U32 each on sm_90, where a
-    ** 64-bit product took four, and one scale address for either dtype
-    ** (load_scale forms both) */
-    const bool sf16 = a.scale_f16 != 0;
-    const unsigned sbytes = sf16 ? 2u : 4u, wbytes = (unsigned)(vlast + 1) * 16u; /* a row scale, a weight row */
-    auto rows_of = [&](int g, int c0, const uint4 *(&wl)[R], int64_t(&sr)[R], float(&sc)[R]) {
-        const char *wc = (const char *)(wv + (c0 * 32 + lane));
+    /* rows of group g (clamped to N - 1: re-read, never stored) */
+    auto rows_of = [&](int g, const uint4 *(&wr)[R], int64_t(&sr)[R], float(&sc)[R]) {
 #pragma unroll
         for (int r = 0; r < R; r++) {
             const int row = group_row<R>(a, g * R, r);
-            wl[r] = (const uint4 *)(wc + (uint64_t)(unsigned)row * wbytes);
+            wr[r] = wv + (int64_t)row * (vlast + 1);
             sr[r] = (int64_t)row * ng;
-            if (!GROUPED) {
-                const char *sp = (const char *)a.scale + (uint64_t)(unsigned)row * sbytes;
-                sc[r] = sf16 ? __half2float(__ldg((const __half *)sp)) : __ldg((const float *)sp);
-            }
+            if (!GROUPED) sc[r] = load_scale(a.scale, row, a.scale_f16 != 0);
         }
     };
 
-    uint4 buf[D][R] = {}; /* defined before a lane past the row's end first skips a load */
+    uint4 buf[D][R];
     float gb[D][R];
     float acc[R][B];
-    const uint4 *wl[R]; /* the rows' lane pointers */
+    const uint4 *wr[R];
     int64_t sr[R];
     float sc[R];
     int g = blockIdx.x + gridDim.x * warp;
@@ -327,13 +307,11 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
         float4 xw[U];
         float inv[B];
         stage_issue(cb, nch_pad, threadIdx.x, xv, xw);
-        const int lim = vlast - cb * 32 - lane; /* chunk cb + j is in this lane's row if j·32 <= lim */
-        rows_of(min(g, ngroups - 1), cb, wl, sr, sc);
+        rows_of(min(g, ngroups - 1), wr, sr, sc);
         if (g < ngroups) {
 #pragma unroll
             for (int s = 0; s < D; s++)
-                v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wl, s * 32, s * 32 <= lim, sr, cb + s, lane, a, gshift,
-                                           glast);
+                v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wr, sr, cb + s, lane, vlast, a, gshift, glast);
         }
         const int S = stage(cb, nch_pad, xv, xw, inv); /* overlaps the first weight loads */
         if (g >= ngroups) return;
@@ -346,28 +324,23 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
                 for (int b = 0; b < B; b++) corr[b] += xnl[b * XN + c * 32];
         for (; g < ngroups; g += gstride) {
             const int gn = g + gstride;
-            const uint4 *nwl[R];
+            const uint4 *nwr[R];
             int64_t nsr[R];
             float nsc[R];
-            rows_of(min(gn, ngroups - 1), cb, nwl, nsr, nsc);
+            rows_of(min(gn, ngroups - 1), nwr, nsr, nsc);
 #pragma unroll
             for (int r = 0; r < R; r++)
 #pragma unroll
                 for (int b = 0; b < B; b++) acc[r][b] = corr[b];
             int c = 0;
-            const uint4 *wp[R]; /* the lane pointers at chunk cb + c + D, a constant step a pass */
-#pragma unroll
-            for (int r = 0; r < R; r++) wp[r] = wl[r] + D * 32;
             for (; c < nch_pad - D; c += D) {
 #pragma unroll
                 for (int s = 0; s < D; s++) {
                     v3_compute<WT, B, R, GROUPED>(buf[s], gb[s], acc, xl + (c + s) * F4,
                                                   xnl + (c + s) * 32, XB, XN);
-                    v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wp, s * 32, (c + s + D) * 32 <= lim, sr,
-                                               cb + c + s + D, lane, a, gshift, glast);
+                    v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wr, sr, cb + c + s + D, lane, vlast, a,
+                                               gshift, glast);
                 }
-#pragma unroll
-                for (int r = 0; r < R; r++) wp[r] += D * 32;
             }
             /* the last D chunks; their slots take the next group's first D */
 #pragma unroll
@@ -375,8 +348,7 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
                 v3_compute<WT, B, R, GROUPED>(buf[s], gb[s], acc, xl + (c + s) * F4, xnl + (c + s) * 32,
                                               XB, XN);
                 if (gn < ngroups)
-                    v3_load<WT, B, R, GROUPED>(buf[s], gb[s], nwl, s * 32, s * 32 <= lim, nsr, cb + s, lane, a,
-                                               gshift, glast);
+                    v3_load<WT, B, R, GROUPED>(buf[s], gb[s], nwr, nsr, cb + s, lane, vlast, a, gshift, glast);
             }
             if (NORM)
 #pragma unroll
@@ -386,7 +358,7 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
             v3_finish<WT, B, R, GROUPED>(acc, sc, S, g * R, lane, ao);
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                wl[r] = nwl[r];
+                wr[r] = nwr[r];
                 sr[r] = nsr[r];
                 sc[r] = nsc[r];
             }
@@ -394,11 +366,10 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
     } else {
         /* one row group per warp (the grid covers them); every warp takes
         ** part in the staging barriers, also past the last group */
-        const int lim = vlast - lane; /* chunk j is in this lane's row if j·32 <= lim */
-        rows_of(min(g, ngroups - 1), 0, wl, sr, sc);
+        rows_of(min(g, ngroups - 1), wr, sr, sc);
 #pragma unroll
         for (int s = 0; s < D; s++)
-            v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wl, s * 32, s * 32 <= lim, sr, s, lane, a, gshift, glast);
+            v3_load<WT, B, R, GROUPED>(buf[s], gb[s], wr, sr, s, lane, vlast, a, gshift, glast);
 #pragma unroll
         for (int r = 0; r < R; r++)
 #pragma unroll
@@ -439,8 +410,8 @@ gemv_kernel(m40k_qlinear_args a, int nch_pad, int cps, int nsplit) {
                     }
                 }
                 if (c0 + k + D < nch_pad)
-                    v3_load<WT, B, R, GROUPED>(buf[D - 1], gb[D - 1], wl, (c0 + k + D) * 32,
-                                               (c0 + k + D) * 32 <= lim, sr, c0 + k + D, lane, a, gshift, glast);
+                    v3_load<WT, B, R, GROUPED>(buf[D - 1], gb[D - 1], wr, sr, c0 + k + D, lane, vlast, a, gshift,
+                                               glast);
             }
         }
         if (g < ngroups) v3_finish<WT, B, R, GROUPED>(acc, sc, S, g * R, lane, a);

@@ -969,15 +969,18 @@ int glm_step_batch(glm_model *m, int n, const int *seqs, const int32_t *ids) {
         m->slot_buf[i] = i < n ? seqs[i] : 0;
     }
     /* the attention key bound of this step (m40_graph_set_attention_keys):
-    ** 128, then powers of two, none from the cache length (up to 512 decode
-    ** v5, its splits from the bound: lib/ops/attention.c); a change drops
+    ** 128, then powers of two, none from the cache length where that is
+    ** past 1024 (up to 512 decode v5's ways, for one sequence to 1024 with
+    ** splits of the keys, their splits from the bound within the cache:
+    ** lib/ops/attention.c; past the edge v6, the same with or without a
+    ** bound at the cache's length); a change drops
     ** the captured CUDA graph, captured again below (a few times as a
     ** conversation grows, and after a rewind) */
     int64_t keys = 0, kb = 128;
     for (int i = 0; i < n; i++)
         if (m->seq[seqs[i]].pos + 1 > keys) keys = m->seq[seqs[i]].pos + 1;
     while (kb < keys) kb *= 2;
-    if (kb >= m->L) kb = m->L <= 512 ? 512 : 0;
+    if (kb >= m->L && m->L > 1024) kb = 0;
     if (kb != m->dkeys[k]) {
         for (int r = 0; r < m->R; r++) {
             const m40_chatglm2_info *in;

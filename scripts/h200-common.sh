@@ -111,7 +111,7 @@ glm_run() {
     env $2 M40_BENCH_GLM_FORMATS=$3 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
         timeout "${GLM_TIMEOUT:-120}" "$B/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes $4 \
         --json="$O/m40-chatglm2-$1.json" > "$O/m40-chatglm2-$1.txt" 2>&1
-    note "chatglm2 $1 rc=$? $(grep -E 'tokens/s' "$O/m40-chatglm2-$1.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
+    note "chatglm2 $1 rc=$? $(toks "$O/m40-chatglm2-$1.txt")"
 }
 # glm_prefill_run LABEL "ENV=V ...": m40-bench chatglm2 int4 prefill 128 / 512 / 2048
 # (no chain), one note line with the three tok/s (session 20's A/Bs)
@@ -137,13 +137,18 @@ floor_first() {
     [ -f .carry/s34.tar.xz ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 &&
         tar xJf .carry/s34.tar.xz && floor_on_h200 .s33
 }
+# toks FILE: the tok/s of an m40-bench chatglm2 report on one line (its
+# "N tokens/s" lines, less the medians and M40 projections)
+toks() {
+    grep -E 'tokens/s' "$1" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' '
+}
 # glm_ab LABEL DIR FORMATS SIZES TIMEOUT: one m40-bench chatglm2 decode run
 # (no prefill, no chain) of DIR's m40-bench, one note line with the tok/s
 # (the old / new A/Bs of sessions 36-)
 glm_ab() {
     env M40_BENCH_GLM_FORMATS=$3 M40_BENCH_GLM_PREFILL=0 M40_BENCH_GLM_NO_CHAIN=1 \
         timeout "$5" "$2/m40-bench" chatglm2 --warmup 1 --repeats 7 --sizes "$4" > "$O/glm-$1.txt" 2>&1
-    note "$1 rc=$? $(grep -E 'tokens/s' "$O/glm-$1.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
+    note "$1 rc=$? $(toks "$O/glm-$1.txt")"
 }
 # ncu_step LABEL DIR [TIMEOUT]: ncu over one profiled int4 decode step of DIR's
 # m40-bench at ctx 128 (--profile-from-start off with M40_BENCH_GLM_PROFILE=1,

@@ -17,7 +17,7 @@ carry_start .carry/s41v.tar.xz
 floor_on_h200 .s41v
 env M40_BENCH_GLM_NO_CHAIN=1 timeout 150 .s41v/m40-bench chatglm2 --warmup 1 --repeats 7 \
     --sizes 128,1024,8192 > "$O/glm-all.txt" 2>&1
-note "m40 all rc=$? $(grep -E 'tokens/s' "$O/glm-all.txt" | sed -E 's/ +/ /g; s/M40 projection.*//; s/ \(median.*//' | tr '\n' ' ')"
+note "m40 all rc=$? $(toks "$O/glm-all.txt")"
 grep -E '^copy|device copy|launches per|the plan' "$O/glm-all.txt" | sed -E 's/ +/ /g' | cut -c1-170 >> "$SUM"
 T=$(($(left) - 60))
 [ $T -gt 60 ] && { timeout $T python3 bench/bench_torch.py chatglm2 --warmup 3 --repeats 20 \

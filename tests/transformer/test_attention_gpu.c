@@ -764,7 +764,7 @@ int main(void) {
     ** rows a lane by keys a SM: lib/ops/attention.c): the positions (<= 103)
     ** under it, and past a bound of 16 (the same results) */
     static const int64_t kbs[] = {512, 128, 1024, 768, 16384, 16};
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < (int)(sizeof kbs / sizeof kbs[0]); i++) {
         g_keys = kbs[i];
         printf("attention key bound %lld\n", (long long)g_keys);
         /* one sequence, at 700 where the bound allows (its 701 keys in 3 or 4 splits:
